@@ -1,0 +1,139 @@
+/*
+ * informer.h - list+watch one resource into a local cache and tell
+ * handlers about changes (client-go's SharedIndexInformer, reduced).
+ *
+ * A background thread LISTs the resource, then WATCHes from the list's
+ * resourceVersion; on a dropped watch it resumes from the last version seen,
+ * and on 410 Gone it relists and reconciles the cache (synthesising deletes
+ * for objects that vanished). An optional transform runs on every object
+ * before it is cached, to strip what the caller never reads (managedFields,
+ * most of a Pod's spec...) so the cache stays small.
+ *
+ * Handlers run on the informer thread, in event order; they must be quick
+ * (typically: compute a key and add it to a work queue).
+ *
+ * Lister calls (get/list/index) are thread-safe and return deep copies the
+ * caller owns, so callers never hold the cache lock.
+ */
+#ifndef K8S_INFORMER_H
+#define K8S_INFORMER_H
+
+#include <cjson/cJSON.h>
+#include "k8s/client.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque informer. */
+typedef struct k8s_informer k8s_informer;
+
+/**
+ * Transform hook: may edit `obj` in place (delete fields) and returns it,
+ * or returns NULL to drop the object from the cache entirely.
+ */
+typedef cJSON *(*k8s_transform_fn)(cJSON *obj, void *userdata);
+
+/** Add handler; `obj` is borrowed for the duration of the call. */
+typedef void (*k8s_on_add_fn)(const cJSON *obj, void *userdata);
+/** Update handler; both objects borrowed. Also called on resync with old == new. */
+typedef void (*k8s_on_update_fn)(const cJSON *old_obj, const cJSON *new_obj,
+                                 void *userdata);
+/** Delete handler; `obj` (the last known state) borrowed. */
+typedef void (*k8s_on_delete_fn)(const cJSON *obj, void *userdata);
+
+/**
+ * Index function: writes up to `cap` index values for `obj` into `keys`
+ * (strings borrowed from `obj` or static) and returns how many (0: not
+ * indexed). Called under the cache lock; must not call the informer.
+ */
+typedef int (*k8s_index_fn)(const cJSON *obj, const char **keys, int cap,
+                            void *userdata);
+
+#define K8S_INFORMER_OPTIONS_VERSION 1
+
+/** Informer options. */
+typedef struct {
+	unsigned int version;           /**< K8S_INFORMER_OPTIONS_VERSION */
+	const k8s_resource *resource;   /**< required; borrowed for the informer's life */
+	const char *namespace_;         /**< NULL: all namespaces */
+	const char *label_selector;     /**< NULL: everything */
+	const char *field_selector;     /**< NULL: everything */
+	long resync_ms;                 /**< periodic on_update(obj,obj) for all; 0: never */
+	long watch_timeout_s;           /**< server watch timeout; default 300 */
+	k8s_transform_fn transform;     /**< optional */
+	k8s_on_add_fn on_add;           /**< optional */
+	k8s_on_update_fn on_update;     /**< optional */
+	k8s_on_delete_fn on_delete;     /**< optional */
+	void *userdata;                 /**< passed to every callback */
+	k8s_logger *logger;             /**< borrowed; NULL: silent */
+} k8s_informer_options;
+
+#define K8S_INFORMER_OPTIONS_INIT { K8S_INFORMER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 300, NULL, NULL, NULL, NULL, NULL, NULL }
+
+/**
+ * Creates an informer over `client` (borrowed: it must outlive the
+ * informer). Strings in `opts` are copied. Returns 0, K8S_EINVAL (no
+ * resource) or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_new(k8s_informer **out, k8s_client *client,
+                                const k8s_informer_options *opts);
+
+/**
+ * Adds a named index before k8s_informer_start(). `name` is copied.
+ * Returns 0, K8S_EINVAL (already started or duplicate name) or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_add_index(k8s_informer *inf, const char *name,
+                                      k8s_index_fn fn, void *userdata);
+
+/** Starts the list+watch thread. Returns 0, K8S_EINVAL (twice) or K8S_ERROR. */
+K8S_EXTERN int k8s_informer_start(k8s_informer *inf);
+
+/** True once the first LIST has been stored in the cache. */
+K8S_EXTERN bool k8s_informer_has_synced(k8s_informer *inf);
+
+/**
+ * Waits until synced, at most `timeout_ms` (< 0: forever). Returns 0,
+ * K8S_ETIMEOUT or K8S_ESHUTDOWN (stopped before syncing).
+ */
+K8S_EXTERN int k8s_informer_wait_synced(k8s_informer *inf, long timeout_ms);
+
+/**
+ * Copies the cached object `ns`/`name` (`ns` "" or NULL for
+ * cluster-scoped) into `*out` (caller frees). Returns 0 or K8S_ENOTFOUND.
+ */
+K8S_EXTERN int k8s_informer_get(k8s_informer *inf, const char *ns,
+                                const char *name, cJSON **out);
+
+/**
+ * Copies every cached object in namespace `ns` (NULL: all) into a new
+ * cJSON array `*out` (caller frees). Returns 0 or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_list(k8s_informer *inf, const char *ns,
+                                 cJSON **out);
+
+/**
+ * Copies the objects whose index `index` has value `value` into a new
+ * cJSON array `*out` (caller frees), in no particular order. Returns 0,
+ * K8S_EINVAL (unknown index) or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_by_index(k8s_informer *inf, const char *index,
+                                     const char *value, cJSON **out);
+
+/** Number of cached objects. */
+K8S_EXTERN size_t k8s_informer_size(k8s_informer *inf);
+
+/** The last resourceVersion the informer saw ("" before the first list). Copy into `buf`. */
+K8S_EXTERN void k8s_informer_last_resource_version(k8s_informer *inf,
+                                                   char *buf, size_t cap);
+
+/** Stops the thread and waits for it (handlers are not called afterwards). */
+K8S_EXTERN void k8s_informer_stop(k8s_informer *inf);
+
+/** Stops if needed and frees; NULL accepted. */
+K8S_EXTERN void k8s_informer_free(k8s_informer *inf);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

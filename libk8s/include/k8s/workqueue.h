@@ -1,0 +1,82 @@
+/*
+ * workqueue.h - a rate-limited work queue of string keys with client-go's
+ * semantics (k8s.io/client-go/util/workqueue):
+ * - a key added several times before it is processed is processed once;
+ * - a key is never handed to two workers at once: a key added while it is
+ *   being processed is marked dirty and handed out again after done();
+ * - add_after() delays an add; add_rate_limited() delays it by the key's
+ *   exponential backoff (base * 2^failures, capped), forget() resets it;
+ * - shutdown() wakes every waiting worker; get() then drains what is
+ *   queued and finally returns K8S_ESHUTDOWN.
+ * All functions are thread-safe.
+ */
+#ifndef K8S_WORKQUEUE_H
+#define K8S_WORKQUEUE_H
+
+#include "k8s/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque work queue. */
+typedef struct k8s_workqueue k8s_workqueue;
+
+#define K8S_WORKQUEUE_OPTIONS_VERSION 1
+
+/** Work queue options. */
+typedef struct {
+	unsigned int version;  /**< K8S_WORKQUEUE_OPTIONS_VERSION */
+	long base_delay_ms;    /**< first retry delay; default 5 ms */
+	long max_delay_ms;     /**< retry delay cap; default 1000 s */
+} k8s_workqueue_options;
+
+#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000 }
+
+/** Creates a queue; `opts` may be NULL. Returns 0, K8S_EINVAL or K8S_ENOMEM. */
+K8S_EXTERN int k8s_workqueue_new(k8s_workqueue **out,
+                                 const k8s_workqueue_options *opts);
+
+/** Frees a queue (call after shutdown and after workers stopped); NULL ok. */
+K8S_EXTERN void k8s_workqueue_free(k8s_workqueue *q);
+
+/** Adds `key` (copied). Ignored after shutdown. Returns 0 or K8S_ENOMEM. */
+K8S_EXTERN int k8s_workqueue_add(k8s_workqueue *q, const char *key);
+
+/** Adds `key` after `delay_ms` milliseconds (<= 0: now). */
+K8S_EXTERN int k8s_workqueue_add_after(k8s_workqueue *q, const char *key,
+                                       long delay_ms);
+
+/** Adds `key` after its backoff delay and counts one more failure. */
+K8S_EXTERN int k8s_workqueue_add_rate_limited(k8s_workqueue *q,
+                                              const char *key);
+
+/** Forgets the failure count of `key`. */
+K8S_EXTERN void k8s_workqueue_forget(k8s_workqueue *q, const char *key);
+
+/** Number of failures counted for `key` since it was last forgotten. */
+K8S_EXTERN int k8s_workqueue_num_requeues(k8s_workqueue *q, const char *key);
+
+/**
+ * Blocks until a key is available and returns it in `*key` (a new string
+ * the caller frees after calling k8s_workqueue_done()). Returns 0, or
+ * K8S_ESHUTDOWN once the queue is shut down and drained.
+ */
+K8S_EXTERN int k8s_workqueue_get(k8s_workqueue *q, char **key);
+
+/** Marks `key` processed; re-queues it if it was added meanwhile. */
+K8S_EXTERN void k8s_workqueue_done(k8s_workqueue *q, const char *key);
+
+/** Number of keys waiting (not counting delayed or in-flight ones). */
+K8S_EXTERN size_t k8s_workqueue_len(k8s_workqueue *q);
+
+/** Shuts the queue down: pending delayed adds are dropped, waiters wake. */
+K8S_EXTERN void k8s_workqueue_shutdown(k8s_workqueue *q);
+
+/** True after k8s_workqueue_shutdown(). */
+K8S_EXTERN bool k8s_workqueue_is_shutdown(k8s_workqueue *q);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
