@@ -29,8 +29,10 @@ extern "C" {
 typedef struct k8s_informer k8s_informer;
 
 /**
- * Transform hook: may edit `obj` in place (delete fields) and returns it,
- * or returns NULL to drop the object from the cache entirely.
+ * Transform hook, run on the informer thread on every object before it is
+ * cached or handed to a handler. It takes ownership of `obj`: it returns it
+ * (usually edited in place, e.g. fields deleted), or frees it and returns
+ * NULL to keep the object out of the cache entirely.
  */
 typedef cJSON *(*k8s_transform_fn)(cJSON *obj, void *userdata);
 

@@ -1,0 +1,145 @@
+/*
+ * controller.c - N workers draining a work queue into a reconcile function
+ * (see controller.h). The policy for a finished reconcile mirrors
+ * controller-runtime: error => requeue with per-key backoff; requeue_after
+ * => forget the failures and requeue after the delay; requeue => backoff;
+ * otherwise forget.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "k8s/controller.h"
+#include "k8s/object.h"
+
+struct k8s_controller {
+	char *name;
+	int workers;
+	k8s_reconcile_fn reconcile;
+	void *userdata;
+	k8s_logger *log;
+	k8s_workqueue *queue;
+	pthread_t *threads;
+	int nthreads;
+	bool stopped;
+};
+
+int k8s_controller_new(k8s_controller **out, const k8s_controller_options *o)
+{
+	if (!o || o->version != K8S_CONTROLLER_OPTIONS_VERSION || !o->reconcile)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "controller: options version and reconcile are required");
+	k8s_controller *c = calloc(1, sizeof(*c));
+	if (!c)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	c->name = strdup(o->name ? o->name : "controller");
+	c->workers = o->workers > 0 ? o->workers : 1;
+	c->reconcile = o->reconcile;
+	c->userdata = o->userdata;
+	c->log = o->logger;
+	int rc = k8s_workqueue_new(&c->queue, &o->queue);
+	if (rc < 0 || !c->name) {
+		free(c->name);
+		free(c);
+		return rc < 0 ? rc : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	*out = c;
+	return 0;
+}
+
+void k8s_controller_enqueue(k8s_controller *c, const char *key)
+{
+	k8s_workqueue_add(c->queue, key);
+}
+
+void k8s_controller_enqueue_after(k8s_controller *c, const char *key, long delay_ms)
+{
+	k8s_workqueue_add_after(c->queue, key, delay_ms);
+}
+
+k8s_workqueue *k8s_controller_queue(k8s_controller *c)
+{
+	return c->queue;
+}
+
+static void process(k8s_controller *c, const char *key)
+{
+	k8s_reconcile_result res = { 0, false };
+	k8s_error_clear();
+	int64_t start = k8s_monotonic_ms();
+	int rc = c->reconcile(key, &res, c->userdata);
+	char dur[32];
+	snprintf(dur, sizeof(dur), "%lld", (long long)(k8s_monotonic_ms() - start));
+	if (rc < 0) {
+		const k8s_error *e = k8s_error_last();
+		char retries[16];
+		snprintf(retries, sizeof(retries), "%d", k8s_workqueue_num_requeues(c->queue, key));
+		k8s_log(c->log, rc == K8S_ECONFLICT ? K8S_LOG_DEBUG : K8S_LOG_ERROR,
+		        "reconcile failed", "controller", c->name, "key", key,
+		        "error", *e->message ? e->message : k8s_strerror(rc),
+		        "retries", retries, "duration_ms", dur, NULL);
+		k8s_workqueue_add_rate_limited(c->queue, key);
+	} else if (res.requeue_after_ms > 0) {
+		k8s_workqueue_forget(c->queue, key);
+		k8s_workqueue_add_after(c->queue, key, res.requeue_after_ms);
+	} else if (res.requeue) {
+		k8s_workqueue_add_rate_limited(c->queue, key);
+	} else {
+		k8s_workqueue_forget(c->queue, key);
+	}
+	if (rc >= 0)
+		k8s_log(c->log, K8S_LOG_DEBUG, "reconciled", "controller", c->name,
+		        "key", key, "duration_ms", dur, NULL);
+}
+
+static void *worker(void *arg)
+{
+	k8s_controller *c = arg;
+	char *key;
+	while (k8s_workqueue_get(c->queue, &key) == 0) {
+		process(c, key);
+		k8s_workqueue_done(c->queue, key);
+		free(key);
+	}
+	return NULL;
+}
+
+int k8s_controller_start(k8s_controller *c)
+{
+	if (c->threads)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "controller %s: already started", c->name);
+	c->threads = calloc((size_t)c->workers, sizeof(*c->threads));
+	if (!c->threads)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	for (int i = 0; i < c->workers; i++) {
+		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
+			k8s_workqueue_shutdown(c->queue);
+			for (int j = 0; j < i; j++)
+				pthread_join(c->threads[j], NULL);
+			free(c->threads);
+			c->threads = NULL;
+			return k8s_error_set(K8S_ERROR, 0, NULL, "controller %s: cannot start worker %d", c->name, i);
+		}
+		c->nthreads++;
+	}
+	return 0;
+}
+
+void k8s_controller_stop(k8s_controller *c)
+{
+	if (c->stopped)
+		return;
+	c->stopped = true;
+	k8s_workqueue_shutdown(c->queue);
+	for (int i = 0; i < c->nthreads; i++)
+		pthread_join(c->threads[i], NULL);
+}
+
+void k8s_controller_free(k8s_controller *c)
+{
+	if (!c)
+		return;
+	k8s_controller_stop(c);
+	free(c->threads);
+	k8s_workqueue_free(c->queue);
+	free(c->name);
+	free(c);
+}

@@ -1,0 +1,627 @@
+/*
+ * informer.c - list+watch into a cache with handlers and indexes (see
+ * informer.h).
+ *
+ * One thread per informer runs: LIST (paged) -> replace the cache -> WATCH
+ * from the list's resourceVersion -> on a normal end or a transport error,
+ * WATCH again from the last version seen (with bounded backoff on errors),
+ * and on 410 Gone LIST again. Only this thread mutates the cache, so a
+ * handler may read the object it was given without the lock; listers take
+ * the read lock and return deep copies.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "k8s/informer.h"
+#include "k8s/object.h"
+#include "map.h"
+
+#define MAX_INDEXES 8
+#define MAX_INDEX_VALUES 16
+#define LIST_PAGE 500
+
+typedef struct {
+	char *name;
+	k8s_index_fn fn;
+	void *userdata;
+	k8s_map values;  /* index value -> k8s_map* (set of object keys) */
+} index_def;
+
+struct k8s_informer {
+	k8s_client *client;
+	k8s_resource resource;
+	char *ns, *label_selector, *field_selector;
+	long resync_ms, watch_timeout_s;
+	k8s_transform_fn transform;
+	k8s_on_add_fn on_add;
+	k8s_on_update_fn on_update;
+	k8s_on_delete_fn on_delete;
+	void *userdata;
+	k8s_logger *log;
+
+	pthread_rwlock_t cache_lock;
+	k8s_map cache;  /* key -> cJSON* */
+	index_def indexes[MAX_INDEXES];
+	int nindexes;
+	char last_rv[64];
+
+	pthread_mutex_t state_lock;
+	pthread_cond_t state_cond;
+	bool synced, started, stopping;
+	atomic_int cancel;
+	pthread_t thread, resync_thread;
+	bool resync_running;
+};
+
+int k8s_informer_new(k8s_informer **out, k8s_client *client,
+                     const k8s_informer_options *o)
+{
+	if (!o || o->version != K8S_INFORMER_OPTIONS_VERSION || !o->resource || !client)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: options version, resource and client are required");
+	k8s_informer *inf = calloc(1, sizeof(*inf));
+	if (!inf)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	inf->client = client;
+	inf->resource = *o->resource;
+	inf->ns = o->namespace_ ? strdup(o->namespace_) : NULL;
+	inf->label_selector = o->label_selector ? strdup(o->label_selector) : NULL;
+	inf->field_selector = o->field_selector ? strdup(o->field_selector) : NULL;
+	inf->resync_ms = o->resync_ms;
+	inf->watch_timeout_s = o->watch_timeout_s > 0 ? o->watch_timeout_s : 300;
+	inf->transform = o->transform;
+	inf->on_add = o->on_add;
+	inf->on_update = o->on_update;
+	inf->on_delete = o->on_delete;
+	inf->userdata = o->userdata;
+	inf->log = o->logger;
+	pthread_rwlock_init(&inf->cache_lock, NULL);
+	k8s_map_init(&inf->cache);
+	pthread_mutex_init(&inf->state_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->state_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&inf->cancel, 0);
+	*out = inf;
+	return 0;
+}
+
+int k8s_informer_add_index(k8s_informer *inf, const char *name,
+                           k8s_index_fn fn, void *userdata)
+{
+	if (inf->started || inf->nindexes == MAX_INDEXES || !name || !fn)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: cannot add index \"%s\"", name ? name : "");
+	for (int i = 0; i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, name) == 0)
+			return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: duplicate index \"%s\"", name);
+	index_def *d = &inf->indexes[inf->nindexes];
+	if (!(d->name = strdup(name)))
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	d->fn = fn;
+	d->userdata = userdata;
+	k8s_map_init(&d->values);
+	inf->nindexes++;
+	return 0;
+}
+
+/* ---- cache and index maintenance (informer thread, write lock held) ---- */
+
+static void set_free(void *v)
+{
+	k8s_map_clear(v, NULL);
+	free(v);
+}
+
+static void index_update(k8s_informer *inf, const char *key,
+                         const cJSON *old_obj, const cJSON *new_obj)
+{
+	for (int i = 0; i < inf->nindexes; i++) {
+		index_def *d = &inf->indexes[i];
+		const char *vals[MAX_INDEX_VALUES];
+		int n;
+		if (old_obj) {
+			n = d->fn(old_obj, vals, MAX_INDEX_VALUES, d->userdata);
+			for (int j = 0; j < n; j++) {
+				k8s_map *set = k8s_map_get(&d->values, vals[j]);
+				if (set) {
+					k8s_map_remove(set, key, NULL);
+					if (k8s_map_count(set) == 0) {
+						k8s_map_remove(&d->values, vals[j], NULL);
+						set_free(set);
+					}
+				}
+			}
+		}
+		if (new_obj) {
+			n = d->fn(new_obj, vals, MAX_INDEX_VALUES, d->userdata);
+			for (int j = 0; j < n; j++) {
+				k8s_map *set = k8s_map_get(&d->values, vals[j]);
+				if (!set) {
+					set = calloc(1, sizeof(*set));
+					if (!set)
+						continue;
+					k8s_map_init(set);
+					if (k8s_map_set(&d->values, vals[j], set, NULL) < 0) {
+						free(set);
+						continue;
+					}
+				}
+				k8s_map_set(set, key, (void *)1, NULL);
+			}
+		}
+	}
+}
+
+/* Stores `obj` (owned) under `key`; returns the previous object (caller frees). */
+static cJSON *cache_put(k8s_informer *inf, const char *key, cJSON *obj)
+{
+	void *old = NULL;
+	pthread_rwlock_wrlock(&inf->cache_lock);
+	if (k8s_map_set(&inf->cache, key, obj, &old) < 0) {
+		pthread_rwlock_unlock(&inf->cache_lock);
+		k8s_log(inf->log, K8S_LOG_ERROR, "informer: out of memory, object dropped",
+		        "resource", inf->resource.resource, "key", key, NULL);
+		cJSON_Delete(obj);
+		return NULL;
+	}
+	index_update(inf, key, old, obj);
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return old;
+}
+
+static cJSON *cache_remove(k8s_informer *inf, const char *key)
+{
+	void *old = NULL;
+	pthread_rwlock_wrlock(&inf->cache_lock);
+	if (k8s_map_remove(&inf->cache, key, &old))
+		index_update(inf, key, old, NULL);
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return old;
+}
+
+static void set_last_rv(k8s_informer *inf, const char *rv)
+{
+	if (!rv)
+		return;
+	pthread_rwlock_wrlock(&inf->cache_lock);
+	snprintf(inf->last_rv, sizeof(inf->last_rv), "%s", rv);
+	pthread_rwlock_unlock(&inf->cache_lock);
+}
+
+/* Applies an upsert: transform, store, call add/update. Takes ownership. */
+static void apply_upsert(k8s_informer *inf, cJSON *obj)
+{
+	const char *rv = k8s_obj_resource_version(obj);
+	char rvbuf[64] = "";
+	if (rv)
+		snprintf(rvbuf, sizeof(rvbuf), "%s", rv);
+	char *key = k8s_obj_key(obj);
+	if (!key) {
+		cJSON_Delete(obj);
+		return;
+	}
+	if (inf->transform)
+		obj = inf->transform(obj, inf->userdata);
+	if (!obj) {
+		/* the transform dropped it: treat as gone */
+		cJSON *old = cache_remove(inf, key);
+		if (old && inf->on_delete)
+			inf->on_delete(old, inf->userdata);
+		cJSON_Delete(old);
+	} else {
+		cJSON *old = cache_put(inf, key, obj);
+		if (old) {
+			if (inf->on_update)
+				inf->on_update(old, obj, inf->userdata);
+			cJSON_Delete(old);
+		} else if (inf->on_add) {
+			inf->on_add(obj, inf->userdata);
+		}
+	}
+	set_last_rv(inf, rvbuf);
+	free(key);
+}
+
+static void apply_delete(k8s_informer *inf, cJSON *obj)
+{
+	char *key = k8s_obj_key(obj);
+	const char *rv = k8s_obj_resource_version(obj);
+	if (key) {
+		cJSON *old = cache_remove(inf, key);
+		if (inf->on_delete) {
+			if (inf->transform)
+				obj = inf->transform(obj, inf->userdata);
+			const cJSON *last = obj ? obj : old;
+			if (last)
+				inf->on_delete(last, inf->userdata);
+		}
+		cJSON_Delete(old);
+		free(key);
+	}
+	if (obj) {
+		rv = k8s_obj_resource_version(obj);
+		set_last_rv(inf, rv);
+		cJSON_Delete(obj);
+	}
+}
+
+static int watch_cb(k8s_watch_event_type type, cJSON *obj, void *ud)
+{
+	k8s_informer *inf = ud;
+	switch (type) {
+	case K8S_WATCH_ADDED:
+	case K8S_WATCH_MODIFIED:
+		apply_upsert(inf, obj);
+		break;
+	case K8S_WATCH_DELETED:
+		apply_delete(inf, obj);
+		break;
+	case K8S_WATCH_BOOKMARK:
+		set_last_rv(inf, k8s_obj_resource_version(obj));
+		cJSON_Delete(obj);
+		break;
+	}
+	return atomic_load(&inf->cancel) ? 1 : 0;
+}
+
+/*
+ * LISTs everything (paged) and replaces the cache: upserts for what is
+ * listed (update handlers only when the resourceVersion moved), deletes for
+ * what vanished since the last list/watch.
+ */
+static int relist(k8s_informer *inf)
+{
+	k8s_map seen;
+	k8s_map_init(&seen);
+	char *cont = NULL;
+	char rv[64] = "";
+	int rc = 0;
+	do {
+		k8s_list_options lo = K8S_LIST_OPTIONS_INIT;
+		lo.label_selector = inf->label_selector;
+		lo.field_selector = inf->field_selector;
+		lo.limit = LIST_PAGE;
+		lo.continue_token = cont;
+		cJSON *list = NULL;
+		rc = k8s_client_list(inf->client, &inf->resource, inf->ns, &lo, &list);
+		free(cont);
+		cont = NULL;
+		if (rc < 0)
+			break;
+		const char *c = k8s_obj_str(list, "metadata.continue");
+		if (c && *c)
+			cont = strdup(c);
+		const char *lrv = k8s_obj_str(list, "metadata.resourceVersion");
+		if (lrv)
+			snprintf(rv, sizeof(rv), "%s", lrv);
+		cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+		while (cJSON_GetArraySize(items) > 0) {
+			cJSON *item = cJSON_DetachItemFromArray(items, 0);
+			char *key = k8s_obj_key(item);
+			if (!key) {
+				cJSON_Delete(item);
+				continue;
+			}
+			k8s_map_set(&seen, key, (void *)1, NULL);
+			/* skip handler noise when nothing changed since we last saw it */
+			cJSON *cur = NULL;
+			pthread_rwlock_rdlock(&inf->cache_lock);
+			cur = k8s_map_get(&inf->cache, key);
+			const char *crv = cur ? k8s_obj_resource_version(cur) : NULL;
+			const char *irv = k8s_obj_resource_version(item);
+			bool same = crv && irv && strcmp(crv, irv) == 0;
+			pthread_rwlock_unlock(&inf->cache_lock);
+			free(key);
+			if (same)
+				cJSON_Delete(item);
+			else
+				apply_upsert(inf, item);
+		}
+		cJSON_Delete(list);
+	} while (cont && !atomic_load(&inf->cancel));
+	free(cont);
+	if (rc < 0) {
+		k8s_map_clear(&seen, NULL);
+		return rc;
+	}
+	/* deletes for objects that disappeared while we were not watching */
+	size_t nkeys = 0, cap = 0;
+	char **gone = NULL;
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (k8s_map_next(&inf->cache, &b, &it)) {
+		if (!k8s_map_has(&seen, it->key)) {
+			if (nkeys == cap) {
+				cap = cap ? cap * 2 : 16;
+				char **g = realloc(gone, cap * sizeof(*g));
+				if (!g)
+					break;
+				gone = g;
+			}
+			gone[nkeys++] = strdup(it->key);
+		}
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
+	for (size_t i = 0; i < nkeys; i++) {
+		if (gone[i]) {
+			cJSON *old = cache_remove(inf, gone[i]);
+			if (old && inf->on_delete)
+				inf->on_delete(old, inf->userdata);
+			cJSON_Delete(old);
+		}
+		free(gone[i]);
+	}
+	free(gone);
+	k8s_map_clear(&seen, NULL);
+	set_last_rv(inf, rv);
+	return 0;
+}
+
+/* Sleeps up to `ms` or until stopped; returns true when stopping. */
+static bool sleep_or_stop(k8s_informer *inf, long ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&inf->state_lock);
+	while (!inf->stopping) {
+		if (pthread_cond_timedwait(&inf->state_cond, &inf->state_lock, &ts) != 0)
+			break;
+	}
+	bool stop = inf->stopping;
+	pthread_mutex_unlock(&inf->state_lock);
+	return stop;
+}
+
+static void *run(void *arg)
+{
+	k8s_informer *inf = arg;
+	long backoff = 0;
+	bool need_list = true;
+	while (!atomic_load(&inf->cancel)) {
+		if (need_list) {
+			int rc = relist(inf);
+			if (rc < 0) {
+				backoff = backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 500;
+				k8s_log(inf->log, K8S_LOG_WARN, "list failed; retrying",
+				        "resource", inf->resource.resource,
+				        "error", k8s_error_last()->message, NULL);
+				if (sleep_or_stop(inf, backoff))
+					break;
+				continue;
+			}
+			need_list = false;
+			pthread_mutex_lock(&inf->state_lock);
+			if (!inf->synced) {
+				inf->synced = true;
+				pthread_cond_broadcast(&inf->state_cond);
+			}
+			pthread_mutex_unlock(&inf->state_lock);
+		}
+		char rv[64];
+		k8s_informer_last_resource_version(inf, rv, sizeof(rv));
+		k8s_list_options lo = K8S_LIST_OPTIONS_INIT;
+		lo.label_selector = inf->label_selector;
+		lo.field_selector = inf->field_selector;
+		lo.resource_version = rv;
+		lo.allow_watch_bookmarks = true;
+		/* spread reconnects of many informers, as client-go does */
+		lo.timeout_seconds = inf->watch_timeout_s + (rand() % (inf->watch_timeout_s / 2 + 1));
+		int rc = k8s_client_watch(inf->client, &inf->resource, inf->ns, &lo,
+		                          watch_cb, inf, &inf->cancel);
+		if (atomic_load(&inf->cancel))
+			break;
+		if (rc == 0) {
+			backoff = 0;
+			continue;
+		}
+		if (rc == K8S_EGONE) {
+			k8s_log(inf->log, K8S_LOG_INFO, "watch expired; relisting",
+			        "resource", inf->resource.resource, "resourceVersion", rv, NULL);
+			need_list = true;
+			continue;
+		}
+		backoff = backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 200;
+		k8s_log(inf->log, K8S_LOG_WARN, "watch failed; resuming",
+		        "resource", inf->resource.resource, "resourceVersion", rv,
+		        "error", k8s_error_last()->message, NULL);
+		if (sleep_or_stop(inf, backoff))
+			break;
+	}
+	return NULL;
+}
+
+static void *resync_run(void *arg)
+{
+	k8s_informer *inf = arg;
+	while (!sleep_or_stop(inf, inf->resync_ms)) {
+		cJSON *all = NULL;
+		if (k8s_informer_list(inf, NULL, &all) < 0)
+			continue;
+		const cJSON *o;
+		cJSON_ArrayForEach(o, all)
+			inf->on_update(o, o, inf->userdata);
+		cJSON_Delete(all);
+	}
+	return NULL;
+}
+
+int k8s_informer_start(k8s_informer *inf)
+{
+	if (inf->started)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: already started");
+	inf->started = true;
+	if (pthread_create(&inf->thread, NULL, run, inf) != 0) {
+		inf->started = false;
+		return k8s_error_set(K8S_ERROR, 0, NULL, "informer: cannot start thread");
+	}
+	if (inf->resync_ms > 0 && inf->on_update &&
+	    pthread_create(&inf->resync_thread, NULL, resync_run, inf) == 0)
+		inf->resync_running = true;
+	return 0;
+}
+
+bool k8s_informer_has_synced(k8s_informer *inf)
+{
+	pthread_mutex_lock(&inf->state_lock);
+	bool s = inf->synced;
+	pthread_mutex_unlock(&inf->state_lock);
+	return s;
+}
+
+int k8s_informer_wait_synced(k8s_informer *inf, long timeout_ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (timeout_ms >= 0) {
+		ts.tv_sec += timeout_ms / 1000;
+		ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+	}
+	int rc = 0;
+	pthread_mutex_lock(&inf->state_lock);
+	while (!inf->synced && !inf->stopping) {
+		if (timeout_ms < 0) {
+			pthread_cond_wait(&inf->state_cond, &inf->state_lock);
+		} else if (pthread_cond_timedwait(&inf->state_cond, &inf->state_lock, &ts) != 0) {
+			break;
+		}
+	}
+	if (!inf->synced)
+		rc = inf->stopping ? K8S_ESHUTDOWN : K8S_ETIMEOUT;
+	pthread_mutex_unlock(&inf->state_lock);
+	if (rc)
+		return k8s_error_set(rc, 0, NULL, "informer for %s: %s before the first list completed",
+		                     inf->resource.resource, rc == K8S_ETIMEOUT ? "timed out" : "stopped");
+	return 0;
+}
+
+int k8s_informer_get(k8s_informer *inf, const char *ns, const char *name, cJSON **out)
+{
+	*out = NULL;
+	char key[512];
+	if (ns && *ns)
+		snprintf(key, sizeof(key), "%s/%s", ns, name);
+	else
+		snprintf(key, sizeof(key), "%s", name);
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	cJSON *o = k8s_map_get(&inf->cache, key);
+	if (o)
+		*out = cJSON_Duplicate(o, 1);
+	pthread_rwlock_unlock(&inf->cache_lock);
+	if (!o)
+		return K8S_ENOTFOUND;
+	return *out ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+}
+
+int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
+{
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (k8s_map_next(&inf->cache, &b, &it)) {
+		if (ns) {
+			const char *ons = k8s_obj_namespace(it->value);
+			if (!ons || strcmp(ons, ns) != 0)
+				continue;
+		}
+		cJSON_AddItemToArray(arr, cJSON_Duplicate(it->value, 1));
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
+	*out = arr;
+	return 0;
+}
+
+int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *value, cJSON **out)
+{
+	*out = NULL;
+	index_def *d = NULL;
+	for (int i = 0; i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, index) == 0)
+			d = &inf->indexes[i];
+	if (!d)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: unknown index \"%s\"", index);
+	cJSON *arr = cJSON_CreateArray();
+	if (!arr)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	k8s_map *set = k8s_map_get(&d->values, value);
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (set && k8s_map_next(set, &b, &it)) {
+		cJSON *o = k8s_map_get(&inf->cache, it->key);
+		if (o)
+			cJSON_AddItemToArray(arr, cJSON_Duplicate(o, 1));
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
+	*out = arr;
+	return 0;
+}
+
+size_t k8s_informer_size(k8s_informer *inf)
+{
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	size_t n = k8s_map_count(&inf->cache);
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return n;
+}
+
+void k8s_informer_last_resource_version(k8s_informer *inf, char *buf, size_t cap)
+{
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	snprintf(buf, cap, "%s", inf->last_rv);
+	pthread_rwlock_unlock(&inf->cache_lock);
+}
+
+void k8s_informer_stop(k8s_informer *inf)
+{
+	pthread_mutex_lock(&inf->state_lock);
+	bool was_started = inf->started && !inf->stopping;
+	inf->stopping = true;
+	atomic_store(&inf->cancel, 1);
+	pthread_cond_broadcast(&inf->state_cond);
+	pthread_mutex_unlock(&inf->state_lock);
+	if (was_started) {
+		pthread_join(inf->thread, NULL);
+		if (inf->resync_running)
+			pthread_join(inf->resync_thread, NULL);
+	}
+}
+
+static void obj_free(void *v)
+{
+	cJSON_Delete(v);
+}
+
+void k8s_informer_free(k8s_informer *inf)
+{
+	if (!inf)
+		return;
+	k8s_informer_stop(inf);
+	k8s_map_clear(&inf->cache, obj_free);
+	for (int i = 0; i < inf->nindexes; i++) {
+		k8s_map_clear(&inf->indexes[i].values, set_free);
+		free(inf->indexes[i].name);
+	}
+	free(inf->ns);
+	free(inf->label_selector);
+	free(inf->field_selector);
+	pthread_rwlock_destroy(&inf->cache_lock);
+	pthread_mutex_destroy(&inf->state_lock);
+	pthread_cond_destroy(&inf->state_cond);
+	free(inf);
+}

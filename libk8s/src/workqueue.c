@@ -1,0 +1,322 @@
+/*
+ * workqueue.c - client-go style work queue (see workqueue.h).
+ *
+ * State, all under one mutex:
+ * - `fifo`: keys ready to be handed out, each at most once (`dirty` says
+ *   which keys are queued or must run again);
+ * - `processing`: keys a worker holds; a key added meanwhile stays only in
+ *   `dirty` and is put back on the FIFO by done();
+ * - `delayed`: a binary min-heap of (ready time, key). There is no timer
+ *   thread: get() moves due entries to the FIFO and sleeps on the condition
+ *   variable until the earliest deadline;
+ * - `failures`: per-key failure counts for the exponential backoff.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "k8s/workqueue.h"
+#include "k8s/object.h"
+#include "map.h"
+
+typedef struct fifo_node {
+	char *key;
+	struct fifo_node *next;
+} fifo_node;
+
+typedef struct {
+	int64_t ready_at;  /* monotonic ms */
+	char *key;
+} delayed_item;
+
+struct k8s_workqueue {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	fifo_node *head, *tail;
+	size_t fifo_len;
+	k8s_map dirty;       /* key -> (void*)1 */
+	k8s_map processing;  /* key -> (void*)1 */
+	k8s_map failures;    /* key -> (intptr_t) count */
+	delayed_item *heap;
+	size_t heap_len, heap_cap;
+	long base_delay_ms, max_delay_ms;
+	bool shutdown;
+};
+
+static void *const PRESENT = (void *)1;
+
+int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
+{
+	k8s_workqueue_options def = K8S_WORKQUEUE_OPTIONS_INIT;
+	if (!opts)
+		opts = &def;
+	if (opts->version != K8S_WORKQUEUE_OPTIONS_VERSION)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "workqueue: unknown options version %u", opts->version);
+	k8s_workqueue *q = calloc(1, sizeof(*q));
+	if (!q)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	k8s_map_init(&q->dirty);
+	k8s_map_init(&q->processing);
+	k8s_map_init(&q->failures);
+	q->base_delay_ms = opts->base_delay_ms > 0 ? opts->base_delay_ms : 5;
+	q->max_delay_ms = opts->max_delay_ms > 0 ? opts->max_delay_ms : 1000000;
+	*out = q;
+	return 0;
+}
+
+void k8s_workqueue_free(k8s_workqueue *q)
+{
+	if (!q)
+		return;
+	while (q->head) {
+		fifo_node *n = q->head;
+		q->head = n->next;
+		free(n->key);
+		free(n);
+	}
+	for (size_t i = 0; i < q->heap_len; i++)
+		free(q->heap[i].key);
+	free(q->heap);
+	k8s_map_clear(&q->dirty, NULL);
+	k8s_map_clear(&q->processing, NULL);
+	k8s_map_clear(&q->failures, NULL);
+	pthread_cond_destroy(&q->cond);
+	pthread_mutex_destroy(&q->lock);
+	free(q);
+}
+
+/* Appends to the FIFO; the caller has marked the key dirty. */
+static int fifo_push(k8s_workqueue *q, const char *key)
+{
+	fifo_node *n = malloc(sizeof(*n));
+	if (!n || !(n->key = strdup(key))) {
+		free(n);
+		return K8S_ENOMEM;
+	}
+	n->next = NULL;
+	if (q->tail)
+		q->tail->next = n;
+	else
+		q->head = n;
+	q->tail = n;
+	q->fifo_len++;
+	return 0;
+}
+
+/* The core of add(): dedupe against dirty, defer while processing. */
+static int add_locked(k8s_workqueue *q, const char *key)
+{
+	if (q->shutdown || k8s_map_has(&q->dirty, key))
+		return 0;
+	if (k8s_map_set(&q->dirty, key, PRESENT, NULL) < 0)
+		return K8S_ENOMEM;
+	if (k8s_map_has(&q->processing, key))
+		return 0;
+	if (fifo_push(q, key) < 0) {
+		k8s_map_remove(&q->dirty, key, NULL);
+		return K8S_ENOMEM;
+	}
+	pthread_cond_signal(&q->cond);
+	return 0;
+}
+
+int k8s_workqueue_add(k8s_workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	int rc = add_locked(q, key);
+	pthread_mutex_unlock(&q->lock);
+	return rc < 0 ? k8s_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
+}
+
+static void heap_swap(delayed_item *a, delayed_item *b)
+{
+	delayed_item t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static int heap_push(k8s_workqueue *q, int64_t ready_at, const char *key)
+{
+	if (q->heap_len == q->heap_cap) {
+		size_t cap = q->heap_cap ? q->heap_cap * 2 : 16;
+		delayed_item *h = realloc(q->heap, cap * sizeof(*h));
+		if (!h)
+			return K8S_ENOMEM;
+		q->heap = h;
+		q->heap_cap = cap;
+	}
+	char *k = strdup(key);
+	if (!k)
+		return K8S_ENOMEM;
+	size_t i = q->heap_len++;
+	q->heap[i].ready_at = ready_at;
+	q->heap[i].key = k;
+	while (i > 0 && q->heap[(i - 1) / 2].ready_at > q->heap[i].ready_at) {
+		heap_swap(&q->heap[(i - 1) / 2], &q->heap[i]);
+		i = (i - 1) / 2;
+	}
+	return 0;
+}
+
+/* Removes the root; returns its key (caller frees). */
+static char *heap_pop(k8s_workqueue *q)
+{
+	char *key = q->heap[0].key;
+	q->heap[0] = q->heap[--q->heap_len];
+	size_t i = 0;
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < q->heap_len && q->heap[l].ready_at < q->heap[m].ready_at)
+			m = l;
+		if (r < q->heap_len && q->heap[r].ready_at < q->heap[m].ready_at)
+			m = r;
+		if (m == i)
+			break;
+		heap_swap(&q->heap[i], &q->heap[m]);
+		i = m;
+	}
+	return key;
+}
+
+int k8s_workqueue_add_after(k8s_workqueue *q, const char *key, long delay_ms)
+{
+	if (delay_ms <= 0)
+		return k8s_workqueue_add(q, key);
+	pthread_mutex_lock(&q->lock);
+	int rc = 0;
+	if (!q->shutdown) {
+		rc = heap_push(q, k8s_monotonic_ms() + delay_ms, key);
+		/* wake a waiter so it can shorten its sleep to the new deadline */
+		pthread_cond_signal(&q->cond);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return rc < 0 ? k8s_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
+}
+
+static long backoff_ms(const k8s_workqueue *q, int failures)
+{
+	double d = (double)q->base_delay_ms;
+	for (int i = 0; i < failures && d < (double)q->max_delay_ms; i++)
+		d *= 2;
+	return d > (double)q->max_delay_ms ? q->max_delay_ms : (long)d;
+}
+
+int k8s_workqueue_add_rate_limited(k8s_workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	intptr_t n = (intptr_t)k8s_map_get(&q->failures, key);
+	k8s_map_set(&q->failures, key, (void *)(n + 1), NULL);
+	long delay = backoff_ms(q, (int)n);
+	pthread_mutex_unlock(&q->lock);
+	return k8s_workqueue_add_after(q, key, delay);
+}
+
+void k8s_workqueue_forget(k8s_workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	k8s_map_remove(&q->failures, key, NULL);
+	pthread_mutex_unlock(&q->lock);
+}
+
+int k8s_workqueue_num_requeues(k8s_workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	intptr_t n = (intptr_t)k8s_map_get(&q->failures, key);
+	pthread_mutex_unlock(&q->lock);
+	return (int)n;
+}
+
+/* Moves due delayed keys to the FIFO; returns ms until the next deadline or -1. */
+static long promote_due(k8s_workqueue *q)
+{
+	int64_t now = k8s_monotonic_ms();
+	while (q->heap_len > 0 && q->heap[0].ready_at <= now) {
+		char *key = heap_pop(q);
+		add_locked(q, key);
+		free(key);
+	}
+	return q->heap_len > 0 ? (long)(q->heap[0].ready_at - now) : -1;
+}
+
+int k8s_workqueue_get(k8s_workqueue *q, char **key)
+{
+	*key = NULL;
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		long wait_ms = q->shutdown ? -1 : promote_due(q);
+		if (q->head)
+			break;
+		if (q->shutdown) {
+			pthread_mutex_unlock(&q->lock);
+			return K8S_ESHUTDOWN;
+		}
+		if (wait_ms < 0) {
+			pthread_cond_wait(&q->cond, &q->lock);
+		} else {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += wait_ms / 1000;
+			ts.tv_nsec += (wait_ms % 1000) * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+		}
+	}
+	fifo_node *n = q->head;
+	q->head = n->next;
+	if (!q->head)
+		q->tail = NULL;
+	q->fifo_len--;
+	k8s_map_remove(&q->dirty, n->key, NULL);
+	k8s_map_set(&q->processing, n->key, PRESENT, NULL);
+	*key = n->key;
+	free(n);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
+void k8s_workqueue_done(k8s_workqueue *q, const char *key)
+{
+	pthread_mutex_lock(&q->lock);
+	k8s_map_remove(&q->processing, key, NULL);
+	/* added while it was processed: hand it out again */
+	if (k8s_map_has(&q->dirty, key) && fifo_push(q, key) == 0)
+		pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+size_t k8s_workqueue_len(k8s_workqueue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	size_t n = q->fifo_len;
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+void k8s_workqueue_shutdown(k8s_workqueue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	q->shutdown = true;
+	for (size_t i = 0; i < q->heap_len; i++)
+		free(q->heap[i].key);
+	q->heap_len = 0;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool k8s_workqueue_is_shutdown(k8s_workqueue *q)
+{
+	pthread_mutex_lock(&q->lock);
+	bool s = q->shutdown;
+	pthread_mutex_unlock(&q->lock);
+	return s;
+}
