@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Checks deploy/ (the Sandbox CRD, namespace and controller RBAC) against the
+# real API server started by tools/local-cluster:
+#   tools/local-cluster up && tools/localcluster/verify-deploy.sh
+# Applies deploy/ with `kubectl apply -k`, then checks schema validation,
+# defaults, the CEL rules, printer columns, the upstream example manifests
+# (../shared/upstream-examples, placeholders filled in) and the RBAC identity.
+# Leaves the CRD/RBAC installed and removes its test namespace.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+LC="$ROOT/tools/local-cluster"
+EXAMPLES="${AGENT_SANDBOX_UPSTREAM_EXAMPLES:-$ROOT/../shared/upstream-examples}"
+NS=verify-deploy
+IMAGE=registry.k8s.io/pause:3.10
+SA=system:serviceaccount:agent-sandbox-system:agent-sandbox-controller
+
+pass=0 fail=0
+ok()  { pass=$((pass + 1)); printf 'PASS %s\n' "$*"; }
+bad() { fail=$((fail + 1)); printf 'FAIL %s\n' "$*"; }
+kc()  { "$LC" kubectl "$@"; }
+
+# expect_ok DESC CMD...  /  expect_reject DESC SUBSTRING CMD...
+expect_ok() {
+    local desc="$1" out; shift
+    if out="$("$@" 2>&1)"; then ok "$desc"; else bad "$desc: $out"; fi
+}
+expect_reject() {
+    local desc="$1" want="$2" out; shift 2
+    if out="$("$@" 2>&1)"; then bad "$desc: was accepted"
+    elif [[ "$out" == *"$want"* ]]; then ok "$desc (\"$want\")"
+    else bad "$desc: rejected, but without \"$want\": $out"; fi
+}
+
+sandbox() { # NAME [SPEC_EXTRA_YAML]: a minimal Sandbox manifest
+    cat <<EOF
+apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: $1
+  namespace: $NS
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: c
+        image: $IMAGE
+${2:-}
+EOF
+}
+apply_str() { kc apply -f - <<<"$1"; }
+create_str() { kc create -f - <<<"$1"; }
+
+"$LC" status >/dev/null || { echo "the local cluster is not up: run tools/local-cluster up" >&2; exit 1; }
+
+echo "== deploy/"
+kc kustomize "$ROOT/deploy" >/dev/null && ok "kubectl kustomize deploy/ renders" || bad "kubectl kustomize deploy/"
+expect_ok "kubectl apply -k deploy/ --dry-run=server" kc apply -k "$ROOT/deploy" --dry-run=server
+expect_ok "kubectl apply -k deploy/" kc apply -k "$ROOT/deploy"
+expect_ok "CRD sandboxes.agents.x-k8s.io Established" \
+    kc wait --for=condition=Established crd/sandboxes.agents.x-k8s.io --timeout=30s
+kc delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
+kc create namespace "$NS" >/dev/null
+# Discovery can lag right after the CRD is established.
+for _ in $(seq 30); do kc get sandboxes -n "$NS" >/dev/null 2>&1 && break; sleep 1; done
+
+echo "== upstream examples (kind: Sandbox) from $EXAMPLES"
+n=0
+for f in "$EXAMPLES"/*.yaml; do
+    grep -q '^kind: Sandbox$' "$f" || continue
+    n=$((n + 1))
+    m="$(sed -e "s|\${IMAGE}|$IMAGE|g" -e "s|\${SANDBOX_NAMESPACE}|$NS|g" \
+             -e 's|\${SANDBOX_TEMPLATE_NAME}|example-template|g' \
+             -e 's|\${SANDBOX_WARMPOOL_NAME}|example-pool|g' "$f")"
+    expect_ok "$(basename "$f"): apply --dry-run=server" kc -n "$NS" apply --dry-run=server -f - <<<"$m"
+    expect_ok "$(basename "$f"): apply" kc -n "$NS" apply -f - <<<"$m"
+done
+(( n > 0 )) && ok "$n upstream Sandbox manifests found" || bad "no upstream Sandbox manifest in $EXAMPLES"
+
+echo "== defaults and validation"
+expect_ok "minimal Sandbox accepted" apply_str "$(sandbox s1)"
+[[ "$(kc -n "$NS" get sandbox s1 -o jsonpath='{.spec.operatingMode}/{.spec.shutdownPolicy}')" == Running/Retain ]] &&
+    ok "defaults operatingMode=Running shutdownPolicy=Retain" || bad "defaults not applied"
+expect_reject "operatingMode enum" 'Unsupported value: "Paused"' \
+    apply_str "$(sandbox bad1 '  operatingMode: Paused')"
+expect_reject "shutdownPolicy enum" 'Unsupported value: "Forever"' \
+    apply_str "$(sandbox bad2 '  shutdownPolicy: Forever')"
+expect_reject "shutdownTime format" 'spec.shutdownTime' \
+    apply_str "$(sandbox bad3 '  shutdownTime: tomorrow')"
+expect_reject "service must be a boolean" 'spec.service' \
+    apply_str "$(sandbox bad4 '  service: "yes"')"
+expect_reject "podTemplate required" 'spec.podTemplate: Required value' apply_str "apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata: {name: bad5, namespace: $NS}
+spec: {service: true}"
+expect_reject "podTemplate.spec.containers required" 'spec.podTemplate.spec.containers: Required value' \
+    apply_str "apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata: {name: bad6, namespace: $NS}
+spec: {podTemplate: {spec: {restartPolicy: Never}}}"
+expect_reject "volumeClaimTemplates[].spec required" 'spec.volumeClaimTemplates[0].spec: Required value' \
+    apply_str "$(sandbox bad7 '  volumeClaimTemplates: [{metadata: {name: data}}]')"
+expect_ok "full spec accepted" apply_str "$(sandbox full '  service: true
+  shutdownTime: "2030-01-01T00:00:00Z"
+  shutdownPolicy: Delete
+  operatingMode: Suspended
+  volumeClaimTemplates:
+  - metadata: {name: data, labels: {a: b}, annotations: {c: d}}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}')"
+
+echo "== volumeClaimTemplates immutability (CEL)"
+vct='  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}'
+expect_ok "Sandbox with volumeClaimTemplates created" apply_str "$(sandbox imm "$vct")"
+expect_reject "changing a template's storage request" "volumeClaimTemplates is immutable" \
+    kc -n "$NS" patch sandbox imm --type=json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/spec/resources/requests/storage","value":"2Gi"}]'
+expect_reject "changing a template's name" "volumeClaimTemplates is immutable" \
+    kc -n "$NS" patch sandbox imm --type=json -p '[{"op":"replace","path":"/spec/volumeClaimTemplates/0/metadata/name","value":"other"}]'
+expect_reject "adding a template" "volumeClaimTemplates is immutable" \
+    kc -n "$NS" patch sandbox imm --type=json -p '[{"op":"add","path":"/spec/volumeClaimTemplates/-","value":{"metadata":{"name":"more"},"spec":{"accessModes":["ReadWriteOnce"]}}}]'
+expect_reject "removing volumeClaimTemplates" "volumeClaimTemplates is immutable" \
+    kc -n "$NS" patch sandbox imm --type=json -p '[{"op":"remove","path":"/spec/volumeClaimTemplates"}]'
+expect_reject "adding volumeClaimTemplates to a Sandbox without them" "volumeClaimTemplates is immutable" \
+    kc -n "$NS" patch sandbox s1 --type=merge -p '{"spec":{"volumeClaimTemplates":[{"metadata":{"name":"x"},"spec":{}}]}}'
+expect_ok "operatingMode edit accepted" kc -n "$NS" patch sandbox imm --type=merge -p '{"spec":{"operatingMode":"Suspended"}}'
+expect_ok "service/shutdownTime/shutdownPolicy edits accepted" kc -n "$NS" patch sandbox imm --type=merge \
+    -p '{"spec":{"service":true,"shutdownTime":"2031-01-01T00:00:00Z","shutdownPolicy":"Delete"}}'
+expect_ok "podTemplate edit accepted" kc -n "$NS" patch sandbox imm --type=merge \
+    -p '{"spec":{"podTemplate":{"metadata":{"labels":{"x":"y"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}}}'
+expect_ok "metadata edit accepted" kc -n "$NS" label sandbox imm foo=bar
+
+echo "== Service name rules (CEL on metadata.name)"
+long="s$(printf 'a%.0s' $(seq 63))"   # 64 characters
+expect_reject "64-character name with service: true" "at most 63 characters when spec.service is true" \
+    apply_str "$(sandbox "$long" '  service: true')"
+expect_ok "64-character name without service" apply_str "$(sandbox "$long")"
+expect_ok "64-character name with service: false" apply_str "$(sandbox "$long" '  service: false')"
+expect_reject "turning service on for a 64-character name" "at most 63 characters" \
+    kc -n "$NS" patch sandbox "$long" --type=merge -p '{"spec":{"service":true}}'
+expect_ok "63-character name with service: true" apply_str "$(sandbox "${long:1}" '  service: true')"
+expect_reject "dotted name with service: true" "DNS-1035 label" apply_str "$(sandbox a.b '  service: true')"
+expect_reject "name starting with a digit with service: true" "DNS-1035 label" apply_str "$(sandbox 1abc '  service: true')"
+expect_ok "dotted name without service" apply_str "$(sandbox a.b)"
+
+echo "== status subresource and printer columns"
+expect_ok "status written through the status subresource" kc -n "$NS" patch sandbox s1 --subresource=status --type=merge -p \
+    '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"DependenciesReady","message":"Pod is Ready","lastTransitionTime":"2026-01-01T00:00:00Z","observedGeneration":1}],"podIPs":["127.0.1.5"],"nodeName":"kwok-node-0","selector":"agents.x-k8s.io/sandbox-name-hash=abcd1234","service":"s1","serviceFQDN":"s1.verify-deploy.svc.cluster.local"}}'
+[[ "$(kc -n "$NS" get sandbox s1 -o jsonpath='{.status.podIPs[0]} {.status.serviceFQDN}')" == "127.0.1.5 s1.verify-deploy.svc.cluster.local" ]] &&
+    ok "status fields stored" || bad "status fields not stored (pruned?)"
+expect_reject "status condition schema (status enum)" 'Unsupported value: "Maybe"' \
+    kc -n "$NS" patch sandbox s1 --subresource=status --type=merge -p \
+    '{"status":{"conditions":[{"type":"Ready","status":"Maybe","reason":"X","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}'
+cols="$(kc -n "$NS" get sandboxes 2>&1 | head -1)"
+[[ "$cols" =~ ^NAME\ +READY\ +REASON\ +AGE$ ]] && ok "printer columns: $cols" || bad "printer columns: $cols"
+row="$(kc -n "$NS" get sandbox s1 --no-headers)"
+[[ "$row" =~ ^s1\ +True\ +DependenciesReady\  ]] && ok "printer row: $row" || bad "printer row: $row"
+kc get sandbox -n "$NS" s1 >/dev/null 2>&1 && ok "short name 'sandbox' resolves" || bad "short name"
+
+echo "== RBAC of $SA"
+can() { kc auth can-i --as="$SA" "$@" 2>/dev/null; }
+for verb in get list watch create update patch delete; do
+    for res in pods services persistentvolumeclaims; do
+        [[ "$(can "$verb" "$res" -n "$NS")" == yes ]] && ok "can $verb $res" || bad "cannot $verb $res"
+    done
+done
+for verb in get list watch update patch delete; do
+    [[ "$(can "$verb" sandboxes.agents.x-k8s.io -A)" == yes ]] && ok "can $verb sandboxes" || bad "cannot $verb sandboxes"
+done
+for verb in get update patch; do
+    [[ "$(can "$verb" sandboxes.agents.x-k8s.io --subresource=status -n "$NS")" == yes ]] && ok "can $verb sandboxes/status" || bad "cannot $verb sandboxes/status"
+done
+for verb in create patch; do
+    [[ "$(can "$verb" events -n "$NS")" == yes ]] && ok "can $verb events" || bad "cannot $verb events"
+    [[ "$(can "$verb" events.events.k8s.io -n "$NS")" == yes ]] && ok "can $verb events.events.k8s.io" || bad "cannot $verb events.events.k8s.io"
+done
+for verb in get list watch create update patch; do
+    [[ "$(can "$verb" leases.coordination.k8s.io -n agent-sandbox-system)" == yes ]] && ok "can $verb leases" || bad "cannot $verb leases"
+done
+# Things it must NOT be able to do.
+for args in "create sandboxes.agents.x-k8s.io" "get secrets" "list secrets" "create pods/exec" \
+            "delete leases.coordination.k8s.io" "get nodes" "create sandboxes.agents.x-k8s.io --subresource=finalizers" \
+            "update customresourcedefinitions.apiextensions.k8s.io" "create serviceaccounts/token" "list configmaps" \
+            "create clusterrolebindings.rbac.authorization.k8s.io" "delete events" "escalate clusterroles"; do
+    # shellcheck disable=SC2086
+    [[ "$(can $args -n "$NS" || true)" == no ]] && ok "denied: $args" || bad "allowed: $args"
+done
+
+echo "== acting as the ServiceAccount with a TokenRequest token (sa-kubeconfig)"
+sakc="$("$LC" sa-kubeconfig agent-sandbox-system agent-sandbox-controller 2>/dev/null | tail -1)"
+whoami="$("$ROOT/tools/local-cluster" kubectl auth whoami --kubeconfig="$sakc" -o jsonpath='{.status.userInfo.username}' 2>&1 || true)"
+[[ "$whoami" == "$SA" ]] && ok "sa-kubeconfig authenticates as $whoami" || bad "sa-kubeconfig whoami: $whoami"
+sak() { "$ROOT/tools/local-cluster" kubectl --kubeconfig="$sakc" "$@"; }
+expect_ok "SA lists sandboxes cluster-wide" sak get sandboxes -A
+uid="$(kc -n "$NS" get sandbox s1 -o jsonpath='{.metadata.uid}')"
+expect_ok "SA creates a Pod owned by a Sandbox (blockOwnerDeletion)" sak -n "$NS" create -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: s1
+  labels: {agents.x-k8s.io/sandbox-name-hash: abcd1234}
+  ownerReferences:
+  - {apiVersion: agents.x-k8s.io/v1beta1, kind: Sandbox, name: s1, uid: $uid, controller: true, blockOwnerDeletion: true}
+spec:
+  containers: [{name: c, image: $IMAGE}]
+EOF
+expect_ok "SA patches Sandbox status" sak -n "$NS" patch sandbox s1 --subresource=status --type=merge -p '{"status":{"nodeName":"kwok-node-1"}}'
+expect_reject "SA cannot read secrets" "forbidden" sak -n "$NS" get secrets
+expect_reject "SA cannot create Sandboxes" "forbidden" sak create -f - <<<"$(sandbox bysa)"
+if kc -n "$NS" wait --for=condition=Ready pod/s1 --timeout=60s >/dev/null 2>&1; then
+    ip="$(kc -n "$NS" get pod s1 -o jsonpath='{.status.podIP}')"
+    [[ "$ip" == 127.* ]] && ok "that Pod is Ready on a kwok node with IP $ip" || bad "pod IP $ip not in 127/8"
+else bad "pod s1 did not become Ready"; fi
+expect_ok "deleting the Sandbox (foreground) garbage-collects its Pod" kc -n "$NS" delete sandbox s1 --cascade=foreground --timeout=60s
+kc -n "$NS" get pod s1 >/dev/null 2>&1 && bad "pod s1 still exists after its Sandbox was deleted" || ok "pod s1 is gone"
+
+kc delete namespace "$NS" --wait=false >/dev/null
+echo "== $pass passed, $fail failed"
+(( fail == 0 ))
