@@ -1,1 +1,330 @@
-int main(void) { return 0; }
+/*
+ * agent-sandbox-controller - runs the Sandbox reconciler against a cluster.
+ *
+ * Thin by design: parse flags, build the client, the informers (Sandboxes,
+ * Pods, Services) and the controller, wait for SIGTERM/SIGINT, shut down in
+ * reverse order. All behaviour lives in libsandbox and libk8s.
+ * Flags keep the upstream controller's names and defaults (docs/controller.md).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "k8s/client.h"
+#include "k8s/config.h"
+#include "k8s/controller.h"
+#include "k8s/informer.h"
+#include "k8s/log.h"
+#include "k8s/object.h"
+#include "sandbox/api.h"
+#include "sandbox/reconciler.h"
+
+#define VERSION_STRING "agent-sandbox-controller " AGENT_SANDBOX_VERSION
+
+typedef struct {
+	const char *kubeconfig;
+	const char *context;
+	const char *cluster_domain;
+	int sandbox_workers;
+	k8s_log_format log_format;
+	int log_level;
+} flags;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: agent-sandbox-controller [flags]\n"
+"\n"
+"Reconciles agents.x-k8s.io Sandboxes: one Pod per Sandbox, an optional\n"
+"headless Service, PVCs from volumeClaimTemplates, suspend/resume and expiry.\n"
+"\n"
+"Flags:\n"
+"  --kubeconfig PATH                 kubeconfig to use; default: $KUBECONFIG, then the\n"
+"                                    in-cluster service account, then ~/.kube/config\n"
+"  --context NAME                    kubeconfig context (default: current-context)\n"
+"  --sandbox-concurrent-workers N    concurrent Sandbox reconciles (default 100)\n"
+"  --cluster-domain DOMAIN           DNS suffix of status.serviceFQDN (default cluster.local)\n"
+"  --log-format text|json            log line format on stderr (default text)\n"
+"  --log-level error|warn|info|debug minimum level logged (default info)\n"
+"  --version                         print the version and exit\n"
+"  -h, --help                        print this help and exit\n"
+"\n"
+"Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight\n"
+"finish, watches close).\n");
+}
+
+static int parse_int(const char *name, const char *s, int min, int *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > INT_MAX) {
+		fprintf(stderr, "agent-sandbox-controller: invalid value \"%s\" for --%s: must be an integer >= %d\n", s, name, min);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+/* Returns 0 to run, 1 to exit 0 (help/version), -1 to exit 1. */
+static int parse_flags(int argc, char **argv, flags *f)
+{
+	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION };
+	static const struct option opts[] = {
+		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
+		{ "context", required_argument, NULL, CONTEXT },
+		{ "sandbox-concurrent-workers", required_argument, NULL, WORKERS },
+		{ "cluster-domain", required_argument, NULL, DOMAIN },
+		{ "log-format", required_argument, NULL, LOGFMT },
+		{ "log-level", required_argument, NULL, LOGLVL },
+		{ "version", no_argument, NULL, VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case KUBECONFIG: f->kubeconfig = optarg; break;
+		case CONTEXT: f->context = optarg; break;
+		case WORKERS:
+			if (parse_int("sandbox-concurrent-workers", optarg, 1, &f->sandbox_workers) < 0)
+				return -1;
+			break;
+		case DOMAIN:
+			if (!*optarg) {
+				fprintf(stderr, "agent-sandbox-controller: --cluster-domain must not be empty\n");
+				return -1;
+			}
+			f->cluster_domain = optarg;
+			break;
+		case LOGFMT:
+			if (strcmp(optarg, "text") == 0)
+				f->log_format = K8S_LOG_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				f->log_format = K8S_LOG_JSON;
+			else {
+				fprintf(stderr, "agent-sandbox-controller: invalid --log-format \"%s\": use text or json\n", optarg);
+				return -1;
+			}
+			break;
+		case LOGLVL:
+			if ((f->log_level = k8s_log_level_parse(optarg)) < 0) {
+				fprintf(stderr, "agent-sandbox-controller: invalid --log-level \"%s\": use error, warn, info or debug\n", optarg);
+				return -1;
+			}
+			break;
+		case VERSION:
+			printf("%s\n", VERSION_STRING);
+			return 1;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "agent-sandbox-controller: unknown or incomplete flag \"%s\"\n\n", argv[optind - 1]);
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "agent-sandbox-controller: unexpected argument \"%s\"\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* The config search order of controller-runtime: flag, $KUBECONFIG, in-cluster, ~/.kube/config. */
+static int load_config(const flags *f, k8s_logger *log, k8s_config **cfg)
+{
+	if (f->kubeconfig)
+		return k8s_config_load(cfg, f->kubeconfig, f->context);
+	const char *env = getenv("KUBECONFIG");
+	if (env && *env)
+		return k8s_config_load(cfg, NULL, f->context);
+	if (getenv("KUBERNETES_SERVICE_HOST")) {
+		k8s_log(log, K8S_LOG_INFO, "using in-cluster configuration", NULL);
+		return k8s_config_incluster(cfg);
+	}
+	return k8s_config_load(cfg, NULL, f->context);
+}
+
+/* ---- event handlers: map objects to the Sandbox key to reconcile ---- */
+
+static void enqueue_self(const cJSON *obj, void *ud)
+{
+	char *key = k8s_obj_key(obj);
+	if (key)
+		k8s_controller_enqueue(ud, key);
+	free(key);
+}
+
+static void enqueue_self_update(const cJSON *old_obj, const cJSON *new_obj, void *ud)
+{
+	(void)old_obj;
+	enqueue_self(new_obj, ud);
+}
+
+static void enqueue_owner(const cJSON *obj, void *ud)
+{
+	char *key = sbx_owner_sandbox_key(obj);
+	if (key)
+		k8s_controller_enqueue(ud, key);
+	free(key);
+}
+
+static void enqueue_owner_update(const cJSON *old_obj, const cJSON *new_obj, void *ud)
+{
+	/* an ownership change must wake both the old and the new owner */
+	enqueue_owner(old_obj, ud);
+	enqueue_owner(new_obj, ud);
+}
+
+static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
+{
+	return sbx_reconciler_reconcile(ud, key, res);
+}
+
+/* Informers handed to the reconciler, created in this order and stopped in reverse. */
+enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_COUNT };
+
+int main(int argc, char **argv)
+{
+	flags f = { NULL, NULL, "cluster.local", 100, K8S_LOG_TEXT, K8S_LOG_INFO };
+	int pr = parse_flags(argc, argv, &f);
+	if (pr != 0)
+		return pr > 0 ? 0 : 1;
+
+	/* Signals are taken synchronously by the main thread with sigwait();
+	 * block them before any thread starts so that every thread inherits it. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	k8s_logger *log = NULL;
+	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) < 0)
+		return 1;
+	int rc = 1;
+	k8s_config *cfg = NULL;
+	k8s_client *client = NULL;
+	k8s_controller *ctrl = NULL;
+	sbx_reconciler *rec = NULL;
+	k8s_informer *inf[INF_COUNT] = { NULL };
+
+	if (k8s_global_init() < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot initialise libcurl", NULL);
+		goto out;
+	}
+	if (load_config(&f, log, &cfg) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot load cluster configuration",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
+	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
+	co.logger = log;
+	co.user_agent = "agent-sandbox-controller/" AGENT_SANDBOX_VERSION;
+	if (k8s_client_new(&client, cfg, &co) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot create API client",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
+
+	k8s_controller_options ko = K8S_CONTROLLER_OPTIONS_INIT;
+	ko.name = "sandbox";
+	ko.workers = f.sandbox_workers;
+	ko.reconcile = reconcile;
+	ko.logger = log;
+	if (k8s_controller_new(&ctrl, &ko) < 0)
+		goto out;
+
+	const k8s_resource *resources[INF_COUNT] = {
+		&sbx_resource_sandboxes, &k8s_resource_pods, &k8s_resource_services,
+	};
+	for (int i = 0; i < INF_COUNT; i++) {
+		k8s_informer_options io = K8S_INFORMER_OPTIONS_INIT;
+		io.resource = resources[i];
+		io.userdata = ctrl;
+		io.logger = log;
+		if (i == INF_SANDBOXES) {
+			io.on_add = enqueue_self;
+			io.on_update = enqueue_self_update;
+			io.on_delete = enqueue_self;
+		} else {
+			io.on_add = enqueue_owner;
+			io.on_update = enqueue_owner_update;
+			io.on_delete = enqueue_owner;
+		}
+		if (i == INF_PODS)
+			io.transform = sbx_pod_transform;
+		if (k8s_informer_new(&inf[i], client, &io) < 0)
+			goto out;
+	}
+	if (k8s_informer_add_index(inf[INF_PODS], "sandbox-name-hash", sbx_pod_index_name_hash, NULL) < 0)
+		goto out;
+
+	sbx_reconciler_options ro = SBX_RECONCILER_OPTIONS_INIT;
+	ro.client = client;
+	ro.sandboxes = inf[INF_SANDBOXES];
+	ro.pods = inf[INF_PODS];
+	ro.services = inf[INF_SERVICES];
+	ro.cluster_domain = f.cluster_domain;
+	ro.logger = log;
+	if (sbx_reconciler_new(&rec, &ro) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot create the Sandbox reconciler",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
+
+	char workers[16];
+	snprintf(workers, sizeof(workers), "%d", f.sandbox_workers);
+	k8s_log(log, K8S_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
+	        "server", k8s_config_server(cfg), "workers", workers,
+	        "clusterDomain", f.cluster_domain, NULL);
+	for (int i = 0; i < INF_COUNT; i++)
+		if (k8s_informer_start(inf[i]) < 0)
+			goto out;
+	/* Reconciling before the caches are full would create duplicates of
+	 * objects we simply have not seen yet. */
+	for (int i = 0; i < INF_COUNT; i++) {
+		while (k8s_informer_wait_synced(inf[i], 1000) == K8S_ETIMEOUT) {
+			struct timespec zero = { 0, 0 };
+			if (sigtimedwait(&sigs, NULL, &zero) > 0) {
+				k8s_log(log, K8S_LOG_INFO, "signal received before caches synced; exiting", NULL);
+				rc = 0;
+				goto out;
+			}
+		}
+	}
+	k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
+	if (k8s_controller_start(ctrl) < 0)
+		goto out;
+
+	int sig = 0;
+	sigwait(&sigs, &sig);
+	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	rc = 0;
+out:
+	if (rc != 0 && k8s_error_last()->code != 0)
+		k8s_log(log, K8S_LOG_ERROR, "fatal", "error", k8s_error_last()->message, NULL);
+	/* workers first (they read the caches), then the informers */
+	if (ctrl)
+		k8s_controller_stop(ctrl);
+	for (int i = INF_COUNT - 1; i >= 0; i--)
+		k8s_informer_stop(inf[i]);
+	sbx_reconciler_free(rec);
+	k8s_controller_free(ctrl);
+	for (int i = 0; i < INF_COUNT; i++)
+		k8s_informer_free(inf[i]);
+	k8s_client_free(client);
+	k8s_config_free(cfg);
+	k8s_global_cleanup();
+	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);
+	k8s_logger_free(log);
+	return rc;
+}
