@@ -1,0 +1,213 @@
+/*
+ * Integration test of libk8s/src/informer.c and controller.c against a real
+ * kube-apiserver ($KUBECONFIG): the cache follows creates, updates and
+ * deletes, handlers fire in order, and the index answers.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "k8s/client.h"
+#include "k8s/informer.h"
+#include "k8s/object.h"
+
+static k8s_client *client;
+static char ns[64];
+
+static const k8s_resource configmaps = { "", "v1", "configmaps", "ConfigMap", true };
+
+static cJSON *configmap(const char *name, const char *team)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf),
+	         "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+	         "\"labels\":{\"team\":\"%s\"},\"managedFields\":[]},\"data\":{\"k\":\"v\"}}", name, team);
+	return cJSON_Parse(buf);
+}
+
+typedef struct {
+	pthread_mutex_t lock;
+	int adds, updates, deletes;
+	char last_deleted[64];
+} counts;
+
+static void on_add(const cJSON *o, void *ud)
+{
+	counts *c = ud;
+	const char *ons = k8s_obj_namespace(o);
+	if (!ons || strcmp(ons, ns) != 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->adds++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void on_update(const cJSON *old, const cJSON *o, void *ud)
+{
+	counts *c = ud;
+	const char *ons = k8s_obj_namespace(o);
+	if (!ons || strcmp(ons, ns) != 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->updates++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void on_delete(const cJSON *o, void *ud)
+{
+	counts *c = ud;
+	const char *ons = k8s_obj_namespace(o);
+	if (!ons || strcmp(ons, ns) != 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->deletes++;
+	snprintf(c->last_deleted, sizeof(c->last_deleted), "%s", k8s_obj_name(o));
+	pthread_mutex_unlock(&c->lock);
+}
+
+static cJSON *strip_managed(cJSON *o, void *ud)
+{
+	cJSON *md = cJSON_GetObjectItem(o, "metadata");
+	cJSON_DeleteItemFromObject(md, "managedFields");
+	return o;
+}
+
+static int index_team(const cJSON *o, const char **keys, int cap, void *ud)
+{
+	const char *t = k8s_obj_label(o, "team");
+	if (!t || cap < 1)
+		return 0;
+	keys[0] = t;
+	return 1;
+}
+
+/* Polls `cond` for up to 20 s. */
+#define WAIT_FOR(cond) do { \
+	int _i; \
+	for (_i = 0; _i < 200 && !(cond); _i++) usleep(100000); \
+	ck_assert_msg((cond), "timed out waiting for " #cond); \
+} while (0)
+
+static int index_count(k8s_informer *inf, const char *index, const char *value)
+{
+	cJSON *arr = NULL;
+	if (k8s_informer_by_index(inf, index, value, &arr) < 0)
+		return -1;
+	int n = cJSON_GetArraySize(arr);
+	cJSON_Delete(arr);
+	return n;
+}
+
+static int read_count(counts *c, int *field)
+{
+	pthread_mutex_lock(&c->lock);
+	int v = *field;
+	pthread_mutex_unlock(&c->lock);
+	return v;
+}
+
+START_TEST(cache_follows_the_server)
+{
+	/* one object exists before the informer starts: it must come from the LIST */
+	cJSON *cm = configmap("before", "red");
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+
+	counts c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
+	o.resource = &configmaps;
+	o.namespace_ = ns;
+	o.on_add = on_add;
+	o.on_update = on_update;
+	o.on_delete = on_delete;
+	o.transform = strip_managed;
+	o.userdata = &c;
+	k8s_informer *inf;
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), 0);
+	ck_assert_int_eq(k8s_informer_add_index(inf, "team", index_team, NULL), 0);
+	ck_assert_int_eq(k8s_informer_start(inf), 0);
+	ck_assert_int_eq(k8s_informer_wait_synced(inf, 20000), 0);
+	ck_assert(k8s_informer_has_synced(inf));
+
+	cJSON *got = NULL;
+	ck_assert_int_eq(k8s_informer_get(inf, ns, "before", &got), 0);
+	ck_assert_ptr_null(k8s_obj_at(got, "metadata.managedFields"));
+	cJSON_Delete(got);
+	ck_assert_int_eq(read_count(&c, &c.adds), 1);
+
+	/* watch: create, update, delete made through the API show up */
+	cm = configmap("during", "blue");
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+	WAIT_FOR(k8s_informer_get(inf, ns, "during", &got) == 0);
+	cJSON_Delete(got);
+	ck_assert_int_eq(read_count(&c, &c.adds), 2);
+
+	cJSON *patch = cJSON_Parse("{\"metadata\":{\"labels\":{\"team\":\"red\"}}}");
+	ck_assert_int_eq(k8s_client_patch(client, &configmaps, ns, "during", NULL,
+	                                  K8S_PATCH_MERGE, patch, NULL, NULL), 0);
+	cJSON_Delete(patch);
+	WAIT_FOR(read_count(&c, &c.updates) >= 1);
+
+	WAIT_FOR(index_count(inf, "team", "red") == 2);
+	cJSON *blue = NULL;
+	ck_assert_int_eq(k8s_informer_by_index(inf, "team", "blue", &blue), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(blue), 0);
+	cJSON_Delete(blue);
+	ck_assert_int_eq(k8s_informer_by_index(inf, "nope", "x", &blue), K8S_EINVAL);
+
+	ck_assert_int_eq(k8s_client_delete(client, &configmaps, ns, "before", NULL, NULL), 0);
+	WAIT_FOR(read_count(&c, &c.deletes) == 1);
+	ck_assert_str_eq(c.last_deleted, "before");
+	ck_assert_int_eq(k8s_informer_get(inf, ns, "before", &got), K8S_ENOTFOUND);
+	ck_assert_uint_eq(k8s_informer_size(inf), 1);
+
+	cJSON *all = NULL;
+	ck_assert_int_eq(k8s_informer_list(inf, ns, &all), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(all), 1);
+	cJSON_Delete(all);
+	k8s_informer_free(inf);
+}
+END_TEST
+
+int main(void)
+{
+	const char *kc = getenv("KUBECONFIG");
+	if (!kc || !*kc) {
+		fprintf(stderr, "test_informer: KUBECONFIG must point at a running cluster's admin kubeconfig\n");
+		return 1;
+	}
+	k8s_global_init();
+	k8s_config *cfg;
+	if (k8s_config_load(&cfg, kc, NULL) < 0 || k8s_client_new(&client, cfg, NULL) < 0) {
+		fprintf(stderr, "test_informer: %s\n", k8s_error_last()->message);
+		return 1;
+	}
+	k8s_config_free(cfg);
+	snprintf(ns, sizeof(ns), "inf-%d", (int)getpid());
+	char body[128];
+	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", ns);
+	cJSON *nsobj = cJSON_Parse(body);
+	if (k8s_client_create(client, &k8s_resource_namespaces, NULL, nsobj, NULL, NULL) < 0) {
+		fprintf(stderr, "test_informer: cannot create namespace: %s\n", k8s_error_last()->message);
+		return 1;
+	}
+	cJSON_Delete(nsobj);
+
+	Suite *s = suite_create("informer");
+	TCase *tc = tcase_create("live");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, cache_follows_the_server);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+
+	k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, NULL, NULL);
+	k8s_client_free(client);
+	k8s_global_cleanup();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
