@@ -4,6 +4,7 @@
  * deletes, handlers fire in order, and the index answers.
  */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
