@@ -1,0 +1,314 @@
+/*
+ * reconcile.h - the decision of the Sandbox controller, without I/O.
+ *
+ * This is where the behaviour of spec/api.md §6 lives. It is split the way
+ * controller-runtime reconcilers are, but with the I/O pulled out so the
+ * whole decision runs on JSON fixtures in unit tests:
+ *
+ *   1. sbx_plan_new(): from the observed state (the Sandbox, its Pods, the
+ *      Pod named by the resolved pod name, the Service named like the
+ *      Sandbox, its PVCs, the time) compute the ordered list of actions to
+ *      take: create/patch/delete Pods, create/update/patch/delete the
+ *      Service, create/patch PVCs, patch the Sandbox's annotations, delete
+ *      the Sandbox. Each action carries the exact request body.
+ *   2. sbx_plan_execute(): run the actions through caller-supplied
+ *      callbacks (the real ones call the API server, see reconciler.h; the
+ *      tests' ones pretend). Actions run in order; within a step (PVCs, Pod,
+ *      Service, Sandbox) the first failure skips the rest of that step, as
+ *      the upstream code returns at the first error of a step. A create
+ *      answered AlreadyExists fetches the object and plans that step again
+ *      once on the existing-object path; it never loops.
+ *   3. sbx_plan_outcome(): from the observed state and what the actions
+ *      did, compute the new `status` (conditions with their exact reasons
+ *      and messages, podIPs, nodeName, selector, service, serviceFQDN),
+ *      whether it must be written, the requeue delay and the error to
+ *      return (spec/api.md §6.2 steps 4-7, §6.4, §6.9).
+ *
+ * Times are inputs (milliseconds since the Unix epoch): nothing here reads
+ * a clock. Objects are cJSON trees in the API's JSON form.
+ *
+ * Thread-safety: a plan is used by one thread at a time; distinct plans
+ * are independent. Nothing here keeps global state.
+ */
+#ifndef SANDBOX_RECONCILE_H
+#define SANDBOX_RECONCILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "sandbox/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * What one reconcile pass observed. All pointers are borrowed and only
+ * read during sbx_plan_new(), which copies what it keeps. Zero-initialise
+ * (`sbx_observed obs = {0};`) so that fields added later default to
+ * "absent".
+ *
+ * The `*_error` fields carry the message of a lookup that failed for
+ * another reason than NotFound (the object is then unknown, not absent).
+ */
+typedef struct {
+	/** Required: the Sandbox (v1beta1), with metadata.name, namespace, uid. */
+	const cJSON *sandbox;
+	/**
+	 * JSON array of the Pods carrying the label
+	 * agents.x-k8s.io/sandbox-name-hash = NameHash(sandbox name) (the cache
+	 * index of §6.1); ownership is decided by UID, not by the label. NULL:
+	 * none.
+	 */
+	const cJSON *pods;
+	/** Listing those Pods failed: the message; NULL when it worked. */
+	const char *pods_error;
+	/**
+	 * The Pod named by the resolved pod name (annotation
+	 * agents.x-k8s.io/pod-name if non-empty, else the Sandbox name), or
+	 * NULL when it does not exist (§6.3).
+	 */
+	const cJSON *pod;
+	/** Getting that Pod failed (not NotFound): the message, else NULL. */
+	const char *pod_error;
+	/** The Service named like the Sandbox, or NULL when it does not exist. */
+	const cJSON *service;
+	/** Getting the Service failed (not NotFound): the message, else NULL. */
+	const char *service_error;
+	/**
+	 * JSON array of the PVCs that exist among the claim names
+	 * `<vct.metadata.name>-<sandbox name>` (§6.8); others are absent. NULL:
+	 * none.
+	 */
+	const cJSON *pvcs;
+	/** Name of the PVC whose Get failed (not NotFound), or NULL. */
+	const char *pvc_error_name;
+	/** The message of that failure. */
+	const char *pvc_error;
+	/** Wall-clock time of the pass, milliseconds since the Unix epoch. */
+	int64_t now_ms;
+	/** DNS suffix of Service FQDNs; NULL: "cluster.local". */
+	const char *cluster_domain;
+} sbx_observed;
+
+/** What a pass does, decided from the Sandbox alone (spec/api.md §6.2). */
+typedef enum {
+	/** The Sandbox is being deleted: nothing to do (GC removes children). */
+	SBX_PASS_SKIP = 0,
+	/** Not expired: PVCs, then Pod, then Service, then conditions. */
+	SBX_PASS_RECONCILE = 1,
+	/** Just expired: only mark Ready=False/SandboxExpired, requeue 1 ms. */
+	SBX_PASS_EXPIRE = 2,
+	/** Expired and marked: delete owned Pod and Service (and the Sandbox). */
+	SBX_PASS_TEARDOWN = 3
+} sbx_pass;
+
+/**
+ * The reconcile steps, in execution order. Actions of a step stop at the
+ * step's first failure; the other steps still run (§6.2 step 5).
+ */
+typedef enum {
+	SBX_STEP_PVC = 0,
+	SBX_STEP_POD = 1,
+	SBX_STEP_SERVICE = 2,
+	SBX_STEP_SANDBOX = 3,   /**< delete of the Sandbox on expiry (§6.9) */
+	SBX_STEP_COUNT = 4
+} sbx_step;
+
+/** The object an action writes (all in the Sandbox's namespace). */
+typedef enum {
+	SBX_OBJ_SANDBOX = 0,
+	SBX_OBJ_POD = 1,
+	SBX_OBJ_SERVICE = 2,
+	SBX_OBJ_PVC = 3
+} sbx_object;
+
+/** The API verb of an action. */
+typedef enum {
+	/** POST `body` with fieldManager sandbox-controller. */
+	SBX_VERB_CREATE = 0,
+	/** PUT `body` (a full object carrying its resourceVersion). */
+	SBX_VERB_UPDATE = 1,
+	/** PATCH `name` with the JSON merge patch (RFC 7386) `body`. */
+	SBX_VERB_PATCH = 2,
+	/** DELETE `name` (graceful, default propagation); `body` is NULL. */
+	SBX_VERB_DELETE = 3
+} sbx_verb;
+
+/** Where an action stands. */
+typedef enum {
+	SBX_ACTION_PENDING = 0,
+	SBX_ACTION_DONE = 1,     /**< it succeeded (or a NotFound was acceptable) */
+	SBX_ACTION_FAILED = 2,   /**< it failed: see `rc` and `message` */
+	SBX_ACTION_SKIPPED = 3   /**< an earlier action of its step failed */
+} sbx_action_state;
+
+/**
+ * One write to the API server. Owned by its plan: the pointers stay valid
+ * until the plan is freed or the step is planned again (AlreadyExists).
+ */
+typedef struct {
+	sbx_step step;          /**< the step it belongs to */
+	sbx_verb verb;
+	sbx_object object;
+	const char *name;       /**< object name; for SBX_OBJ_SANDBOX the Sandbox */
+	const cJSON *body;      /**< request body (see sbx_verb), or NULL */
+	/**
+	 * What the action does, as the prefix of its error message:
+	 * "<what>: <API error>" (e.g. "failed to delete pod").
+	 */
+	const char *what;
+	/** A NotFound answer counts as success (deletes). */
+	bool not_found_ok;
+	/* Filled in by sbx_plan_execute(): */
+	sbx_action_state state;
+	int rc;                 /**< 0 or the K8S_E* code of the failure */
+	const char *message;    /**< FAILED: the API error message */
+	const cJSON *result;    /**< DONE: the object the server returned, or NULL */
+} sbx_action;
+
+/** Opaque plan: the actions of one pass and what is needed to finish it. */
+typedef struct sbx_plan sbx_plan;
+
+/**
+ * Decides the pass and its actions from `obs` (spec/api.md §6.2-§6.9).
+ *
+ * @param out  receives the new plan; free it with sbx_plan_free().
+ * @param obs  the observed state; copied, so it may be freed afterwards.
+ * @return 0; K8S_EINVAL when `out`/`obs` or the Sandbox (or its
+ *         metadata.name/namespace/uid) is missing; K8S_ENOMEM. The message is
+ *         in k8s_error_last().
+ */
+SBX_EXTERN int sbx_plan_new(sbx_plan **out, const sbx_observed *obs);
+
+/** Frees a plan and everything its actions point to; NULL accepted. */
+SBX_EXTERN void sbx_plan_free(sbx_plan *plan);
+
+/** The kind of pass the plan is for. */
+SBX_EXTERN sbx_pass sbx_plan_pass(const sbx_plan *plan);
+
+/** Number of actions currently in the plan. */
+SBX_EXTERN size_t sbx_plan_action_count(const sbx_plan *plan);
+
+/**
+ * Action `i` (0-based, in execution order), or NULL when out of range.
+ * Borrowed from the plan.
+ */
+SBX_EXTERN const sbx_action *sbx_plan_action(const sbx_plan *plan, size_t i);
+
+/**
+ * Performs one action against the API server, in namespace `ns`. Returns
+ * 0 and may set `*result` to the object the server returned (taken by the
+ * plan), or a negative K8S_E* code with the message recorded by
+ * k8s_error_set() (read back with k8s_error_last()).
+ */
+typedef int (*sbx_apply_fn)(const sbx_action *action, const char *ns,
+                            cJSON **result, void *userdata);
+
+/**
+ * Gets object `name` of kind `object` in `ns` (after a create answered
+ * AlreadyExists). Returns 0 with `*out` set (taken by the plan), or a
+ * K8S_E* code recorded like sbx_apply_fn.
+ */
+typedef int (*sbx_fetch_fn)(sbx_object object, const char *ns,
+                            const char *name, cJSON **out, void *userdata);
+
+/** The I/O callbacks of sbx_plan_execute(). */
+typedef struct {
+	sbx_apply_fn apply;      /**< required */
+	sbx_fetch_fn fetch;      /**< NULL: AlreadyExists is a plain failure */
+	void *userdata;          /**< passed to both */
+} sbx_executor;
+
+/**
+ * Runs the pending actions in order through `ex`, recording each one's
+ * state, code, message and result. After a failure the remaining actions
+ * of the same step are SKIPPED. When a create fails with
+ * K8S_EALREADYEXISTS, the object is fetched, the observed state updated,
+ * and that step planned again (at most once per step), continuing on the
+ * existing-object path (§6.3 "AlreadyExists ⇒ Get the existing Pod").
+ * Successful Sandbox annotation patches are applied to the plan's copy of
+ * the Sandbox, and created PVCs added to its observed PVCs.
+ *
+ * @return 0 (action failures are recorded, not returned), K8S_EINVAL (no
+ *         apply callback) or K8S_ENOMEM.
+ */
+SBX_EXTERN int sbx_plan_execute(sbx_plan *plan, const sbx_executor *ex);
+
+/** What a pass ends with. Release with sbx_outcome_dispose(). */
+typedef struct {
+	/**
+	 * The new `status` object, or NULL when the pass computes none (the
+	 * Sandbox is being deleted, or it was deleted by shutdownPolicy).
+	 */
+	cJSON *status;
+	/**
+	 * True when `status` must be written: it differs semantically from the
+	 * Sandbox's current status, and the difference is not only `nodeName`
+	 * while Ready is not True (§6.2 step 6).
+	 */
+	bool write_status;
+	/** > 0: reconcile again after this many milliseconds. */
+	long requeue_after_ms;
+	/**
+	 * The errors to return (§6.2 step 7), joined with "\n", or NULL. The
+	 * MultiplePods error is not among them (it is reported through the
+	 * Ready condition and an event instead).
+	 */
+	char *error;
+	/** K8S_E* code of the first failed action, K8S_ERROR for decided errors, or 0. */
+	int error_code;
+	/**
+	 * When Ready turns to MultiplePods on this pass: the note of the
+	 * Warning event `MultiplePods` (action `Reconciling`, §6.10). NULL
+	 * otherwise.
+	 */
+	char *multiple_pods_event;
+} sbx_outcome;
+
+/**
+ * Computes the outcome of the pass from the observed state and what the
+ * executed actions did (call after sbx_plan_execute(); actions still
+ * PENDING are taken as not done).
+ *
+ * @param now_ms  wall-clock time after the actions ran (ms since the
+ *                epoch): expiry is checked again with it (§6.2 step 5), and
+ *                it stamps condition lastTransitionTime.
+ * @param out     filled in; zeroed first.
+ * @return 0 or K8S_ENOMEM.
+ */
+SBX_EXTERN int sbx_plan_outcome(sbx_plan *plan, int64_t now_ms,
+                                sbx_outcome *out);
+
+/** Frees what `o` holds and zeroes it; NULL accepted. */
+SBX_EXTERN void sbx_outcome_dispose(sbx_outcome *o);
+
+/**
+ * Semantic equality of two Sandbox `status` objects (NULL: empty): absent
+ * fields equal empty ones ("", [], {}, 0), lists compare in order
+ * (spec/api.md §15 "semantic equality"). Pure; thread-safe.
+ */
+SBX_EXTERN bool sbx_status_equal(const cJSON *a, const cJSON *b);
+
+/**
+ * Whether `new_status` must be written over `old_status` (§6.2 step 6):
+ * false when they are semantically equal, and false when they differ only
+ * in `nodeName` while `new_status`'s Ready condition is not True (the node
+ * name then rides along with the next write). Pure; thread-safe.
+ */
+SBX_EXTERN bool sbx_status_needs_write(const cJSON *old_status,
+                                       const cJSON *new_status);
+
+/**
+ * The JSON merge patch `{"status": {...}}` turning `old_status` into
+ * `new_status` for the status subresource: changed and new fields set,
+ * vanished ones set to null, lists replaced whole. Caller frees with
+ * cJSON_Delete(). NULL on allocation failure.
+ */
+SBX_EXTERN cJSON *sbx_status_patch(const cJSON *old_status,
+                                   const cJSON *new_status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

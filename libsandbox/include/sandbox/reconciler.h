@@ -1,0 +1,137 @@
+/*
+ * reconciler.h - the Sandbox reconciler: reads the informer caches, runs
+ * the decision of reconcile.h, applies it with the REST client, and writes
+ * the status (spec/api.md §6).
+ *
+ * Wiring (the controller executable does this):
+ *   - a Sandbox informer (sbx_resource_sandboxes);
+ *   - a Pod informer with transform sbx_pod_transform and an index named
+ *     SBX_POD_INDEX_NAME_HASH built with sbx_pod_index_name_hash;
+ *   - a Service informer;
+ *   - event handlers mapping a Pod/Service to the key returned by
+ *     sbx_owner_sandbox_key(), and a Sandbox to its own "ns/name";
+ *   - a k8s_controller whose reconcile function calls
+ *     sbx_reconciler_reconcile().
+ *
+ * Thread-safety: one reconciler serves any number of worker threads at
+ * once (it holds only borrowed, thread-safe handles and immutable
+ * settings); the work queue guarantees one key is never reconciled twice
+ * at the same time.
+ */
+#ifndef SANDBOX_RECONCILER_H
+#define SANDBOX_RECONCILER_H
+
+#include <cjson/cJSON.h>
+#include "k8s/client.h"
+#include "k8s/controller.h"
+#include "k8s/informer.h"
+#include "k8s/log.h"
+#include "sandbox/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Name of the Pod informer index by the name-hash label (§6.1). */
+#define SBX_POD_INDEX_NAME_HASH "sandbox-name-hash"
+
+/** Opaque reconciler. */
+typedef struct sbx_reconciler sbx_reconciler;
+
+#define SBX_RECONCILER_OPTIONS_VERSION 1
+
+/** Reconciler options; initialise with SBX_RECONCILER_OPTIONS_INIT. */
+typedef struct {
+	unsigned int version;        /**< SBX_RECONCILER_OPTIONS_VERSION */
+	k8s_client *client;          /**< required; borrowed */
+	k8s_informer *sandboxes;     /**< required; borrowed; Sandboxes */
+	/** Required; borrowed; Pods, with the index SBX_POD_INDEX_NAME_HASH. */
+	k8s_informer *pods;
+	k8s_informer *services;      /**< required; borrowed; Services */
+	/** `--cluster-domain`; NULL: "cluster.local". Copied. */
+	const char *cluster_domain;
+	k8s_logger *logger;          /**< borrowed; NULL: silent */
+} sbx_reconciler_options;
+
+#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL }
+
+/**
+ * Fills `opts` with the defaults of `version`. Returns 0, or K8S_EINVAL
+ * for a NULL `opts` or an unknown version.
+ */
+SBX_EXTERN int sbx_reconciler_options_init(sbx_reconciler_options *opts,
+                                           unsigned int version);
+
+/**
+ * Creates a reconciler. The handles in `opts` are borrowed and must
+ * outlive it; strings are copied.
+ *
+ * @return 0; K8S_EINVAL (NULL out/opts, unknown version, a required handle
+ *         missing); K8S_ENOMEM.
+ */
+SBX_EXTERN int sbx_reconciler_new(sbx_reconciler **out,
+                                  const sbx_reconciler_options *opts);
+
+/** Frees a reconciler; NULL accepted. No reconcile may be in flight. */
+SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
+
+/**
+ * Reconciles the Sandbox `key` ("namespace/name") once (spec/api.md §6.2):
+ * reads it from the cache (absent or being deleted: done), reads its Pods
+ * and Service from the caches, and gets from the API server the PVCs and,
+ * when the cache has none, the Pod of the resolved pod name (caches lag).
+ * Then plans, applies (creates with fieldManager `sandbox-controller`;
+ * AlreadyExists handled by reading the object), and writes the status with
+ * a JSON merge patch of the status subresource only when it changed
+ * (NotFound ignored: the Sandbox went away meanwhile).
+ *
+ * @param res  receives the requeue delay (requeue_after_ms: time until
+ *             shutdownTime, at least 2 s; 1 ms right after marking expiry).
+ * @return 0, or the K8S_E* code of the first failure with the joined
+ *         errors of the pass in k8s_error_last() (§6.2 step 7): e.g.
+ *         K8S_ECONFLICT for a stale Service update (requeue), K8S_ERROR for
+ *         a decided refusal (`pod "p" is owned by ...`), K8S_EINVAL for a
+ *         malformed key. The MultiplePods situation returns 0: it is
+ *         reported in the Ready condition and logged as a Warning.
+ */
+SBX_EXTERN int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
+                                        k8s_reconcile_result *res);
+
+/**
+ * A k8s_reconcile_fn calling sbx_reconciler_reconcile() with the
+ * reconciler passed as `userdata`, for k8s_controller_options.reconcile.
+ */
+SBX_EXTERN int sbx_reconcile_fn(const char *key, k8s_reconcile_result *res,
+                                void *userdata);
+
+/**
+ * k8s_index_fn of the Pod index SBX_POD_INDEX_NAME_HASH: the value of the
+ * label agents.x-k8s.io/sandbox-name-hash (one key, borrowed from `obj`),
+ * or none when the label is absent. Pure; thread-safe.
+ */
+SBX_EXTERN int sbx_pod_index_name_hash(const cJSON *obj, const char **keys,
+                                       int cap, void *userdata);
+
+/**
+ * The "namespace/name" key of the Sandbox controlling `obj`: from its
+ * controller ownerReference whose apiVersion is in group agents.x-k8s.io
+ * (any version) and kind is Sandbox, in `obj`'s namespace. NULL when there
+ * is none (or on allocation failure). The caller frees the string with
+ * free(). Pure; thread-safe.
+ */
+SBX_EXTERN char *sbx_owner_sandbox_key(const cJSON *obj);
+
+/**
+ * k8s_transform_fn of the Pod informer (surfaces.md A.5 "diet"): drops
+ * metadata.managedFields and metadata.finalizers, reduces `spec` to
+ * `nodeName`, keeps the rest of metadata and the whole status — all the
+ * reconciler reads of a cached Pod (Pod writes are metadata-only merge
+ * patches, so the diet is safe). Edits `obj` in place and returns it.
+ * Thread-safe on distinct objects.
+ */
+SBX_EXTERN cJSON *sbx_pod_transform(cJSON *obj, void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,376 @@
+/*
+ * reconciler.c - the I/O around the Sandbox decision: read the caches and
+ * the API, run the plan through the REST client, write the status. Also
+ * the informer helpers the controller wires in (index, owner key, Pod
+ * transform).
+ *
+ * Everything that decides lives in plan*.c and status.c; this file only
+ * moves objects between the API server and those functions, so that it can
+ * stay short and obviously right.
+ *
+ * Events: the MultiplePods Warning event (spec/api.md §6.10) is logged at
+ * warn level instead of emitted, until libk8s has an event recorder.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "sandbox/reconciler.h"
+#include "sandbox/reconcile.h"
+#include "sandbox/namehash.h"
+#include "jsonutil.h"
+#include "k8s/object.h"
+
+struct sbx_reconciler {
+	k8s_client *client;
+	k8s_informer *sandboxes, *pods, *services;
+	char *cluster_domain;
+	k8s_logger *logger;
+};
+
+int sbx_reconciler_options_init(sbx_reconciler_options *opts,
+                                unsigned int version)
+{
+	if (!opts || version != SBX_RECONCILER_OPTIONS_VERSION)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "sbx_reconciler_options_init: unknown version %u",
+		                     version);
+	*opts = (sbx_reconciler_options)SBX_RECONCILER_OPTIONS_INIT;
+	return 0;
+}
+
+int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
+{
+	if (!out || !opts || opts->version != SBX_RECONCILER_OPTIONS_VERSION ||
+	    !opts->client || !opts->sandboxes || !opts->pods || !opts->services)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "sbx_reconciler_new: missing client, informer "
+		                     "or options version");
+	sbx_reconciler *r = calloc(1, sizeof(*r));
+	if (!r)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	r->client = opts->client;
+	r->sandboxes = opts->sandboxes;
+	r->pods = opts->pods;
+	r->services = opts->services;
+	r->logger = opts->logger;
+	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
+	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
+	if (!r->cluster_domain) {
+		free(r);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	*out = r;
+	return 0;
+}
+
+void sbx_reconciler_free(sbx_reconciler *r)
+{
+	if (!r)
+		return;
+	free(r->cluster_domain);
+	free(r);
+}
+
+/* ---- applying actions ---- */
+
+static const k8s_resource *resource_of(sbx_object o)
+{
+	switch (o) {
+	case SBX_OBJ_POD: return &k8s_resource_pods;
+	case SBX_OBJ_SERVICE: return &k8s_resource_services;
+	case SBX_OBJ_PVC: return &k8s_resource_pvcs;
+	case SBX_OBJ_SANDBOX: break;
+	}
+	return &sbx_resource_sandboxes;
+}
+
+static const char *verb_name(sbx_verb v)
+{
+	static const char *const names[] = { "create", "update", "patch", "delete" };
+	return (unsigned)v < 4 ? names[v] : "?";
+}
+
+static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
+                        void *userdata)
+{
+	sbx_reconciler *r = userdata;
+	const k8s_resource *res = resource_of(a->object);
+	k8s_write_options wo = K8S_WRITE_OPTIONS_INIT;
+	wo.field_manager = SBX_FIELD_MANAGER;
+	int rc = K8S_EINVAL;
+
+	switch (a->verb) {
+	case SBX_VERB_CREATE:
+		rc = k8s_client_create(r->client, res, ns, a->body, &wo, result);
+		break;
+	case SBX_VERB_UPDATE:
+		rc = k8s_client_update(r->client, res, ns, a->body, &wo, result);
+		break;
+	case SBX_VERB_PATCH:
+		rc = k8s_client_patch(r->client, res, ns, a->name, NULL,
+		                      K8S_PATCH_MERGE, a->body, &wo, result);
+		break;
+	case SBX_VERB_DELETE:
+		rc = k8s_client_delete(r->client, res, ns, a->name, NULL, NULL);
+		break;
+	}
+	if (k8s_log_enabled(r->logger, K8S_LOG_DEBUG))
+		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox child write",
+		        "verb", verb_name(a->verb), "kind", res->kind,
+		        "namespace", ns, "name", a->name,
+		        "result", rc ? k8s_error_last()->message : "ok", NULL);
+	return rc;
+}
+
+static int fetch_object(sbx_object o, const char *ns, const char *name,
+                        cJSON **out, void *userdata)
+{
+	sbx_reconciler *r = userdata;
+	return k8s_client_get(r->client, resource_of(o), ns, name, out);
+}
+
+/* ---- reading the observed state ---- */
+
+/* The observed state and the memory behind it. */
+typedef struct {
+	sbx_observed obs;
+	cJSON *sandbox, *pods, *pod, *service, *pvcs;
+	char *pods_error, *pod_error, *service_error, *pvc_error, *pvc_error_name;
+} observed_buf;
+
+static void observed_free(observed_buf *b)
+{
+	cJSON_Delete(b->sandbox);
+	cJSON_Delete(b->pods);
+	cJSON_Delete(b->pod);
+	cJSON_Delete(b->service);
+	cJSON_Delete(b->pvcs);
+	free(b->pods_error);
+	free(b->pod_error);
+	free(b->service_error);
+	free(b->pvc_error);
+	free(b->pvc_error_name);
+}
+
+static char *last_message(void)
+{
+	return strdup(k8s_error_last()->message);
+}
+
+/* The Pod by name: cache first, then the API (the cache may lag). */
+static void read_pod(sbx_reconciler *r, observed_buf *b, const char *ns,
+                     const char *name)
+{
+	if (k8s_informer_get(r->pods, ns, name, &b->pod) == 0)
+		return;
+	b->pod = NULL;
+	int rc = k8s_client_get(r->client, &k8s_resource_pods, ns, name, &b->pod);
+	if (rc == 0) {
+		sbx_pod_transform(b->pod, NULL);
+	} else {
+		b->pod = NULL;
+		if (rc != K8S_ENOTFOUND)
+			b->pod_error = last_message();
+	}
+}
+
+/* The PVCs of the volumeClaimTemplates, in order, up to a failed Get. */
+static void read_pvcs(sbx_reconciler *r, observed_buf *b, const char *ns,
+                      const char *name)
+{
+	b->pvcs = cJSON_CreateArray();
+	const cJSON *vct;
+	cJSON_ArrayForEach(vct, k8s_obj_at(b->sandbox, "spec.volumeClaimTemplates")) {
+		char *pvc_name = ju_printf("%s-%s", ju_nz(k8s_obj_name(vct)), name);
+		cJSON *pvc = NULL;
+		int rc = pvc_name ? k8s_client_get(r->client, &k8s_resource_pvcs, ns,
+		                                   pvc_name, &pvc)
+		                  : K8S_ENOMEM;
+		if (rc == 0 && b->pvcs && cJSON_AddItemToArray(b->pvcs, pvc)) {
+			free(pvc_name);
+			continue;
+		}
+		cJSON_Delete(pvc);
+		if (rc != K8S_ENOTFOUND) {
+			b->pvc_error = last_message();
+			b->pvc_error_name = pvc_name;
+			return;
+		}
+		free(pvc_name);
+	}
+}
+
+static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
+                          const char *name)
+{
+	char hash[SBX_NAME_HASH_SIZE];
+	sbx_name_hash(name, hash);
+
+	if (k8s_informer_by_index(r->pods, SBX_POD_INDEX_NAME_HASH, hash,
+	                          &b->pods) != 0) {
+		b->pods = NULL;
+		b->pods_error = last_message();
+	}
+	const char *pod_name = k8s_obj_annotation(b->sandbox, SBX_ANNOTATION_POD_NAME);
+	read_pod(r, b, ns, ju_empty(pod_name) ? name : pod_name);
+
+	int rc = k8s_informer_get(r->services, ns, name, &b->service);
+	if (rc != 0) {
+		b->service = NULL;
+		if (rc != K8S_ENOTFOUND)
+			b->service_error = last_message();
+	}
+	read_pvcs(r, b, ns, name);
+
+	b->obs.sandbox = b->sandbox;
+	b->obs.pods = b->pods;
+	b->obs.pods_error = b->pods_error;
+	b->obs.pod = b->pod;
+	b->obs.pod_error = b->pod_error;
+	b->obs.service = b->service;
+	b->obs.service_error = b->service_error;
+	b->obs.pvcs = b->pvcs;
+	b->obs.pvc_error = b->pvc_error;
+	b->obs.pvc_error_name = b->pvc_error_name;
+	b->obs.cluster_domain = r->cluster_domain;
+	b->obs.now_ms = k8s_now_ms();
+}
+
+/* ---- the reconcile ---- */
+
+/* Writes the status with a merge patch; NotFound (deleted meanwhile) is
+ * fine. Returns 0 or the code, with a message, on failure. */
+static int write_status(sbx_reconciler *r, const char *ns, const char *name,
+                        const cJSON *old_status, const cJSON *new_status)
+{
+	cJSON *patch = sbx_status_patch(old_status, new_status);
+	if (!patch)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	k8s_write_options wo = K8S_WRITE_OPTIONS_INIT;
+	wo.field_manager = SBX_FIELD_MANAGER;
+	int rc = k8s_client_patch(r->client, &sbx_resource_sandboxes, ns, name,
+	                          "status", K8S_PATCH_MERGE, patch, &wo, NULL);
+	cJSON_Delete(patch);
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
+                             k8s_reconcile_result *res)
+{
+	if (res) {
+		res->requeue_after_ms = 0;
+		res->requeue = false;
+	}
+	if (!r || !key)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "sbx_reconciler_reconcile: no reconciler or key");
+	char *ns = NULL, *name = NULL;
+	int rc = k8s_key_split(key, &ns, &name);
+	if (rc)
+		return rc;
+
+	observed_buf b = { 0 };
+	sbx_plan *plan = NULL;
+	sbx_outcome out = { 0 };
+	rc = k8s_informer_get(r->sandboxes, ns, name, &b.sandbox);
+	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
+		rc = 0;   /* gone, or going: GC removes the children */
+		goto done;
+	}
+	if (rc)
+		goto done;
+
+	read_observed(r, &b, ns, name);
+	rc = sbx_plan_new(&plan, &b.obs);
+	if (rc)
+		goto done;
+	sbx_executor ex = { apply_action, fetch_object, r };
+	rc = sbx_plan_execute(plan, &ex);
+	if (rc == 0)
+		rc = sbx_plan_outcome(plan, k8s_now_ms(), &out);
+	if (rc)
+		goto done;
+
+	if (out.multiple_pods_event)
+		k8s_log(r->logger, K8S_LOG_WARN, "sandbox event",
+		        "type", "Warning", "reason", SBX_REASON_MULTIPLE_PODS,
+		        "action", SBX_EVENT_ACTION_RECONCILING, "sandbox", key,
+		        "note", out.multiple_pods_event, NULL);
+
+	int status_rc = 0;
+	char *status_err = NULL;
+	if (out.status && out.write_status) {
+		status_rc = write_status(r, ns, name,
+		                         cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
+		                         out.status);
+		if (status_rc)
+			status_err = ju_printf("failed to update sandbox status: %s",
+			                       k8s_error_last()->message);
+	}
+	if (res)
+		res->requeue_after_ms = out.requeue_after_ms;
+
+	rc = out.error_code ? out.error_code : status_rc;
+	if (rc) {
+		k8s_error_set(rc, 0, NULL, "sandbox \"%s\": %s%s%s", key,
+		              ju_nz(out.error), out.error && status_err ? "\n" : "",
+		              ju_nz(status_err));
+	}
+	free(status_err);
+done:
+	sbx_outcome_dispose(&out);
+	sbx_plan_free(plan);
+	observed_free(&b);
+	free(ns);
+	free(name);
+	return rc;
+}
+
+int sbx_reconcile_fn(const char *key, k8s_reconcile_result *res, void *userdata)
+{
+	return sbx_reconciler_reconcile(userdata, key, res);
+}
+
+/* ---- informer helpers ---- */
+
+int sbx_pod_index_name_hash(const cJSON *obj, const char **keys, int cap,
+                            void *userdata)
+{
+	const char *v = k8s_obj_label(obj, SBX_LABEL_NAME_HASH);
+	if (!v || cap < 1)
+		return 0;
+	keys[0] = v;
+	return 1;
+}
+
+char *sbx_owner_sandbox_key(const cJSON *obj)
+{
+	char group[64];
+	const cJSON *ref = k8s_obj_controller_ref(obj);
+	if (!ref || !ju_str_eq(ju_str(ref, "kind"), SBX_KIND) ||
+	    strcmp(ju_api_group(ju_str(ref, "apiVersion"), group, sizeof(group)),
+	           SBX_GROUP) != 0)
+		return NULL;
+	const char *name = ju_str(ref, "name");
+	if (ju_empty(name))
+		return NULL;
+	return ju_printf("%s/%s", ju_nz(k8s_obj_namespace(obj)), name);
+}
+
+cJSON *sbx_pod_transform(cJSON *obj, void *userdata)
+{
+	if (!cJSON_IsObject(obj))
+		return obj;
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "finalizers");
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (cJSON_IsObject(spec)) {
+		/* Keep only nodeName: detach it, empty the spec, put it back. */
+		cJSON *node = cJSON_DetachItemFromObjectCaseSensitive(spec, "nodeName");
+		while (spec->child)
+			cJSON_Delete(cJSON_DetachItemViaPointer(spec, spec->child));
+		if (node && !cJSON_AddItemToObject(spec, "nodeName", node))
+			cJSON_Delete(node);
+	}
+	return obj;
+}
