@@ -47,8 +47,13 @@ K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
 
 /**
  * Creates a client for `cfg` (copied; the caller keeps ownership of cfg).
- * `opts` may be NULL for defaults. Returns 0, K8S_EINVAL, K8S_ENOMEM or
- * K8S_ECONFIG (e.g. unreadable certificate file).
+ * `opts` may be NULL for defaults. The application must have called
+ * k8s_global_init() first. Returns 0, K8S_EINVAL, K8S_ENOMEM or
+ * K8S_ECONFIG (e.g. a server URL that can not be parsed).
+ *
+ * Connections are kept alive and reused between calls. With a token file
+ * (in-cluster, or `tokenFile` in a kubeconfig) the client reads the file
+ * again whenever it changes, so rotated tokens are picked up.
  */
 K8S_EXTERN int k8s_client_new(k8s_client **out, const k8s_config *cfg,
                               const k8s_client_options *opts);
@@ -111,7 +116,11 @@ typedef enum {
 
 /*
  * Common to the verbs below:
- * - `ns` is the namespace (ignored for cluster-scoped resources);
+ * - `ns` is the namespace (ignored for cluster-scoped resources). For the
+ *   verbs on one object, NULL or "" means the object's own
+ *   metadata.namespace (create, update) or else the client's default
+ *   namespace (k8s_client_namespace()); for list and watch it means all
+ *   namespaces;
  * - `out`, when not NULL, receives the object the server returned, which
  *   the caller frees with cJSON_Delete(); it is set to NULL on error;
  * - the return value is 0 or a negative k8s_error_code; API errors carry

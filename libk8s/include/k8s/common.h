@@ -106,6 +106,27 @@ K8S_EXTERN const char *k8s_strerror(int code);
  */
 K8S_EXTERN int k8s_error_code_from_status(const char *reason, int http_status);
 
+/**
+ * Initialises the libraries libk8s builds on (libcurl's global state).
+ *
+ * Call once from the application before creating any k8s_client, and
+ * before starting threads, and pair it with k8s_global_cleanup(). Calls
+ * nest (a counter, as in libgit2): only the first initialises and only the
+ * last cleanup releases. Thread-safe, but libcurl's own global init is only
+ * safe while no other thread uses libcurl, hence "before starting threads".
+ *
+ * @return the number of nested initialisations (>= 1) on success, or
+ *         K8S_ERROR when libcurl could not be initialised (recorded).
+ */
+K8S_EXTERN int k8s_global_init(void);
+
+/**
+ * Undoes one k8s_global_init(); the last one releases libcurl's global
+ * state, after which no k8s_client may exist. A call without a matching
+ * init does nothing. Thread-safe, with the same caveat as k8s_global_init().
+ */
+K8S_EXTERN void k8s_global_cleanup(void);
+
 #ifdef __cplusplus
 }
 #endif

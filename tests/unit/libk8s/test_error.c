@@ -1,0 +1,415 @@
+/*
+ * test_error.c - the thread-local last error (libk8s/src/error.c) and the
+ * decoding of API failure answers into codes and messages (status.h).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "k8s/common.h"
+#include "status.h"
+
+START_TEST(test_last_error_starts_empty)
+{
+	const k8s_error *e = k8s_error_last();
+	ck_assert_ptr_nonnull(e);
+	ck_assert_ptr_nonnull(e->message);
+	ck_assert_ptr_nonnull(e->reason);
+	ck_assert_int_eq(e->code, K8S_OK);
+}
+END_TEST
+
+START_TEST(test_set_and_clear)
+{
+	int rc = k8s_error_set(K8S_ENOTFOUND, 404, "NotFound", "thing %s %d", "x", 7);
+	ck_assert_int_eq(rc, K8S_ENOTFOUND);
+	const k8s_error *e = k8s_error_last();
+	ck_assert_int_eq(e->code, K8S_ENOTFOUND);
+	ck_assert_int_eq(e->http_status, 404);
+	ck_assert_str_eq(e->reason, "NotFound");
+	ck_assert_str_eq(e->message, "thing x 7");
+
+	k8s_error_clear();
+	e = k8s_error_last();
+	ck_assert_int_eq(e->code, K8S_OK);
+	ck_assert_int_eq(e->http_status, 0);
+	ck_assert_str_eq(e->reason, "");
+	ck_assert_str_eq(e->message, "");
+}
+END_TEST
+
+START_TEST(test_set_null_reason)
+{
+	k8s_error_set(K8S_EINVAL, 0, NULL, "bad");
+	ck_assert_str_eq(k8s_error_last()->reason, "");
+	ck_assert_str_eq(k8s_error_last()->message, "bad");
+}
+END_TEST
+
+START_TEST(test_wrap_previous_message)
+{
+	/* Wrapping the last message in a new one must not corrupt it. */
+	k8s_error_set(K8S_ETRANSPORT, 0, "Inner", "connection refused");
+	k8s_error_set(K8S_ETRANSPORT, 0, k8s_error_last()->reason,
+	              "listing pods: %s", k8s_error_last()->message);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "listing pods: connection refused");
+	ck_assert_str_eq(k8s_error_last()->reason, "Inner");
+}
+END_TEST
+
+START_TEST(test_truncation)
+{
+	char big[5000];
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	k8s_error_set(K8S_ERROR, 0, NULL, "%s", big);
+	const char *m = k8s_error_last()->message;
+	size_t len = strlen(m);
+	ck_assert_uint_lt(len, 1024);
+	ck_assert_uint_gt(len, 900);
+	ck_assert_str_eq(m + len - 3, "...");
+}
+END_TEST
+
+START_TEST(test_truncation_keeps_utf8_whole)
+{
+	/* 3-byte characters (U+20AC) straddling the cut must not be split. */
+	char big[4000] = "";
+	size_t n = 0;
+	while (n + 3 < sizeof(big)) {
+		memcpy(big + n, "\xe2\x82\xac", 3);
+		n += 3;
+	}
+	big[n] = '\0';
+	for (int shift = 0; shift < 3; shift++) {
+		k8s_error_set(K8S_ERROR, 0, NULL, "%.*s%s", shift, "xx", big);
+		const unsigned char *m = (const unsigned char *)k8s_error_last()->message;
+		size_t len = strlen((const char *)m);
+		ck_assert_str_eq((const char *)m + len - 3, "...");
+		/* Before the "...", every euro sign is whole. */
+		size_t body = len - 3 - (size_t)shift;
+		ck_assert_uint_eq(body % 3, 0);
+		ck_assert_int_eq(m[len - 4], 0xac);
+	}
+	/* A long reason is truncated too. */
+	char reason[200];
+	memset(reason, 'R', sizeof(reason) - 1);
+	reason[sizeof(reason) - 1] = '\0';
+	k8s_error_set(K8S_ERROR, 0, reason, "x");
+	ck_assert_uint_lt(strlen(k8s_error_last()->reason), 64);
+}
+END_TEST
+
+static void *other_thread(void *arg)
+{
+	(void)arg;
+	/* A new thread starts with no error, and its error stays its own. */
+	int clean = k8s_error_last()->code == K8S_OK &&
+	            strcmp(k8s_error_last()->message, "") == 0;
+	k8s_error_set(K8S_EGONE, 410, "Expired", "other thread");
+	return clean ? (void *)1 : NULL;
+}
+
+START_TEST(test_thread_local)
+{
+	pthread_t t;
+	void *res;
+	k8s_error_set(K8S_ECONFLICT, 409, "Conflict", "main thread");
+	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(t, &res), 0);
+	ck_assert_ptr_nonnull(res);
+	ck_assert_int_eq(k8s_error_last()->code, K8S_ECONFLICT);
+	ck_assert_str_eq(k8s_error_last()->message, "main thread");
+}
+END_TEST
+
+START_TEST(test_strerror)
+{
+	static const int codes[] = {
+		K8S_OK, K8S_ERROR, K8S_ENOMEM, K8S_EINVAL, K8S_ECONFIG,
+		K8S_ETRANSPORT, K8S_EDECODE, K8S_ESHUTDOWN, K8S_ECANCELED,
+		K8S_ETIMEOUT, K8S_EBADREQUEST, K8S_EUNAUTHORIZED, K8S_EFORBIDDEN,
+		K8S_ENOTFOUND, K8S_EMETHODNOTALLOWED, K8S_ENOTACCEPTABLE,
+		K8S_EALREADYEXISTS, K8S_ECONFLICT, K8S_EGONE,
+		K8S_EUNSUPPORTEDMEDIA, K8S_EINVALID, K8S_ETOOMANYREQUESTS,
+		K8S_EINTERNAL, K8S_ESERVICEUNAVAILABLE, K8S_ESERVERTIMEOUT, K8S_EAPI,
+	};
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+		const char *s = k8s_strerror(codes[i]);
+		ck_assert_ptr_nonnull(s);
+		ck_assert_str_ne(s, "unknown error");
+		/* Each name is distinct. */
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(s, k8s_strerror(codes[j]));
+	}
+	ck_assert_str_eq(k8s_strerror(K8S_ENOTFOUND), "not found");
+	ck_assert_str_eq(k8s_strerror(12345), "unknown error");
+	ck_assert_str_eq(k8s_strerror(-999), "unknown error");
+}
+END_TEST
+
+/* Every meta/v1 StatusReason with the HTTP code the server sends with it. */
+static const struct {
+	const char *reason;
+	int http;
+	int code;
+} reasons[] = {
+	{ "BadRequest", 400, K8S_EBADREQUEST },
+	{ "Unauthorized", 401, K8S_EUNAUTHORIZED },
+	{ "Forbidden", 403, K8S_EFORBIDDEN },
+	{ "NotFound", 404, K8S_ENOTFOUND },
+	{ "MethodNotAllowed", 405, K8S_EMETHODNOTALLOWED },
+	{ "NotAcceptable", 406, K8S_ENOTACCEPTABLE },
+	{ "AlreadyExists", 409, K8S_EALREADYEXISTS },
+	{ "Conflict", 409, K8S_ECONFLICT },
+	{ "Gone", 410, K8S_EGONE },
+	{ "Expired", 410, K8S_EGONE },
+	{ "RequestEntityTooLarge", 413, K8S_EAPI },
+	{ "UnsupportedMediaType", 415, K8S_EUNSUPPORTEDMEDIA },
+	{ "Invalid", 422, K8S_EINVALID },
+	{ "TooManyRequests", 429, K8S_ETOOMANYREQUESTS },
+	{ "InternalError", 500, K8S_EINTERNAL },
+	{ "ServerTimeout", 500, K8S_ESERVERTIMEOUT },
+	{ "ServiceUnavailable", 503, K8S_ESERVICEUNAVAILABLE },
+	{ "Timeout", 504, K8S_ESERVERTIMEOUT },
+};
+#define NREASONS (sizeof(reasons) / sizeof(reasons[0]))
+
+START_TEST(test_code_from_reason)
+{
+	ck_assert_int_eq(k8s_error_code_from_status(reasons[_i].reason,
+	                                            reasons[_i].http),
+	                 reasons[_i].code);
+	/* The reason wins over an unrelated HTTP code. */
+	ck_assert_int_eq(k8s_error_code_from_status(reasons[_i].reason, 500),
+	                 reasons[_i].code);
+}
+END_TEST
+
+START_TEST(test_code_from_http)
+{
+	static const struct { int http; int code; } table[] = {
+		{ 200, K8S_OK }, { 201, K8S_OK }, { 202, K8S_OK }, { 204, K8S_OK },
+		{ 400, K8S_EBADREQUEST }, { 401, K8S_EUNAUTHORIZED },
+		{ 403, K8S_EFORBIDDEN }, { 404, K8S_ENOTFOUND },
+		{ 405, K8S_EMETHODNOTALLOWED }, { 406, K8S_ENOTACCEPTABLE },
+		{ 409, K8S_ECONFLICT }, { 410, K8S_EGONE },
+		{ 415, K8S_EUNSUPPORTEDMEDIA }, { 422, K8S_EINVALID },
+		{ 429, K8S_ETOOMANYREQUESTS }, { 500, K8S_EINTERNAL },
+		{ 503, K8S_ESERVICEUNAVAILABLE }, { 504, K8S_ESERVERTIMEOUT },
+		{ 302, K8S_EAPI }, { 418, K8S_EAPI }, { 502, K8S_EAPI },
+		{ 0, K8S_EAPI }, { 100, K8S_EAPI },
+	};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		ck_assert_int_eq(k8s_error_code_from_status(NULL, table[i].http),
+		                 table[i].code);
+		ck_assert_int_eq(k8s_error_code_from_status("", table[i].http),
+		                 table[i].code);
+		/* An unknown reason falls back to the HTTP code. */
+		ck_assert_int_eq(k8s_error_code_from_status("SomethingNew",
+		                                            table[i].http),
+		                 table[i].code);
+	}
+}
+END_TEST
+
+static int record(int http, const char *body, const char *subject)
+{
+	return k8s__status_record(http, body, body ? strlen(body) : 0, subject);
+}
+
+START_TEST(test_status_each_reason)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+	         "\"status\":\"Failure\",\"message\":\"the message\","
+	         "\"reason\":\"%s\",\"code\":%d}",
+	         reasons[_i].reason, reasons[_i].http);
+	int rc = record(reasons[_i].http, body, "Pod \"ns/x\"");
+	ck_assert_int_eq(rc, reasons[_i].code);
+	const k8s_error *e = k8s_error_last();
+	ck_assert_int_eq(e->code, reasons[_i].code);
+	ck_assert_int_eq(e->http_status, reasons[_i].http);
+	ck_assert_str_eq(e->reason, reasons[_i].reason);
+	char want[256];
+	snprintf(want, sizeof(want), "Pod \"ns/x\": the message (%s)",
+	         reasons[_i].reason);
+	ck_assert_str_eq(e->message, want);
+}
+END_TEST
+
+START_TEST(test_status_not_found_message)
+{
+	const char *body =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+		"\"status\":\"Failure\",\"message\":\"pods \\\"x\\\" not found\","
+		"\"reason\":\"NotFound\",\"details\":{\"name\":\"x\",\"kind\":\"pods\"},"
+		"\"code\":404}";
+	ck_assert_int_eq(record(404, body, "Pod \"default/x\""), K8S_ENOTFOUND);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "Pod \"default/x\": pods \"x\" not found (NotFound)");
+}
+END_TEST
+
+START_TEST(test_status_causes)
+{
+	/* Causes the message already contains are not repeated; others are
+	 * appended with their field. */
+	const char *body =
+		"{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+		"\"message\":\"ConfigMap \\\"Bad\\\" is invalid: metadata.name: "
+		"Invalid value: \\\"Bad\\\": must be lowercase\","
+		"\"reason\":\"Invalid\",\"details\":{\"name\":\"Bad\",\"kind\":"
+		"\"ConfigMap\",\"causes\":[{\"reason\":\"FieldValueInvalid\","
+		"\"message\":\"Invalid value: \\\"Bad\\\": must be lowercase\","
+		"\"field\":\"metadata.name\"},{\"reason\":\"FieldValueRequired\","
+		"\"message\":\"Required value\",\"field\":\"data.key\"},"
+		"{\"message\":\"no field here\"},{\"field\":\"no.message\"}]},"
+		"\"code\":422}";
+	ck_assert_int_eq(record(422, body, "ConfigMap \"ns/Bad\""), K8S_EINVALID);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "ConfigMap \"ns/Bad\": ConfigMap \"Bad\" is invalid: "
+	                 "metadata.name: Invalid value: \"Bad\": must be lowercase"
+	                 "; data.key: Required value; no field here (Invalid)");
+}
+END_TEST
+
+START_TEST(test_status_without_reason)
+{
+	/* A Status with no reason: the HTTP code decides and is shown. */
+	const char *body = "{\"kind\":\"Status\",\"status\":\"Failure\","
+	                   "\"message\":\"something odd\",\"code\":409}";
+	ck_assert_int_eq(record(409, body, "Lease \"kube-system/l\""), K8S_ECONFLICT);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "Lease \"kube-system/l\": something odd (HTTP 409)");
+	ck_assert_str_eq(k8s_error_last()->reason, "");
+}
+END_TEST
+
+START_TEST(test_status_without_message)
+{
+	const char *body = "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"code\":403}";
+	ck_assert_int_eq(record(403, body, NULL), K8S_EFORBIDDEN);
+	ck_assert_str_eq(k8s_error_last()->message, "forbidden (Forbidden)");
+}
+END_TEST
+
+START_TEST(test_non_status_bodies)
+{
+	/* A proxy's HTML page. */
+	ck_assert_int_eq(record(502, "<html>\r\n<body>Bad Gateway</body>\n</html>",
+	                        "Pod \"a/b\""), K8S_EAPI);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "Pod \"a/b\": HTTP 502 (API error): <html>  <body>Bad "
+	                 "Gateway</body> </html>");
+	ck_assert_int_eq(k8s_error_last()->http_status, 502);
+	ck_assert_str_eq(k8s_error_last()->reason, "");
+
+	/* No body at all. */
+	ck_assert_int_eq(record(503, NULL, "Pod \"a/b\""), K8S_ESERVICEUNAVAILABLE);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "Pod \"a/b\": HTTP 503 (service unavailable)");
+
+	/* JSON, but not a Status: the reason field is not trusted. */
+	ck_assert_int_eq(record(404, "{\"reason\":\"AlreadyExists\"}", NULL),
+	                 K8S_ENOTFOUND);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "HTTP 404 (not found): {\"reason\":\"AlreadyExists\"}");
+
+	/* Plain text 401 from an authenticating proxy. */
+	ck_assert_int_eq(record(401, "Unauthorized\n", "Pod list"), K8S_EUNAUTHORIZED);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "Pod list: HTTP 401 (unauthorized): Unauthorized");
+
+	/* A 2xx handed over by mistake is still a failure. */
+	ck_assert_int_eq(record(200, "oops", NULL), K8S_EAPI);
+}
+END_TEST
+
+START_TEST(test_non_status_long_body)
+{
+	char body[1000];
+	memset(body, 'z', sizeof(body) - 1);
+	body[sizeof(body) - 1] = '\0';
+	/* A two-byte character across the 200-byte cut is dropped whole. */
+	memcpy(body + 199, "\xc3\xa9", 2);
+	ck_assert_int_eq(record(500, body, NULL), K8S_EINTERNAL);
+	const char *m = k8s_error_last()->message;
+	const char *prefix = "HTTP 500 (internal server error): ";
+	ck_assert_int_eq(strncmp(m, prefix, strlen(prefix)), 0);
+	ck_assert_uint_eq(strlen(m), strlen(prefix) + 199 + 3);
+	ck_assert_str_eq(m + strlen(m) - 4, "z...");
+}
+END_TEST
+
+START_TEST(test_status_json)
+{
+	/* A watch ERROR event carries a Status and no HTTP code. */
+	cJSON *st = cJSON_Parse("{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+	                        "\"status\":\"Failure\",\"message\":\"too old "
+	                        "resource version: 1 (2000)\",\"reason\":\"Expired\","
+	                        "\"code\":410}");
+	ck_assert_ptr_nonnull(st);
+	ck_assert_int_eq(k8s__status_record_json(st, 0, "watch Pod"), K8S_EGONE);
+	ck_assert_int_eq(k8s_error_last()->http_status, 410);
+	ck_assert_str_eq(k8s_error_last()->message,
+	                 "watch Pod: too old resource version: 1 (2000) (Expired)");
+	cJSON_Delete(st);
+
+	/* No reason, only a code. */
+	st = cJSON_Parse("{\"kind\":\"Status\",\"code\":410,\"message\":\"gone\"}");
+	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), K8S_EGONE);
+	cJSON_Delete(st);
+
+	/* Neither: an API error all the same. */
+	st = cJSON_Parse("{\"message\":\"?\"}");
+	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), K8S_EAPI);
+	cJSON_Delete(st);
+
+	st = cJSON_Parse("[1,2]");
+	ck_assert_int_eq(k8s__status_record_json(st, 0, "x"), K8S_EDECODE);
+	cJSON_Delete(st);
+	ck_assert_int_eq(k8s__status_record_json(NULL, 0, "x"), K8S_EDECODE);
+}
+END_TEST
+
+static Suite *error_suite(void)
+{
+	Suite *s = suite_create("error");
+	TCase *tc = tcase_create("last_error");
+	tcase_add_test(tc, test_last_error_starts_empty);
+	tcase_add_test(tc, test_set_and_clear);
+	tcase_add_test(tc, test_set_null_reason);
+	tcase_add_test(tc, test_wrap_previous_message);
+	tcase_add_test(tc, test_truncation);
+	tcase_add_test(tc, test_truncation_keeps_utf8_whole);
+	tcase_add_test(tc, test_thread_local);
+	tcase_add_test(tc, test_strerror);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("status");
+	tcase_add_loop_test(tc, test_code_from_reason, 0, NREASONS);
+	tcase_add_test(tc, test_code_from_http);
+	tcase_add_loop_test(tc, test_status_each_reason, 0, NREASONS);
+	tcase_add_test(tc, test_status_not_found_message);
+	tcase_add_test(tc, test_status_causes);
+	tcase_add_test(tc, test_status_without_reason);
+	tcase_add_test(tc, test_status_without_message);
+	tcase_add_test(tc, test_non_status_bodies);
+	tcase_add_test(tc, test_non_status_long_body);
+	tcase_add_test(tc, test_status_json);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(error_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
