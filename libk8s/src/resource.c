@@ -86,9 +86,10 @@ int k8s_resource_path(char *buf, size_t cap, const k8s_resource *r,
 {
 	cursor c = { buf, cap, 0 };
 
+	if (buf && cap > 0)
+		buf[0] = '\0';  /* callers may print it even on failure */
 	if (!buf || cap == 0 || !r)
 		return invalid("argument", NULL);
-	buf[0] = '\0';
 	if (bad_segment(r->version) || bad_segment(r->resource) || !r->group ||
 	    (r->group[0] && bad_segment(r->group)))
 		return invalid("resource", r->resource);
