@@ -311,17 +311,18 @@ const sbx_action *sbx_plan_action(const sbx_plan *p, size_t i)
 /* ---- execution ---- */
 
 /*
- * Plans `step` again after its object was fetched: drops the step's
- * actions (and its decided error), plans the step into fresh actions at the
- * end, then moves them back where the old ones were. Returns the index of
- * the step's first action.
+ * Plans `step` again after its object was fetched: drops the step's actions
+ * not yet run (the create that collided included) and its decided error,
+ * plans the step into fresh actions at the end, then moves them where the
+ * dropped ones were. The step's actions already done stay, as history.
+ * Returns the index of the step's first new action.
  */
 static size_t replan_step(sbx_plan *p, sbx_step step)
 {
 	size_t first = p->n_actions, kept = 0;
 	for (size_t i = 0; i < p->n_actions; i++) {
 		plan_action *a = p->actions[i];
-		if (a->pub.step == step) {
+		if (a->pub.step == step && a->pub.state == SBX_ACTION_PENDING) {
 			if (first == p->n_actions)
 				first = i;
 			action_free(a);
