@@ -241,7 +241,7 @@ int main(int argc, char **argv)
 	ko.reconcile = reconcile;
 	ko.logger = log;
 	if (k8s_controller_new(&ctrl, &ko) < 0)
-		goto out;
+		goto fail;
 
 	const k8s_resource *resources[INF_COUNT] = {
 		&sbx_resource_sandboxes, &k8s_resource_pods, &k8s_resource_services,
@@ -263,10 +263,10 @@ int main(int argc, char **argv)
 		if (i == INF_PODS)
 			io.transform = sbx_pod_transform;
 		if (k8s_informer_new(&inf[i], client, &io) < 0)
-			goto out;
+			goto fail;
 	}
 	if (k8s_informer_add_index(inf[INF_PODS], "sandbox-name-hash", sbx_pod_index_name_hash, NULL) < 0)
-		goto out;
+		goto fail;
 
 	sbx_reconciler_options ro = SBX_RECONCILER_OPTIONS_INIT;
 	ro.client = client;
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 	        "clusterDomain", f.cluster_domain, NULL);
 	for (int i = 0; i < INF_COUNT; i++)
 		if (k8s_informer_start(inf[i]) < 0)
-			goto out;
+			goto fail;
 	/* Reconciling before the caches are full would create duplicates of
 	 * objects we simply have not seen yet. */
 	for (int i = 0; i < INF_COUNT; i++) {
@@ -303,15 +303,16 @@ int main(int argc, char **argv)
 	}
 	k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
 	if (k8s_controller_start(ctrl) < 0)
-		goto out;
+		goto fail;
 
 	int sig = 0;
 	sigwait(&sigs, &sig);
 	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	rc = 0;
+	goto out;
+fail:
+	k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
 out:
-	if (rc != 0 && k8s_error_last()->code != 0)
-		k8s_log(log, K8S_LOG_ERROR, "fatal", "error", k8s_error_last()->message, NULL);
 	/* workers first (they read the caches), then the informers */
 	if (ctrl)
 		k8s_controller_stop(ctrl);

@@ -589,6 +589,8 @@ void k8s_informer_last_resource_version(k8s_informer *inf, char *buf, size_t cap
 
 void k8s_informer_stop(k8s_informer *inf)
 {
+	if (!inf)
+		return;
 	pthread_mutex_lock(&inf->state_lock);
 	bool was_started = inf->started && !inf->stopping;
 	inf->stopping = true;

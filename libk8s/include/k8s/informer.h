@@ -129,7 +129,7 @@ K8S_EXTERN size_t k8s_informer_size(k8s_informer *inf);
 K8S_EXTERN void k8s_informer_last_resource_version(k8s_informer *inf,
                                                    char *buf, size_t cap);
 
-/** Stops the thread and waits for it (handlers are not called afterwards). */
+/** Stops the thread and waits for it (handlers are not called afterwards). NULL accepted; safe to call twice. */
 K8S_EXTERN void k8s_informer_stop(k8s_informer *inf);
 
 /** Stops if needed and frees; NULL accepted. */
