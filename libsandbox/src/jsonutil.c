@@ -118,11 +118,25 @@ bool ju_is_zero(const cJSON *v)
 	return false;
 }
 
+/* An object whose members are all (deeply) zero reads back as a zero
+ * struct: objects are compared as Go structs, never as maps. */
+static bool deep_zero(const cJSON *v)
+{
+	if (ju_is_zero(v))
+		return true;
+	if (!cJSON_IsObject(v))
+		return false;
+	for (const cJSON *c = v->child; c; c = c->next)
+		if (!deep_zero(c))
+			return false;
+	return true;
+}
+
 bool ju_semantic_equal(const cJSON *a, const cJSON *b)
 {
 	bool za = ju_is_zero(a), zb = ju_is_zero(b);
 	if (za || zb)
-		return za && zb;
+		return deep_zero(a) && deep_zero(b);
 	if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
 		for (const cJSON *x = a->child; x; x = x->next)
 			if (!ju_semantic_equal(x, cJSON_GetObjectItemCaseSensitive(b, x->string)))

@@ -49,7 +49,8 @@ bool ju_merge_patch(cJSON *target, const cJSON *patch);
 /**
  * Kubernetes semantic equality over JSON produced from Go types with
  * `omitempty`: a missing member equals null, "", 0, false, [] and {};
- * arrays compare element-wise in order; numbers by value.
+ * objects compare as structs (an object of zero members equals a missing
+ * one); arrays compare element-wise in order; numbers by value.
  */
 bool ju_semantic_equal(const cJSON *a, const cJSON *b);
 
