@@ -184,9 +184,10 @@ static void enqueue_owner_update(const cJSON *old_obj, const cJSON *new_obj, voi
 	enqueue_owner(new_obj, ud);
 }
 
+/* `ud` points at the reconciler, which is built after the controller (it needs the informers). */
 static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 {
-	return sbx_reconciler_reconcile(ud, key, res);
+	return sbx_reconciler_reconcile(*(sbx_reconciler **)ud, key, res);
 }
 
 /* Informers handed to the reconciler, created in this order and stopped in reverse. */
@@ -239,6 +240,7 @@ int main(int argc, char **argv)
 	ko.name = "sandbox";
 	ko.workers = f.sandbox_workers;
 	ko.reconcile = reconcile;
+	ko.userdata = &rec;
 	ko.logger = log;
 	if (k8s_controller_new(&ctrl, &ko) < 0)
 		goto fail;
