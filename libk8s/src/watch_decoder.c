@@ -117,17 +117,18 @@ static int decode_line(k8s__watch_decoder *d, const char *line, size_t len)
 		 * 410 Expired when the resourceVersion is too old. */
 		rc = k8s__status_record_json(obj, 0, d->subject);
 	} else {
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
-		                   "%s: event line %zu has unknown type \"%.40s\"",
-		                   d->subject, d->lines, type->valuestring);
-		for (size_t i = 0; i < sizeof(event_types) / sizeof(event_types[0]); i++) {
-			if (strcmp(type->valuestring, event_types[i].name) != 0)
-				continue;
+		size_t i = 0, n = sizeof(event_types) / sizeof(event_types[0]);
+		while (i < n && strcmp(type->valuestring, event_types[i].name) != 0)
+			i++;
+		if (i == n) {
+			rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+			                   "%s: event line %zu has unknown type \"%.40s\"",
+			                   d->subject, d->lines, type->valuestring);
+		} else {
 			cJSON_DetachItemViaPointer(ev, obj);
 			d->events++;
 			rc = d->fn(event_types[i].type, obj, d->userdata)
 			     ? K8S__WATCH_STOPPED : 0;
-			break;
 		}
 	}
 	cJSON_Delete(ev);

@@ -77,7 +77,11 @@ START_TEST(test_whole_stream_one_chunk)
 {
 	seen s;
 	k8s__watch_decoder *d = new_decoder(&s, 0);
+	k8s_error_clear();
 	ck_assert_int_eq(k8s__watch_decoder_feed(d, stream, strlen(stream)), 0);
+	/* Success records no error. */
+	ck_assert_int_eq(k8s_error_last()->code, K8S_OK);
+	ck_assert_str_eq(k8s_error_last()->message, "");
 	assert_stream_events(&s);
 	ck_assert_uint_eq(k8s__watch_decoder_events(d), 3);
 	ck_assert_int_eq(k8s__watch_decoder_finish(d), 0);
