@@ -179,16 +179,24 @@ static char *dup_str(sbx_plan *p, const char *s)
 	return c;
 }
 
-/* Decides the pass from the Sandbox alone (spec/api.md §6.2 steps 1, 4). */
-static sbx_pass decide_pass(sbx_plan *p)
+/* spec.shutdownTime in ms; false when unset. An unparsable value (the CRD
+ * validates the format) counts as unset: never expiring is the safe reading. */
+static bool shutdown_time(const cJSON *sandbox, int64_t *ms)
 {
-	if (k8s_obj_is_deleting(p->sandbox))
+	const char *st = k8s_obj_str(sandbox, "spec.shutdownTime");
+	return st && *st && k8s_time_parse(st, ms) == 0;
+}
+
+sbx_pass sbx_pass_for(const cJSON *sandbox, int64_t now_ms)
+{
+	int64_t shutdown_ms;
+	if (!sandbox || k8s_obj_is_deleting(sandbox))
 		return SBX_PASS_SKIP;
-	if (!p->has_shutdown || p->now_ms < p->shutdown_ms)
+	if (!shutdown_time(sandbox, &shutdown_ms) || now_ms < shutdown_ms)
 		return SBX_PASS_RECONCILE;
 	/* Expired: the first pass only persists the expiry (two-pass teardown). */
 	const cJSON *c;
-	cJSON_ArrayForEach(c, k8s_obj_at(p->sandbox, "status.conditions")) {
+	cJSON_ArrayForEach(c, k8s_obj_at(sandbox, "status.conditions")) {
 		if (ju_str_eq(ju_str(c, "type"), SBX_CONDITION_READY))
 			return ju_str_eq(ju_str(c, "reason"), SBX_REASON_SANDBOX_EXPIRED)
 			       ? SBX_PASS_TEARDOWN : SBX_PASS_EXPIRE;
@@ -210,10 +218,7 @@ static void read_sandbox(sbx_plan *p)
 	const cJSON *svc = k8s_obj_at(sb, "spec.service");
 	p->service_mode = cJSON_IsTrue(svc) ? SVC_TRUE
 	                : cJSON_IsFalse(svc) ? SVC_FALSE : SVC_UNSET;
-	/* An unparsable shutdownTime (the CRD validates the format) counts
-	 * as unset: never expiring is the safe reading. */
-	const char *st = k8s_obj_str(sb, "spec.shutdownTime");
-	p->has_shutdown = st && *st && k8s_time_parse(st, &p->shutdown_ms) == 0;
+	p->has_shutdown = shutdown_time(sb, &p->shutdown_ms);
 	p->policy_delete = ju_str_eq(k8s_obj_str(sb, "spec.shutdownPolicy"),
 	                             SBX_SHUTDOWN_POLICY_DELETE);
 }
@@ -278,7 +283,7 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 	                               : SBX_DEFAULT_CLUSTER_DOMAIN);
 	if (!p->oom) {
 		read_sandbox(p);
-		p->pass = decide_pass(p);
+		p->pass = sbx_pass_for(p->sandbox, p->now_ms);
 		if (!p->oom)
 			plan_all(p);
 	}

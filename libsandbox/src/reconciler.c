@@ -199,27 +199,35 @@ static void read_pvcs(sbx_reconciler *r, observed_buf *b, const char *ns,
 	}
 }
 
+/* Reads what the pass needs: nothing more to mark expiry, the Pod by name
+ * and the Service to tear down, everything for a normal pass. */
 static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
                           const char *name)
 {
 	char hash[SBX_NAME_HASH_SIZE];
 	sbx_name_hash(name, hash);
+	b->obs.now_ms = k8s_now_ms();
+	sbx_pass pass = sbx_pass_for(b->sandbox, b->obs.now_ms);
 
-	if (k8s_informer_by_index(r->pods, SBX_POD_INDEX_NAME_HASH, hash,
+	if (pass == SBX_PASS_RECONCILE &&
+	    k8s_informer_by_index(r->pods, SBX_POD_INDEX_NAME_HASH, hash,
 	                          &b->pods) != 0) {
 		b->pods = NULL;
 		b->pods_error = last_message();
 	}
-	const char *pod_name = k8s_obj_annotation(b->sandbox, SBX_ANNOTATION_POD_NAME);
-	read_pod(r, b, ns, ju_empty(pod_name) ? name : pod_name);
-
-	int rc = k8s_informer_get(r->services, ns, name, &b->service);
-	if (rc != 0) {
-		b->service = NULL;
-		if (rc != K8S_ENOTFOUND)
-			b->service_error = last_message();
+	if (pass == SBX_PASS_RECONCILE || pass == SBX_PASS_TEARDOWN) {
+		const char *pod_name = k8s_obj_annotation(b->sandbox,
+		                                          SBX_ANNOTATION_POD_NAME);
+		read_pod(r, b, ns, ju_empty(pod_name) ? name : pod_name);
+		int rc = k8s_informer_get(r->services, ns, name, &b->service);
+		if (rc != 0) {
+			b->service = NULL;
+			if (rc != K8S_ENOTFOUND)
+				b->service_error = last_message();
+		}
 	}
-	read_pvcs(r, b, ns, name);
+	if (pass == SBX_PASS_RECONCILE)
+		read_pvcs(r, b, ns, name);
 
 	b->obs.sandbox = b->sandbox;
 	b->obs.pods = b->pods;
@@ -232,7 +240,6 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	b->obs.pvc_error = b->pvc_error;
 	b->obs.pvc_error_name = b->pvc_error_name;
 	b->obs.cluster_domain = r->cluster_domain;
-	b->obs.now_ms = k8s_now_ms();
 }
 
 /* ---- the reconcile ---- */

@@ -104,6 +104,17 @@ typedef enum {
 } sbx_pass;
 
 /**
+ * The pass `sandbox` gets at `now_ms` (ms since the epoch), as
+ * sbx_plan_new() decides it (spec/api.md §6.2 steps 1 and 4): SKIP when
+ * metadata.deletionTimestamp is set; RECONCILE while spec.shutdownTime is
+ * unset (or unparsable) or still ahead; once it has passed, EXPIRE until
+ * the Ready condition's reason is SandboxExpired, then TEARDOWN. Lets the
+ * caller read only what the pass needs (an expired Sandbox needs no PVCs).
+ * A NULL sandbox gives SKIP. Pure; thread-safe.
+ */
+SBX_EXTERN sbx_pass sbx_pass_for(const cJSON *sandbox, int64_t now_ms);
+
+/**
  * The reconcile steps, in execution order. Actions of a step stop at the
  * step's first failure; the other steps still run (§6.2 step 5).
  */
@@ -268,8 +279,10 @@ typedef struct {
 
 /**
  * Computes the outcome of the pass from the observed state and what the
- * executed actions did (call after sbx_plan_execute(); actions still
- * PENDING are taken as not done).
+ * executed actions did (call after sbx_plan_execute(); an action still
+ * PENDING counts as succeeded without an answer from the server, so the
+ * outcome of a plan that was not executed is what it would be if every
+ * action worked).
  *
  * @param now_ms  wall-clock time after the actions ran (ms since the
  *                epoch): expiry is checked again with it (§6.2 step 5), and

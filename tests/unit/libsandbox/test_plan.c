@@ -70,6 +70,30 @@ START_TEST(deleting_sandbox_is_skipped)
 }
 END_TEST
 
+START_TEST(pass_decision)
+{
+	cJSON *sb = fx_load("sandbox.json");
+	ck_assert_int_eq(sbx_pass_for(NULL, FX_NOW_MS), SBX_PASS_SKIP);
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_RECONCILE);
+	fx_set_str(sb, "spec.shutdownTime", FX_NOW_STR);
+	/* now >= shutdownTime is expired; one millisecond earlier is not. */
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS - 1), SBX_PASS_RECONCILE);
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_EXPIRE);
+	fx_set(sb, "status", cJSON_Parse("{\"conditions\":[{\"type\":\"Ready\","
+	       "\"status\":\"False\",\"reason\":\"ReconcilerError\"}]}"));
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_EXPIRE);
+	fx_set(sb, "status", cJSON_Parse("{\"conditions\":[{\"type\":\"Ready\","
+	       "\"status\":\"False\",\"reason\":\"SandboxExpired\"}]}"));
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_TEARDOWN);
+	/* An unparsable time never expires. */
+	fx_set_str(sb, "spec.shutdownTime", "yesterday");
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_RECONCILE);
+	fx_set_str(sb, "metadata.deletionTimestamp", PAST);
+	ck_assert_int_eq(sbx_pass_for(sb, FX_NOW_MS), SBX_PASS_SKIP);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 /* ---- expiry ---- */
 
 START_TEST(expiry_first_pass_only_marks)
@@ -433,6 +457,7 @@ int main(void)
 	TCase *tc = tcase_create("pass");
 	tcase_add_test(tc, invalid_input);
 	tcase_add_test(tc, deleting_sandbox_is_skipped);
+	tcase_add_test(tc, pass_decision);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("expiry");
 	tcase_add_test(tc, expiry_first_pass_only_marks);
