@@ -237,7 +237,11 @@ typedef struct {
  * of the same step are SKIPPED. When a create fails with
  * K8S_EALREADYEXISTS, the object is fetched, the observed state updated,
  * and that step planned again (at most once per step), continuing on the
- * existing-object path (§6.3 "AlreadyExists ⇒ Get the existing Pod").
+ * existing-object path (§6.3 "AlreadyExists ⇒ Get the existing Pod"): the
+ * step's actions not yet run (the colliding create included) are replaced
+ * by the new ones, those already done stay in the plan as history
+ * (indices shift; pointers to replaced actions become invalid). If the
+ * fetch fails, the create fails with the fetch's code and message.
  * Successful Sandbox annotation patches are applied to the plan's copy of
  * the Sandbox, and created PVCs added to its observed PVCs.
  *
