@@ -82,15 +82,17 @@ typedef struct {
 	size_t len;
 	size_t cap;
 	size_t max;   /* bytes accepted at most; 0: no limit */
-	int failed;   /* ran out of memory or over `max` */
+	int failed;   /* SBUF_NOMEM or SBUF_TOOBIG; further adds are refused */
 } sbuf;
+
+enum { SBUF_NOMEM = 1, SBUF_TOOBIG = 2 };
 
 static int sbuf_add(sbuf *b, const char *s, size_t n)
 {
 	if (b->failed)
 		return -1;
 	if (b->max && n > b->max - b->len) {
-		b->failed = 1;
+		b->failed = SBUF_TOOBIG;
 		return -1;
 	}
 	if (b->len + n + 1 > b->cap) {
@@ -99,7 +101,7 @@ static int sbuf_add(sbuf *b, const char *s, size_t n)
 			cap *= 2;
 		char *d = realloc(b->data, cap);
 		if (!d) {
-			b->failed = 1;
+			b->failed = SBUF_NOMEM;
 			return -1;
 		}
 		b->data = d;
@@ -541,16 +543,20 @@ static int transport_error(const request *rq, CURLcode res, const char *errbuf)
 	                     errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
 
-static void log_request(k8s_client *c, const request *rq, long status,
+/* One debug line per request: never headers, bodies or the token. */
+static void log_request(k8s_client *c, CURL *h, const request *rq, long status,
                         int64_t started)
 {
 	if (!k8s_log_enabled(c->log, K8S_LOG_DEBUG))
 		return;
 	char code[16], ms[24];
+	long connects = 0;
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
 	snprintf(code, sizeof(code), "%ld", status);
 	snprintf(ms, sizeof(ms), "%" PRId64, now_ms() - started);
 	k8s_log(c->log, K8S_LOG_DEBUG, "api request", "verb", rq->method,
-	        "path", rq->path, "status", code, "duration_ms", ms, NULL);
+	        "path", rq->path, "status", code, "duration_ms", ms,
+	        "new_connection", connects > 0 ? "true" : "false", NULL);
 }
 
 /*
@@ -584,17 +590,21 @@ static int do_request(k8s_client *c, const request *rq, cJSON **out)
 	int64_t started = now_ms();
 	CURLcode res = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	log_request(c, h, rq, status, started);
 	/* Nothing may point at this call's stack once the handle is pooled. */
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	give_back(c, h);
 	free_headers(headers);
-	log_request(c, rq, status, started);
 
-	if (res == CURLE_WRITE_ERROR && body.failed)
-		rc = k8s_error_set(body.len >= BODY_MAX ? K8S_EDECODE : K8S_ENOMEM,
-		                   (int)status, NULL, "%s: %s %s: answer too large "
-		                   "or out of memory", rq->subject, rq->method, rq->path);
+	if (res == CURLE_WRITE_ERROR && body.failed == SBUF_TOOBIG)
+		rc = k8s_error_set(K8S_EDECODE, (int)status, NULL,
+		                   "%s: %s %s: the answer is larger than %zu bytes",
+		                   rq->subject, rq->method, rq->path, (size_t)BODY_MAX);
+	else if (res == CURLE_WRITE_ERROR && body.failed)
+		rc = k8s_error_set(K8S_ENOMEM, (int)status, NULL,
+		                   "%s: %s %s: out of memory reading the answer",
+		                   rq->subject, rq->method, rq->path);
 	else if (res != CURLE_OK)
 		rc = transport_error(rq, res, errbuf);
 	else if (status < 200 || status > 299)
@@ -1053,7 +1063,7 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
 	CURLcode res = curl_easy_perform(w.h);
 	if (w.status == 0)
 		curl_easy_getinfo(w.h, CURLINFO_RESPONSE_CODE, &w.status);
-	log_request(c, &rq, w.status, started);
+	log_request(c, w.h, &rq, w.status, started);
 
 	if (w.rc == K8S__WATCH_STOPPED)
 		rc = 0;

@@ -202,6 +202,11 @@ typedef int (*k8s_watch_fn)(k8s_watch_event_type type, cJSON *object,
  * non-zero, or `*cancel` becomes non-zero (checked at least once a second).
  * `cancel` may be NULL.
  *
+ * A watch has no request timeout (it may be idle for minutes); TCP
+ * keepalive detects a dead peer, and when opts->timeout_seconds is set the
+ * client also gives up 60 s after the server should have ended the stream
+ * (K8S_ETIMEOUT). Event lines are limited to 64 MiB (K8S_EDECODE beyond).
+ *
  * @return 0 when the stream ended normally or `fn` stopped it;
  *         K8S_ECANCELED when cancelled; K8S_EGONE when the server says the
  *         resourceVersion is too old (HTTP 410 or an ERROR event with code

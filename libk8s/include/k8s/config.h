@@ -31,7 +31,14 @@ typedef struct k8s_config k8s_config;
  * insecure-skip-tls-verify, tls-server-name), users (client-certificate
  * [-data], client-key[-data], token, tokenFile) and contexts (cluster,
  * user, namespace). File paths inside the kubeconfig are relative to the
- * kubeconfig's directory. Thread-safe (no shared state).
+ * kubeconfig's directory. As in kubectl, `*-data` wins over the file
+ * form, and `tokenFile` over `token`; a server without a scheme means
+ * https. Every file named is read now (PEM data is kept in memory); the
+ * token file is also read again later by the client when it changes.
+ * Credential plugins (exec, auth-provider) and basic auth are not
+ * supported: a user relying on them alone is a K8S_ECONFIG. Only the first
+ * file of $KUBECONFIG is read (no merging yet). Thread-safe (no shared
+ * state).
  *
  * @return 0; K8S_ECONFIG when the file cannot be read, is not YAML, or
  *         names a missing context / cluster / user, or has bad base64 data

@@ -19,6 +19,7 @@
 #include <curl/curl.h>
 #include <mbedtls/base64.h>
 #include "k8s/client.h"
+#include "k8s/log.h"
 #include "config_internal.h"
 
 static k8s_client *client;
@@ -130,14 +131,20 @@ static char *kubeconfig_doc(const char *server, const char *cluster_extra,
 	return doc;
 }
 
-static k8s_client *client_from_doc(const char *doc)
+static k8s_client *client_from_doc_opts(const char *doc,
+                                        const k8s_client_options *opts)
 {
 	k8s_config *cfg = NULL;
 	k8s_client *c = NULL;
 	OK(k8s_config_load_yaml(&cfg, doc, strlen(doc), NULL, "test-kubeconfig"));
-	OK(k8s_client_new(&c, cfg, NULL));
+	OK(k8s_client_new(&c, cfg, opts));
 	k8s_config_free(cfg);
 	return c;
+}
+
+static k8s_client *client_from_doc(const char *doc)
+{
+	return client_from_doc_opts(doc, NULL);
 }
 
 /* The admin's client certificate and key as kubeconfig user fields. */
@@ -793,7 +800,15 @@ START_TEST(test_bearer_token)
 	char user[4096];
 	snprintf(user, sizeof(user), "token: %s", token);
 	char *doc = kubeconfig_doc(NULL, NULL, user);
-	k8s_client *c = client_from_doc(doc);
+	/* Debug logs of this client are kept to check what they hold. */
+	char *logbuf = NULL;
+	size_t loglen = 0;
+	FILE *logf = open_memstream(&logbuf, &loglen);
+	k8s_logger *log = NULL;
+	OK(k8s_logger_new(&log, logf, K8S_LOG_TEXT, K8S_LOG_DEBUG));
+	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
+	co.logger = log;
+	k8s_client *c = client_from_doc_opts(doc, &co);
 	cJSON *out = NULL;
 
 	/* Authenticated as the ServiceAccount, which may do nothing yet. */
@@ -822,6 +837,16 @@ START_TEST(test_bearer_token)
 	ck_assert(cJSON_IsArray(cJSON_GetObjectItem(out, "items")));
 	cJSON_Delete(out);
 	k8s_client_free(c);
+	k8s_logger_free(log);
+	fclose(logf);
+	/* One line per request, the connection reused after the first, and
+	 * never the token. */
+	ck_assert_ptr_nonnull(strstr(logbuf, "api request"));
+	ck_assert_ptr_nonnull(strstr(logbuf, "new_connection=true"));
+	ck_assert_ptr_nonnull(strstr(logbuf, "new_connection=false"));
+	ck_assert_ptr_null(strstr(logbuf, token));
+	ck_assert_ptr_null(strstr(logbuf, "Bearer"));
+	free(logbuf);
 	free(doc);
 
 	/* A wrong token: 401. */
