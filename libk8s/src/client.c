@@ -517,10 +517,11 @@ static int setup_handle(k8s_client *c, CURL *h, const request *rq,
 	} else if (strcmp(rq->method, "GET") != 0) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, rq->method);
 	}
-	if (rq->body) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
-		                 (curl_off_t)strlen(rq->body));
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body);
+	if (rq->body || strcmp(rq->method, "POST") == 0) {
+		/* A POST without a body must still not make curl read stdin. */
+		const char *body = rq->body ? rq->body : "";
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	}
 	return 0;
 }
