@@ -386,31 +386,28 @@ void plan_pod(sbx_plan *p)
 		annot = NULL;
 	}
 
-	/* The Pods this Sandbox controls, by UID. */
-	const cJSON *owned[2] = { NULL, NULL };
+	/* The Pods this Sandbox controls, by UID, each counted once; only the
+	 * first one is kept (more than one is refused below). */
+	const cJSON *first_owned = NULL;
 	int n_owned = 0;
-	const cJSON *o;
+	const cJSON *o, *q;
 	cJSON_ArrayForEach(o, p->pods) {
 		if (ju_owner_class(o, p->uid) != OWNER_THIS)
 			continue;
-		bool dup = false;
-		for (int i = 0; i < n_owned && i < 2; i++)
-			dup = dup || same_uid(owned[i], o);
-		if (dup)
+		bool seen = false;
+		for (q = p->pods->child; q != o && !seen; q = q->next)
+			seen = same_uid(q, o) && ju_owner_class(q, p->uid) == OWNER_THIS;
+		if (seen)
 			continue;
-		if (n_owned < 2)
-			owned[n_owned] = o;
-		n_owned++;
+		if (!n_owned++)
+			first_owned = o;
 	}
 	if (p->pod && ju_owner_class(p->pod, p->uid) == OWNER_THIS) {
 		bool listed = false;
 		cJSON_ArrayForEach(o, p->pods)
 			listed = listed || same_uid(o, p->pod);
-		if (!listed) {
-			if (n_owned < 2)
-				owned[n_owned] = p->pod;
-			n_owned++;
-		}
+		if (!listed && !n_owned++)
+			first_owned = p->pod;
 	}
 	if (n_owned > 1) {
 		p->multiple_pods = true;
@@ -423,12 +420,12 @@ void plan_pod(sbx_plan *p)
 	owner_class owner = OWNER_NONE;
 	if (n_owned == 1) {
 		/* An owned pod always wins over the annotated/named one. */
-		if (!p->pod || !same_uid(p->pod, owned[0])) {
+		if (!p->pod || !same_uid(p->pod, first_owned)) {
 			if (annot)
 				plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, NULL);
 			annot = NULL;
 		}
-		pod = owned[0];
+		pod = first_owned;
 		owner = OWNER_THIS;
 	} else if (p->pod) {
 		pod = p->pod;

@@ -537,6 +537,43 @@ START_TEST(multiple_owned_pods_refuse_to_choose)
 }
 END_TEST
 
+START_TEST(multiple_pods_are_counted_by_uid)
+{
+	cJSON *sb = fx_load("sandbox.json");
+	cJSON *p1 = fx_load("pod-running.json");
+	cJSON *p2 = fx_load("pod-running.json");
+	fx_set_str(p2, "metadata.name", "my-sandbox-2");
+	fx_set_str(p2, "metadata.uid", "pod-uid-2");
+	cJSON *p3 = fx_load("pod-running.json");
+	fx_set_str(p3, "metadata.name", "my-sandbox-3");
+	fx_set_str(p3, "metadata.uid", "pod-uid-3");
+	fx_label(p3, SBX_LABEL_NAME_HASH, NULL);
+	cJSON *foreign = fx_load("pod-running.json");
+	fx_set_str(foreign, "metadata.name", "impostor");
+	fx_set_str(foreign, "metadata.uid", "pod-uid-4");
+	fx_del(foreign, "metadata.ownerReferences");
+	/* p1 listed twice, an unowned pod with our label; p3 only by name. */
+	cJSON *pods = fx_list(p1, p2, p1, foreign, NULL);
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "my-sandbox-3");
+	sbx_observed obs = fx_observed(sb);
+	obs.pods = pods;
+	obs.pod = p3;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	fx_assert_condition(ps.out.status, "Ready", "False", "MultiplePods",
+	                    "multiple Pods (3) are controlled by this Sandbox; "
+	                    "refusing to choose or create a Pod");
+	fx_pass_free(&ps);
+	cJSON_Delete(pods);
+	cJSON_Delete(p1);
+	cJSON_Delete(p2);
+	cJSON_Delete(p3);
+	cJSON_Delete(foreign);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 /* ---- Suspended ---- */
 
 START_TEST(suspended_owned_pod_is_deleted)
@@ -779,6 +816,7 @@ int main(void)
 	tcase_add_test(tc, unowned_pod_without_authorisation_is_refused);
 	tcase_add_test(tc, pod_owned_by_other_is_refused);
 	tcase_add_test(tc, multiple_owned_pods_refuse_to_choose);
+	tcase_add_test(tc, multiple_pods_are_counted_by_uid);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("suspended");
 	tcase_add_test(tc, suspended_owned_pod_is_deleted);
