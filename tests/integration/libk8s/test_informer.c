@@ -90,6 +90,14 @@ static int index_team(const cJSON *o, const char **keys, int cap, void *ud)
 	ck_assert_msg((cond), "timed out waiting for " #cond); \
 } while (0)
 
+static bool cached(k8s_informer *inf, const char *name)
+{
+	cJSON *o = NULL;
+	int rc = k8s_informer_get(inf, ns, name, &o);
+	cJSON_Delete(o);
+	return rc == 0;
+}
+
 static int index_count(k8s_informer *inf, const char *index, const char *value)
 {
 	cJSON *arr = NULL;
@@ -143,8 +151,7 @@ START_TEST(cache_follows_the_server)
 	cm = configmap("during", "blue");
 	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
 	cJSON_Delete(cm);
-	WAIT_FOR(k8s_informer_get(inf, ns, "during", &got) == 0);
-	cJSON_Delete(got);
+	WAIT_FOR(cached(inf, "during"));
 	ck_assert_int_eq(read_count(&c, &c.adds), 2);
 
 	cJSON *patch = cJSON_Parse("{\"metadata\":{\"labels\":{\"team\":\"red\"}}}");
