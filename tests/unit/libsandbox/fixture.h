@@ -1,10 +1,10 @@
 /*
  * fixture.h - shared helpers of the libsandbox unit tests: load JSON
  * fixtures from tests/unit/libsandbox/fixtures/, edit them by dotted path,
- * run a plan through a scripted fake API server, and assert on actions,
+ * run a plan through a scripted executor (callbacks standing in for the I/O), and assert on actions,
  * bodies and conditions.
  *
- * The fake executor answers every action with success unless a rule says
+ * The scripted executor answers every action with success unless a rule says
  * otherwise; a Pod create answers the body with status.phase "Pending" (as
  * the API server would), other writes answer nothing.
  */
@@ -50,7 +50,7 @@ typedef struct {
 	int seen;
 } fx_rule;
 
-/* The fake API server. */
+/* The scripted executor. */
 typedef struct {
 	fx_rule rules[8];
 	int n_rules;
