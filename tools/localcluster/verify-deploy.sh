@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2015,SC2016  # ok/bad always succeed; ${VAR} placeholders are literal
 # Checks deploy/ (the Sandbox CRD, namespace and controller RBAC) against the
 # real API server started by tools/local-cluster:
 #   tools/local-cluster up && tools/localcluster/verify-deploy.sh
