@@ -181,6 +181,7 @@ done
 for verb in get list watch create update patch; do
     [[ "$(can "$verb" leases.coordination.k8s.io -n agent-sandbox-system)" == yes ]] && ok "can $verb leases" || bad "cannot $verb leases"
 done
+[[ "$(can update sandboxes.agents.x-k8s.io --subresource=finalizers -n "$NS")" == yes ]] && ok "can update sandboxes/finalizers (blockOwnerDeletion)" || bad "cannot update sandboxes/finalizers"
 # Things it must NOT be able to do.
 for args in "create sandboxes.agents.x-k8s.io" "get secrets" "list secrets" "create pods --subresource=exec" "get pods --subresource=exec" "create pods --subresource=eviction" \
             "delete leases.coordination.k8s.io" "get nodes" "create sandboxes.agents.x-k8s.io --subresource=finalizers" \
