@@ -1,0 +1,232 @@
+/*
+ * metrics.h - a Prometheus metrics registry: counters, gauges and
+ * histograms, exposed in the Prometheus text format 0.0.4
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format).
+ *
+ * The model is client_golang's, reduced:
+ * - a k8s_metrics_registry holds metric families. There is no global
+ *   registry: the application creates one and hands it to every component
+ *   that records metrics (client, work queue, controller, its own code);
+ * - a k8s_metric is one family (name, help, type) whose label names are
+ *   fixed at registration; each distinct tuple of label values is a
+ *   k8s_metric_series, created on first use and kept as long as the
+ *   registry (a "vector" in client_golang's words);
+ * - const labels carry the same value on every series of a family (e.g.
+ *   build metadata);
+ * - collector callbacks compute a family's samples at scrape time, for
+ *   values that are cheaper to read than to track (cache sizes, ages).
+ *
+ * The output follows client_golang byte for byte where it can: families
+ * sorted by name, series sorted by label values, label pairs sorted by
+ * label name (histogram `le` last), floats formatted as Go's
+ * strconv.FormatFloat(v, 'g', -1, 64), families without series omitted.
+ *
+ * Thread-safety: everything here may be called from any thread. Recording
+ * on a series is lock-free (C11 atomics); finding a series by label values
+ * takes a per-family read lock (write lock only the first time a tuple is
+ * seen), so callers on hot paths keep the k8s_metric_series pointer.
+ */
+#ifndef K8S_METRICS_H
+#define K8S_METRICS_H
+
+#include "k8s/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque registry of metric families. */
+typedef struct k8s_metrics_registry k8s_metrics_registry;
+
+/** Opaque metric family; owned by its registry. */
+typedef struct k8s_metric k8s_metric;
+
+/** Opaque series (one tuple of label values); owned by its family. */
+typedef struct k8s_metric_series k8s_metric_series;
+
+/** Scrape-time sink handed to collector callbacks. */
+typedef struct k8s_metrics_emitter k8s_metrics_emitter;
+
+/** Content-Type of k8s_metrics_registry_expose()'s output. */
+#define K8S_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+/** Metric types (the `# TYPE` line). */
+typedef enum {
+	K8S_METRIC_COUNTER = 0,   /**< monotonically increasing */
+	K8S_METRIC_GAUGE = 1,     /**< goes up and down */
+	K8S_METRIC_HISTOGRAM = 2  /**< cumulative buckets, _sum and _count */
+} k8s_metric_type;
+
+#define K8S_METRIC_OPTIONS_VERSION 1
+
+/**
+ * Describes a metric family to register. Strings and arrays are copied.
+ */
+typedef struct {
+	unsigned int version;            /**< K8S_METRIC_OPTIONS_VERSION */
+	k8s_metric_type type;            /**< default K8S_METRIC_COUNTER */
+	const char *name;                /**< required; [a-zA-Z_:][a-zA-Z0-9_:]* */
+	const char *help;                /**< the `# HELP` text; NULL: "" */
+	/** Variable label names, NULL-terminated; NULL: none. Each matches
+	 *  [a-zA-Z_][a-zA-Z0-9_]*, does not start with "__", and is not "le"
+	 *  for a histogram. */
+	const char *const *label_names;
+	/** Const labels: name, value, name, value, ..., NULL; NULL: none. */
+	const char *const *const_labels;
+	/** Histogram bucket upper bounds, strictly increasing and finite (a
+	 *  trailing +Inf is dropped: the +Inf bucket is always there). NULL
+	 *  with nbuckets 0: client_golang's DefBuckets (.005 ... 10). */
+	const double *buckets;
+	size_t nbuckets;                 /**< entries in `buckets` */
+} k8s_metric_options;
+
+#define K8S_METRIC_OPTIONS_INIT { K8S_METRIC_OPTIONS_VERSION, K8S_METRIC_COUNTER, NULL, NULL, NULL, NULL, NULL, 0 }
+
+/** Fills `opts` with defaults; K8S_EINVAL for an unknown version. */
+K8S_EXTERN int k8s_metric_options_init(k8s_metric_options *opts,
+                                       unsigned int version);
+
+/** Creates an empty registry. Returns 0, K8S_EINVAL (out NULL) or K8S_ENOMEM. */
+K8S_EXTERN int k8s_metrics_registry_new(k8s_metrics_registry **out);
+
+/**
+ * Frees a registry with its families and series; NULL is accepted. Every
+ * k8s_metric and k8s_metric_series pointer of it becomes invalid, so
+ * components that record into it must be freed first.
+ */
+K8S_EXTERN void k8s_metrics_registry_free(k8s_metrics_registry *r);
+
+/**
+ * Registers a family, or returns the one already registered under that
+ * name when it is identical (type, help, label names, const labels and
+ * buckets): several components may then share a family, e.g. one work
+ * queue metric family for all queues. `*out` is borrowed from the registry.
+ *
+ * @return 0; K8S_EINVAL for a bad name, label name, bucket list or options
+ *         version, or a name registered with a different shape (the
+ *         message says which); K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_metrics_register(k8s_metric **out, k8s_metrics_registry *r,
+                                    const k8s_metric_options *opts);
+
+/** Number of variable labels of the family. */
+K8S_EXTERN size_t k8s_metric_label_count(const k8s_metric *m);
+
+/**
+ * Returns the series for one tuple of label values, creating it (at 0) on
+ * first use. `values` holds exactly k8s_metric_label_count() strings, in
+ * label-name order of registration (NULL with n 0 for a family without
+ * labels); they are copied and must be valid UTF-8. `*out` stays valid
+ * as long as the registry.
+ *
+ * @return 0; K8S_EINVAL (wrong count, NULL or non-UTF-8 value); K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_metric_series_get(k8s_metric_series **out, k8s_metric *m,
+                                     const char *const *values, size_t n);
+
+/**
+ * Adds `v` to a counter (v >= 0) or a gauge (any sign). Lock-free.
+ * @return 0, or K8S_EINVAL for a histogram or a negative counter increment.
+ */
+K8S_EXTERN int k8s_metric_series_add(k8s_metric_series *s, double v);
+
+/** Sets a gauge to `v`. Lock-free. Returns 0, or K8S_EINVAL if not a gauge. */
+K8S_EXTERN int k8s_metric_series_set(k8s_metric_series *s, double v);
+
+/**
+ * Records one observation in a histogram: it counts in the first bucket
+ * whose upper bound is >= v (le means "less or equal"), else in +Inf, and
+ * adds v to the sum. Lock-free. Returns 0, or K8S_EINVAL if not a histogram.
+ */
+K8S_EXTERN int k8s_metric_series_observe(k8s_metric_series *s, double v);
+
+/** Current value of a counter or gauge, or the sum of a histogram. */
+K8S_EXTERN double k8s_metric_series_value(const k8s_metric_series *s);
+
+/** Number of observations of a histogram (0 for other types). */
+K8S_EXTERN uint64_t k8s_metric_series_count(const k8s_metric_series *s);
+
+/** k8s_metric_series_get() then k8s_metric_series_add(); same returns. */
+K8S_EXTERN int k8s_metric_add(k8s_metric *m, const char *const *values,
+                              size_t n, double v);
+
+/** k8s_metric_series_get() then k8s_metric_series_set(); same returns. */
+K8S_EXTERN int k8s_metric_set(k8s_metric *m, const char *const *values,
+                              size_t n, double v);
+
+/** k8s_metric_series_get() then k8s_metric_series_observe(); same returns. */
+K8S_EXTERN int k8s_metric_observe(k8s_metric *m, const char *const *values,
+                                  size_t n, double v);
+
+/**
+ * Computes samples of a counter or gauge family at scrape time: call
+ * k8s_metrics_emit() once per tuple of label values. Runs on the thread
+ * that calls k8s_metrics_registry_expose(); it must not register metrics
+ * or add/remove collectors (the family's collector lock is held).
+ */
+typedef void (*k8s_metric_collect_fn)(k8s_metrics_emitter *e, void *userdata);
+
+/**
+ * Attaches a collector to a counter or gauge family; its samples are
+ * written next to the family's stored series (emit tuples that no stored
+ * series uses). Several collectors may feed one family (e.g. one per work
+ * queue). Returns 0, K8S_EINVAL (histogram, NULL fn) or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_metric_add_collector(k8s_metric *m, k8s_metric_collect_fn fn,
+                                        void *userdata);
+
+/**
+ * Detaches the collector registered with this exact (fn, userdata); waits
+ * for a scrape that is running it. Call it before `userdata` goes away.
+ * Unknown pairs are ignored.
+ */
+K8S_EXTERN void k8s_metric_remove_collector(k8s_metric *m,
+                                            k8s_metric_collect_fn fn,
+                                            void *userdata);
+
+/**
+ * Emits one sample from a collector: label values as for
+ * k8s_metric_series_get() (copied), and the value.
+ * @return 0; K8S_EINVAL (wrong count, NULL or non-UTF-8 value); K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_metrics_emit(k8s_metrics_emitter *e,
+                                const char *const *values, size_t n,
+                                double value);
+
+/**
+ * Writes every family in the text format 0.0.4 (K8S_METRICS_CONTENT_TYPE):
+ * `# HELP` (backslash and newline escaped), `# TYPE`, then one line per
+ * sample; label values escape backslash, double quote and newline;
+ * histograms write cumulative `_bucket{le="..."}` lines ending with
+ * `le="+Inf"`, then `_sum` and `_count`. Runs the collectors.
+ *
+ * @param out  receives a NUL-terminated string the caller frees with free()
+ * @param len  receives its length in bytes; may be NULL
+ * @return 0 or K8S_ENOMEM (then *out is NULL).
+ */
+K8S_EXTERN int k8s_metrics_registry_expose(k8s_metrics_registry *r,
+                                           char **out, size_t *len);
+
+/**
+ * Fills `out[0..count-1]` with start, start*factor, start*factor^2, ...
+ * (client_golang's ExponentialBuckets). Returns 0, or K8S_EINVAL when
+ * start <= 0, factor <= 1 or count == 0.
+ */
+K8S_EXTERN int k8s_metrics_exponential_buckets(double start, double factor,
+                                               size_t count, double *out);
+
+/**
+ * Formats `v` as Go's strconv.FormatFloat(v, 'g', -1, 64) does, which is
+ * how client_golang writes sample values and `le` bounds: the shortest
+ * digits that read back exactly, in exponent form when the decimal
+ * exponent is below -4 or at least 6 ("1e+06", "1.5e-05", "100000",
+ * "0.0001"), and "+Inf", "-Inf", "NaN" for the special values. `cap`
+ * should be at least 32 bytes (shorter buffers get a truncated string).
+ * Pure; thread-safe. Returns `buf`.
+ */
+K8S_EXTERN char *k8s_metrics_format_float(double v, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
