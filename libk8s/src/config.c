@@ -1,12 +1,14 @@
 /*
  * config.c - kubeconfig (clientcmd v1) and in-cluster configuration.
  *
- * A kubeconfig is parsed into a cJSON tree (yaml_json.c), one context is
+ * Each kubeconfig file is parsed into a cJSON tree (yaml_json.c); a
+ * KUBECONFIG list is merged with clientcmd's rules; one context is
  * resolved to its cluster and user, and every file it names is read now,
  * so that a k8s_config is a self-contained value: PEM data, token and
- * server URL in memory. The exception is the token file, which is also
+ * server URL in memory. The exceptions are the token file, which is also
  * remembered by path because projected tokens rotate (the client re-reads
- * it when it changes).
+ * it when it changes), and a credential plugin, which is parsed here
+ * (exec_credential.c) and run by the client when it needs credentials.
  *
  * Every failure is K8S_ECONFIG with a message naming the file, the entry
  * and the problem; it never quotes a credential.
@@ -21,6 +23,7 @@
 #include <mbedtls/base64.h>
 #include <cjson/cJSON.h>
 #include "config_internal.h"
+#include "exec_credential.h"
 #include "yaml_json.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -112,6 +115,8 @@ void k8s_config_free(k8s_config *cfg)
 	k8s__blob_free(&cfg->key);
 	free_secret(cfg->token);
 	free(cfg->token_file);
+	free_secret(cfg->proxy_url);
+	k8s__exec_config_free(cfg->exec);
 	free(cfg);
 }
 
@@ -168,7 +173,9 @@ int k8s__config_dup(k8s_config **out, const k8s_config *cfg)
 	    dup_str(&c->tls_server_name, cfg->tls_server_name) ||
 	    dup_blob(&c->ca, &cfg->ca) || dup_blob(&c->cert, &cfg->cert) ||
 	    dup_blob(&c->key, &cfg->key) || dup_str(&c->token, cfg->token) ||
-	    dup_str(&c->token_file, cfg->token_file)) {
+	    dup_str(&c->token_file, cfg->token_file) ||
+	    dup_str(&c->proxy_url, cfg->proxy_url) ||
+	    k8s__exec_config_dup(&c->exec, cfg->exec)) {
 		k8s_config_free(c);
 		return K8S_ENOMEM;
 	}
@@ -190,10 +197,25 @@ static void trim(k8s__blob *b)
 
 /* --- kubeconfig loading ------------------------------------------------- */
 
-/* What a load is working on, for messages and relative paths. */
+/*
+ * One kubeconfig document of a load. Several documents are merged with
+ * clientcmd's rules (k8s.io/client-go/tools/clientcmd/loader.go): for every
+ * named map (clusters, users, contexts) the first file that defines a name
+ * wins, whole entry and all; `current-context` comes from the first file
+ * that sets one. Paths inside an entry stay relative to the file the entry
+ * came from, which is why each document keeps its own directory.
+ */
 typedef struct {
-	const char *origin;   /* the kubeconfig's name in messages */
+	const char *origin;   /* the document's name in messages */
 	char *dir;            /* directory relative paths start from, or NULL */
+	cJSON *root;          /* the parsed document; NULL when the file is empty */
+} kdoc;
+
+/* What a load is working on. */
+typedef struct {
+	kdoc *docs;
+	size_t ndocs;
+	const char *origin;   /* every file, for messages about no one entry */
 	k8s_config *cfg;
 } loader;
 
@@ -202,7 +224,7 @@ typedef struct {
  * Any other non-string is an error (a YAML value such as `yes` or `0644`
  * that resolved to another type must be quoted).
  */
-static int entry_str(const loader *l, const char *entry, const cJSON *obj,
+static int entry_str(const kdoc *d, const char *entry, const cJSON *obj,
                      const char *key, const char **out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -212,30 +234,30 @@ static int entry_str(const loader *l, const char *entry, const cJSON *obj,
 	if (!cJSON_IsString(v))
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: \"%s\" must be a string "
-		                     "(quote it)", l->origin, entry, key);
+		                     "(quote it)", d->origin, entry, key);
 	*out = v->valuestring;
 	return 0;
 }
 
 /* `path` relative to the kubeconfig's directory; a new string. */
-static char *resolve_path(const loader *l, const char *path)
+static char *resolve_path(const kdoc *d, const char *path)
 {
-	if (path[0] == '/' || !l->dir)
+	if (path[0] == '/' || !d->dir)
 		return strdup(path);
-	size_t n = strlen(l->dir) + strlen(path) + 2;
+	size_t n = strlen(d->dir) + strlen(path) + 2;
 	char *full = malloc(n);
 	if (full)
-		snprintf(full, n, "%s/%s", l->dir, path);
+		snprintf(full, n, "%s/%s", d->dir, path);
 	return full;
 }
 
-static int check_pem(const loader *l, const char *entry, const char *key,
+static int check_pem(const kdoc *d, const char *entry, const char *key,
                      const k8s__blob *b)
 {
 	if (b->data && !memmem(b->data, b->len, "-----BEGIN ", 11))
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: %s does not hold PEM data",
-		                     l->origin, entry, key);
+		                     d->origin, entry, key);
 	return 0;
 }
 
@@ -243,7 +265,7 @@ static int check_pem(const loader *l, const char *entry, const char *key,
  * Loads one credential or CA from `KEY-data` (base64, preferred as in
  * kubectl) or `KEY` (a file path) of `obj` into `out`.
  */
-static int load_pem(const loader *l, const char *entry, const cJSON *obj,
+static int load_pem(const kdoc *d, const char *entry, const cJSON *obj,
                     const char *key, k8s__blob *out)
 {
 	char data_key[64];
@@ -251,8 +273,8 @@ static int load_pem(const loader *l, const char *entry, const cJSON *obj,
 	int rc;
 
 	snprintf(data_key, sizeof(data_key), "%s-data", key);
-	if ((rc = entry_str(l, entry, obj, data_key, &b64)) ||
-	    (rc = entry_str(l, entry, obj, key, &file)))
+	if ((rc = entry_str(d, entry, obj, data_key, &b64)) ||
+	    (rc = entry_str(d, entry, obj, key, &file)))
 		return rc;
 
 	if (b64 && b64[0]) {
@@ -262,7 +284,7 @@ static int load_pem(const loader *l, const char *entry, const cJSON *obj,
 		if (mrc == MBEDTLS_ERR_BASE64_INVALID_CHARACTER)
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: %s is not valid base64",
-			                     l->origin, entry, data_key);
+			                     d->origin, entry, data_key);
 		if (!(out->data = malloc(need + 1)))
 			return oom();
 		mrc = mbedtls_base64_decode((unsigned char *)out->data, need + 1,
@@ -271,58 +293,63 @@ static int load_pem(const loader *l, const char *entry, const cJSON *obj,
 			k8s__blob_free(out);
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: %s is not valid base64",
-			                     l->origin, entry, data_key);
+			                     d->origin, entry, data_key);
 		}
 		out->data[out->len] = '\0';
-		return check_pem(l, entry, data_key, out);
+		return check_pem(d, entry, data_key, out);
 	}
 	if (file && file[0]) {
-		char *path = resolve_path(l, file);
+		char *path = resolve_path(d, file);
 		if (!path)
 			return oom();
 		int err = k8s__read_file(path, out);
 		if (err) {
 			rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                   "kubeconfig \"%s\": %s: cannot read %s \"%s\": %s",
-			                   l->origin, entry, key, path, strerror(-err));
+			                   d->origin, entry, key, path, strerror(-err));
 			free(path);
 			return rc;
 		}
 		free(path);
-		return check_pem(l, entry, key, out);
+		return check_pem(d, entry, key, out);
 	}
 	return 0;
 }
 
 /*
- * Finds the entry called `name` in the list `section` ("clusters", ...)
- * and returns its `field` object ("cluster", ...), or records an error.
+ * Finds the entry called `name` in the list `section` ("clusters", ...) of
+ * the first document that defines it, and returns its `field` object
+ * ("cluster", ...) and that document, or records an error.
  */
-static int find_named(const loader *l, const cJSON *root, const char *section,
-                      const char *field, const char *what, const char *name,
-                      const char *referrer, const cJSON **out)
+static int find_named(const loader *l, const char *section, const char *field,
+                      const char *what, const char *name, const char *referrer,
+                      const cJSON **out, const kdoc **from)
 {
-	const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, section);
-	const cJSON *item;
-
 	*out = NULL;
-	if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
-		                     "kubeconfig \"%s\": \"%s\" must be a list",
-		                     l->origin, section);
-	cJSON_ArrayForEach(item, list) {
-		const cJSON *n = cJSON_GetObjectItemCaseSensitive(item, "name");
-		if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
-			continue;
-		const cJSON *body = cJSON_GetObjectItemCaseSensitive(item, field);
-		if (body && !cJSON_IsNull(body) && !cJSON_IsObject(body))
+	*from = NULL;
+	for (size_t i = 0; i < l->ndocs; i++) {
+		const kdoc *d = &l->docs[i];
+		const cJSON *list = cJSON_GetObjectItemCaseSensitive(d->root, section);
+		const cJSON *item;
+		if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
-			                     "kubeconfig \"%s\": %s \"%s\": \"%s\" must "
-			                     "be a mapping", l->origin, what, name, field);
-		/* An entry without a body has none of the fields looked up
-		 * later, and neither does the entry itself besides "name". */
-		*out = body && !cJSON_IsNull(body) ? body : item;
-		return 0;
+			                     "kubeconfig \"%s\": \"%s\" must be a list",
+			                     d->origin, section);
+		cJSON_ArrayForEach(item, list) {
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(item, "name");
+			if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
+				continue;
+			const cJSON *body = cJSON_GetObjectItemCaseSensitive(item, field);
+			if (body && !cJSON_IsNull(body) && !cJSON_IsObject(body))
+				return k8s_error_set(K8S_ECONFIG, 0, NULL,
+				                     "kubeconfig \"%s\": %s \"%s\": \"%s\" must "
+				                     "be a mapping", d->origin, what, name, field);
+			/* An entry without a body has none of the fields looked up
+			 * later, and neither does the entry itself besides "name". */
+			*out = body && !cJSON_IsNull(body) ? body : item;
+			*from = d;
+			return 0;
+		}
 	}
 	if (referrer)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
@@ -334,18 +361,19 @@ static int find_named(const loader *l, const cJSON *root, const char *section,
 	                     l->origin, what, name, section);
 }
 
-static int set_server(const loader *l, const char *entry, const char *server)
+static int set_server(const kdoc *d, k8s_config *cfg, const char *entry,
+                      const char *server)
 {
 	if (!server || !server[0])
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
-		                     "kubeconfig \"%s\": %s has no server", l->origin,
+		                     "kubeconfig \"%s\": %s has no server", d->origin,
 		                     entry);
 	const char *scheme_end = strstr(server, "://");
 	if (scheme_end && strncmp(server, "https://", 8) != 0 &&
 	    strncmp(server, "http://", 7) != 0)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: server \"%s\" is not an "
-		                     "http(s) URL", l->origin, entry, server);
+		                     "http(s) URL", d->origin, entry, server);
 	/* Like client-go, a bare host:port means https. */
 	size_t n = strlen(server) + sizeof("https://");
 	char *url = malloc(n);
@@ -355,21 +383,86 @@ static int set_server(const loader *l, const char *entry, const char *server)
 	size_t len = strlen(url);
 	while (len > 0 && url[len - 1] == '/')
 		url[--len] = '\0';
-	l->cfg->server = url;
+	cfg->server = url;
 	return 0;
 }
 
-static int load_cluster(loader *l, const cJSON *cluster, const char *name)
+/* proxy-url: the schemes client-go accepts (http, https, socks5). The URL
+ * may carry proxy credentials, so messages never quote it. */
+static int set_proxy(const kdoc *d, k8s_config *cfg, const char *entry,
+                     const char *proxy)
+{
+	if (!proxy || !proxy[0])
+		return 0;
+	if (strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0 &&
+	    strncmp(proxy, "socks5://", 9) != 0)
+		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		                     "kubeconfig \"%s\": %s: proxy-url must be an http://, "
+		                     "https:// or socks5:// URL", d->origin, entry);
+	return dup_str(&cfg->proxy_url, proxy);
+}
+
+/*
+ * The cluster as ExecCredential.spec.cluster describes it, for plugins that
+ * ask for it with provideClusterInfo; a new JSON string, or NULL (ENOMEM).
+ */
+static char *cluster_info_json(const k8s_config *cfg, const cJSON *cluster)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *ca = NULL, *json = NULL;
+	int ok = o && cJSON_AddStringToObject(o, "server", cfg->server);
+	if (ok && cfg->tls_server_name)
+		ok = cJSON_AddStringToObject(o, "tls-server-name", cfg->tls_server_name) != NULL;
+	if (ok && cfg->insecure)
+		ok = cJSON_AddTrueToObject(o, "insecure-skip-tls-verify") != NULL;
+	if (ok && cfg->ca.data) {
+		size_t need = 0;
+		mbedtls_base64_encode(NULL, 0, &need, (const unsigned char *)cfg->ca.data,
+		                      cfg->ca.len);
+		ok = (ca = malloc(need)) &&
+		     mbedtls_base64_encode((unsigned char *)ca, need, &need,
+		                           (const unsigned char *)cfg->ca.data,
+		                           cfg->ca.len) == 0 &&
+		     cJSON_AddStringToObject(o, "certificate-authority-data", ca);
+	}
+	if (ok && cfg->proxy_url)
+		ok = cJSON_AddStringToObject(o, "proxy-url", cfg->proxy_url) != NULL;
+	/* The plugin's per-cluster settings live in the cluster's extension
+	 * named client.authentication.k8s.io/exec. */
+	const cJSON *exts = cJSON_GetObjectItemCaseSensitive(cluster, "extensions"), *x;
+	if (!cJSON_IsArray(exts))
+		exts = NULL;
+	cJSON_ArrayForEach(x, exts) {
+		const cJSON *n = cJSON_GetObjectItemCaseSensitive(x, "name");
+		const cJSON *ext = cJSON_GetObjectItemCaseSensitive(x, "extension");
+		if (ok && ext && cJSON_IsString(n) &&
+		    strcmp(n->valuestring, "client.authentication.k8s.io/exec") == 0) {
+			cJSON *copy = cJSON_Duplicate(ext, 1);
+			ok = copy && cJSON_AddItemToObject(o, "config", copy);
+			break;
+		}
+	}
+	if (ok)
+		json = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	free(ca);
+	return json;
+}
+
+static int load_cluster(loader *l, const kdoc *d, const cJSON *cluster,
+                        const char *name, char **cluster_json)
 {
 	char entry[300];
-	const char *server, *sni;
+	const char *server, *sni, *proxy;
 	int rc;
 
 	snprintf(entry, sizeof(entry), "cluster \"%s\"", name);
-	if ((rc = entry_str(l, entry, cluster, "server", &server)) ||
-	    (rc = set_server(l, entry, server)) ||
-	    (rc = entry_str(l, entry, cluster, "tls-server-name", &sni)) ||
-	    (rc = dup_str(&l->cfg->tls_server_name, sni && sni[0] ? sni : NULL)))
+	if ((rc = entry_str(d, entry, cluster, "server", &server)) ||
+	    (rc = set_server(d, l->cfg, entry, server)) ||
+	    (rc = entry_str(d, entry, cluster, "tls-server-name", &sni)) ||
+	    (rc = dup_str(&l->cfg->tls_server_name, sni && sni[0] ? sni : NULL)) ||
+	    (rc = entry_str(d, entry, cluster, "proxy-url", &proxy)) ||
+	    (rc = set_proxy(d, l->cfg, entry, proxy)))
 		return rc;
 
 	const cJSON *insecure = cJSON_GetObjectItemCaseSensitive(cluster,
@@ -377,27 +470,32 @@ static int load_cluster(loader *l, const cJSON *cluster, const char *name)
 	if (insecure && !cJSON_IsBool(insecure) && !cJSON_IsNull(insecure))
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: insecure-skip-tls-verify "
-		                     "must be true or false", l->origin, entry);
+		                     "must be true or false", d->origin, entry);
 	l->cfg->insecure = cJSON_IsTrue(insecure);
-	return load_pem(l, entry, cluster, "certificate-authority", &l->cfg->ca);
+	if ((rc = load_pem(d, entry, cluster, "certificate-authority", &l->cfg->ca)))
+		return rc;
+	if (!(*cluster_json = cluster_info_json(l->cfg, cluster)))
+		return oom();
+	return 0;
 }
 
-static int load_user(loader *l, const cJSON *user, const char *name)
+static int load_user(loader *l, const kdoc *d, const cJSON *user,
+                     const char *name, const char *cluster_json)
 {
 	char entry[300];
 	const char *token, *token_file;
 	int rc;
 
 	snprintf(entry, sizeof(entry), "user \"%s\"", name);
-	if ((rc = load_pem(l, entry, user, "client-certificate", &l->cfg->cert)) ||
-	    (rc = load_pem(l, entry, user, "client-key", &l->cfg->key)) ||
-	    (rc = entry_str(l, entry, user, "token", &token)) ||
-	    (rc = entry_str(l, entry, user, "tokenFile", &token_file)))
+	if ((rc = load_pem(d, entry, user, "client-certificate", &l->cfg->cert)) ||
+	    (rc = load_pem(d, entry, user, "client-key", &l->cfg->key)) ||
+	    (rc = entry_str(d, entry, user, "token", &token)) ||
+	    (rc = entry_str(d, entry, user, "tokenFile", &token_file)))
 		return rc;
 	if (!l->cfg->cert.data != !l->cfg->key.data)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s has a client %s but no "
-		                     "client %s", l->origin, entry,
+		                     "client %s", d->origin, entry,
 		                     l->cfg->cert.data ? "certificate" : "key",
 		                     l->cfg->cert.data ? "key" : "certificate");
 
@@ -405,57 +503,94 @@ static int load_user(loader *l, const cJSON *user, const char *name)
 		/* As in client-go, the file wins over an inline token: it is
 		 * the one kept fresh. */
 		k8s__blob b;
-		if (!(l->cfg->token_file = resolve_path(l, token_file)))
+		if (!(l->cfg->token_file = resolve_path(d, token_file)))
 			return oom();
 		int err = k8s__read_file(l->cfg->token_file, &b);
 		if (err)
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: cannot read tokenFile "
-			                     "\"%s\": %s", l->origin, entry,
+			                     "\"%s\": %s", d->origin, entry,
 			                     l->cfg->token_file, strerror(-err));
 		trim(&b);
 		l->cfg->token = b.data;
 		if (b.len == 0)
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: tokenFile \"%s\" is "
-			                     "empty", l->origin, entry, l->cfg->token_file);
+			                     "empty", d->origin, entry, l->cfg->token_file);
 	} else if (token && token[0]) {
 		if ((rc = dup_str(&l->cfg->token, token)))
 			return rc;
 	}
 
-	/* Credential plugins are not run by libk8s: say so rather than let
-	 * the server answer 401 to an anonymous request. */
-	if (!l->cfg->token && !l->cfg->cert.data) {
-		const char *plugin = cJSON_GetObjectItemCaseSensitive(user, "exec") ? "exec"
-			: cJSON_GetObjectItemCaseSensitive(user, "auth-provider") ? "auth-provider"
+	const cJSON *exec = cJSON_GetObjectItemCaseSensitive(user, "exec");
+	if (exec && !cJSON_IsNull(exec)) {
+		/* Validated even when static credentials make it unused, as
+		 * clientcmd does: a broken stanza is a broken kubeconfig. */
+		char label[600];
+		snprintf(label, sizeof(label), "kubeconfig \"%s\": %s", d->origin, entry);
+		if ((rc = k8s__exec_config_parse(&l->cfg->exec, exec, label, d->dir,
+		                                 cluster_json)))
+			return rc;
+	}
+
+	/* Auth providers and basic auth are not run by libk8s: say so rather
+	 * than let the server answer 401 to an anonymous request. */
+	if (!l->cfg->token && !l->cfg->cert.data && !l->cfg->exec) {
+		const char *plugin =
+			cJSON_GetObjectItemCaseSensitive(user, "auth-provider") ? "auth-provider"
 			: cJSON_GetObjectItemCaseSensitive(user, "username") ? "username/password"
 			: NULL;
 		if (plugin)
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s authenticates with %s, "
-			                     "which libk8s does not support (use a token or "
-			                     "a client certificate)", l->origin, entry, plugin);
+			                     "which libk8s does not support (use a token, "
+			                     "a client certificate or an exec plugin)",
+			                     d->origin, entry, plugin);
 	}
 	return 0;
 }
 
-static int load_tree(loader *l, const cJSON *root, const char *context)
+/* The first non-empty current-context of the documents, or NULL. */
+static int current_context(const loader *l, const char **out)
+{
+	*out = NULL;
+	for (size_t i = 0; i < l->ndocs && !*out; i++) {
+		const char *v;
+		int rc = entry_str(&l->docs[i], "top level", l->docs[i].root,
+		                   "current-context", &v);
+		if (rc)
+			return rc;
+		if (v && v[0])
+			*out = v;
+	}
+	return 0;
+}
+
+static int load_tree(loader *l, const char *context)
 {
 	const cJSON *ctx, *cluster, *user;
+	const kdoc *ctx_doc, *cluster_doc, *user_doc;
 	const char *cluster_name, *user_name, *ns;
 	char entry[300];
+	char *cluster_json = NULL;
+	size_t present = 0;
 	int rc;
 
-	if (cJSON_IsNull(root))
+	for (size_t i = 0; i < l->ndocs; i++) {
+		const cJSON *root = l->docs[i].root;
+		if (!root || cJSON_IsNull(root))
+			continue;
+		if (!cJSON_IsObject(root))
+			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			                     "kubeconfig \"%s\" is not a kubeconfig (the "
+			                     "document is not a mapping)", l->docs[i].origin);
+		present++;
+	}
+	if (present == 0)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\" is empty", l->origin);
-	if (!cJSON_IsObject(root))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
-		                     "kubeconfig \"%s\" is not a kubeconfig (the "
-		                     "document is not a mapping)", l->origin);
 	if (!context || !context[0]) {
-		if ((rc = entry_str(l, "top level", root, "current-context", &context)))
+		if ((rc = current_context(l, &context)))
 			return rc;
 		if (!context || !context[0])
 			return k8s_error_set(K8S_ECONFIG, 0, NULL,
@@ -463,70 +598,72 @@ static int load_tree(loader *l, const cJSON *root, const char *context)
 			                     "and no context was given", l->origin);
 	}
 	if ((rc = dup_str(&l->cfg->context, context)) ||
-	    (rc = find_named(l, root, "contexts", "context", "context", context,
-	                     NULL, &ctx)))
+	    (rc = find_named(l, "contexts", "context", "context", context, NULL,
+	                     &ctx, &ctx_doc)))
 		return rc;
 
 	snprintf(entry, sizeof(entry), "context \"%s\"", context);
-	if ((rc = entry_str(l, entry, ctx, "cluster", &cluster_name)) ||
-	    (rc = entry_str(l, entry, ctx, "user", &user_name)) ||
-	    (rc = entry_str(l, entry, ctx, "namespace", &ns)))
+	if ((rc = entry_str(ctx_doc, entry, ctx, "cluster", &cluster_name)) ||
+	    (rc = entry_str(ctx_doc, entry, ctx, "user", &user_name)) ||
+	    (rc = entry_str(ctx_doc, entry, ctx, "namespace", &ns)))
 		return rc;
 	if (!cluster_name || !cluster_name[0])
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s names no cluster",
-		                     l->origin, entry);
+		                     ctx_doc->origin, entry);
 	if ((rc = dup_str(&l->cfg->namespace, ns && ns[0] ? ns : "default")) ||
-	    (rc = find_named(l, root, "clusters", "cluster", "cluster",
-	                     cluster_name, entry, &cluster)) ||
-	    (rc = load_cluster(l, cluster, cluster_name)))
-		return rc;
+	    (rc = find_named(l, "clusters", "cluster", "cluster", cluster_name,
+	                     entry, &cluster, &cluster_doc)) ||
+	    (rc = load_cluster(l, cluster_doc, cluster, cluster_name, &cluster_json)))
+		goto out;
 	/* A context without a user is legal: anonymous access. */
 	if (user_name && user_name[0]) {
-		if ((rc = find_named(l, root, "users", "user", "user", user_name,
-		                     entry, &user)) ||
-		    (rc = load_user(l, user, user_name)))
-			return rc;
+		if ((rc = find_named(l, "users", "user", "user", user_name, entry,
+		                     &user, &user_doc)) ||
+		    (rc = load_user(l, user_doc, user, user_name, cluster_json)))
+			goto out;
 	}
-	return 0;
+out:
+	free(cluster_json);
+	return rc;
 }
 
-int k8s_config_load_yaml(k8s_config **out, const char *yaml, size_t len,
-                         const char *context, const char *origin)
+/* Parses one document into `d`; `origin` must outlive the load. */
+static int parse_doc(kdoc *d, const char *yaml, size_t len, const char *origin,
+                     int origin_is_path)
 {
-	loader l = { .origin = origin ? origin : "<memory>" };
 	char label[512];
-	cJSON *root = NULL;
 	int rc;
 
-	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
-	*out = NULL;
-	if (!yaml && len)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: NULL document");
-
-	snprintf(label, sizeof(label), "kubeconfig \"%s\"", l.origin);
-	rc = k8s__yaml_to_json(&root, yaml, len, label);
+	memset(d, 0, sizeof(*d));
+	d->origin = origin;
+	snprintf(label, sizeof(label), "kubeconfig \"%s\"", origin);
+	rc = k8s__yaml_to_json(&d->root, yaml, len, label);
 	if (rc == K8S_EDECODE)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL, "%s",
 		                     k8s_error_last()->message);
 	if (rc)
 		return rc;
-
-	if (origin) {
+	if (origin_is_path) {
 		const char *slash = strrchr(origin, '/');
-		if (slash && !(l.dir = strndup(origin, slash == origin ? 1 : (size_t)(slash - origin)))) {
-			cJSON_Delete(root);
+		if (slash && !(d->dir = strndup(origin, slash == origin ? 1
+		                                : (size_t)(slash - origin))))
 			return oom();
-		}
 	}
-	l.cfg = calloc(1, sizeof(*l.cfg));
-	if (!l.cfg)
-		rc = oom();
-	else if ((rc = dup_str(&l.cfg->origin, l.origin)) == 0)
-		rc = load_tree(&l, root, context);
-	cJSON_Delete(root);
-	free(l.dir);
+	return 0;
+}
+
+/* Resolves `context` over the parsed documents into *out. */
+static int load_docs(k8s_config **out, kdoc *docs, size_t ndocs,
+                     const char *origin, const char *context)
+{
+	loader l = { .docs = docs, .ndocs = ndocs, .origin = origin };
+	int rc;
+
+	if (!(l.cfg = calloc(1, sizeof(*l.cfg))))
+		return oom();
+	if ((rc = dup_str(&l.cfg->origin, origin)) == 0)
+		rc = load_tree(&l, context);
 	if (rc) {
 		k8s_config_free(l.cfg);
 		return rc;
@@ -535,58 +672,181 @@ int k8s_config_load_yaml(k8s_config **out, const char *yaml, size_t len,
 	return 0;
 }
 
-/* KUBECONFIG's first non-empty entry, else $HOME/.kube/config; a new string. */
-static int default_path(char **out)
+static void free_docs(kdoc *docs, size_t n)
 {
-	const char *env = getenv("KUBECONFIG");
+	for (size_t i = 0; docs && i < n; i++) {
+		cJSON_Delete(docs[i].root);
+		free(docs[i].dir);
+	}
+	free(docs);
+}
+
+int k8s_config_load_yaml(k8s_config **out, const char *yaml, size_t len,
+                         const char *context, const char *origin)
+{
+	kdoc d;
+	int rc;
+
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
 	*out = NULL;
-	if (env) {
-		/* Merging several files is not supported yet: the first wins. */
-		while (*env == ':')
-			env++;
-		if (*env) {
-			size_t n = strcspn(env, ":");
-			if (!(*out = strndup(env, n)))
-				return oom();
-			return 0;
+	if (!yaml && len)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: NULL document");
+	rc = parse_doc(&d, yaml, len, origin ? origin : "<memory>", origin != NULL);
+	if (rc == 0)
+		rc = load_docs(out, &d, 1, d.origin, context);
+	cJSON_Delete(d.root);
+	free(d.dir);
+	return rc;
+}
+
+/*
+ * Reads and parses the files; with `skip_missing` (a KUBECONFIG list) a
+ * file that does not exist is left out, as kubectl does. `*joined`
+ * receives the names of the files read, colon-separated.
+ */
+static int read_docs(const char *const *paths, size_t n, int skip_missing,
+                     kdoc **docs_out, size_t *ndocs, char **joined)
+{
+	kdoc *docs = calloc(n ? n : 1, sizeof(*docs));
+	size_t nd = 0, jlen = 1;
+	int rc = 0;
+
+	*docs_out = NULL;
+	*ndocs = 0;
+	*joined = NULL;
+	if (!docs)
+		return oom();
+	for (size_t i = 0; i < n; i++)
+		jlen += strlen(paths[i]) + 1;
+	if (!(*joined = calloc(1, jlen))) {
+		free(docs);
+		return oom();
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		k8s__blob file;
+		int err = k8s__read_file(paths[i], &file);
+		if (err == -ENOENT && skip_missing)
+			continue;
+		if (err) {
+			rc = k8s_error_set(err == -ENOMEM ? K8S_ENOMEM : K8S_ECONFIG, 0, NULL,
+			                   "kubeconfig \"%s\": cannot read: %s", paths[i],
+			                   strerror(-err));
+			break;
 		}
+		rc = parse_doc(&docs[nd], file.data, file.len, paths[i], 1);
+		nd++;  /* parse_doc leaves a document safe to free either way */
+		k8s__blob_free(&file);
+		if (**joined)
+			strcat(*joined, ":");
+		strcat(*joined, paths[i]);
+	}
+	if (rc == 0 && nd == 0) {
+		/* Every file is missing: name them all. */
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				strcat(*joined, ":");
+			strcat(*joined, paths[i]);
+		}
+		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		                   "kubeconfig \"%s\": %s", *joined,
+		                   n == 1 ? "cannot read: No such file or directory"
+		                          : "none of these files exists");
+	}
+	if (rc) {
+		free_docs(docs, nd);
+		free(*joined);
+		*joined = NULL;
+		return rc;
+	}
+	*docs_out = docs;
+	*ndocs = nd;
+	return 0;
+}
+
+static int load_paths(k8s_config **out, const char *const *paths, size_t n,
+                      int skip_missing, const char *context)
+{
+	kdoc *docs;
+	size_t nd;
+	char *joined;
+	int rc = read_docs(paths, n, skip_missing, &docs, &nd, &joined);
+	if (rc)
+		return rc;
+	rc = load_docs(out, docs, nd, joined, context);
+	free_docs(docs, nd);
+	free(joined);
+	return rc;
+}
+
+int k8s_config_load_files(k8s_config **out, const char *const *paths,
+                          size_t npaths, const char *context)
+{
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+	*out = NULL;
+	if (!paths || npaths == 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: no kubeconfig paths");
+	for (size_t i = 0; i < npaths; i++)
+		if (!paths[i] || !paths[i][0])
+			return k8s_error_set(K8S_EINVAL, 0, NULL,
+			                     "config: kubeconfig path %zu is empty", i);
+	return load_paths(out, paths, npaths, 1, context);
+}
+
+/* Splits $KUBECONFIG on ':' (empty entries dropped) into a new vector. */
+static int split_env(const char *env, char ***paths, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *p = env; *p; p++)
+		cap += *p == ':';
+	*n = 0;
+	if (!(*paths = calloc(cap, sizeof(char *))))
+		return oom();
+	for (const char *p = env; *p;) {
+		size_t len = strcspn(p, ":");
+		if (len && !((*paths)[(*n)++] = strndup(p, len)))
+			return oom();
+		p += len;
+		if (*p == ':')
+			p++;
+	}
+	return 0;
+}
+
+int k8s_config_load(k8s_config **out, const char *path, const char *context)
+{
+	int rc;
+
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+	*out = NULL;
+	if (path && path[0])  /* like kubectl --kubeconfig: that file only */
+		return load_paths(out, &path, 1, 0, context);
+
+	const char *env = getenv("KUBECONFIG");
+	if (env && env[strspn(env, ":")]) {
+		char **paths = NULL;
+		size_t n = 0;
+		if ((rc = split_env(env, &paths, &n)) == 0)
+			rc = load_paths(out, (const char *const *)paths, n, 1, context);
+		for (size_t i = 0; i < n; i++)
+			free(paths[i]);
+		free(paths);
+		return rc;
 	}
 	const char *home = getenv("HOME");
 	if (!home || !home[0])
 		return k8s_error_set(K8S_ECONFIG, 0, NULL,
 		                     "kubeconfig: neither KUBECONFIG nor HOME is set");
 	size_t n = strlen(home) + sizeof("/.kube/config");
-	if (!(*out = malloc(n)))
+	char *def = malloc(n);
+	if (!def)
 		return oom();
-	snprintf(*out, n, "%s/.kube/config", home);
-	return 0;
-}
-
-int k8s_config_load(k8s_config **out, const char *path, const char *context)
-{
-	char *chosen = NULL;
-	k8s__blob file;
-	int rc;
-
-	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
-	*out = NULL;
-	if (!path || !path[0]) {
-		if ((rc = default_path(&chosen)))
-			return rc;
-		path = chosen;
-	}
-	int err = k8s__read_file(path, &file);
-	if (err) {
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
-		                   "kubeconfig \"%s\": cannot read: %s", path,
-		                   strerror(-err));
-		free(chosen);
-		return rc;
-	}
-	rc = k8s_config_load_yaml(out, file.data, file.len, context, path);
-	k8s__blob_free(&file);
-	free(chosen);
+	snprintf(def, n, "%s/.kube/config", home);
+	const char *p = def;
+	rc = load_paths(out, &p, 1, 0, context);
+	free(def);
 	return rc;
 }
 

@@ -5,7 +5,8 @@
  * is immutable once built; the client works on its own copy
  * (k8s__config_dup()). Credentials are held in memory as loaded; only the
  * token file is read again later, by the client, because projected
- * service-account tokens rotate.
+ * service-account tokens rotate, and a credential plugin (`exec`) is only
+ * described here: the client runs it when it needs credentials.
  */
 #ifndef K8S_CONFIG_INTERNAL_H
 #define K8S_CONFIG_INTERNAL_H
@@ -13,6 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "k8s/config.h"
+
+/* A user's credential plugin (exec_credential.h). */
+typedef struct k8s__exec_config k8s__exec_config;
 
 /* The k8s__ functions below are used by client.c; they are exported
  * (K8S_EXTERN) only so that the unit tests, which link the shared library,
@@ -36,6 +40,10 @@ struct k8s_config {
 	k8s__blob key;          /* client key PEM, or absent (secret) */
 	char *token;            /* bearer token, or NULL (secret) */
 	char *token_file;       /* file the token came from and is re-read from */
+	char *proxy_url;        /* cluster proxy-url (http, https, socks5), or NULL
+	                         * (secret: it may carry proxy credentials) */
+	k8s__exec_config *exec; /* credential plugin, or NULL; used only when the
+	                         * user has no token and no client certificate */
 };
 
 /** Largest file the config reads (kubeconfig, PEM, token). */

@@ -20,32 +20,60 @@ extern "C" {
 typedef struct k8s_config k8s_config;
 
 /**
- * Loads a kubeconfig file and resolves one context.
+ * Loads kubeconfig files and resolves one context.
  *
  * @param out      receives the new config; the caller frees it.
- * @param path     kubeconfig path; NULL means the first entry of the
- *                 colon-separated $KUBECONFIG, else $HOME/.kube/config.
- * @param context  context name; NULL means the file's `current-context`.
+ * @param path     one kubeconfig file, used alone (as kubectl's
+ *                 --kubeconfig). NULL or "": the colon-separated list in
+ *                 $KUBECONFIG, merged (see k8s_config_load_files()), else
+ *                 $HOME/.kube/config.
+ * @param context  context name (kubectl's --context); NULL means the
+ *                 `current-context`.
  *
  * Understands clusters (server, certificate-authority[-data],
- * insecure-skip-tls-verify, tls-server-name), users (client-certificate
- * [-data], client-key[-data], token, tokenFile) and contexts (cluster,
- * user, namespace). File paths inside the kubeconfig are relative to the
- * kubeconfig's directory. As in kubectl, `*-data` wins over the file
- * form, and `tokenFile` over `token`; a server without a scheme means
- * https. Every file named is read now (PEM data is kept in memory); the
- * token file is also read again later by the client when it changes.
- * Credential plugins (exec, auth-provider) and basic auth are not
- * supported: a user relying on them alone is a K8S_ECONFIG. Only the first
- * file of $KUBECONFIG is read (no merging yet). Thread-safe (no shared
- * state).
+ * insecure-skip-tls-verify, tls-server-name, proxy-url), users
+ * (client-certificate[-data], client-key[-data], token, tokenFile, exec)
+ * and contexts (cluster, user, namespace; the namespace defaults to
+ * "default"). File paths inside a kubeconfig are relative to that file's
+ * directory. As in kubectl, `*-data` wins over the file form, and
+ * `tokenFile` over `token`; a server without a scheme means https.
+ * `proxy-url` must be http://, https:// or socks5:// (host names are then
+ * resolved by the proxy); without it the usual proxy environment variables
+ * apply (https_proxy, no_proxy).
  *
- * @return 0; K8S_ECONFIG when the file cannot be read, is not YAML, or
+ * Every file named is read now (PEM data is kept in memory); the token
+ * file is also read again later by the client when it changes. An `exec`
+ * credential plugin (client.authentication.k8s.io/v1 or v1beta1,
+ * https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins)
+ * is validated now and run later by the client, and only when the user has
+ * neither a token nor a client certificate. auth-provider and basic auth
+ * are not supported: a user relying on them alone is a K8S_ECONFIG.
+ * Thread-safe (no shared state; reads the environment).
+ *
+ * @return 0; K8S_ECONFIG when a file cannot be read, is not YAML, or
  *         names a missing context / cluster / user, or has bad base64 data
- *         (the message names the file and the entry); K8S_ENOMEM.
+ *         or an invalid exec stanza (the message names the file and the
+ *         entry, never a credential); K8S_ENOMEM.
  */
 K8S_EXTERN int k8s_config_load(k8s_config **out, const char *path,
                                const char *context);
+
+/**
+ * Loads and merges several kubeconfig files, as kubectl merges the files
+ * of $KUBECONFIG (clientcmd's loading rules): for clusters, users and
+ * contexts the first file that defines a name wins (the whole entry);
+ * `current-context` comes from the first file that sets one; a file that
+ * does not exist is skipped, but one that exists and can not be read or
+ * parsed is an error, and so is a list in which no file exists. An empty
+ * file contributes nothing. Otherwise as k8s_config_load().
+ *
+ * @param paths   `npaths` (>= 1) non-empty file paths, borrowed.
+ * @return 0; K8S_EINVAL for a NULL/empty list or path; K8S_ECONFIG;
+ *         K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_config_load_files(k8s_config **out,
+                                     const char *const *paths, size_t npaths,
+                                     const char *context);
 
 /**
  * Same as k8s_config_load() over an in-memory kubeconfig document.

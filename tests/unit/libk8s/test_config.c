@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "k8s/config.h"
 #include "config_internal.h"
+#include "exec_credential.h"
 
 #define KC_DIR TEST_DATA_DIR "/kubeconfig"
 #define KC_FILE KC_DIR "/config"
@@ -141,16 +142,26 @@ END_TEST
 START_TEST(test_kubeconfig_env)
 {
 	k8s_config *cfg = NULL;
-	/* Empty entries are skipped; the first path is used. */
+	/* Empty entries and files that do not exist are skipped, as kubectl
+	 * does; the files that exist are merged. */
 	ck_assert_int_eq(setenv("KUBECONFIG", "::" KC_FILE ":/does/not/exist", 1), 0);
 	ck_assert_int_eq(k8s_config_load(&cfg, NULL, NULL), 0);
 	ck_assert_str_eq(k8s_config_context(cfg), "token-ctx");
+	ck_assert_str_eq(cfg->origin, KC_FILE);
 	k8s_config_free(cfg);
 
 	ck_assert_int_eq(setenv("KUBECONFIG", "/does/not/exist:" KC_FILE, 1), 0);
-	ck_assert_int_eq(k8s_config_load(&cfg, NULL, NULL), K8S_ECONFIG);
-	assert_config_error(K8S_ECONFIG, "/does/not/exist", "cannot read");
+	ck_assert_int_eq(k8s_config_load(&cfg, NULL, "files-ctx"), 0);
+	ck_assert_str_eq(k8s_config_context(cfg), "files-ctx");
+	k8s_config_free(cfg);
+
+	/* Nothing to load at all is an error naming every file. */
+	ck_assert_int_eq(setenv("KUBECONFIG", "/does/not/exist:/nor/this", 1), 0);
+	cfg = (k8s_config *)1;
+	assert_config_error(k8s_config_load(&cfg, NULL, NULL),
+	                    "/does/not/exist:/nor/this", "none of these files exists");
 	ck_assert_ptr_null(cfg);
+	unsetenv("KUBECONFIG");
 }
 END_TEST
 
@@ -407,10 +418,15 @@ START_TEST(test_unsupported_auth)
 {
 	k8s_config *cfg = NULL;
 	const char *doc = GOOD_CLUSTERS
-		"users:\n- name: u\n  user:\n    exec:\n      command: aws\n"
+		"users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n"
 		"contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
-	assert_config_error(load_doc(&cfg, doc, "x"), "user \"u\" authenticates with exec",
-	                    "not support");
+	assert_config_error(load_doc(&cfg, doc, "x"),
+	                    "user \"u\" authenticates with auth-provider", "not support");
+	const char *doc2 = GOOD_CLUSTERS
+		"users:\n- name: u\n  user: {username: admin, password: secret}\n"
+		"contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+	assert_config_error(load_doc(&cfg, doc2, "x"), "username/password", NULL);
+	ck_assert_ptr_null(strstr(k8s_error_last()->message, "secret"));
 }
 END_TEST
 
@@ -445,6 +461,357 @@ START_TEST(test_null_arguments)
 	ck_assert_ptr_null(k8s_config_namespace(NULL));
 	ck_assert_ptr_null(k8s_config_context(NULL));
 	k8s_config_free(NULL);
+}
+END_TEST
+
+/* --- merging several kubeconfig files (clientcmd rules) ------------------ */
+
+static char merge_root[64];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/%s", merge_root, rel);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+#define PEM(x) "-----BEGIN CERTIFICATE-----\n" x "\n-----END CERTIFICATE-----\n"
+
+static void merge_setup(void)
+{
+	char path[256];
+	snprintf(merge_root, sizeof(merge_root), "/tmp/k8s-test-merge-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(merge_root));
+	snprintf(path, sizeof(path), "%s/one", merge_root);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/two", merge_root);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	put("one/ca.pem", PEM("ONE"));
+	put("two/ca.pem", PEM("TWO"));
+	put("two/tok", "token-from-two-file\n");
+	/* No current-context here. */
+	put("one/config",
+	    "clusters:\n"
+	    "- {name: shared, cluster: {server: 'https://first:1', certificate-authority: ca.pem}}\n"
+	    "users:\n- {name: u1, user: {token: first-token}}\n"
+	    "contexts:\n- {name: ctx-a, context: {cluster: shared, user: u1, namespace: from-one}}\n");
+	put("two/config",
+	    "current-context: ctx-b\n"
+	    "clusters:\n"
+	    "- {name: shared, cluster: {server: 'https://second:2'}}\n"
+	    "- {name: only-two, cluster: {server: 'https://second-only:3', certificate-authority: ca.pem}}\n"
+	    "users:\n- {name: u1, user: {token: second-token}}\n- {name: u2, user: {tokenFile: tok}}\n"
+	    "contexts:\n"
+	    "- {name: ctx-a, context: {cluster: only-two, user: u2}}\n"
+	    "- {name: ctx-b, context: {cluster: shared, user: u2, namespace: from-two}}\n");
+	put("current", "current-context: ctx-a\n");
+	put("empty", "");
+	put("broken", "clusters: [unclosed\n");
+}
+
+static void merge_teardown(void)
+{
+	const char *files[] = { "one/ca.pem", "two/ca.pem", "two/tok", "one/config",
+	                        "two/config", "current", "empty", "broken" };
+	char path[256];
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", merge_root, files[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/one", merge_root);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/two", merge_root);
+	rmdir(path);
+	rmdir(merge_root);
+}
+
+static const char *mpath(const char *rel)
+{
+	static char bufs[4][256];
+	static int next;
+	char *b = bufs[next++ % 4];
+	snprintf(b, 256, "%s/%s", merge_root, rel);
+	return b;
+}
+
+START_TEST(test_merge_first_file_wins)
+{
+	const char *paths[] = { mpath("one/config"), "/does/not/exist", mpath("two/config") };
+	k8s_config *cfg = NULL;
+
+	/* current-context from the only file that sets it (the second). */
+	ck_assert_int_eq(k8s_config_load_files(&cfg, paths, 3, NULL), 0);
+	ck_assert_str_eq(k8s_config_context(cfg), "ctx-b");
+	ck_assert_str_eq(k8s_config_namespace(cfg), "from-two");
+	/* Cluster "shared" is defined in both: the first file's entry wins,
+	 * whole (its CA, relative to the first file's directory). */
+	ck_assert_str_eq(k8s_config_server(cfg), "https://first:1");
+	ck_assert_str_eq(cfg->ca.data, PEM("ONE"));
+	/* User u2 exists in the second file only; its tokenFile is relative
+	 * to that file's directory. */
+	ck_assert_str_eq(cfg->token, "token-from-two-file");
+	ck_assert_str_eq(cfg->token_file, mpath("two/tok"));
+	/* The origin names the files that were read, not the missing one. */
+	char want[600];
+	snprintf(want, sizeof(want), "%s:%s", paths[0], paths[2]);
+	ck_assert_str_eq(cfg->origin, want);
+	k8s_config_free(cfg);
+
+	/* Context ctx-a is in both: the first file's. */
+	ck_assert_int_eq(k8s_config_load_files(&cfg, paths, 3, "ctx-a"), 0);
+	ck_assert_str_eq(k8s_config_namespace(cfg), "from-one");
+	ck_assert_str_eq(cfg->token, "first-token");
+	ck_assert_str_eq(k8s_config_server(cfg), "https://first:1");
+	k8s_config_free(cfg);
+
+	/* The other order: the second file's entries win now. */
+	const char *rev[] = { mpath("two/config"), mpath("one/config") };
+	ck_assert_int_eq(k8s_config_load_files(&cfg, rev, 2, "ctx-a"), 0);
+	ck_assert_str_eq(k8s_config_server(cfg), "https://second-only:3");
+	ck_assert_str_eq(cfg->ca.data, PEM("TWO"));
+	ck_assert_str_eq(cfg->token, "token-from-two-file");
+	ck_assert_str_eq(k8s_config_namespace(cfg), "default");
+	k8s_config_free(cfg);
+	ck_assert_int_eq(k8s_config_load_files(&cfg, rev, 2, "ctx-b"), 0);
+	ck_assert_str_eq(k8s_config_server(cfg), "https://second:2");
+	ck_assert_ptr_null(cfg->ca.data);
+	k8s_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_merge_current_context)
+{
+	/* A file that only sets current-context, first in the list, wins over
+	 * the second file's current-context; an empty file adds nothing. */
+	const char *paths[] = { mpath("empty"), mpath("current"), mpath("two/config"),
+	                        mpath("one/config") };
+	k8s_config *cfg = NULL;
+	ck_assert_int_eq(k8s_config_load_files(&cfg, paths, 4, NULL), 0);
+	ck_assert_str_eq(k8s_config_context(cfg), "ctx-a");
+	ck_assert_str_eq(k8s_config_server(cfg), "https://second-only:3");
+	k8s_config_free(cfg);
+
+	/* The explicit context (kubectl --context) beats every current-context. */
+	ck_assert_int_eq(k8s_config_load_files(&cfg, paths, 4, "ctx-b"), 0);
+	ck_assert_str_eq(k8s_config_context(cfg), "ctx-b");
+	k8s_config_free(cfg);
+
+	/* Through $KUBECONFIG, the same list. */
+	char env[1200];
+	snprintf(env, sizeof(env), "%s:%s::%s:%s", paths[0], paths[1], paths[2], paths[3]);
+	ck_assert_int_eq(setenv("KUBECONFIG", env, 1), 0);
+	ck_assert_int_eq(k8s_config_load(&cfg, NULL, NULL), 0);
+	ck_assert_str_eq(k8s_config_context(cfg), "ctx-a");
+	ck_assert_str_eq(k8s_config_server(cfg), "https://second-only:3");
+	k8s_config_free(cfg);
+	/* An explicit path means that file alone, as kubectl --kubeconfig. */
+	ck_assert_int_eq(k8s_config_load(&cfg, paths[3], "ctx-a"), 0);
+	ck_assert_str_eq(k8s_config_server(cfg), "https://first:1");
+	k8s_config_free(cfg);
+	unsetenv("KUBECONFIG");
+}
+END_TEST
+
+START_TEST(test_merge_errors)
+{
+	k8s_config *cfg = (k8s_config *)1;
+	/* A file that exists but is broken is an error, even with good ones. */
+	const char *paths[] = { mpath("one/config"), mpath("broken") };
+	assert_config_error(k8s_config_load_files(&cfg, paths, 2, NULL), mpath("broken"),
+	                    NULL);
+	ck_assert_ptr_null(cfg);
+	/* No current-context anywhere: names all the files read. */
+	const char *one[] = { mpath("one/config"), mpath("empty") };
+	assert_config_error(k8s_config_load_files(&cfg, one, 2, NULL),
+	                    "no current-context", mpath("empty"));
+	/* Only empty files. */
+	const char *empty[] = { mpath("empty") };
+	assert_config_error(k8s_config_load_files(&cfg, empty, 1, NULL), "is empty", NULL);
+	/* A current-context that no file defines; the message names the files. */
+	const char *two[] = { mpath("current"), mpath("empty") };
+	assert_config_error(k8s_config_load_files(&cfg, two, 2, NULL),
+	                    "context \"ctx-a\" not found", mpath("current"));
+	ck_assert_int_eq(k8s_config_load_files(&cfg, NULL, 0, NULL), K8S_EINVAL);
+	const char *blank[] = { "" };
+	ck_assert_int_eq(k8s_config_load_files(&cfg, blank, 1, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_config_load_files(NULL, paths, 1, NULL), K8S_EINVAL);
+}
+END_TEST
+
+/* --- proxy-url ------------------------------------------------------------ */
+
+START_TEST(test_proxy_url)
+{
+	k8s_config *cfg = NULL, *copy = NULL;
+	const char *doc =
+		"clusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+		"proxy-url: 'http://user:pw@proxy.test:3128'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n";
+	ck_assert_int_eq(load_doc(&cfg, doc, "x"), 0);
+	ck_assert_str_eq(cfg->proxy_url, "http://user:pw@proxy.test:3128");
+	ck_assert_int_eq(k8s__config_dup(&copy, cfg), 0);
+	ck_assert_str_eq(copy->proxy_url, cfg->proxy_url);
+	k8s_config_free(copy);
+	k8s_config_free(cfg);
+
+	const char *socks =
+		"clusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+		"proxy-url: 'socks5://127.0.0.1:1080'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n";
+	ck_assert_int_eq(load_doc(&cfg, socks, "x"), 0);
+	ck_assert_str_eq(cfg->proxy_url, "socks5://127.0.0.1:1080");
+	k8s_config_free(cfg);
+
+	/* An unsupported scheme; the URL (and its password) is not quoted. */
+	const char *bad =
+		"clusters:\n- name: c\n  cluster: {server: 'https://h:1', "
+		"proxy-url: 'ftp://user:hunter2@proxy.test'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n";
+	assert_config_error(load_doc(&cfg, bad, "x"), "proxy-url must be an http://",
+	                    "cluster \"c\"");
+	ck_assert_ptr_null(strstr(k8s_error_last()->message, "hunter2"));
+}
+END_TEST
+
+/* --- exec credential plugins ---------------------------------------------- */
+
+#define EXEC_DOC(user) GOOD_CLUSTERS "users:\n- name: u\n  user:\n" user \
+	"contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+
+START_TEST(test_exec_stanza)
+{
+	k8s_config *cfg = NULL, *copy = NULL;
+	const char *doc = EXEC_DOC(
+		"    exec:\n"
+		"      apiVersion: client.authentication.k8s.io/v1\n"
+		"      command: ./bin/get-token\n"
+		"      args: [--cluster, prod, '--verbose']\n"
+		"      env:\n      - {name: REGION, value: eu-west-1}\n"
+		"      - {name: EMPTY}\n"
+		"      interactiveMode: Never\n"
+		"      installHint: 'install get-token from example.test'\n");
+	ck_assert_int_eq(load_doc(&cfg, doc, "x"), 0);
+	/* No static credentials: the plugin is what authenticates. */
+	ck_assert_ptr_null(cfg->token);
+	ck_assert_ptr_nonnull(cfg->exec);
+	const k8s__exec_config *e = cfg->exec;
+	ck_assert_str_eq(e->api_version, "client.authentication.k8s.io/v1");
+	/* A command with a '/' is relative to the kubeconfig's directory. */
+	ck_assert_str_eq(e->command, "/virtual/dir/./bin/get-token");
+	ck_assert_uint_eq(e->nargs, 3);
+	ck_assert_str_eq(e->args[0], "--cluster");
+	ck_assert_str_eq(e->args[2], "--verbose");
+	ck_assert_uint_eq(e->nenv, 2);
+	ck_assert_str_eq(e->env[0], "REGION=eu-west-1");
+	ck_assert_str_eq(e->env[1], "EMPTY=");
+	ck_assert_int_eq(e->interactive, K8S__EXEC_NEVER);
+	ck_assert_str_eq(e->install_hint, "install get-token from example.test");
+	ck_assert_ptr_null(e->cluster_json);  /* provideClusterInfo not set */
+	ck_assert_ptr_nonnull(strstr(e->label, "user \"u\""));
+	ck_assert_int_eq(k8s__config_dup(&copy, cfg), 0);
+	k8s_config_free(cfg);
+	ck_assert_str_eq(copy->exec->env[0], "REGION=eu-west-1");
+	ck_assert_str_eq(copy->exec->args[1], "prod");
+	k8s_config_free(copy);
+
+	/* v1beta1 defaults interactiveMode; a bare name is looked up on PATH. */
+	const char *beta = EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws,"
+		" provideClusterInfo: true}\n");
+	ck_assert_int_eq(load_doc(&cfg, beta, "x"), 0);
+	ck_assert_str_eq(cfg->exec->command, "aws");
+	ck_assert_int_eq(cfg->exec->interactive, K8S__EXEC_IF_AVAILABLE);
+	ck_assert_uint_eq(cfg->exec->nargs, 0);
+	/* provideClusterInfo: the cluster travels in KUBERNETES_EXEC_INFO. */
+	char *info = k8s__exec_info_json(cfg->exec);
+	ck_assert_ptr_nonnull(info);
+	cJSON *j = cJSON_Parse(info);
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "apiVersion")->valuestring,
+	                 "client.authentication.k8s.io/v1beta1");
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "kind")->valuestring, "ExecCredential");
+	cJSON *spec = cJSON_GetObjectItem(j, "spec");
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(spec, "interactive")));
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(spec, "cluster"),
+	                                     "server")->valuestring, "https://h:6443");
+	cJSON_Delete(j);
+	free(info);
+	k8s_config_free(cfg);
+
+	/* Static credentials win over the plugin, which is still validated. */
+	const char *both = EXEC_DOC(
+		"    token: static\n"
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws}\n");
+	ck_assert_int_eq(load_doc(&cfg, both, "x"), 0);
+	ck_assert_str_eq(cfg->token, "static");
+	k8s_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_exec_stanza_cluster_extension)
+{
+	k8s_config *cfg = NULL;
+	const char *doc =
+		"clusters:\n- name: c\n  cluster:\n    server: https://h:6443\n"
+		"    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkEKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=\n"
+		"    extensions:\n    - name: client.authentication.k8s.io/exec\n"
+		"      extension: {audience: prod}\n"
+		"users:\n- name: u\n  user:\n    exec: {apiVersion: client.authentication.k8s.io/v1,"
+		" command: p, interactiveMode: IfAvailable, provideClusterInfo: true}\n"
+		"contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
+	ck_assert_int_eq(load_doc(&cfg, doc, "x"), 0);
+	cJSON *cl = cJSON_Parse(cfg->exec->cluster_json);
+	ck_assert_ptr_nonnull(cl);
+	ck_assert_str_eq(cJSON_GetObjectItem(cl, "certificate-authority-data")->valuestring,
+	                 "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkEKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=");
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "config"),
+	                                     "audience")->valuestring, "prod");
+	cJSON_Delete(cl);
+	k8s_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_exec_stanza_broken)
+{
+	k8s_config *cfg = NULL;
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1, interactiveMode: Never}\n"),
+		"x"), "command must be specified", "user \"u\"");
+	assert_config_error(load_doc(&cfg, EXEC_DOC("    exec: {command: aws}\n"), "x"),
+	                    "apiVersion must be specified", "user \"u\"");
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1alpha1, command: aws}\n"),
+		"x"), "apiVersion \"client.authentication.k8s.io/v1alpha1\" is not supported",
+		NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: v1, command: aws}\n"), "x"), "is not supported", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}\n"),
+		"x"), "interactiveMode must be specified", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1, command: aws,"
+		" interactiveMode: Sometimes}\n"), "x"), "\"Sometimes\" is not one of", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws,"
+		" env: [{value: x}]}\n"), "x"), "env variable name must be specified", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws,"
+		" args: --flag}\n"), "x"), "args must be a list", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: aws,"
+		" args: [1]}\n"), "x"), "args must be a list of strings", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: [aws]}\n"),
+		"x"), "must be strings", NULL);
+	assert_config_error(load_doc(&cfg, EXEC_DOC("    exec: aws\n"), "x"),
+	                    "exec: must be a mapping", NULL);
+	/* A broken stanza is an error even when a token would be used. */
+	assert_config_error(load_doc(&cfg, EXEC_DOC(
+		"    token: t\n    exec: {command: aws}\n"), "x"),
+		"apiVersion must be specified", NULL);
+	ck_assert_ptr_null(cfg);
 }
 END_TEST
 
@@ -587,6 +954,20 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_unsupported_auth);
 	tcase_add_test(tc, test_wrong_types);
 	tcase_add_test(tc, test_null_arguments);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("merge");
+	tcase_add_checked_fixture(tc, merge_setup, merge_teardown);
+	tcase_add_test(tc, test_merge_first_file_wins);
+	tcase_add_test(tc, test_merge_current_context);
+	tcase_add_test(tc, test_merge_errors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("auth");
+	tcase_add_test(tc, test_proxy_url);
+	tcase_add_test(tc, test_exec_stanza);
+	tcase_add_test(tc, test_exec_stanza_cluster_extension);
+	tcase_add_test(tc, test_exec_stanza_broken);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("incluster");
