@@ -20,6 +20,15 @@
 #define MAX_INDEXES 8
 #define MAX_INDEX_VALUES 16
 #define LIST_PAGE 500
+#define MAX_HANDLERS 16
+
+/* One consumer's handlers; a shared informer fans each event out to all. */
+typedef struct {
+	k8s_on_add_fn on_add;
+	k8s_on_update_fn on_update;
+	k8s_on_delete_fn on_delete;
+	void *userdata;
+} handler_set;
 
 typedef struct {
 	char *name;
@@ -34,10 +43,9 @@ struct k8s_informer {
 	char *ns, *label_selector, *field_selector;
 	long resync_ms, watch_timeout_s;
 	k8s_transform_fn transform;
-	k8s_on_add_fn on_add;
-	k8s_on_update_fn on_update;
-	k8s_on_delete_fn on_delete;
-	void *userdata;
+	void *userdata;     /* of the transform (and of the first handler set) */
+	handler_set handlers[MAX_HANDLERS];
+	int nhandlers;
 	k8s_logger *log;
 
 	pthread_rwlock_t cache_lock;
@@ -70,10 +78,9 @@ int k8s_informer_new(k8s_informer **out, k8s_client *client,
 	inf->resync_ms = o->resync_ms;
 	inf->watch_timeout_s = o->watch_timeout_s > 0 ? o->watch_timeout_s : 300;
 	inf->transform = o->transform;
-	inf->on_add = o->on_add;
-	inf->on_update = o->on_update;
-	inf->on_delete = o->on_delete;
 	inf->userdata = o->userdata;
+	if (o->on_add || o->on_update || o->on_delete)
+		inf->handlers[inf->nhandlers++] = (handler_set){ o->on_add, o->on_update, o->on_delete, o->userdata };
 	inf->log = o->logger;
 	pthread_rwlock_init(&inf->cache_lock, NULL);
 	k8s_map_init(&inf->cache);
@@ -104,6 +111,46 @@ int k8s_informer_add_index(k8s_informer *inf, const char *name,
 	k8s_map_init(&d->values);
 	inf->nindexes++;
 	return 0;
+}
+
+int k8s_informer_add_handlers(k8s_informer *inf, k8s_on_add_fn on_add,
+                              k8s_on_update_fn on_update,
+                              k8s_on_delete_fn on_delete, void *userdata)
+{
+	if (inf->started || inf->nhandlers == MAX_HANDLERS)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer for %s: %s", inf->resource.resource,
+		                     inf->started ? "handlers must be added before start" : "too many handler sets");
+	inf->handlers[inf->nhandlers++] = (handler_set){ on_add, on_update, on_delete, userdata };
+	return 0;
+}
+
+static bool has_delete_handler(const k8s_informer *inf)
+{
+	for (int i = 0; i < inf->nhandlers; i++)
+		if (inf->handlers[i].on_delete)
+			return true;
+	return false;
+}
+
+static void notify_add(k8s_informer *inf, const cJSON *obj)
+{
+	for (int i = 0; i < inf->nhandlers; i++)
+		if (inf->handlers[i].on_add)
+			inf->handlers[i].on_add(obj, inf->handlers[i].userdata);
+}
+
+static void notify_update(k8s_informer *inf, const cJSON *old, const cJSON *obj)
+{
+	for (int i = 0; i < inf->nhandlers; i++)
+		if (inf->handlers[i].on_update)
+			inf->handlers[i].on_update(old, obj, inf->handlers[i].userdata);
+}
+
+static void notify_delete(k8s_informer *inf, const cJSON *obj)
+{
+	for (int i = 0; i < inf->nhandlers; i++)
+		if (inf->handlers[i].on_delete)
+			inf->handlers[i].on_delete(obj, inf->handlers[i].userdata);
 }
 
 /* ---- cache and index maintenance (informer thread, write lock held) ---- */
@@ -207,17 +254,16 @@ static void apply_upsert(k8s_informer *inf, cJSON *obj)
 	if (!obj) {
 		/* the transform dropped it: treat as gone */
 		cJSON *old = cache_remove(inf, key);
-		if (old && inf->on_delete)
-			inf->on_delete(old, inf->userdata);
+		if (old)
+			notify_delete(inf, old);
 		cJSON_Delete(old);
 	} else {
 		cJSON *old = cache_put(inf, key, obj);
 		if (old) {
-			if (inf->on_update)
-				inf->on_update(old, obj, inf->userdata);
+			notify_update(inf, old, obj);
 			cJSON_Delete(old);
-		} else if (inf->on_add) {
-			inf->on_add(obj, inf->userdata);
+		} else {
+			notify_add(inf, obj);
 		}
 	}
 	set_last_rv(inf, rvbuf);
@@ -230,12 +276,12 @@ static void apply_delete(k8s_informer *inf, cJSON *obj)
 	const char *rv = k8s_obj_resource_version(obj);
 	if (key) {
 		cJSON *old = cache_remove(inf, key);
-		if (inf->on_delete) {
+		if (has_delete_handler(inf)) {
 			if (inf->transform)
 				obj = inf->transform(obj, inf->userdata);
 			const cJSON *last = obj ? obj : old;
 			if (last)
-				inf->on_delete(last, inf->userdata);
+				notify_delete(inf, last);
 		}
 		cJSON_Delete(old);
 		free(key);
@@ -348,8 +394,8 @@ static int relist(k8s_informer *inf)
 	for (size_t i = 0; i < nkeys; i++) {
 		if (gone[i]) {
 			cJSON *old = cache_remove(inf, gone[i]);
-			if (old && inf->on_delete)
-				inf->on_delete(old, inf->userdata);
+			if (old)
+				notify_delete(inf, old);
 			cJSON_Delete(old);
 		}
 		free(gone[i]);
@@ -448,7 +494,7 @@ static void *resync_run(void *arg)
 			continue;
 		const cJSON *o;
 		cJSON_ArrayForEach(o, all)
-			inf->on_update(o, o, inf->userdata);
+			notify_update(inf, o, o);
 		cJSON_Delete(all);
 	}
 	return NULL;
@@ -463,7 +509,7 @@ int k8s_informer_start(k8s_informer *inf)
 		inf->started = false;
 		return k8s_error_set(K8S_ERROR, 0, NULL, "informer: cannot start thread");
 	}
-	if (inf->resync_ms > 0 && inf->on_update &&
+	if (inf->resync_ms > 0 && inf->nhandlers > 0 &&
 	    pthread_create(&inf->resync_thread, NULL, resync_run, inf) == 0)
 		inf->resync_running = true;
 	return 0;
@@ -626,4 +672,137 @@ void k8s_informer_free(k8s_informer *inf)
 	pthread_mutex_destroy(&inf->state_lock);
 	pthread_cond_destroy(&inf->state_cond);
 	free(inf);
+}
+
+/* ---- shared informers: one list+watch per resource and selector ---- */
+
+#define MAX_FACTORY_INFORMERS 32
+
+struct k8s_informer_factory {
+	k8s_client *client;
+	k8s_logger *log;
+	pthread_mutex_t lock;
+	k8s_informer *informers[MAX_FACTORY_INFORMERS];
+	int n;
+};
+
+int k8s_informer_factory_new(k8s_informer_factory **out, k8s_client *client,
+                             k8s_logger *logger)
+{
+	if (!client)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: client is required");
+	k8s_informer_factory *f = calloc(1, sizeof(*f));
+	if (!f)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	f->client = client;
+	f->log = logger;
+	pthread_mutex_init(&f->lock, NULL);
+	*out = f;
+	return 0;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool same_source(const k8s_informer *inf, const k8s_informer_options *o)
+{
+	return str_eq(inf->resource.group, o->resource->group) &&
+	       str_eq(inf->resource.version, o->resource->version) &&
+	       str_eq(inf->resource.resource, o->resource->resource) &&
+	       str_eq(inf->ns, o->namespace_) &&
+	       str_eq(inf->label_selector, o->label_selector) &&
+	       str_eq(inf->field_selector, o->field_selector);
+}
+
+int k8s_informer_factory_informer(k8s_informer_factory *f,
+                                  const k8s_informer_options *o,
+                                  k8s_informer **out)
+{
+	*out = NULL;
+	if (!o || o->version != K8S_INFORMER_OPTIONS_VERSION || !o->resource)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: options version and resource are required");
+	pthread_mutex_lock(&f->lock);
+	int rc = 0;
+	for (int i = 0; i < f->n; i++) {
+		k8s_informer *inf = f->informers[i];
+		if (!same_source(inf, o))
+			continue;
+		/* a shared cache holds one shape of object: the transforms must agree */
+		if (inf->transform != o->transform || (o->transform && inf->userdata != o->userdata)) {
+			rc = k8s_error_set(K8S_EINVAL, 0, NULL,
+			                   "informer factory: %s already has an informer with another transform",
+			                   o->resource->resource);
+		} else if (o->on_add || o->on_update || o->on_delete) {
+			rc = k8s_informer_add_handlers(inf, o->on_add, o->on_update, o->on_delete, o->userdata);
+		}
+		if (rc == 0)
+			*out = inf;
+		pthread_mutex_unlock(&f->lock);
+		return rc;
+	}
+	if (f->n == MAX_FACTORY_INFORMERS) {
+		pthread_mutex_unlock(&f->lock);
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: too many informers");
+	}
+	k8s_informer_options copy = *o;
+	if (!copy.logger)
+		copy.logger = f->log;
+	rc = k8s_informer_new(&f->informers[f->n], f->client, &copy);
+	if (rc == 0)
+		*out = f->informers[f->n++];
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int k8s_informer_factory_start(k8s_informer_factory *f)
+{
+	pthread_mutex_lock(&f->lock);
+	int rc = 0;
+	for (int i = 0; i < f->n && rc == 0; i++)
+		if (!f->informers[i]->started)
+			rc = k8s_informer_start(f->informers[i]);
+	pthread_mutex_unlock(&f->lock);
+	return rc;
+}
+
+int k8s_informer_factory_wait_synced(k8s_informer_factory *f, long timeout_ms)
+{
+	int64_t deadline = k8s_monotonic_ms() + timeout_ms;
+	pthread_mutex_lock(&f->lock);
+	int n = f->n;
+	k8s_informer *infs[MAX_FACTORY_INFORMERS];
+	memcpy(infs, f->informers, sizeof(infs[0]) * (size_t)n);
+	pthread_mutex_unlock(&f->lock);
+	for (int i = 0; i < n; i++) {
+		long left = timeout_ms < 0 ? -1 : (long)(deadline - k8s_monotonic_ms());
+		if (timeout_ms >= 0 && left < 0)
+			left = 0;
+		int rc = k8s_informer_wait_synced(infs[i], left);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void k8s_informer_factory_stop(k8s_informer_factory *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->lock);
+	for (int i = f->n - 1; i >= 0; i--)
+		k8s_informer_stop(f->informers[i]);
+	pthread_mutex_unlock(&f->lock);
+}
+
+void k8s_informer_factory_free(k8s_informer_factory *f)
+{
+	if (!f)
+		return;
+	k8s_informer_factory_stop(f);
+	for (int i = 0; i < f->n; i++)
+		k8s_informer_free(f->informers[i]);
+	pthread_mutex_destroy(&f->lock);
+	free(f);
 }

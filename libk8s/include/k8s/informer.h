@@ -88,6 +88,18 @@ K8S_EXTERN int k8s_informer_new(k8s_informer **out, k8s_client *client,
 K8S_EXTERN int k8s_informer_add_index(k8s_informer *inf, const char *name,
                                       k8s_index_fn fn, void *userdata);
 
+/**
+ * Registers one more set of handlers (any may be NULL) before
+ * k8s_informer_start(); each event is delivered to every set, in the order
+ * they were added, on the informer thread. The handlers given in the
+ * options are the first set. Returns 0 or K8S_EINVAL (already started, or
+ * more than 16 sets).
+ */
+K8S_EXTERN int k8s_informer_add_handlers(k8s_informer *inf, k8s_on_add_fn on_add,
+                                         k8s_on_update_fn on_update,
+                                         k8s_on_delete_fn on_delete,
+                                         void *userdata);
+
 /** Starts the list+watch thread. Returns 0, K8S_EINVAL (twice) or K8S_ERROR. */
 K8S_EXTERN int k8s_informer_start(k8s_informer *inf);
 
@@ -134,6 +146,55 @@ K8S_EXTERN void k8s_informer_stop(k8s_informer *inf);
 
 /** Stops if needed and frees; NULL accepted. */
 K8S_EXTERN void k8s_informer_free(k8s_informer *inf);
+
+/*
+ * Shared informers (client-go's SharedInformerFactory): several consumers
+ * asking for the same resource, namespace and selectors get ONE informer,
+ * so one list+watch and one cache serve them all.
+ */
+
+/** Opaque factory of shared informers. Thread-safe. */
+typedef struct k8s_informer_factory k8s_informer_factory;
+
+/**
+ * Creates a factory over `client` (borrowed; must outlive the factory).
+ * `logger` (borrowed, may be NULL) is given to informers whose options have
+ * none. Returns 0, K8S_EINVAL or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_factory_new(k8s_informer_factory **out,
+                                        k8s_client *client,
+                                        k8s_logger *logger);
+
+/**
+ * Returns in `*out` the informer for `opts->resource`, `namespace_`,
+ * `label_selector` and `field_selector`: the existing one when another
+ * consumer asked for the same, with `opts`' handlers added to it
+ * (k8s_informer_add_handlers()), else a new one. The informer stays owned
+ * by the factory. Must be called before k8s_informer_factory_start().
+ *
+ * @return 0; K8S_EINVAL when the options are invalid, when the existing
+ *         informer uses a different transform (one cache holds one shape of
+ *         object), or when it already started; K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_informer_factory_informer(k8s_informer_factory *f,
+                                             const k8s_informer_options *opts,
+                                             k8s_informer **out);
+
+/** Starts every informer not started yet. Returns 0 or the first error. */
+K8S_EXTERN int k8s_informer_factory_start(k8s_informer_factory *f);
+
+/**
+ * Waits until every informer has synced, at most `timeout_ms` in total
+ * (< 0: forever). Returns 0, K8S_ETIMEOUT or K8S_ESHUTDOWN.
+ */
+K8S_EXTERN int k8s_informer_factory_wait_synced(k8s_informer_factory *f,
+                                                long timeout_ms);
+
+/** Stops every informer (reverse order of creation); NULL accepted. */
+K8S_EXTERN void k8s_informer_factory_stop(k8s_informer_factory *f);
+
+/** Stops and frees the factory and its informers; NULL accepted. */
+K8S_EXTERN void k8s_informer_factory_free(k8s_informer_factory *f);
 
 #ifdef __cplusplus
 }

@@ -181,6 +181,40 @@ START_TEST(cache_follows_the_server)
 }
 END_TEST
 
+START_TEST(factory_shares_one_informer_between_consumers)
+{
+	k8s_informer_factory *f;
+	ck_assert_int_eq(k8s_informer_factory_new(&f, client, NULL), 0);
+	counts a = { .lock = PTHREAD_MUTEX_INITIALIZER }, b = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
+	o.resource = &configmaps;
+	o.namespace_ = ns;
+	o.label_selector = "shared";
+	o.on_add = on_add;
+	o.userdata = &a;
+	k8s_informer *i1, *i2, *i3;
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i1), 0);
+	o.userdata = &b;
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i2), 0);
+	ck_assert_ptr_eq(i1, i2);  /* same resource and selector: one informer */
+	o.transform = strip_managed;
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i3), K8S_EINVAL);
+	o.label_selector = "other";
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i3), 0);
+	ck_assert_ptr_ne(i1, i3);
+	ck_assert_int_eq(k8s_informer_factory_start(f), 0);
+	ck_assert_int_eq(k8s_informer_factory_wait_synced(f, 20000), 0);
+	cJSON *cm = configmap("shared-1", "x");
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cm, "metadata"), "labels");
+	cJSON_AddItemToObject(cJSON_GetObjectItem(cm, "metadata"), "labels", cJSON_Parse("{\"shared\":\"1\"}"));
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+	/* both consumers hear about it from the one watch */
+	WAIT_FOR(read_count(&a, &a.adds) == 1 && read_count(&b, &b.adds) == 1);
+	k8s_informer_factory_free(f);
+}
+END_TEST
+
 int main(void)
 {
 	const char *kc = getenv("KUBECONFIG");
@@ -209,6 +243,7 @@ int main(void)
 	TCase *tc = tcase_create("live");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cache_follows_the_server);
+	tcase_add_test(tc, factory_shares_one_informer_between_consumers);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
