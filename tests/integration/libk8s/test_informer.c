@@ -215,6 +215,31 @@ START_TEST(factory_shares_one_informer_between_consumers)
 }
 END_TEST
 
+START_TEST(resync_redelivers_cached_objects)
+{
+	counts c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	cJSON *cm = configmap("resync-1", "resync");
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
+	o.resource = &configmaps;
+	o.namespace_ = ns;
+	o.label_selector = "team=resync";
+	o.on_update = on_update;
+	o.userdata = &c;
+	o.resync_ms = 200;
+	k8s_informer *inf;
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), 0);
+	ck_assert_int_eq(k8s_informer_start(inf), 0);
+	ck_assert_int_eq(k8s_informer_wait_synced(inf, 20000), 0);
+	size_t n = k8s_informer_size(inf);
+	ck_assert_uint_eq(n, 1);
+	/* nothing changes on the server, yet each object is handed out again */
+	WAIT_FOR(read_count(&c, &c.updates) >= (int)(2 * n));
+	k8s_informer_free(inf);
+}
+END_TEST
+
 int main(void)
 {
 	const char *kc = getenv("KUBECONFIG");
@@ -244,6 +269,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cache_follows_the_server);
 	tcase_add_test(tc, factory_shares_one_informer_between_consumers);
+	tcase_add_test(tc, resync_redelivers_cached_objects);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_set_fork_status(sr, CK_NOFORK);
