@@ -1,0 +1,275 @@
+/*
+ * httpserver.h - a small HTTP/1.1 server for the endpoints a controller
+ * serves (metrics, health probes, later the conversion webhook), and the
+ * base the router and sandboxd build on.
+ *
+ * - Event-driven on libuv (https://libuv.org), one loop thread per
+ *   server; requests are parsed by the packaged http-parser
+ *   (https://github.com/nodejs/http-parser), never by hand.
+ * - Routes map a method and a path to a handler. The handler reads the
+ *   request (method, path, query, headers, body) and fills a response
+ *   (status, headers, body) that the server sends with Content-Length.
+ * - HTTP/1.1 semantics of RFC 9112: persistent connections (keep-alive)
+ *   unless the client or the server says `Connection: close`, HTTP/1.0
+ *   keep-alive on request, pipelined requests answered in order, `Expect:
+ *   100-continue` answered, HEAD served by the GET handler without body.
+ * - Limits: request line + headers (431), body (413), connections served
+ *   at once (more wait in the listen backlog), idle keep-alive time and
+ *   time to receive one request. Malformed requests get 400, unknown paths
+ *   404, known paths with another method 405 (with `Allow`); each of these
+ *   closes that connection and the server goes on serving others.
+ * - Graceful shutdown: stop accepting, let requests in flight finish (their
+ *   answer carries `Connection: close`), close idle connections, and after
+ *   a deadline close whatever is left.
+ *
+ * Plain TCP only for now; the connection code reads and writes through a
+ * small transport interface so that TLS (mbedTLS) can be added for the
+ * webhook without touching the HTTP layer.
+ *
+ * Threads: k8s_http_server_* calls are made by the owner (one thread, or
+ * serialised by the caller). Handlers run on the server's loop thread, one
+ * at a time: they must not block for long (a slow handler delays every
+ * other connection of that server) and must not call
+ * k8s_http_server_shutdown() or _free() on their own server.
+ */
+#ifndef K8S_HTTPSERVER_H
+#define K8S_HTTPSERVER_H
+
+#include "k8s/common.h"
+#include "k8s/log.h"
+#include "k8s/metrics.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Opaque server. */
+typedef struct k8s_http_server k8s_http_server;
+
+/** A request as a handler sees it; valid during the handler call only. */
+typedef struct k8s_http_request k8s_http_request;
+
+/** The response a handler fills; sent when the handler returns. */
+typedef struct k8s_http_response k8s_http_response;
+
+/**
+ * Serves one request, on the server's loop thread. The response starts as
+ * 200 with an empty body; whatever the handler sets is sent when it
+ * returns (there is no streaming yet).
+ */
+typedef void (*k8s_http_handler_fn)(const k8s_http_request *req,
+                                    k8s_http_response *res, void *userdata);
+
+#define K8S_HTTP_SERVER_OPTIONS_VERSION 1
+
+/** Server options; initialise with K8S_HTTP_SERVER_OPTIONS_INIT. */
+typedef struct {
+	unsigned int version;          /**< K8S_HTTP_SERVER_OPTIONS_VERSION */
+	/** Where to listen, in Go's net.Listen form: "host:port", ":port"
+	 *  (every interface, IPv6 and IPv4), "[::1]:port"; port 0 picks a
+	 *  free port (see k8s_http_server_port()); "0" disables the server, as
+	 *  controller-runtime's bind-address flags do. Required. Hostnames are
+	 *  resolved once, at start, and the first IPv4 address wins. */
+	const char *address;
+	const char *name;              /**< for logs, e.g. "metrics"; NULL: "http" */
+	/** Limit of request line + header fields, in bytes; 0: 64 KiB. The
+	 *  packaged parser also stops at 80 KiB whatever this says. Beyond:
+	 *  431 and the connection is closed. */
+	size_t max_header_bytes;
+	/** Limit of a request body, in bytes; 0: 1 MiB. Beyond: 413 and the
+	 *  connection is closed. */
+	size_t max_body_bytes;
+	/** Connections served at once; 0: 1024. Further clients wait in the
+	 *  listen backlog until one closes (as Go's netutil.LimitListener). */
+	unsigned int max_connections;
+	/** A keep-alive connection with no request for this long is closed;
+	 *  0: 60000 ms. */
+	long idle_timeout_ms;
+	/** A request must arrive whole within this time of its first byte,
+	 *  else the connection is closed (slow clients); 0: 30000 ms. */
+	long read_timeout_ms;
+	k8s_logger *logger;            /**< borrowed; NULL: silent */
+} k8s_http_server_options;
+
+#define K8S_HTTP_SERVER_OPTIONS_INIT { K8S_HTTP_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL }
+
+/** Fills `opts` with defaults; K8S_EINVAL for an unknown version. */
+K8S_EXTERN int k8s_http_server_options_init(k8s_http_server_options *opts,
+                                            unsigned int version);
+
+/**
+ * True when `address` is "0", the value that disables a server (and the
+ * matching controller-runtime flag). Pure; thread-safe.
+ */
+K8S_EXTERN bool k8s_http_address_disabled(const char *address);
+
+/**
+ * Creates a server (not listening yet). `opts->address` is checked here:
+ * a missing or malformed address or port gives K8S_EINVAL. With "0" the
+ * server is created disabled: start() then does nothing.
+ * @return 0, K8S_EINVAL or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_http_server_new(k8s_http_server **out,
+                                   const k8s_http_server_options *opts);
+
+/**
+ * Adds a route; call before k8s_http_server_start().
+ *
+ * @param method  "GET", "POST", ... (exact, upper case), or NULL for any
+ *                method. A GET route also answers HEAD.
+ * @param path    the request path without the query, compared byte for
+ *                byte with the raw (still percent-encoded) request path;
+ *                a trailing asterisk makes it a prefix ("/debug/pprof/" + "*").
+ *                An exact route wins over prefixes, a longer prefix over
+ *                a shorter one.
+ * @param fn      the handler; `userdata` is passed to it.
+ * @return 0; K8S_EINVAL (NULL path or fn, path not starting with '/',
+ *         server already started); K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_http_server_route(k8s_http_server *s, const char *method,
+                                     const char *path, k8s_http_handler_fn fn,
+                                     void *userdata);
+
+/**
+ * Binds, listens and starts the loop thread. Bind errors are returned
+ * here, not later. A disabled server returns 0 and does nothing.
+ * @return 0; K8S_EINVAL (started twice); K8S_ETRANSPORT (the address
+ *         cannot be resolved, is in use or not available: the message
+ *         names it and the system's reason); K8S_ERROR (thread).
+ */
+K8S_EXTERN int k8s_http_server_start(k8s_http_server *s);
+
+/**
+ * The TCP port the server listens on (useful with port 0), or 0 when it is
+ * disabled or not started.
+ */
+K8S_EXTERN int k8s_http_server_port(const k8s_http_server *s);
+
+/**
+ * Graceful shutdown; blocks until the loop thread has ended. New
+ * connections are refused at once; idle connections are closed; requests
+ * being received or answered finish, with `Connection: close`. After
+ * `timeout_ms` (<= 0: 0, i.e. close at once) every remaining connection is
+ * closed. Does nothing on a server that is not running; safe to call twice.
+ * @return 0 when everything finished in time, K8S_ETIMEOUT when
+ *         connections had to be cut.
+ */
+K8S_EXTERN int k8s_http_server_shutdown(k8s_http_server *s, long timeout_ms);
+
+/** Shuts down (timeout 0) if needed and frees; NULL is accepted. */
+K8S_EXTERN void k8s_http_server_free(k8s_http_server *s);
+
+/* --- requests ------------------------------------------------------------ */
+
+/** The method, e.g. "GET". Never NULL. */
+K8S_EXTERN const char *k8s_http_request_method(const k8s_http_request *req);
+
+/** The raw path of the request target, e.g. "/metrics". Never NULL. */
+K8S_EXTERN const char *k8s_http_request_path(const k8s_http_request *req);
+
+/** The raw query without '?', "" when there is none. Never NULL. */
+K8S_EXTERN const char *k8s_http_request_query(const k8s_http_request *req);
+
+/**
+ * The value of the first header field named `name` (compared without
+ * case), or NULL. Leading and trailing blanks are not part of the value.
+ */
+K8S_EXTERN const char *k8s_http_request_header(const k8s_http_request *req,
+                                               const char *name);
+
+/** Number of header fields, in the order they were received. */
+K8S_EXTERN size_t k8s_http_request_header_count(const k8s_http_request *req);
+
+/**
+ * The i-th header field (0-based): its name as sent and its value.
+ * Returns 0, or K8S_EINVAL when i is out of range.
+ */
+K8S_EXTERN int k8s_http_request_header_at(const k8s_http_request *req,
+                                          size_t i, const char **name,
+                                          const char **value);
+
+/**
+ * The body (de-chunked), NUL-terminated for convenience; `*len` (may be
+ * NULL) receives its length in bytes. Never NULL ("" when empty).
+ */
+K8S_EXTERN const char *k8s_http_request_body(const k8s_http_request *req,
+                                             size_t *len);
+
+/* --- responses ----------------------------------------------------------- */
+
+/** Sets the status code (100..599; others are ignored and give EINVAL). */
+K8S_EXTERN int k8s_http_response_set_status(k8s_http_response *res,
+                                            int status);
+
+/**
+ * Adds a header field. The server writes Content-Length, Date and
+ * Connection itself (EINVAL for those), and Content-Type
+ * "text/plain; charset=utf-8" when the handler sets none.
+ * @return 0; K8S_EINVAL (empty or non-token name, CR, LF or NUL in the
+ *         value, a header the server owns); K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_http_response_add_header(k8s_http_response *res,
+                                            const char *name,
+                                            const char *value);
+
+/** Appends `len` bytes to the body. Returns 0 or K8S_ENOMEM. */
+K8S_EXTERN int k8s_http_response_write(k8s_http_response *res,
+                                       const void *data, size_t len);
+
+/* --- built-in handlers ---------------------------------------------------- */
+
+/**
+ * Serves `registry` at GET `path` (e.g. "/metrics") in the Prometheus
+ * text format (K8S_METRICS_CONTENT_TYPE). The registry is borrowed and
+ * must outlive the server. Returns what k8s_http_server_route() returns.
+ */
+K8S_EXTERN int k8s_http_server_handle_metrics(k8s_http_server *s,
+                                              const char *path,
+                                              k8s_metrics_registry *registry);
+
+/** A named set of health checks (liveness or readiness). Thread-safe. */
+typedef struct k8s_health_checks k8s_health_checks;
+
+/**
+ * One check: returns 0 when healthy, anything else when not. Called on the
+ * server's loop thread at each probe: it must be quick (read a flag).
+ */
+typedef int (*k8s_health_check_fn)(void *userdata);
+
+/** Creates an empty set (an empty set is healthy). Returns 0 or K8S_ENOMEM. */
+K8S_EXTERN int k8s_health_checks_new(k8s_health_checks **out);
+
+/** Frees a set; NULL is accepted. No server may still serve it. */
+K8S_EXTERN void k8s_health_checks_free(k8s_health_checks *hc);
+
+/**
+ * Adds a check named `name` (copied; e.g. "ping", "informers-synced").
+ * May be called while the set is served. Returns 0, K8S_EINVAL (NULL or
+ * empty name, NULL fn, name already used) or K8S_ENOMEM.
+ */
+K8S_EXTERN int k8s_health_checks_add(k8s_health_checks *hc, const char *name,
+                                     k8s_health_check_fn fn, void *userdata);
+
+/**
+ * Runs every check; returns the number that failed (0: healthy). When
+ * `report` is not NULL it receives a malloc'd text (caller frees), one
+ * line per check "[+]name ok" or "[-]name failed".
+ */
+K8S_EXTERN int k8s_health_checks_run(k8s_health_checks *hc, char **report);
+
+/**
+ * Serves `hc` at GET `path` (e.g. "/healthz", "/readyz"), as Kubernetes
+ * components do: 200 "ok" when every check passes; otherwise 503 with one
+ * line per check ("[+]ping ok", "[-]informers-synced failed") and a last
+ * line "<name> check failed", where <name> is the path without its '/'.
+ * With the query "verbose", a healthy answer lists the checks too. `hc` is
+ * borrowed and must outlive the server.
+ */
+K8S_EXTERN int k8s_http_server_handle_health(k8s_http_server *s,
+                                             const char *path,
+                                             k8s_health_checks *hc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
