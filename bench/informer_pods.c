@@ -6,8 +6,9 @@
  *                                 the time to sync, objects/s, and resident
  *                                 memory per cached Pod; MODE is "full" (the
  *                                 objects as served, minus managedFields) or
- *                                 "diet" (metadata, spec.nodeName and status:
- *                                 what the Sandbox controller keeps)
+ *                                 "diet" (metadata, spec.nodeName, status phase,
+ *                                 IPs and conditions: what the Sandbox
+ *                                 controller keeps)
  *   informer_pods decode NS       LIST the Pods once, then measure the watch
  *                                 path offline: frame+decode+store of N
  *                                 ADDED events through the watch decoder
@@ -121,6 +122,21 @@ static cJSON *diet(cJSON *obj, void *ud)
 		cJSON *ns = cJSON_AddObjectToObject(obj, "spec");
 		if (node)
 			cJSON_AddItemToObject(ns, "nodeName", node);
+		/* as libsandbox's sbx_pod_transform: phase, IPs, condition verdicts */
+		cJSON *st = cJSON_GetObjectItem(obj, "status");
+		cJSON *f = st ? st->child : NULL;
+		while (f) {
+			cJSON *next = f->next;
+			if (strcmp(f->string, "phase") && strcmp(f->string, "podIP") &&
+			    strcmp(f->string, "podIPs") && strcmp(f->string, "conditions"))
+				cJSON_Delete(cJSON_DetachItemViaPointer(st, f));
+			f = next;
+		}
+		cJSON *c;
+		cJSON_ArrayForEach(c, cJSON_GetObjectItem(st, "conditions")) {
+			cJSON_DeleteItemFromObject(c, "lastProbeTime");
+			cJSON_DeleteItemFromObject(c, "lastTransitionTime");
+		}
 	}
 	return obj;
 }

@@ -379,5 +379,27 @@ cJSON *sbx_pod_transform(cJSON *obj, void *userdata)
 		if (node && !cJSON_AddItemToObject(spec, "nodeName", node))
 			cJSON_Delete(node);
 	}
+	/* Status: phase, pod IPs and the conditions' type/status/reason/message
+	 * are all the reconciler reads; container statuses are most of the rest. */
+	cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	if (cJSON_IsObject(status)) {
+		static const char *keep[] = { "phase", "podIP", "podIPs", "conditions" };
+		cJSON *f = status->child;
+		while (f) {
+			cJSON *next = f->next;
+			bool kept = false;
+			for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+				kept |= f->string && strcmp(f->string, keep[i]) == 0;
+			if (!kept)
+				cJSON_Delete(cJSON_DetachItemViaPointer(status, f));
+			f = next;
+		}
+		cJSON *c;
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(status, "conditions")) {
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "lastProbeTime");
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "lastTransitionTime");
+			cJSON_DeleteItemFromObjectCaseSensitive(c, "observedGeneration");
+		}
+	}
 	return obj;
 }

@@ -124,7 +124,8 @@ SBX_EXTERN char *sbx_owner_sandbox_key(const cJSON *obj);
 /**
  * k8s_transform_fn of the Pod informer (surfaces.md A.5 "diet"): drops
  * metadata.managedFields and metadata.finalizers, reduces `spec` to
- * `nodeName`, keeps the rest of metadata and the whole status — all the
+ * `nodeName` and `status` to phase, podIP(s) and the conditions' type,
+ * status, reason and message, keeps the rest of metadata — all the
  * reconciler reads of a cached Pod (Pod writes are metadata-only merge
  * patches, so the diet is safe). Edits `obj` in place and returns it.
  * Thread-safe on distinct objects.
