@@ -10,6 +10,7 @@
 #include <string.h>
 #include "k8s/controller.h"
 #include "k8s/object.h"
+#include "controller_metrics.h"
 
 struct k8s_controller {
 	char *name;
@@ -21,6 +22,7 @@ struct k8s_controller {
 	pthread_t *threads;
 	int nthreads;
 	bool stopped;
+	k8s__ctrl_metrics *metrics;  /* NULL: off */
 };
 
 int k8s_controller_new(k8s_controller **out, const k8s_controller_options *o)
@@ -35,7 +37,13 @@ int k8s_controller_new(k8s_controller **out, const k8s_controller_options *o)
 	c->reconcile = o->reconcile;
 	c->userdata = o->userdata;
 	c->log = o->logger;
-	int rc = k8s_workqueue_new(&c->queue, &o->queue);
+	k8s_workqueue_options qo = o->queue;
+	qo.name = qo.name ? qo.name : c->name;
+	qo.metrics = qo.metrics ? qo.metrics : o->metrics;
+	int rc = c->name ? k8s_workqueue_new(&c->queue, &qo)
+	                 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	if (rc == 0 && (rc = k8s__ctrl_metrics_new(&c->metrics, o->metrics, c->name, c->workers)) < 0)
+		k8s_workqueue_free(c->queue);
 	if (rc < 0 || !c->name) {
 		free(c->name);
 		free(c);
@@ -65,7 +73,11 @@ static void process(k8s_controller *c, const char *key)
 	k8s_reconcile_result res = { 0, false };
 	k8s_error_clear();
 	int64_t start = k8s_monotonic_ms();
+	double mstart = k8s__ctrl_metrics_begin(c->metrics);
 	int rc = c->reconcile(key, &res, c->userdata);
+	k8s__ctrl_metrics_end(c->metrics, rc < 0 ? K8S__RECONCILE_ERROR
+	                      : res.requeue_after_ms > 0 ? K8S__RECONCILE_REQUEUE_AFTER
+	                      : res.requeue ? K8S__RECONCILE_REQUEUE : K8S__RECONCILE_SUCCESS, mstart);
 	char dur[32];
 	snprintf(dur, sizeof(dur), "%lld", (long long)(k8s_monotonic_ms() - start));
 	if (rc < 0) {
@@ -140,6 +152,7 @@ void k8s_controller_free(k8s_controller *c)
 	k8s_controller_stop(c);
 	free(c->threads);
 	k8s_workqueue_free(c->queue);
+	k8s__ctrl_metrics_free(c->metrics);
 	free(c->name);
 	free(c);
 }

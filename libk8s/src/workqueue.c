@@ -19,6 +19,7 @@
 #include "k8s/workqueue.h"
 #include "k8s/object.h"
 #include "map.h"
+#include "workqueue_metrics.h"
 
 typedef struct fifo_node {
 	char *key;
@@ -42,6 +43,7 @@ struct k8s_workqueue {
 	size_t heap_len, heap_cap;
 	long base_delay_ms, max_delay_ms;
 	bool shutdown;
+	k8s__wq_metrics *metrics;  /* NULL: off */
 };
 
 static void *const PRESENT = (void *)1;
@@ -67,6 +69,11 @@ int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
 	k8s_map_init(&q->failures);
 	q->base_delay_ms = opts->base_delay_ms > 0 ? opts->base_delay_ms : 5;
 	q->max_delay_ms = opts->max_delay_ms > 0 ? opts->max_delay_ms : 1000000;
+	int rc = k8s__wq_metrics_new(&q->metrics, opts->metrics, opts->name);
+	if (rc < 0) {
+		k8s_workqueue_free(q);
+		return rc;
+	}
 	*out = q;
 	return 0;
 }
@@ -87,6 +94,7 @@ void k8s_workqueue_free(k8s_workqueue *q)
 	k8s_map_clear(&q->dirty, NULL);
 	k8s_map_clear(&q->processing, NULL);
 	k8s_map_clear(&q->failures, NULL);
+	k8s__wq_metrics_free(q->metrics);
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
@@ -117,6 +125,7 @@ static int add_locked(k8s_workqueue *q, const char *key)
 		return 0;
 	if (k8s_map_set(&q->dirty, key, PRESENT, NULL) < 0)
 		return K8S_ENOMEM;
+	k8s__wq_metrics_add(q->metrics, key);
 	if (k8s_map_has(&q->processing, key))
 		return 0;
 	if (fifo_push(q, key) < 0) {
@@ -187,11 +196,13 @@ static char *heap_pop(k8s_workqueue *q)
 
 int k8s_workqueue_add_after(k8s_workqueue *q, const char *key, long delay_ms)
 {
-	if (delay_ms <= 0)
-		return k8s_workqueue_add(q, key);
 	pthread_mutex_lock(&q->lock);
 	int rc = 0;
-	if (!q->shutdown) {
+	if (!q->shutdown)
+		k8s__wq_metrics_retry(q->metrics);  /* client-go counts every delayed add */
+	if (delay_ms <= 0) {
+		rc = add_locked(q, key);
+	} else if (!q->shutdown) {
 		rc = heap_push(q, k8s_monotonic_ms() + delay_ms, key);
 		/* wake a waiter so it can shorten its sleep to the new deadline */
 		pthread_cond_signal(&q->cond);
@@ -278,6 +289,7 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 	q->fifo_len--;
 	k8s_map_remove(&q->dirty, n->key, NULL);
 	k8s_map_set(&q->processing, n->key, PRESENT, NULL);
+	k8s__wq_metrics_get(q->metrics, n->key);
 	*key = n->key;
 	free(n);
 	pthread_mutex_unlock(&q->lock);
@@ -287,6 +299,7 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 void k8s_workqueue_done(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
+	k8s__wq_metrics_done(q->metrics, key);
 	k8s_map_remove(&q->processing, key, NULL);
 	/* added while it was processed: hand it out again */
 	if (k8s_map_has(&q->dirty, key) && fifo_push(q, key) == 0)

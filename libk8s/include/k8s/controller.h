@@ -46,9 +46,17 @@ typedef struct {
 	void *userdata;           /**< passed to reconcile */
 	k8s_logger *logger;       /**< borrowed; NULL: silent */
 	k8s_workqueue_options queue; /**< queue backoff settings */
+	/** Borrowed; NULL: no metrics. Records controller-runtime's
+	 *  controller_runtime_reconcile_total{controller,result} (result
+	 *  success, error, requeue, requeue_after), _reconcile_errors_total,
+	 *  _reconcile_time_seconds, _active_workers and
+	 *  _max_concurrent_reconciles with controller=`name`, and the queue's
+	 *  workqueue_* metrics (named `name` unless queue.name says otherwise).
+	 *  Must outlive the controller. */
+	k8s_metrics_registry *metrics;
 } k8s_controller_options;
 
-#define K8S_CONTROLLER_OPTIONS_INIT { K8S_CONTROLLER_OPTIONS_VERSION, "controller", 1, NULL, NULL, NULL, K8S_WORKQUEUE_OPTIONS_INIT }
+#define K8S_CONTROLLER_OPTIONS_INIT { K8S_CONTROLLER_OPTIONS_VERSION, "controller", 1, NULL, NULL, NULL, K8S_WORKQUEUE_OPTIONS_INIT, NULL }
 
 /** Creates a controller (not started). Returns 0, K8S_EINVAL or K8S_ENOMEM. */
 K8S_EXTERN int k8s_controller_new(k8s_controller **out,

@@ -14,6 +14,7 @@
 #define K8S_WORKQUEUE_H
 
 #include "k8s/common.h"
+#include "k8s/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,9 +30,16 @@ typedef struct {
 	unsigned int version;  /**< K8S_WORKQUEUE_OPTIONS_VERSION */
 	long base_delay_ms;    /**< first retry delay; default 5 ms */
 	long max_delay_ms;     /**< retry delay cap; default 1000 s */
+	const char *name;      /**< `name` label of the metrics (copied); NULL: "" */
+	/** Borrowed; NULL: no metrics. Records client-go's workqueue_* metrics
+	 *  (depth, adds_total, queue_duration_seconds, work_duration_seconds,
+	 *  retries_total, unfinished_work_seconds,
+	 *  longest_running_processor_seconds) with labels name and controller
+	 *  set to `name`, as controller-runtime does. Must outlive the queue. */
+	k8s_metrics_registry *metrics;
 } k8s_workqueue_options;
 
-#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000 }
+#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000, NULL, NULL }
 
 /** Creates a queue; `opts` may be NULL. Returns 0, K8S_EINVAL or K8S_ENOMEM. */
 K8S_EXTERN int k8s_workqueue_new(k8s_workqueue **out,

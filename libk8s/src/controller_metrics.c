@@ -1,0 +1,116 @@
+/*
+ * controller_metrics.c - controller-runtime's reconcile metrics (see
+ * controller_metrics.h), with its names, help texts and buckets.
+ */
+#include <stdlib.h>
+#include <time.h>
+#include "controller_metrics.h"
+
+struct k8s__ctrl_metrics {
+	k8s_metric_series *total[K8S__RECONCILE_RESULTS];
+	k8s_metric_series *errors, *time, *active, *max_concurrent;
+};
+
+static const char *const result_names[K8S__RECONCILE_RESULTS] = {
+	"success", "error", "requeue", "requeue_after",
+};
+
+/* controller-runtime's reconcile_time_seconds buckets */
+static const double time_buckets[] = {
+	0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
+	0.6, 0.7, 0.8, 0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5,
+	6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+};
+
+static int series(k8s_metric_series **out, k8s_metrics_registry *reg, k8s_metric_type type,
+                  const char *name, const char *help, const char *controller)
+{
+	static const char *const labels[] = { "controller", NULL };
+	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	o.type = type;
+	o.name = name;
+	o.help = help;
+	o.label_names = labels;
+	if (type == K8S_METRIC_HISTOGRAM) {
+		o.buckets = time_buckets;
+		o.nbuckets = sizeof(time_buckets) / sizeof(time_buckets[0]);
+	}
+	k8s_metric *m;
+	int rc = k8s_metrics_register(&m, reg, &o);
+	return rc < 0 ? rc : k8s_metric_series_get(out, m, &controller, 1);
+}
+
+int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, k8s_metrics_registry *reg,
+                          const char *controller, int workers)
+{
+	*out = NULL;
+	if (!reg)
+		return 0;
+	k8s__ctrl_metrics *m = calloc(1, sizeof(*m));
+	if (!m)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "controller metrics: out of memory");
+	static const char *const labels[] = { "controller", "result", NULL };
+	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	o.name = "controller_runtime_reconcile_total";
+	o.help = "Total number of reconciliations per controller";
+	o.label_names = labels;
+	k8s_metric *total;
+	int rc = k8s_metrics_register(&total, reg, &o);
+	for (int i = 0; rc == 0 && i < K8S__RECONCILE_RESULTS; i++) {
+		const char *v[] = { controller, result_names[i] };
+		rc = k8s_metric_series_get(&m->total[i], total, v, 2);
+	}
+	if (rc == 0)
+		rc = series(&m->errors, reg, K8S_METRIC_COUNTER, "controller_runtime_reconcile_errors_total",
+		            "Total number of reconciliation errors per controller", controller);
+	if (rc == 0)
+		rc = series(&m->time, reg, K8S_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
+		            "Length of time per reconciliation per controller", controller);
+	if (rc == 0)
+		rc = series(&m->active, reg, K8S_METRIC_GAUGE, "controller_runtime_active_workers",
+		            "Number of currently used workers per controller", controller);
+	if (rc == 0)
+		rc = series(&m->max_concurrent, reg, K8S_METRIC_GAUGE,
+		            "controller_runtime_max_concurrent_reconciles",
+		            "Maximum number of concurrent reconciles per controller", controller);
+	if (rc < 0) {
+		free(m);
+		return rc;
+	}
+	k8s_metric_series_set(m->max_concurrent, workers);
+	k8s_metric_series_set(m->active, 0);
+	*out = m;
+	return 0;
+}
+
+void k8s__ctrl_metrics_free(k8s__ctrl_metrics *m)
+{
+	free(m);
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double k8s__ctrl_metrics_begin(k8s__ctrl_metrics *m)
+{
+	if (!m)
+		return 0;
+	k8s_metric_series_add(m->active, 1);
+	return now_seconds();
+}
+
+void k8s__ctrl_metrics_end(k8s__ctrl_metrics *m, k8s__reconcile_result result, double start)
+{
+	if (!m)
+		return;
+	double seconds = now_seconds() - start;
+	k8s_metric_series_add(m->active, -1);
+	k8s_metric_series_add(m->total[result], 1);
+	if (result == K8S__RECONCILE_ERROR)
+		k8s_metric_series_add(m->errors, 1);
+	k8s_metric_series_observe(m->time, seconds);
+}
