@@ -18,8 +18,10 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/controller.h"
+#include "k8s/httpserver.h"
 #include "k8s/informer.h"
 #include "k8s/log.h"
+#include "k8s/metrics.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
 #include "sandbox/reconciler.h"
@@ -33,6 +35,8 @@ typedef struct {
 	int sandbox_workers;
 	k8s_log_format log_format;
 	int log_level;
+	const char *metrics_addr;
+	const char *probe_addr;
 } flags;
 
 static void usage(FILE *f)
@@ -51,6 +55,9 @@ static void usage(FILE *f)
 "  --cluster-domain DOMAIN           DNS suffix of status.serviceFQDN (default cluster.local)\n"
 "  --log-format text|json            log line format on stderr (default text)\n"
 "  --log-level error|warn|info|debug minimum level logged (default info)\n"
+"  --metrics-bind-address ADDR       serve /metrics on ADDR (host:port or :port;\n"
+"                                    0 disables; default :8080)\n"
+"  --health-probe-bind-address ADDR  serve /healthz and /readyz on ADDR (default :8081)\n"
 "  --version                         print the version and exit\n"
 "  -h, --help                        print this help and exit\n"
 "\n"
@@ -74,7 +81,7 @@ static int parse_int(const char *name, const char *s, int min, int *out)
 /* Returns 0 to run, 1 to exit 0 (help/version), -1 to exit 1. */
 static int parse_flags(int argc, char **argv, flags *f)
 {
-	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION };
+	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION, METRICS_ADDR, PROBE_ADDR };
 	static const struct option opts[] = {
 		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
 		{ "context", required_argument, NULL, CONTEXT },
@@ -83,6 +90,8 @@ static int parse_flags(int argc, char **argv, flags *f)
 		{ "log-format", required_argument, NULL, LOGFMT },
 		{ "log-level", required_argument, NULL, LOGLVL },
 		{ "version", no_argument, NULL, VERSION },
+		{ "metrics-bind-address", required_argument, NULL, METRICS_ADDR },
+		{ "health-probe-bind-address", required_argument, NULL, PROBE_ADDR },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -119,6 +128,8 @@ static int parse_flags(int argc, char **argv, flags *f)
 				return -1;
 			}
 			break;
+		case METRICS_ADDR: f->metrics_addr = optarg; break;
+		case PROBE_ADDR: f->probe_addr = optarg; break;
 		case VERSION:
 			printf("%s\n", VERSION_STRING);
 			return 1;
@@ -193,9 +204,79 @@ static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 /* Informers handed to the reconciler, created in this order and stopped in reverse. */
 enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_COUNT };
 
+/* ---- metrics and probe endpoints ---- */
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#if defined(__clang__)
+#define COMPILER "clang " STR(__clang_major__) "." STR(__clang_minor__) "." STR(__clang_patchlevel__)
+#elif defined(__GNUC__)
+#define COMPILER "gcc " __VERSION__
+#else
+#define COMPILER "unknown"
+#endif
+#if defined(__x86_64__)
+#define ARCH "amd64"
+#elif defined(__aarch64__)
+#define ARCH "arm64"
+#elif defined(__i386__)
+#define ARCH "386"
+#else
+#define ARCH "unknown"
+#endif
+
+/* agent_sandbox_build_info (spec/api.md section 11): 1, with the build as const labels. */
+static int register_build_info(k8s_metrics_registry *reg)
+{
+	static const char *const labels[] = {
+		"git_version", AGENT_SANDBOX_VERSION, "git_commit", "unknown",
+		"build_date", "unknown", "go_version", "", "compiler", COMPILER,
+		"platform", "linux/" ARCH, NULL,
+	};
+	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	o.type = K8S_METRIC_GAUGE;
+	o.name = "agent_sandbox_build_info";
+	o.help = "A metric with a constant '1' value labeled by the version, commit, build date, "
+	         "compiler and platform agent-sandbox was built with.";
+	o.const_labels = labels;
+	k8s_metric *m;
+	int rc = k8s_metrics_register(&m, reg, &o);
+	return rc < 0 ? rc : k8s_metric_set(m, NULL, 0, 1);
+}
+
+static int ping(void *ud)
+{
+	return 0;
+}
+
+/* Readiness: every informer has listed once (`ud` is the informer array). */
+static int informers_synced(void *ud)
+{
+	k8s_informer **inf = ud;
+	for (int i = 0; i < INF_COUNT; i++)
+		if (!inf[i] || !k8s_informer_has_synced(inf[i]))
+			return 1;
+	return 0;
+}
+
+/* A server for a bind-address flag; "0" gives a disabled server. */
+static int new_server(k8s_http_server **out, const char *name, const char *addr,
+                      const char *flag, k8s_logger *log)
+{
+	k8s_http_server_options o = K8S_HTTP_SERVER_OPTIONS_INIT;
+	o.address = addr;
+	o.name = name;
+	o.logger = log;  /* "serving HTTP" at start; per-connection events at debug */
+	if (k8s_http_server_new(out, &o) == 0)
+		return 0;
+	fprintf(stderr, "agent-sandbox-controller: invalid value \"%s\" for %s: want host:port, :port or 0\n",
+	        addr, flag);
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
-	flags f = { NULL, NULL, "cluster.local", 100, K8S_LOG_TEXT, K8S_LOG_INFO };
+	flags f = { NULL, NULL, "cluster.local", 100, K8S_LOG_TEXT, K8S_LOG_INFO, ":8080", ":8081" };
 	int pr = parse_flags(argc, argv, &f);
 	if (pr != 0)
 		return pr > 0 ? 0 : 1;
@@ -217,6 +298,25 @@ int main(int argc, char **argv)
 	k8s_controller *ctrl = NULL;
 	sbx_reconciler *rec = NULL;
 	k8s_informer *inf[INF_COUNT] = { NULL };
+	k8s_metrics_registry *metrics = NULL;
+	k8s_health_checks *live = NULL, *ready = NULL;
+	k8s_http_server *metrics_srv = NULL, *probe_srv = NULL;
+
+	if (new_server(&metrics_srv, "metrics", f.metrics_addr, "--metrics-bind-address", log) < 0 ||
+	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
+		goto out;
+	if (k8s_metrics_registry_new(&metrics) < 0 || register_build_info(metrics) < 0 ||
+	    k8s_health_checks_new(&live) < 0 || k8s_health_checks_new(&ready) < 0 ||
+	    k8s_health_checks_add(live, "ping", ping, NULL) < 0 ||
+	    k8s_health_checks_add(ready, "ping", ping, NULL) < 0 ||
+	    k8s_health_checks_add(ready, "informers-synced", informers_synced, inf) < 0 ||
+	    k8s_http_server_handle_metrics(metrics_srv, "/metrics", metrics) < 0 ||
+	    k8s_http_server_handle_health(probe_srv, "/healthz", live) < 0 ||
+	    k8s_http_server_handle_health(probe_srv, "/readyz", ready) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot set up metrics and probes",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
 
 	if (k8s_global_init() < 0) {
 		k8s_log(log, K8S_LOG_ERROR, "cannot initialise libcurl", NULL);
@@ -242,6 +342,7 @@ int main(int argc, char **argv)
 	ko.reconcile = reconcile;
 	ko.userdata = &rec;
 	ko.logger = log;
+	ko.metrics = metrics;
 	if (k8s_controller_new(&ctrl, &ko) < 0)
 		goto fail;
 
@@ -288,6 +389,9 @@ int main(int argc, char **argv)
 	k8s_log(log, K8S_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
 	        "server", k8s_config_server(cfg), "workers", workers,
 	        "clusterDomain", f.cluster_domain, NULL);
+	/* Probes answer while the caches fill: alive, not ready yet. */
+	if (k8s_http_server_start(metrics_srv) < 0 || k8s_http_server_start(probe_srv) < 0)
+		goto fail;
 	for (int i = 0; i < INF_COUNT; i++)
 		if (k8s_informer_start(inf[i]) < 0)
 			goto fail;
@@ -315,7 +419,14 @@ int main(int argc, char **argv)
 fail:
 	k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
 out:
-	/* workers first (they read the caches), then the informers */
+	/* endpoints first (readiness reads the informers), then the workers
+	 * (they read the caches), then the informers */
+	k8s_http_server_shutdown(metrics_srv, 5000);
+	k8s_http_server_shutdown(probe_srv, 5000);
+	k8s_http_server_free(metrics_srv);
+	k8s_http_server_free(probe_srv);
+	k8s_health_checks_free(live);
+	k8s_health_checks_free(ready);
 	if (ctrl)
 		k8s_controller_stop(ctrl);
 	for (int i = INF_COUNT - 1; i >= 0; i--)
@@ -326,6 +437,7 @@ out:
 		k8s_informer_free(inf[i]);
 	k8s_client_free(client);
 	k8s_config_free(cfg);
+	k8s_metrics_registry_free(metrics);
 	k8s_global_cleanup();
 	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);
 	k8s_logger_free(log);

@@ -8,6 +8,7 @@ Environment:
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -84,6 +85,13 @@ def wait_for(fn, timeout=60.0, interval=0.2, desc="condition"):
     raise AssertionError(f"timed out after {timeout}s waiting for {desc}; last value: {last!r}")
 
 
+def free_port():
+    """A loopback TCP port free right now (the kernel's pick), for a server we start."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def condition(obj, ctype):
     for c in (obj or {}).get("status", {}).get("conditions", []) or []:
         if c.get("type") == ctype:
@@ -122,14 +130,20 @@ def controller(deployed, tmp_path_factory):
     logpath = os.path.join(str(logdir), "controller.log")
     log = open(logpath, "w")
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    # free loopback ports: parallel runs and other processes never collide
+    metrics_port, probe_port = free_port(), free_port()
     proc = subprocess.Popen([binary, "--kubeconfig", sa_kubeconfig, "--log-level", "debug",
+                             "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
+                             "--health-probe-bind-address", f"127.0.0.1:{probe_port}",
                              "--sandbox-concurrent-workers", "8"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         wait_for(lambda: "caches synced" in open(logpath).read() or proc.poll() is not None,
                  timeout=60, desc="controller caches to sync")
         assert proc.poll() is None, "controller exited early:\n" + open(logpath).read()[-4000:]
-        yield {"proc": proc, "log": logpath, "kubeconfig": sa_kubeconfig}
+        yield {"proc": proc, "log": logpath, "kubeconfig": sa_kubeconfig,
+               "metrics_url": f"http://127.0.0.1:{metrics_port}",
+               "probe_url": f"http://127.0.0.1:{probe_port}"}
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
