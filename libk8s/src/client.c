@@ -1,19 +1,19 @@
 /*
- * client.c - the REST client: libcurl transport, the verbs of client.h,
- * and watch streaming.
+ * client.c - the REST client: the verbs of client.h, credentials, client-
+ * side rate limiting, retries, and the per-request libcurl options.
  *
- * Shape of a call: build the path (k8s_resource_path()) and query, borrow
- * a CURL easy handle from the client's pool, set every option afresh,
- * perform, give the handle back. A handle keeps its connection (and TLS
- * session) alive across curl_easy_reset(), so the pool is what makes calls
- * after the first cheap; a mutex guards it, which is what makes one client
- * usable from many threads. Failures become the codes of common.h: the
- * Status body of an API answer is decoded in error.c (status.h), watch
- * framing is in watch_decoder.c.
+ * Shape of a call: build the path (k8s_resource_path()) and query; then,
+ * for each try, wait for the rate limiter, take the current credentials
+ * (token file re-read when it rotated, exec plugin run when its credential
+ * expired), prepare a CURL easy handle from the transport's pool, hand it
+ * to a connection shard (transport.c) and wait for the answer. A failed
+ * try is sent again when that is safe (k8s__retryable(), transport.c). Failures
+ * become the codes of common.h: the Status body of an API answer is
+ * decoded in error.c (status.h). Watch streaming is in watch.c.
  *
  * Secrets: the bearer token only ever goes into the Authorization header
  * list, which is wiped before it is freed; no log line carries a header,
- * a body or the token.
+ * a body, the token or the proxy URL.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +26,8 @@
 #include <time.h>
 #include <curl/curl.h>
 #include "k8s/client.h"
-#include "config_internal.h"
+#include "k8s/object.h"
+#include "client_internal.h"
 #include "status.h"
 #include "watch_decoder.h"
 
@@ -34,15 +35,13 @@
 #define K8S_VERSION_STRING "0.1.0"
 #endif
 
-/* Idle easy handles kept; more may exist while many threads call at once. */
-#define POOL_MAX 32
 /* Largest response body accepted (a big List); protects against a runaway. */
 #define BODY_MAX ((size_t)1 << 30)
-/* Largest error body kept from a failed watch. */
-#define WATCH_ERROR_BODY_MAX ((size_t)1 << 20)
-/* A watch with a server-side timeout gets this much client-side slack. */
-#define WATCH_TIMEOUT_SLACK_S 60
 #define PATH_MAX_LEN 2048
+/* Distinct Warning texts remembered (beyond, warnings are logged each time). */
+#define WARNINGS_SEEN_MAX 1024
+/* Page size of k8s_client_list_all() when the caller gives none (client-go's pager). */
+#define LIST_ALL_PAGE 500
 
 /* --- global init --------------------------------------------------------- */
 
@@ -77,22 +76,12 @@ void k8s_global_cleanup(void)
 
 /* --- a growable string ---------------------------------------------------- */
 
-typedef struct {
-	char *data;
-	size_t len;
-	size_t cap;
-	size_t max;   /* bytes accepted at most; 0: no limit */
-	int failed;   /* SBUF_NOMEM or SBUF_TOOBIG; further adds are refused */
-} sbuf;
-
-enum { SBUF_NOMEM = 1, SBUF_TOOBIG = 2 };
-
-static int sbuf_add(sbuf *b, const char *s, size_t n)
+int k8s__sbuf_add(k8s__sbuf *b, const char *s, size_t n)
 {
 	if (b->failed)
 		return -1;
 	if (b->max && n > b->max - b->len) {
-		b->failed = SBUF_TOOBIG;
+		b->failed = K8S__SBUF_TOOBIG;
 		return -1;
 	}
 	if (b->len + n + 1 > b->cap) {
@@ -101,7 +90,7 @@ static int sbuf_add(sbuf *b, const char *s, size_t n)
 			cap *= 2;
 		char *d = realloc(b->data, cap);
 		if (!d) {
-			b->failed = SBUF_NOMEM;
+			b->failed = K8S__SBUF_NOMEM;
 			return -1;
 		}
 		b->data = d;
@@ -113,69 +102,61 @@ static int sbuf_add(sbuf *b, const char *s, size_t n)
 	return 0;
 }
 
-static int sbuf_adds(sbuf *b, const char *s)
+int k8s__sbuf_adds(k8s__sbuf *b, const char *s)
 {
-	return sbuf_add(b, s, strlen(s));
+	return k8s__sbuf_add(b, s, strlen(s));
 }
 
-/* Appends "&key=value" (or "?key=value" first), value percent-encoded. */
-static void sbuf_query(sbuf *b, const char *key, const char *value)
+void k8s__sbuf_query(k8s__sbuf *b, const char *key, const char *value)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	sbuf_adds(b, b->len && strchr(b->data, '?') ? "&" : "?");
-	sbuf_adds(b, key);
-	sbuf_adds(b, "=");
+	k8s__sbuf_adds(b, b->len && strchr(b->data, '?') ? "&" : "?");
+	k8s__sbuf_adds(b, key);
+	k8s__sbuf_adds(b, "=");
 	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
 		char esc[3] = { '%', hex[*p >> 4], hex[*p & 15] };
 		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
 		    *p == '_' || *p == '~')
-			sbuf_add(b, (const char *)p, 1);
+			k8s__sbuf_add(b, (const char *)p, 1);
 		else
-			sbuf_add(b, esc, 3);
+			k8s__sbuf_add(b, esc, 3);
 	}
 }
 
-static void sbuf_query_long(sbuf *b, const char *key, long value)
+void k8s__sbuf_query_long(k8s__sbuf *b, const char *key, long value)
 {
 	char num[32];
 	snprintf(num, sizeof(num), "%ld", value);
-	sbuf_query(b, key, num);
+	k8s__sbuf_query(b, key, num);
 }
 
 static size_t sbuf_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	size_t n = size * nmemb;
-	return sbuf_add(ud, ptr, n) == 0 ? n : CURL_WRITEFUNC_ERROR;
+	return k8s__sbuf_add(ud, ptr, n) == 0 ? n : CURL_WRITEFUNC_ERROR;
+}
+
+int64_t k8s__now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* --- the client ------------------------------------------------------------ */
 
-struct k8s_client {
-	k8s_config *cfg;           /* own copy */
-	char *user_agent;
-	long timeout_ms;
-	long connect_timeout_ms;
-	k8s_logger *log;           /* borrowed */
-	char *base_url;            /* what paths are appended to */
-	struct curl_slist *connect_to;  /* tls-server-name routing, or NULL */
-
-	pthread_mutex_t lock;      /* guards everything below */
-	CURL *pool[POOL_MAX];
-	size_t npool;
-	char *token;               /* current bearer token, or NULL */
-	struct timespec token_mtime;   /* of token_file when last read */
-	ino_t token_ino;
-	off_t token_size;
-};
-
 int k8s_client_options_init(k8s_client_options *opts, unsigned int version)
 {
 	k8s_client_options defaults = K8S_CLIENT_OPTIONS_INIT;
-	if (!opts || version != K8S_CLIENT_OPTIONS_VERSION)
+	if (!opts || version == 0 || version > K8S_CLIENT_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
 		                     "client options: unknown version %u", version);
-	*opts = defaults;
+	/* An older caller's struct is shorter: fill only what it has. */
+	size_t size = version == 1 ? offsetof(k8s_client_options, qps)
+	                           : sizeof(defaults);
+	memcpy(opts, &defaults, size);
+	opts->version = version;
 	return 0;
 }
 
@@ -196,13 +177,19 @@ void k8s_client_free(k8s_client *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->npool; i++)
-		curl_easy_cleanup(c->pool[i]);
+	/* The shards first: nothing may run a callback into `c` afterwards. */
+	k8s__transport_cleanup(&c->transport);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->exec_lock);
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c->user_agent);
+	free_secret(c->proxy);
 	free_secret(c->token);
+	k8s__exec_credential_clear(&c->exec_cred);
+	k8s_map_clear(&c->warnings_seen, NULL);
+	if (c->own_limiter)
+		k8s_ratelimiter_free(c->limiter);
 	k8s_config_free(c->cfg);
 	free(c);
 }
@@ -218,6 +205,17 @@ static int setup_routing(k8s_client *c)
 	const k8s_config *cfg = c->cfg;
 	int https = strncmp(cfg->server, "https://", 8) == 0;
 
+	if (cfg->proxy_url) {
+		/* client-go's SOCKS5 dialer lets the proxy resolve host names:
+		 * that is curl's socks5h. */
+		const char *p = cfg->proxy_url;
+		int socks = strncmp(p, "socks5://", 9) == 0;
+		size_t n = strlen(p) + 2;
+		if (!(c->proxy = malloc(n)))
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		snprintf(c->proxy, n, "%s%s", socks ? "socks5h://" : p,
+		         socks ? p + 9 : "");
+	}
 	if (!cfg->tls_server_name || !https)
 		return (c->base_url = strdup(cfg->server)) ? 0
 			: k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
@@ -241,21 +239,21 @@ static int setup_routing(k8s_client *c)
 	size_t plen = strlen(path);
 	while (plen > 0 && path[plen - 1] == '/')
 		path[--plen] = '\0';
-	sbuf url = { 0 }, route = { 0 };
-	sbuf_adds(&url, "https://");
-	sbuf_adds(&url, cfg->tls_server_name);
-	sbuf_adds(&url, ":");
-	sbuf_adds(&url, port);
-	sbuf_adds(&url, path);
+	k8s__sbuf url = { 0 }, route = { 0 };
+	k8s__sbuf_adds(&url, "https://");
+	k8s__sbuf_adds(&url, cfg->tls_server_name);
+	k8s__sbuf_adds(&url, ":");
+	k8s__sbuf_adds(&url, port);
+	k8s__sbuf_adds(&url, path);
 	/* HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT; curl gives IPv6 hosts
 	 * back bracketed, which is the form CONNECT_TO wants. */
-	sbuf_adds(&route, cfg->tls_server_name);
-	sbuf_adds(&route, ":");
-	sbuf_adds(&route, port);
-	sbuf_adds(&route, ":");
-	sbuf_adds(&route, host);
-	sbuf_adds(&route, ":");
-	sbuf_adds(&route, port);
+	k8s__sbuf_adds(&route, cfg->tls_server_name);
+	k8s__sbuf_adds(&route, ":");
+	k8s__sbuf_adds(&route, port);
+	k8s__sbuf_adds(&route, ":");
+	k8s__sbuf_adds(&route, host);
+	k8s__sbuf_adds(&route, ":");
+	k8s__sbuf_adds(&route, port);
 	if (url.failed || route.failed ||
 	    !(c->connect_to = curl_slist_append(NULL, route.data))) {
 		free(url.data);
@@ -281,20 +279,47 @@ static int check_version(unsigned int version, unsigned int current,
 	return 0;
 }
 
+/* The caller's options as a current-version struct (older ones are shorter). */
+static int effective_options(k8s_client_options *eff, const k8s_client_options *opts)
+{
+	k8s_client_options defaults = K8S_CLIENT_OPTIONS_INIT;
+	int rc;
+	*eff = defaults;
+	if (!opts)
+		return 0;
+	if ((rc = check_version(opts->version, K8S_CLIENT_OPTIONS_VERSION, "client")))
+		return rc;
+	memcpy(eff, opts, opts->version == 1 ? offsetof(k8s_client_options, qps)
+	                                     : sizeof(*eff));
+	if (eff->qps != eff->qps || eff->qps > 1e9)  /* NaN, infinite */
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "client: qps must be a finite number (got %g)", eff->qps);
+	if (eff->qps > 0 && !eff->ratelimiter && eff->burst < 1)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "client: burst must be >= 1 with a qps limit (got %d)",
+		                     eff->burst);
+	if (eff->api_connections < 0 || eff->api_connections > K8S__SHARDS_MAX)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "client: api_connections must be 1..%d (got %d)",
+		                     K8S__SHARDS_MAX, eff->api_connections);
+	if (eff->max_retries < 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "client: max_retries must be >= 0 (got %d)",
+		                     eff->max_retries);
+	return 0;
+}
+
 int k8s_client_new(k8s_client **out, const k8s_config *cfg,
                    const k8s_client_options *opts)
 {
-	k8s_client_options defaults = K8S_CLIENT_OPTIONS_INIT;
+	k8s_client_options o;
 	int rc;
 
 	if (!out || !cfg)
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
 		                     "client: out and cfg are required");
 	*out = NULL;
-	if (!opts)
-		opts = &defaults;
-	if ((rc = check_version(opts->version, K8S_CLIENT_OPTIONS_VERSION,
-	                        "client")))
+	if ((rc = effective_options(&o, opts)))
 		return rc;
 
 	k8s_client *c = calloc(1, sizeof(*c));
@@ -304,13 +329,32 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 		free(c);
 		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
 	}
-	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 0;
-	c->connect_timeout_ms = opts->connect_timeout_ms > 0
-		? opts->connect_timeout_ms : 10000;
-	c->log = opts->logger;
+	if (pthread_mutex_init(&c->exec_lock, NULL) != 0) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
+	}
+	k8s_map_init(&c->warnings_seen);
+	c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 0;
+	c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 10000;
+	c->max_retries = o.max_retries;
+	c->max_retry_delay_ms = o.max_retry_delay_ms > 0 ? o.max_retry_delay_ms : 10000;
+	c->exec_timeout_ms = o.exec_timeout_ms > 0 ? o.exec_timeout_ms : 60000;
+	c->log = o.logger;
+	if ((rc = k8s__transport_init(&c->transport, o.api_connections > 0
+	                              ? (size_t)o.api_connections : 1,
+	                              o.separate_watch_connection)))
+		goto fail_early;
+	if (o.ratelimiter) {
+		c->limiter = o.ratelimiter;
+	} else if (o.qps > 0) {
+		if ((rc = k8s_ratelimiter_new(&c->limiter, o.qps, o.burst)))
+			goto fail;
+		c->own_limiter = true;
+	}
 	if ((rc = k8s__config_dup(&c->cfg, cfg)))
 		goto fail;
-	c->user_agent = strdup(opts->user_agent ? opts->user_agent
+	c->user_agent = strdup(o.user_agent ? o.user_agent
 	                       : "libk8s/" K8S_VERSION_STRING);
 	if (!c->user_agent || (cfg->token && !(c->token = strdup(cfg->token)))) {
 		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
@@ -331,7 +375,15 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 fail:
 	k8s_client_free(c);
 	return rc;
+fail_early:
+	/* The transport cleaned up after itself. */
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->exec_lock);
+	free(c);
+	return rc;
 }
+
+/* --- credentials -------------------------------------------------------------- */
 
 /*
  * Returns a copy of the current token (NULL: none), re-reading the token
@@ -375,65 +427,133 @@ static char *current_token(k8s_client *c)
 	return copy;
 }
 
-static CURL *borrow(k8s_client *c)
+/* True when the user authenticates with its exec plugin: it has one, and no
+ * static credentials (which win, see config.h). */
+static bool uses_exec(const k8s_client *c)
 {
-	CURL *h = NULL;
-	pthread_mutex_lock(&c->lock);
-	if (c->npool > 0)
-		h = c->pool[--c->npool];
-	pthread_mutex_unlock(&c->lock);
-	if (h)
-		curl_easy_reset(h);  /* options go, the live connection stays */
-	else
-		h = curl_easy_init();
-	return h;
+	return c->cfg->exec && !c->cfg->token && !c->cfg->cert.data;
 }
 
-static void give_back(k8s_client *c, CURL *h)
+static int copy_blob(k8s__blob *dst, const k8s__blob *src)
 {
-	pthread_mutex_lock(&c->lock);
-	if (c->npool < POOL_MAX) {
-		c->pool[c->npool++] = h;
-		h = NULL;
+	dst->data = NULL;
+	dst->len = 0;
+	if (!src->data)
+		return 0;
+	if (!(dst->data = malloc(src->len + 1)))
+		return -1;
+	memcpy(dst->data, src->data, src->len + 1);
+	dst->len = src->len;
+	return 0;
+}
+
+/*
+ * The plugin's credential, run again when there is none, it expired, or a
+ * 401 condemned it. One run at a time: concurrent callers wait for it and
+ * share its result (the lock is held across the run on purpose).
+ */
+static int exec_creds(k8s_client *c, k8s__creds *cr)
+{
+	int rc = 0;
+	pthread_mutex_lock(&c->exec_lock);
+	if (c->exec_valid && c->exec_cred.expiry_ms &&
+	    k8s_now_ms() >= c->exec_cred.expiry_ms) {
+		c->exec_valid = false;
+		k8s_log(c->log, K8S_LOG_DEBUG, "exec credential expired", NULL);
 	}
-	pthread_mutex_unlock(&c->lock);
-	if (h)
-		curl_easy_cleanup(h);
+	if (!c->exec_valid) {
+		k8s__exec_credential fresh;
+		atomic_fetch_add_explicit(&c->stats.credential_runs, 1, memory_order_relaxed);
+		if ((rc = k8s__exec_run(c->cfg->exec, c->exec_timeout_ms, &fresh))) {
+			pthread_mutex_unlock(&c->exec_lock);
+			return rc;
+		}
+		k8s__exec_credential_clear(&c->exec_cred);
+		c->exec_cred = fresh;
+		c->exec_valid = true;
+		c->exec_gen++;
+		char expiry[40] = "none";
+		if (fresh.expiry_ms)
+			k8s_time_format(fresh.expiry_ms, expiry, sizeof(expiry));
+		k8s_log(c->log, K8S_LOG_DEBUG, "exec credential obtained",
+		        "command", c->cfg->exec->command,
+		        "kind", fresh.token ? "token" : "client certificate",
+		        "expires", expiry, NULL);
+	}
+	if ((c->exec_cred.token && !(cr->token = strdup(c->exec_cred.token))) ||
+	    copy_blob(&cr->cert, &c->exec_cred.cert) ||
+	    copy_blob(&cr->key, &c->exec_cred.key))
+		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+	cr->exec_gen = c->exec_gen;
+	pthread_mutex_unlock(&c->exec_lock);
+	return rc;
 }
 
-/* Wipes the Authorization header before the list is freed. */
-static void free_headers(struct curl_slist *headers)
+void k8s__creds_free(k8s__creds *cr)
+{
+	free_secret(cr->token);
+	k8s__blob_free(&cr->cert);
+	k8s__blob_free(&cr->key);
+	memset(cr, 0, sizeof(*cr));
+}
+
+int k8s__client_creds(k8s_client *c, k8s__creds *cr)
+{
+	memset(cr, 0, sizeof(*cr));
+	if (uses_exec(c)) {
+		int rc = exec_creds(c, cr);
+		if (rc)
+			k8s__creds_free(cr);
+		return rc;
+	}
+	cr->token = current_token(c);
+	return 0;
+}
+
+bool k8s__client_auth_failed(k8s_client *c, const k8s__creds *cr)
+{
+	if (!cr->exec_gen)
+		return false;  /* a static token: running nothing would help */
+	pthread_mutex_lock(&c->exec_lock);
+	if (c->exec_gen == cr->exec_gen && c->exec_valid) {
+		c->exec_valid = false;
+		k8s_log(c->log, K8S_LOG_DEBUG,
+		        "exec credential rejected (401); running the plugin again", NULL);
+	}
+	pthread_mutex_unlock(&c->exec_lock);
+	return true;
+}
+
+/* --- one try -------------------------------------------------------------------- */
+
+void k8s__free_headers(struct curl_slist *headers)
 {
 	for (struct curl_slist *s = headers; s; s = s->next)
 		explicit_bzero(s->data, strlen(s->data));
 	curl_slist_free_all(headers);
 }
 
-/* One request: what to send and what it is about. */
-typedef struct {
-	const char *method;        /* GET, POST, PUT, PATCH, DELETE */
-	const char *path;          /* path and query, from '/' */
-	const char *content_type;  /* of `body`; NULL when no body */
-	const char *body;
-	const char *subject;       /* e.g. `Pod "default/x"`, for messages */
-} request;
+static int append_header(struct curl_slist **hl, const char *line)
+{
+	struct curl_slist *next = curl_slist_append(*hl, line);
+	if (!next)
+		return -1;
+	*hl = next;
+	return 0;
+}
 
-/*
- * Sets the options every request shares: URL, TLS, identity, headers.
- * `headers` receives the list to free with free_headers() after the
- * transfer. Returns 0 or an error code.
- */
-static int setup_handle(k8s_client *c, CURL *h, const request *rq,
-                        char *errbuf, struct curl_slist **headers)
+int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
+                        const k8s__creds *cr, char *errbuf,
+                        struct curl_slist **headers, k8s__resp *resp)
 {
 	const k8s_config *cfg = c->cfg;
-	struct curl_slist *hl = NULL, *next;
-	sbuf url = { 0 };
-	int rc = 0;
+	struct curl_slist *hl = NULL;
+	k8s__sbuf url = { 0 };
+	int failed = 0;
 
 	*headers = NULL;
-	sbuf_adds(&url, c->base_url);
-	sbuf_adds(&url, rq->path);
+	k8s__sbuf_adds(&url, c->base_url);
+	k8s__sbuf_adds(&url, rq->path);
 	if (url.failed)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
 
@@ -448,8 +568,17 @@ static int setup_handle(k8s_client *c, CURL *h, const request *rq,
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, 30L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPINTVL, 15L);
+	/* HTTP/2 when TLS negotiates it (ALPN), as kube-apiserver offers;
+	 * a new request waits for a connection being set up rather than
+	 * open a second one, so that it can become a stream of the first. */
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+	curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, k8s__header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
 	if (c->connect_to)
 		curl_easy_setopt(h, CURLOPT_CONNECT_TO, c->connect_to);
+	if (c->proxy)
+		curl_easy_setopt(h, CURLOPT_PROXY, c->proxy);
 
 	if (cfg->insecure) {
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -459,54 +588,43 @@ static int setup_handle(k8s_client *c, CURL *h, const request *rq,
 		struct curl_blob ca = { cfg->ca.data, cfg->ca.len, CURL_BLOB_NOCOPY };
 		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca);
 	}
-	if (cfg->cert.data) {
-		struct curl_blob cert = { cfg->cert.data, cfg->cert.len, CURL_BLOB_NOCOPY };
-		struct curl_blob key = { cfg->key.data, cfg->key.len, CURL_BLOB_NOCOPY };
+	/* A plugin's certificate may be replaced while this try runs: curl
+	 * keeps its own copy. A different certificate also means a different
+	 * connection (curl matches connections on it). */
+	const k8s__blob *cert = cr->cert.data ? &cr->cert : &cfg->cert;
+	const k8s__blob *key = cr->cert.data ? &cr->key : &cfg->key;
+	unsigned int copy = cr->cert.data ? CURL_BLOB_COPY : CURL_BLOB_NOCOPY;
+	if (cert->data) {
+		struct curl_blob cb = { cert->data, cert->len, copy };
+		struct curl_blob kb = { key->data, key->len, copy };
 		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert);
+		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
 		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
-		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key);
+		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
 	}
 
-	char *token = current_token(c);
-	if (token) {
-		size_t n = strlen(token) + sizeof("Authorization: Bearer ");
+	if (cr->token) {
+		size_t n = strlen(cr->token) + sizeof("Authorization: Bearer ");
 		char *line = malloc(n);
 		if (line) {
-			snprintf(line, n, "Authorization: Bearer %s", token);
-			next = curl_slist_append(hl, line);
+			snprintf(line, n, "Authorization: Bearer %s", cr->token);
+			failed = append_header(&hl, line);
 			explicit_bzero(line, n);
 			free(line);
-			if (next)
-				hl = next;
-			else
-				rc = K8S_ENOMEM;
 		} else {
-			rc = K8S_ENOMEM;
+			failed = 1;
 		}
-		free_secret(token);
 	}
-	const char *fixed[] = {
-		"Accept: application/json",
-		/* Ask for the body at once rather than after "100 Continue". */
-		"Expect:",
-	};
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && !rc; i++) {
-		if ((next = curl_slist_append(hl, fixed[i])))
-			hl = next;
-		else
-			rc = K8S_ENOMEM;
-	}
-	if (rq->content_type && !rc) {
+	/* Ask for the body at once rather than after "100 Continue". */
+	failed = failed || append_header(&hl, "Accept: application/json") ||
+	         append_header(&hl, "Expect:");
+	if (rq->content_type && !failed) {
 		char ct[128];
 		snprintf(ct, sizeof(ct), "Content-Type: %s", rq->content_type);
-		if ((next = curl_slist_append(hl, ct)))
-			hl = next;
-		else
-			rc = K8S_ENOMEM;
+		failed = append_header(&hl, ct);
 	}
-	if (rc) {
-		free_headers(hl);
+	if (failed) {
+		k8s__free_headers(hl);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -526,15 +644,7 @@ static int setup_handle(k8s_client *c, CURL *h, const request *rq,
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Records a transfer failure (no HTTP answer) and returns its code. */
-static int transport_error(const request *rq, CURLcode res, const char *errbuf)
+int k8s__transport_error(const k8s__request *rq, CURLcode res, const char *errbuf)
 {
 	int code = res == CURLE_OPERATION_TIMEDOUT ? K8S_ETIMEOUT : K8S_ETRANSPORT;
 	if (res == CURLE_OUT_OF_MEMORY)
@@ -544,61 +654,169 @@ static int transport_error(const request *rq, CURLcode res, const char *errbuf)
 	                     errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
 
-/* One debug line per request: never headers, bodies or the token. */
-static void log_request(k8s_client *c, CURL *h, const request *rq, long status,
-                        int64_t started)
+static const char *http_version_name(long v)
 {
+	switch (v) {
+	case CURL_HTTP_VERSION_1_0: return "1.0";
+	case CURL_HTTP_VERSION_1_1: return "1.1";
+	case CURL_HTTP_VERSION_2_0: return "2";
+	case CURL_HTTP_VERSION_3: return "3";
+	default: return "none";
+	}
+}
+
+typedef struct {
+	k8s_client *c;
+	const k8s__request *rq;
+} warning_ctx;
+
+/* Logs a warning text the first time this client sees it (client-go's
+ * deduplicating warning handler). */
+static void log_warning(const char *text, void *ud)
+{
+	warning_ctx *w = ud;
+	k8s_client *c = w->c;
+	bool fresh;
+
+	pthread_mutex_lock(&c->lock);
+	fresh = !k8s_map_has(&c->warnings_seen, text);
+	if (fresh && k8s_map_count(&c->warnings_seen) < WARNINGS_SEEN_MAX)
+		k8s_map_set(&c->warnings_seen, text, NULL, NULL);
+	pthread_mutex_unlock(&c->lock);
+	if (!fresh)
+		return;
+	atomic_fetch_add_explicit(&c->stats.warnings, 1, memory_order_relaxed);
+	k8s_log(c->log, K8S_LOG_WARN, "API server warning", "text", text,
+	        "verb", w->rq->method, "path", w->rq->path, NULL);
+}
+
+void k8s__client_after(k8s_client *c, CURL *h, const k8s__request *rq,
+                       long status, int64_t started_ms, int attempt,
+                       const k8s__resp *resp)
+{
+	long connects = 0, version = 0;
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
+	atomic_fetch_add_explicit(&c->stats.requests, 1, memory_order_relaxed);
+	if (connects > 0)
+		atomic_fetch_add_explicit(&c->stats.connections, (uint64_t)connects,
+		                          memory_order_relaxed);
+	if (status && version == CURL_HTTP_VERSION_2_0)
+		atomic_fetch_add_explicit(&c->stats.http2, 1, memory_order_relaxed);
+
+	if (resp->warnings_len) {
+		warning_ctx w = { c, rq };
+		const char *p = resp->warnings;
+		while (*p) {
+			size_t n = strcspn(p, "\n");
+			char *one = strndup(p, n);
+			if (one) {
+				k8s__warning_parse(one, log_warning, &w);
+				free(one);
+			}
+			p += n + (p[n] == '\n');
+		}
+	}
 	if (!k8s_log_enabled(c->log, K8S_LOG_DEBUG))
 		return;
-	char code[16], ms[24];
-	long connects = 0;
-	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+	char code[16], ms[24], try[16];
 	snprintf(code, sizeof(code), "%ld", status);
-	snprintf(ms, sizeof(ms), "%" PRId64, now_ms() - started);
+	snprintf(ms, sizeof(ms), "%" PRId64, k8s__now_ms() - started_ms);
+	snprintf(try, sizeof(try), "%d", attempt + 1);
 	k8s_log(c->log, K8S_LOG_DEBUG, "api request", "verb", rq->method,
 	        "path", rq->path, "status", code, "duration_ms", ms,
-	        "new_connection", connects > 0 ? "true" : "false", NULL);
+	        "http_version", http_version_name(status ? version : 0),
+	        "new_connection", connects > 0 ? "true" : "false",
+	        "try", try, NULL);
+}
+
+/* --- retries ---------------------------------------------------------------------- */
+
+typedef struct {
+	bool retry;        /* send again */
+	bool auth_retry;   /* ...with fresh plugin credentials (once, not counted) */
+	long delay_ms;     /* Retry-After, or -1 */
+} try_outcome;
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* Waits for the client's rate limiter (not bounded past the request timeout). */
+static int throttle(k8s_client *c, const k8s__request *rq)
+{
+	long waited = 0;
+	if (!c->limiter)
+		return 0;
+	if (k8s_ratelimiter_wait(c->limiter, c->timeout_ms > 0 ? c->timeout_ms : -1,
+	                         &waited) != 0)
+		return k8s_error_set(K8S_ETIMEOUT, 0, NULL,
+		                     "%s: %s %s: the client-side rate limit (qps %g, "
+		                     "burst %d) would delay it past the %ld ms timeout",
+		                     rq->subject, rq->method, rq->path,
+		                     k8s_ratelimiter_qps(c->limiter),
+		                     k8s_ratelimiter_burst(c->limiter), c->timeout_ms);
+	if (waited > 0) {
+		atomic_fetch_add_explicit(&c->stats.throttled, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats.throttle_wait_ms, (uint64_t)waited,
+		                          memory_order_relaxed);
+		if (k8s_log_enabled(c->log, K8S_LOG_DEBUG)) {
+			char ms[24];
+			snprintf(ms, sizeof(ms), "%ld", waited);
+			k8s_log(c->log, K8S_LOG_DEBUG, "client-side throttling",
+			        "verb", rq->method, "path", rq->path, "waited_ms", ms, NULL);
+		}
+	}
+	return 0;
 }
 
 /*
- * Performs a request and decodes its answer: 2xx JSON into *out (when
- * `out` is not NULL), anything else into the recorded error.
+ * One try: 2xx JSON into *out (when `out` is not NULL), anything else into
+ * the recorded error; `oc` says whether to try again.
  */
-static int do_request(k8s_client *c, const request *rq, cJSON **out)
+static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
+                    bool auth_retried, cJSON **out, try_outcome *oc)
 {
 	char errbuf[CURL_ERROR_SIZE];
 	struct curl_slist *headers = NULL;
-	sbuf body = { .max = BODY_MAX };
+	k8s__sbuf body = { .max = BODY_MAX };
+	k8s__resp resp;
+	k8s__creds cr;
+	k8s__xfer x;
 	long status = 0;
+	CURLcode res = CURLE_OK;
 	int rc;
 
-	if (out)
-		*out = NULL;
-	CURL *h = borrow(c);
-	if (!h)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
-		                     rq->subject);
-	errbuf[0] = '\0';
-	if ((rc = setup_handle(c, h, rq, errbuf, &headers))) {
-		give_back(c, h);
+	oc->retry = oc->auth_retry = false;
+	oc->delay_ms = -1;
+	if ((rc = throttle(c, rq)) || (rc = k8s__client_creds(c, &cr)))
 		return rc;
+	CURL *h = k8s__transport_handle(&c->transport);
+	if (!h) {
+		k8s__creds_free(&cr);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
 	}
+	errbuf[0] = '\0';
+	k8s__resp_init(&resp);
+	resp.now = 0;
+	if ((rc = k8s__client_prepare(c, h, rq, &cr, errbuf, &headers, &resp)) ||
+	    (rc = k8s__xfer_init(&x, h)))
+		goto out;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sbuf_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
 	if (c->timeout_ms > 0)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 
-	int64_t started = now_ms();
-	CURLcode res = curl_easy_perform(h);
+	int64_t started = k8s__now_ms();
+	res = k8s__xfer_perform(k8s__transport_pick(&c->transport, rq->list_or_watch), &x);
+	k8s__xfer_destroy(&x);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	log_request(c, h, rq, status, started);
-	/* Nothing may point at this call's stack once the handle is pooled. */
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	give_back(c, h);
-	free_headers(headers);
+	k8s__client_after(c, h, rq, status, started, attempt, &resp);
 
-	if (res == CURLE_WRITE_ERROR && body.failed == SBUF_TOOBIG)
+	if (res == CURLE_WRITE_ERROR && body.failed == K8S__SBUF_TOOBIG)
 		rc = k8s_error_set(K8S_EDECODE, (int)status, NULL,
 		                   "%s: %s %s: the answer is larger than %zu bytes",
 		                   rq->subject, rq->method, rq->path, (size_t)BODY_MAX);
@@ -607,7 +825,7 @@ static int do_request(k8s_client *c, const request *rq, cJSON **out)
 		                   "%s: %s %s: out of memory reading the answer",
 		                   rq->subject, rq->method, rq->path);
 	else if (res != CURLE_OK)
-		rc = transport_error(rq, res, errbuf);
+		rc = k8s__transport_error(rq, res, errbuf);
 	else if (status < 200 || status > 299)
 		rc = k8s__status_record((int)status, body.data, body.len, rq->subject);
 	else if (out) {
@@ -618,8 +836,65 @@ static int do_request(k8s_client *c, const request *rq, cJSON **out)
 			                   "is not JSON", rq->subject, rq->method,
 			                   rq->path, status, body.len);
 	}
+	if (rc && status == 401 && !auth_retried && k8s__client_auth_failed(c, &cr)) {
+		/* The plugin's credential was refused: a 401 is answered before
+		 * anything runs, so any verb may go again, with a fresh one. */
+		oc->retry = oc->auth_retry = true;
+	} else if (rc && !(res == CURLE_WRITE_ERROR && body.failed)) {
+		oc->retry = k8s__retryable(rq->idempotent, res, status);
+		oc->delay_ms = resp.retry_after_ms;
+	}
+out:
+	/* Nothing may point at this call's stack once the handle is pooled. */
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
+	k8s__transport_release(&c->transport, h);
+	k8s__free_headers(headers);
+	k8s__creds_free(&cr);
 	free(body.data);
 	return rc;
+}
+
+/*
+ * Performs a request, trying again (after a backoff, or the server's
+ * Retry-After) while k8s__retryable() allows and tries remain.
+ */
+static int do_request(k8s_client *c, const k8s__request *rq, cJSON **out)
+{
+	unsigned seed = (unsigned)k8s__now_ms() ^ (unsigned)(uintptr_t)rq;
+	bool auth_retried = false;
+	int retries = 0;
+
+	if (out)
+		*out = NULL;
+	for (int attempt = 0;; attempt++) {
+		try_outcome oc;
+		int rc = try_once(c, rq, attempt, auth_retried, out, &oc);
+		if (!oc.retry || (!oc.auth_retry && retries >= c->max_retries))
+			return rc;
+		long delay = 0;
+		if (oc.auth_retry) {
+			auth_retried = true;
+		} else {
+			delay = oc.delay_ms >= 0 ? oc.delay_ms
+				: k8s__backoff_ms(retries, c->max_retry_delay_ms, &seed);
+			if (delay > c->max_retry_delay_ms)
+				delay = c->max_retry_delay_ms;
+			retries++;
+		}
+		atomic_fetch_add_explicit(&c->stats.retries, 1, memory_order_relaxed);
+		if (k8s_log_enabled(c->log, K8S_LOG_DEBUG)) {
+			char ms[24];
+			snprintf(ms, sizeof(ms), "%ld", delay);
+			k8s_log(c->log, K8S_LOG_DEBUG, "retrying api request",
+			        "verb", rq->method, "path", rq->path,
+			        "error", k8s_error_last()->message, "delay_ms", ms, NULL);
+		}
+		if (delay > 0)
+			sleep_ms(delay);
+	}
 }
 
 /* --- naming and paths ------------------------------------------------------ */
@@ -682,39 +957,44 @@ static int check_args(const k8s_client *c, const k8s_resource *r)
 }
 
 /* Builds PATH into `path`; returns 0 or K8S_EINVAL (recorded). */
-static int make_path(sbuf *out, const k8s_resource *r, const char *ns,
+static int make_path(k8s__sbuf *out, const k8s_resource *r, const char *ns,
                      const char *name, const char *sub)
 {
 	char path[PATH_MAX_LEN];
 	if (k8s_resource_path(path, sizeof(path), r, ns, name, sub) < 0)
 		return K8S_EINVAL;
-	sbuf_adds(out, path);
+	k8s__sbuf_adds(out, path);
 	return 0;
 }
 
-static void add_write_query(sbuf *q, const k8s_write_options *o)
+static void add_write_query(k8s__sbuf *q, const k8s_write_options *o)
 {
 	if (!o)
 		return;
 	if (o->field_manager && o->field_manager[0])
-		sbuf_query(q, "fieldManager", o->field_manager);
+		k8s__sbuf_query(q, "fieldManager", o->field_manager);
 	if (o->dry_run)
-		sbuf_query(q, "dryRun", "All");
+		k8s__sbuf_query(q, "dryRun", "All");
 	if (o->force)
-		sbuf_query(q, "force", "true");
+		k8s__sbuf_query(q, "force", "true");
 }
 
+/* How a request may be treated: sent again after a failure, or routed to
+ * the list/watch shard. */
+enum { REQ_IDEMPOTENT = 1, REQ_LIST = 2 };
+
 /* Runs a request whose path is in `path` and whose body is `json`; frees both. */
-static int run(k8s_client *c, const char *method, sbuf *path,
+static int run(k8s_client *c, const char *method, k8s__sbuf *path,
                const char *content_type, char *json, const char *subject,
-               cJSON **out)
+               int flags, cJSON **out)
 {
 	int rc;
 	if (path->failed) {
 		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	} else {
-		request rq = { method, path->data, json ? content_type : NULL,
-		               json, subject };
+		k8s__request rq = { method, path->data, json ? content_type : NULL,
+		                    json, subject, (flags & REQ_IDEMPOTENT) != 0,
+		                    (flags & REQ_LIST) != 0, false };
 		rc = do_request(c, &rq, out);
 	}
 	free(path->data);
@@ -729,7 +1009,7 @@ int k8s_client_get(k8s_client *c, const k8s_resource *r, const char *ns,
                    const char *name, cJSON **out)
 {
 	char subject[512];
-	sbuf path = { 0 };
+	k8s__sbuf path = { 0 };
 	int rc;
 
 	if (out)
@@ -740,28 +1020,28 @@ int k8s_client_get(k8s_client *c, const k8s_resource *r, const char *ns,
 	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
 	if ((rc = make_path(&path, r, ns, name ? name : "", NULL)))
 		return rc;
-	return run(c, "GET", &path, NULL, NULL, subject, out);
+	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT, out);
 }
 
-static void add_list_query(sbuf *q, const k8s_list_options *o)
+static void add_list_query(k8s__sbuf *q, const k8s_list_options *o)
 {
 	if (!o)
 		return;
 	if (o->label_selector && o->label_selector[0])
-		sbuf_query(q, "labelSelector", o->label_selector);
+		k8s__sbuf_query(q, "labelSelector", o->label_selector);
 	if (o->field_selector && o->field_selector[0])
-		sbuf_query(q, "fieldSelector", o->field_selector);
+		k8s__sbuf_query(q, "fieldSelector", o->field_selector);
 	if (o->resource_version && o->resource_version[0])
-		sbuf_query(q, "resourceVersion", o->resource_version);
+		k8s__sbuf_query(q, "resourceVersion", o->resource_version);
 	if (o->timeout_seconds > 0)
-		sbuf_query_long(q, "timeoutSeconds", o->timeout_seconds);
+		k8s__sbuf_query_long(q, "timeoutSeconds", o->timeout_seconds);
 }
 
 int k8s_client_list(k8s_client *c, const k8s_resource *r, const char *ns,
                     const k8s_list_options *opts, cJSON **out)
 {
 	char subject[512];
-	sbuf path = { 0 };
+	k8s__sbuf path = { 0 };
 	int rc;
 
 	if (out)
@@ -775,10 +1055,10 @@ int k8s_client_list(k8s_client *c, const k8s_resource *r, const char *ns,
 		return rc;
 	add_list_query(&path, opts);
 	if (opts && opts->limit > 0)
-		sbuf_query_long(&path, "limit", opts->limit);
+		k8s__sbuf_query_long(&path, "limit", opts->limit);
 	if (opts && opts->continue_token && opts->continue_token[0])
-		sbuf_query(&path, "continue", opts->continue_token);
-	return run(c, "GET", &path, NULL, NULL, subject, out);
+		k8s__sbuf_query(&path, "continue", opts->continue_token);
+	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT | REQ_LIST, out);
 }
 
 /* Common to create, update and update_status. */
@@ -787,7 +1067,7 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
                         const char *method, const char *sub, cJSON **out)
 {
 	char subject[512];
-	sbuf path = { 0 };
+	k8s__sbuf path = { 0 };
 	int rc;
 	int create = strcmp(method, "POST") == 0;
 
@@ -826,7 +1106,10 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
 		free(path.data);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
-	return run(c, method, &path, "application/json", json, subject, out);
+	/* A PUT carrying a resourceVersion can not overwrite a change made
+	 * since: sending it twice yields a Conflict at worst. */
+	int flags = !create && meta_str(obj, "resourceVersion") ? REQ_IDEMPOTENT : 0;
+	return run(c, method, &path, "application/json", json, subject, flags, out);
 }
 
 int k8s_client_create(k8s_client *c, const k8s_resource *r, const char *ns,
@@ -862,13 +1145,13 @@ static const char *patch_content_type(k8s_patch_type type)
 	}
 }
 
-int k8s_client_patch(k8s_client *c, const k8s_resource *r, const char *ns,
-                     const char *name, const char *subresource,
-                     k8s_patch_type type, const cJSON *patch,
-                     const k8s_write_options *opts, cJSON **out)
+static int patch_object(k8s_client *c, const k8s_resource *r, const char *ns,
+                        const char *name, const char *subresource,
+                        k8s_patch_type type, const cJSON *patch,
+                        const k8s_write_options *opts, int flags, cJSON **out)
 {
 	char subject[512];
-	sbuf path = { 0 };
+	k8s__sbuf path = { 0 };
 	int rc;
 
 	if (out)
@@ -905,7 +1188,17 @@ int k8s_client_patch(k8s_client *c, const k8s_resource *r, const char *ns,
 		free(path.data);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
-	return run(c, "PATCH", &path, ctype, json, subject, out);
+	return run(c, "PATCH", &path, ctype, json, subject, flags, out);
+}
+
+int k8s_client_patch(k8s_client *c, const k8s_resource *r, const char *ns,
+                     const char *name, const char *subresource,
+                     k8s_patch_type type, const cJSON *patch,
+                     const k8s_write_options *opts, cJSON **out)
+{
+	/* A patch may be relative (a JSON patch `add` to a list, a strategic
+	 * merge appending): never sent twice. */
+	return patch_object(c, r, ns, name, subresource, type, patch, opts, 0, out);
 }
 
 /* meta/v1 DeleteOptions as JSON; NULL when out of memory. */
@@ -951,7 +1244,7 @@ int k8s_client_delete(k8s_client *c, const k8s_resource *r, const char *ns,
                       cJSON **out)
 {
 	char subject[512];
-	sbuf path = { 0 };
+	k8s__sbuf path = { 0 };
 	char *json = NULL;
 	int rc;
 
@@ -969,52 +1262,203 @@ int k8s_client_delete(k8s_client *c, const k8s_resource *r, const char *ns,
 		free(path.data);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
-	return run(c, "DELETE", &path, "application/json", json, subject, out);
+	/* Deleting twice deletes once; the second may answer NotFound. */
+	return run(c, "DELETE", &path, "application/json", json, subject,
+	           REQ_IDEMPOTENT, out);
 }
 
-/* --- watch ------------------------------------------------------------------ */
 
-typedef struct {
-	CURL *h;
-	k8s__watch_decoder *dec;
-	const atomic_int *cancel;
-	long status;      /* HTTP status, once the body starts */
-	sbuf error_body;  /* body of a non-2xx answer */
-	int rc;           /* decoder result: 0, K8S__WATCH_STOPPED or an error */
-} watch_ctx;
+/* --- all pages of a list ------------------------------------------------------- */
 
-static size_t watch_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+/* The `items` array of a List, created when the server sent none. */
+static cJSON *list_items(cJSON *list)
 {
-	watch_ctx *w = ud;
-	size_t n = size * nmemb;
+	cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+	if (cJSON_IsArray(items))
+		return items;
+	cJSON_DeleteItemFromObjectCaseSensitive(list, "items");
+	return cJSON_AddArrayToObject(list, "items");
+}
 
-	if (w->status == 0)
-		curl_easy_getinfo(w->h, CURLINFO_RESPONSE_CODE, &w->status);
-	if (w->status < 200 || w->status > 299) {
-		/* Keep the Status for the error; past the bound, drop the rest. */
-		sbuf_add(&w->error_body, ptr, n);
-		return n;
+static const char *list_meta(const cJSON *list, const char *key)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(list, "metadata");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(md, key);
+	return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : NULL;
+}
+
+/* Moves the items of `page` to the end of `items` (no copies). */
+static void move_items(cJSON *items, cJSON *page)
+{
+	cJSON *from = cJSON_GetObjectItemCaseSensitive(page, "items");
+	if (!cJSON_IsArray(from))
+		return;
+	while (from->child) {
+		cJSON *it = cJSON_DetachItemViaPointer(from, from->child);
+		cJSON_AddItemToArray(items, it);
 	}
-	w->rc = k8s__watch_decoder_feed(w->dec, ptr, n);
-	return w->rc == 0 ? n : CURL_WRITEFUNC_ERROR;
 }
 
-/* libcurl calls this about once a second even while the stream is idle. */
-static int watch_progress_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow,
-                             curl_off_t ultotal, curl_off_t ulnow)
+/* The List keeps the last page's resourceVersion and loses its paging fields. */
+static int finish_list(cJSON *all, const cJSON *last)
 {
-	const watch_ctx *w = ud;
-	return w->cancel && atomic_load(w->cancel) ? 1 : 0;
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(all, "metadata");
+	if (!cJSON_IsObject(md)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(all, "metadata");
+		if (!(md = cJSON_AddObjectToObject(all, "metadata")))
+			return -1;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "continue");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "remainingItemCount");
+	const char *rv = last ? list_meta(last, "resourceVersion") : NULL;
+	if (rv) {
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
+		if (!cJSON_AddStringToObject(md, "resourceVersion", rv))
+			return -1;
+	}
+	return 0;
 }
+
+int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
+                        const k8s_list_options *opts, cJSON **out)
+{
+	k8s_list_options o = K8S_LIST_OPTIONS_INIT;
+	cJSON *all = NULL, *items = NULL;
+	char *cont = NULL;
+	int rc;
+
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "list_all: out is required");
+	*out = NULL;
+	if ((rc = check_args(c, r)) ||
+	    (opts && (rc = check_version(opts->version, K8S_LIST_OPTIONS_VERSION,
+	                                 "list_all"))))
+		return rc;
+	if (opts)
+		o = *opts;
+	if (o.limit <= 0)
+		o.limit = LIST_ALL_PAGE;
+	if (o.continue_token && o.continue_token[0] &&
+	    !(cont = strdup(o.continue_token)))
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "list_all: out of memory");
+
+	for (;;) {
+		cJSON *page = NULL;
+		k8s_list_options po = o;
+		po.continue_token = cont;
+		/* The server refuses a resourceVersion with a continue token:
+		 * the token already pins the snapshot. */
+		if (cont)
+			po.resource_version = NULL;
+		rc = k8s_client_list(c, r, ns, &po, &page);
+		if (rc == K8S_EGONE && cont) {
+			/* The continue token expired (the snapshot was compacted
+			 * away): start over with one unpaged list, as client-go's
+			 * pager does (FullListIfExpired). */
+			k8s_log(c->log, K8S_LOG_INFO,
+			        "list continue token expired; listing again in one page",
+			        "resource", r->resource, NULL);
+			cJSON_Delete(all);
+			all = items = NULL;
+			free(cont);
+			cont = NULL;
+			po = o;
+			po.limit = 0;
+			po.continue_token = NULL;
+			rc = k8s_client_list(c, r, ns, &po, &page);
+		}
+		if (rc)
+			goto fail;
+		if (!all) {
+			all = page;
+			if (!(items = list_items(all)))
+				goto nomem;
+		} else {
+			move_items(items, page);
+		}
+		const char *next = po.limit > 0 ? list_meta(page, "continue") : NULL;
+		char *copy = next ? strdup(next) : NULL;
+		if (next && !copy) {
+			if (page != all)
+				cJSON_Delete(page);
+			goto nomem;
+		}
+		free(cont);
+		cont = copy;
+		if (!cont) {
+			rc = finish_list(all, page) ? K8S_ENOMEM : 0;
+			if (page != all)
+				cJSON_Delete(page);
+			if (rc)
+				goto nomem;
+			break;
+		}
+		if (page != all)
+			cJSON_Delete(page);
+	}
+	*out = all;
+	return 0;
+nomem:
+	rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "list_all %s: out of memory",
+	                   kind_of(r));
+fail:
+	cJSON_Delete(all);
+	free(cont);
+	return rc;
+}
+
+/* --- the scale subresource --------------------------------------------------------- */
+
+int k8s_client_get_scale(k8s_client *c, const k8s_resource *r, const char *ns,
+                         const char *name, cJSON **out)
+{
+	char subject[512];
+	k8s__sbuf path = { 0 };
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if ((rc = check_args(c, r)))
+		return rc;
+	ns = object_ns(c, r, ns, NULL);
+	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
+	if ((rc = make_path(&path, r, ns, name ? name : "", "scale")))
+		return rc;
+	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT, out);
+}
+
+int k8s_client_update_scale(k8s_client *c, const k8s_resource *r,
+                            const char *ns, const char *name, int32_t replicas,
+                            const k8s_write_options *opts, cJSON **out)
+{
+	if (out)
+		*out = NULL;
+	if (replicas < 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "update_scale: replicas must be >= 0 (got %d)",
+		                     (int)replicas);
+	cJSON *patch = cJSON_CreateObject();
+	cJSON *spec = patch ? cJSON_AddObjectToObject(patch, "spec") : NULL;
+	if (!spec || !cJSON_AddNumberToObject(spec, "replicas", replicas)) {
+		cJSON_Delete(patch);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "update_scale: out of memory");
+	}
+	/* Setting an absolute count is idempotent: safe to send again. */
+	int rc = patch_object(c, r, ns, name, "scale", K8S_PATCH_MERGE, patch, opts,
+	                      REQ_IDEMPOTENT, out);
+	cJSON_Delete(patch);
+	return rc;
+}
+
+/* --- watch ------------------------------------------------------------------------- */
 
 int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
                      const k8s_list_options *opts, k8s_watch_fn fn,
                      void *userdata, const atomic_int *cancel)
 {
-	char subject[512], errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *headers = NULL;
-	sbuf path = { 0 };
-	watch_ctx w = { .cancel = cancel, .error_body = { .max = WATCH_ERROR_BODY_MAX } };
+	char subject[512];
+	k8s__sbuf path = { 0 };
+	k8s__watch_decoder *dec = NULL;
 	int rc;
 
 	if ((rc = check_args(c, r)) ||
@@ -1026,69 +1470,44 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
 	subject_collection(subject, sizeof(subject), "watch", r, ns);
 	if ((rc = make_path(&path, r, r->namespaced ? ns : NULL, NULL, NULL)))
 		return rc;
-	sbuf_query(&path, "watch", "1");
+	k8s__sbuf_query(&path, "watch", "1");
 	add_list_query(&path, opts);
 	if (opts && opts->allow_watch_bookmarks)
-		sbuf_query(&path, "allowWatchBookmarks", "true");
+		k8s__sbuf_query(&path, "allowWatchBookmarks", "true");
 	if (path.failed) {
 		free(path.data);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
-	if ((rc = k8s__watch_decoder_new(&w.dec, 0, subject, fn, userdata))) {
+	if ((rc = k8s__watch_decoder_new(&dec, 0, subject, fn, userdata))) {
 		free(path.data);
 		return rc;
 	}
-	if (!(w.h = borrow(c))) {
-		k8s__watch_decoder_free(w.dec);
-		free(path.data);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
-	}
-
-	request rq = { "GET", path.data, NULL, NULL, subject };
-	errbuf[0] = '\0';
-	if ((rc = setup_handle(c, w.h, &rq, errbuf, &headers)))
-		goto out;
-	curl_easy_setopt(w.h, CURLOPT_WRITEFUNCTION, watch_write_cb);
-	curl_easy_setopt(w.h, CURLOPT_WRITEDATA, &w);
-	curl_easy_setopt(w.h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(w.h, CURLOPT_XFERINFOFUNCTION, watch_progress_cb);
-	curl_easy_setopt(w.h, CURLOPT_XFERINFODATA, &w);
-	/* No request timeout: a watch may be idle for minutes. TCP keepalive
-	 * (setup_handle) finds a dead peer; when the server is asked to end
-	 * the watch itself, a generous client-side bound backs that up. */
-	if (opts && opts->timeout_seconds > 0)
-		curl_easy_setopt(w.h, CURLOPT_TIMEOUT_MS,
-		                 (opts->timeout_seconds + WATCH_TIMEOUT_SLACK_S) * 1000L);
-
-	int64_t started = now_ms();
-	CURLcode res = curl_easy_perform(w.h);
-	if (w.status == 0)
-		curl_easy_getinfo(w.h, CURLINFO_RESPONSE_CODE, &w.status);
-	log_request(c, w.h, &rq, w.status, started);
-
-	if (w.rc == K8S__WATCH_STOPPED)
-		rc = 0;
-	else if (w.rc < 0)
-		rc = w.rc;  /* recorded by the decoder */
-	else if (res == CURLE_ABORTED_BY_CALLBACK)
-		rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "%s: cancelled", subject);
-	else if (res != CURLE_OK && !(w.status && (w.status < 200 || w.status > 299)))
-		rc = transport_error(&rq, res, errbuf);
-	else if (w.status < 200 || w.status > 299)
-		rc = k8s__status_record((int)w.status, w.error_body.data,
-		                        w.error_body.len, subject);
-	else {
-		rc = k8s__watch_decoder_finish(w.dec);
-		if (rc == K8S__WATCH_STOPPED)
-			rc = 0;
-	}
-out:
-	curl_easy_setopt(w.h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(w.h, CURLOPT_HTTPHEADER, NULL);
-	give_back(c, w.h);
-	free_headers(headers);
-	k8s__watch_decoder_free(w.dec);
-	free(w.error_body.data);
+	k8s__request rq = { "GET", path.data, NULL, NULL, subject, true, true, true };
+	rc = k8s__client_stream(c, &rq, dec, cancel,
+	                        opts ? opts->timeout_seconds : 0);
+	k8s__watch_decoder_free(dec);
 	free(path.data);
 	return rc;
+}
+
+/* --- stats --------------------------------------------------------------------------- */
+
+int k8s_client_stats_get(k8s_client *c, k8s_client_stats *out)
+{
+	int rc;
+	if (!c || !out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "stats: client and out are required");
+	if ((rc = check_version(out->version, K8S_CLIENT_STATS_VERSION, "stats")))
+		return rc;
+#define LOAD(f) atomic_load_explicit(&c->stats.f, memory_order_relaxed)
+	out->requests = LOAD(requests);
+	out->retries = LOAD(retries);
+	out->throttled = LOAD(throttled);
+	out->throttle_wait_ms = LOAD(throttle_wait_ms);
+	out->connections = LOAD(connections);
+	out->http2 = LOAD(http2);
+	out->credential_runs = LOAD(credential_runs);
+	out->warnings = LOAD(warnings);
+#undef LOAD
+	return 0;
 }

@@ -9,7 +9,7 @@
  * create collided, 410 Gone means a watch must relist.
  *
  * Thread-safety: one k8s_client may be used from any number of threads at
- * once; each call borrows a connection from an internal pool.
+ * once; calls run on the client's connection shards (see k8s_client_new()).
  */
 #ifndef K8S_CLIENT_H
 #define K8S_CLIENT_H
@@ -19,6 +19,7 @@
 #include "k8s/common.h"
 #include "k8s/config.h"
 #include "k8s/log.h"
+#include "k8s/ratelimit.h"
 #include "k8s/resource.h"
 
 #ifdef __cplusplus
@@ -28,32 +29,95 @@ extern "C" {
 /** Opaque client handle. */
 typedef struct k8s_client k8s_client;
 
-#define K8S_CLIENT_OPTIONS_VERSION 1
+#define K8S_CLIENT_OPTIONS_VERSION 2
 
-/** Client options; initialise with K8S_CLIENT_OPTIONS_INIT. */
+/**
+ * Client options; initialise with K8S_CLIENT_OPTIONS_INIT (or
+ * k8s_client_options_init()). Fields after `logger` came with version 2: a
+ * caller built against version 1 keeps working, with their defaults.
+ */
 typedef struct {
 	unsigned int version;     /**< K8S_CLIENT_OPTIONS_VERSION */
-	long timeout_ms;          /**< per-request timeout (not watches); 0: none */
+	long timeout_ms;          /**< per-request timeout (not watches), per try; 0: none */
 	long connect_timeout_ms;  /**< TCP+TLS connect timeout; 0: 10 s */
 	const char *user_agent;   /**< NULL: "libk8s/<version>" */
 	k8s_logger *logger;       /**< borrowed; NULL: silent */
+	/* version 2 */
+	double qps;               /**< client-side limit on non-watch requests
+	                           *   per second (every try counts), as
+	                           *   upstream's --kube-api-qps; <= 0: none
+	                           *   (default -1) */
+	int burst;                /**< requests admitted at once before pacing
+	                           *   (--kube-api-burst, default 10); >= 1
+	                           *   when qps > 0 */
+	k8s_ratelimiter *ratelimiter; /**< borrowed limiter shared with other
+	                           *   clients; overrides qps and burst; NULL:
+	                           *   the client's own, from qps and burst */
+	int api_connections;      /**< connection shards for non-watch requests,
+	                           *   1..64, round-robin (--api-connections,
+	                           *   default 1; 0 means 1) */
+	bool separate_watch_connection; /**< lists and watches get a shard of
+	                           *   their own (--separate-watch-connection) */
+	int max_retries;          /**< tries after the first for a retryable
+	                           *   failure (default 4; 0: none) */
+	long max_retry_delay_ms;  /**< bound of one backoff or Retry-After wait
+	                           *   (0: 10000) */
+	long exec_timeout_ms;     /**< longest run of an exec credential plugin
+	                           *   (0: 60000) */
 } k8s_client_options;
 
-#define K8S_CLIENT_OPTIONS_INIT { K8S_CLIENT_OPTIONS_VERSION, 30000, 10000, NULL, NULL }
+#define K8S_CLIENT_OPTIONS_INIT { K8S_CLIENT_OPTIONS_VERSION, 30000, 10000, NULL, \
+	NULL, -1, 10, NULL, 1, false, 4, 10000, 60000 }
 
-/** Fills `opts` with defaults; returns K8S_EINVAL for an unknown version. */
+/**
+ * Fills `opts` with the defaults of options `version` (1 or 2: an older
+ * struct is shorter, only its fields are written). Returns 0, or K8S_EINVAL
+ * for an unknown version.
+ */
 K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
                                        unsigned int version);
 
 /**
  * Creates a client for `cfg` (copied; the caller keeps ownership of cfg).
  * `opts` may be NULL for defaults. The application must have called
- * k8s_global_init() first. Returns 0, K8S_EINVAL, K8S_ENOMEM or
- * K8S_ECONFIG (e.g. a server URL that can not be parsed).
+ * k8s_global_init() first.
  *
- * Connections are kept alive and reused between calls. With a token file
- * (in-cluster, or `tokenFile` in a kubeconfig) the client reads the file
- * again whenever it changes, so rotated tokens are picked up.
+ * Transport (https://kubernetes.io/docs/reference/using-api/api-concepts/):
+ * - HTTP/2 is used when TLS negotiates it (ALPN; kube-apiserver offers it),
+ *   else HTTP/1.1. The client starts `api_connections` connection shards
+ *   (one thread each; plus one with `separate_watch_connection`); requests
+ *   are spread over them round-robin, and the concurrent requests of a
+ *   shard share one connection as HTTP/2 streams (a second connection opens
+ *   only past 100 concurrent streams, or with HTTP/1.1). Connections stay
+ *   open and are reused.
+ * - With `separate_watch_connection`, LISTs and WATCHes (what an informer
+ *   does) use their own shard and so never share a connection with writes;
+ *   otherwise a watch is one more stream on a request shard.
+ * - The rate limiter (qps/burst or `ratelimiter`) delays every non-watch
+ *   try; a try that would wait past `timeout_ms` fails with K8S_ETIMEOUT.
+ * - A failed try is sent again, after 100 ms doubling (+ up to 20% jitter)
+ *   or the server's Retry-After (RFC 9110; seconds or a date), each wait at
+ *   most `max_retry_delay_ms`, `max_retries` times at most: any request
+ *   that could not connect or got 429 Too Many Requests (not processed);
+ *   and, when sending twice changes nothing, after a broken connection or
+ *   500, 502, 503, 504: GET (get, list), DELETE, PUT whose object carries a
+ *   resourceVersion (update, update_status) and update_scale. POST and
+ *   PATCH are not sent twice. A retried DELETE may answer K8S_ENOTFOUND
+ *   when the first try had succeeded.
+ * - Server warnings (the `Warning: 299 - "text"` headers of RFC 7234) are
+ *   logged at warn level, once per distinct text per client.
+ *
+ * Credentials: a token file (in-cluster, or `tokenFile`) is read again
+ * whenever it changes, so rotated tokens are picked up. An exec credential
+ * plugin is run on the first request and its credential cached until its
+ * expirationTimestamp, or until the server answers 401 (the request is
+ * then sent once more with a fresh credential); one run at a time, at most
+ * `exec_timeout_ms` long. Tokens are never logged.
+ *
+ * @return 0; K8S_EINVAL (bad options: an unknown version, qps NaN, burst < 1
+ *         with a qps, api_connections out of range, max_retries < 0);
+ *         K8S_ENOMEM; K8S_ECONFIG (a server URL that can not be parsed);
+ *         K8S_ERROR (a connection thread could not be started).
  */
 K8S_EXTERN int k8s_client_new(k8s_client **out, const k8s_config *cfg,
                               const k8s_client_options *opts);
@@ -143,6 +207,24 @@ K8S_EXTERN int k8s_client_list(k8s_client *c, const k8s_resource *r,
                                const char *ns, const k8s_list_options *opts,
                                cJSON **out);
 
+/**
+ * LIST a whole collection, following `metadata.continue` page after page
+ * (https://kubernetes.io/docs/reference/using-api/api-concepts/#retrieving-large-results-sets-in-chunks),
+ * and return one List: `*out` holds every item of every page in order,
+ * the final page's `metadata.resourceVersion` (a consistent snapshot: watch
+ * from it), and no `continue`. `opts->limit` is the page size (0: 500);
+ * selectors apply to every page; `opts->resource_version` to the first
+ * page only (the server rejects it with a continue token);
+ * `opts->continue_token` resumes an earlier paged list. When a continue
+ * token expires mid-way (410, the snapshot was compacted), the list starts
+ * over as one unpaged request, as client-go's pager does.
+ *
+ * `out` is required. Returns as k8s_client_list().
+ */
+K8S_EXTERN int k8s_client_list_all(k8s_client *c, const k8s_resource *r,
+                                   const char *ns, const k8s_list_options *opts,
+                                   cJSON **out);
+
 /** POST a new object (`generateName` honoured by the server). */
 K8S_EXTERN int k8s_client_create(k8s_client *c, const k8s_resource *r,
                                  const char *ns, const cJSON *obj,
@@ -173,6 +255,29 @@ K8S_EXTERN int k8s_client_patch(k8s_client *c, const k8s_resource *r,
                                 const char *subresource, k8s_patch_type type,
                                 const cJSON *patch,
                                 const k8s_write_options *opts, cJSON **out);
+
+/**
+ * GET the scale subresource of an object (apps/v1 Deployments,
+ * StatefulSets and ReplicaSets, core/v1 ReplicationControllers, and custom
+ * resources whose CRD enables it). `*out` is an autoscaling/v1 Scale:
+ * `spec.replicas`, `status.replicas`, `status.selector`.
+ */
+K8S_EXTERN int k8s_client_get_scale(k8s_client *c, const k8s_resource *r,
+                                    const char *ns, const char *name,
+                                    cJSON **out);
+
+/**
+ * Sets `spec.replicas` (>= 0) through the scale subresource, with a JSON
+ * merge patch of the Scale (what `kubectl scale` sends). Setting an
+ * absolute count is idempotent, so this write is retried like a GET.
+ * `*out`, when not NULL, is the resulting Scale. K8S_EINVAL for
+ * replicas < 0; otherwise returns as k8s_client_patch().
+ */
+K8S_EXTERN int k8s_client_update_scale(k8s_client *c, const k8s_resource *r,
+                                       const char *ns, const char *name,
+                                       int32_t replicas,
+                                       const k8s_write_options *opts,
+                                       cJSON **out);
 
 /** DELETE an object. `opts` may be NULL. `out` may be NULL. */
 K8S_EXTERN int k8s_client_delete(k8s_client *c, const k8s_resource *r,
@@ -217,6 +322,29 @@ K8S_EXTERN int k8s_client_watch(k8s_client *c, const k8s_resource *r,
                                 const char *ns, const k8s_list_options *opts,
                                 k8s_watch_fn fn, void *userdata,
                                 const atomic_int *cancel);
+
+#define K8S_CLIENT_STATS_VERSION 1
+
+/** What a client has done since it was created; see k8s_client_stats_get(). */
+typedef struct {
+	unsigned int version;        /**< set by the caller: K8S_CLIENT_STATS_VERSION */
+	uint64_t requests;           /**< HTTP requests sent: every try, watches too */
+	uint64_t retries;            /**< tries sent again after a retryable failure */
+	uint64_t throttled;          /**< tries the rate limiter delayed */
+	uint64_t throttle_wait_ms;   /**< total delay from the rate limiter, in ms */
+	uint64_t connections;        /**< TCP (+TLS) connections opened */
+	uint64_t http2;              /**< answers received over HTTP/2 */
+	uint64_t credential_runs;    /**< exec credential plugin runs */
+	uint64_t warnings;           /**< distinct server Warning texts logged */
+} k8s_client_stats;
+
+/**
+ * Copies the client's counters into `*out`, whose `version` the caller
+ * sets. Counters only grow; each is read atomically, the set is not one
+ * snapshot. Thread-safe. Returns 0 or K8S_EINVAL (NULL argument, unknown
+ * version).
+ */
+K8S_EXTERN int k8s_client_stats_get(k8s_client *c, k8s_client_stats *out);
 
 #ifdef __cplusplus
 }

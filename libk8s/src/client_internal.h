@@ -1,0 +1,149 @@
+/*
+ * client_internal.h - the client's fields and the request helpers that
+ * client.c (verbs, retries, auth) shares with watch.c (streaming).
+ * Private to libk8s.
+ */
+#ifndef K8S_CLIENT_INTERNAL_H
+#define K8S_CLIENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <curl/curl.h>
+#include "k8s/client.h"
+#include "k8s/ratelimit.h"
+#include "config_internal.h"
+#include "exec_credential.h"
+#include "map.h"
+#include "transport.h"
+#include "watch_decoder.h"
+
+/* A growable string with an optional bound. */
+typedef struct {
+	char *data;
+	size_t len;
+	size_t cap;
+	size_t max;   /* bytes accepted at most; 0: no limit */
+	int failed;   /* K8S__SBUF_NOMEM or K8S__SBUF_TOOBIG; later adds refused */
+} k8s__sbuf;
+
+enum { K8S__SBUF_NOMEM = 1, K8S__SBUF_TOOBIG = 2 };
+
+int k8s__sbuf_add(k8s__sbuf *b, const char *s, size_t n);
+int k8s__sbuf_adds(k8s__sbuf *b, const char *s);
+/* Appends "&key=value" (or "?key=value" first), value percent-encoded. */
+void k8s__sbuf_query(k8s__sbuf *b, const char *key, const char *value);
+void k8s__sbuf_query_long(k8s__sbuf *b, const char *key, long value);
+
+/* Counters of k8s_client_stats; relaxed atomics. */
+typedef struct {
+	atomic_uint_fast64_t requests, retries, throttled, throttle_wait_ms,
+		connections, http2, credential_runs, warnings;
+} k8s__counters;
+
+struct k8s_client {
+	k8s_config *cfg;              /* own copy */
+	char *user_agent;
+	long timeout_ms;
+	long connect_timeout_ms;
+	int max_retries;
+	long max_retry_delay_ms;
+	long exec_timeout_ms;
+	k8s_logger *log;              /* borrowed */
+	char *base_url;               /* what paths are appended to */
+	struct curl_slist *connect_to;  /* tls-server-name routing, or NULL */
+	char *proxy;                  /* CURLOPT_PROXY, or NULL (secret) */
+	k8s__transport transport;
+	k8s_ratelimiter *limiter;     /* NULL: no limit */
+	bool own_limiter;
+	k8s__counters stats;
+
+	pthread_mutex_t lock;         /* guards the token and warning state */
+	char *token;                  /* current bearer token, or NULL */
+	struct timespec token_mtime;  /* of token_file when last read */
+	ino_t token_ino;
+	off_t token_size;
+	k8s_map warnings_seen;        /* Warning texts already logged */
+
+	pthread_mutex_t exec_lock;    /* one plugin run at a time; guards below */
+	k8s__exec_credential exec_cred;
+	bool exec_valid;              /* exec_cred may be used */
+	unsigned exec_gen;            /* bumped at every run */
+};
+
+/* One request: what to send and what it is about. */
+typedef struct {
+	const char *method;        /* GET, POST, PUT, PATCH, DELETE */
+	const char *path;          /* path and query, from '/' */
+	const char *content_type;  /* of `body`; NULL when no body */
+	const char *body;
+	const char *subject;       /* e.g. `Pod "default/x"`, for messages */
+	bool idempotent;           /* safe to send again after a failure */
+	bool list_or_watch;        /* goes to the list/watch shard if any */
+	bool watch;                /* not rate limited, no request timeout */
+} k8s__request;
+
+/* The credentials one try uses (copies: the client's may rotate meanwhile). */
+typedef struct {
+	char *token;               /* secret, or NULL */
+	k8s__blob cert, key;       /* from the exec plugin, or absent */
+	unsigned exec_gen;         /* 0: no plugin credential used */
+} k8s__creds;
+
+/**
+ * Fills `cr` with the credentials to use now: the token file re-read when
+ * it changed, or the exec plugin's cached credential, the plugin run when
+ * there is none or it expired. Returns 0 or the plugin's error.
+ */
+int k8s__client_creds(k8s_client *c, k8s__creds *cr);
+
+/** Wipes and frees `cr`. */
+void k8s__creds_free(k8s__creds *cr);
+
+/**
+ * After a 401: forgets the plugin credential `cr` used (unless another
+ * thread already replaced it). Returns true when a retry can use fresh
+ * credentials.
+ */
+bool k8s__client_auth_failed(k8s_client *c, const k8s__creds *cr);
+
+/**
+ * Sets the options every request shares on a fresh handle: URL, TLS,
+ * proxy, identity, headers, method and body, header collection into
+ * `resp`. `headers` receives the list to free with k8s__free_headers()
+ * after the transfer. Returns 0 or an error code (recorded).
+ */
+int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
+                        const k8s__creds *cr, char *errbuf,
+                        struct curl_slist **headers, k8s__resp *resp);
+
+/** Wipes the Authorization header before the list is freed. */
+void k8s__free_headers(struct curl_slist *headers);
+
+/** Records a transfer failure (no HTTP answer) and returns its code. */
+int k8s__transport_error(const k8s__request *rq, CURLcode res,
+                         const char *errbuf);
+
+/**
+ * After a try: counts it in the stats, logs the debug line (never headers,
+ * bodies or the token), and logs each new Warning text once.
+ */
+void k8s__client_after(k8s_client *c, CURL *h, const k8s__request *rq,
+                       long status, int64_t started_ms, int attempt,
+                       const k8s__resp *resp);
+
+/**
+ * Streams a watch request (watch.c): runs it on the list/watch shard and
+ * feeds the body to `dec` on the calling thread, until the stream ends,
+ * the decoder stops it, or `*cancel` is set (checked every 250 ms).
+ * `timeout_seconds` > 0 is the server-side timeout the request asked for.
+ * Returns what k8s_client_watch() documents.
+ */
+int k8s__client_stream(k8s_client *c, const k8s__request *rq,
+                       k8s__watch_decoder *dec, const atomic_int *cancel,
+                       long timeout_seconds);
+
+/** Monotonic milliseconds. */
+int64_t k8s__now_ms(void);
+
+#endif
