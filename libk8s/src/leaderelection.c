@@ -458,7 +458,8 @@ static void report_transition(k8s_leader *le)
 {
 	k8s__lease_record rec;
 	k8s__lease_record_from(le->observed, &rec);
-	if (le->reported && strcmp(le->reported, rec.holder) == 0)
+	/* Starts from "" like client-go's reportedLeader: no report until a holder is seen. */
+	if (strcmp(le->reported ? le->reported : "", rec.holder) == 0)
 		return;
 	char *h = strdup(rec.holder);
 	if (!h)

@@ -107,11 +107,15 @@ K8S_EXTERN int k8s_leader_options_init(k8s_leader_options *opts,
 
 /**
  * Creates an elector (not started) for the Lease and identity in `opts`
- * (strings copied). `client` is borrowed and must outlive the elector; its
- * per-request timeout (k8s_client_options.timeout_ms) should be well below
- * renew_deadline_ms so that a hung request cannot hold the elector thread
- * past the deadline. The client's identity needs get, create and update on
- * coordination.k8s.io leases in the Lease's namespace.
+ * (strings copied). `client` is borrowed and must outlive the elector. One
+ * call of the client may last (max_retries + 1) * timeout_ms plus the
+ * backoffs (k8s_client_options); keep that well below renew_deadline_ms, so
+ * that a hung request cannot hold the elector thread past the deadline (a
+ * dedicated client with e.g. timeout_ms 2000 and max_retries 1 for the
+ * defaults). k8s_leader_is_leader() is right even then; only the
+ * on_stopped_leading callback would come late. The client's identity needs
+ * get, create and update on coordination.k8s.io leases in the Lease's
+ * namespace.
  *
  * @return 0; K8S_EINVAL for a missing field, an unknown options version or
  *         durations that break the constraints above (message says which);
