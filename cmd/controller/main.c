@@ -329,6 +329,7 @@ int main(int argc, char **argv)
 	}
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
 	co.logger = log;
+	co.metrics = metrics;
 	co.user_agent = "agent-sandbox-controller/" AGENT_SANDBOX_VERSION;
 	if (k8s_client_new(&client, cfg, &co) < 0) {
 		k8s_log(log, K8S_LOG_ERROR, "cannot create API client",

@@ -154,6 +154,7 @@ int k8s_client_options_init(k8s_client_options *opts, unsigned int version)
 		                     "client options: unknown version %u", version);
 	/* An older caller's struct is shorter: fill only what it has. */
 	size_t size = version == 1 ? offsetof(k8s_client_options, qps)
+	            : version == 2 ? offsetof(k8s_client_options, metrics)
 	                           : sizeof(defaults);
 	memcpy(opts, &defaults, size);
 	opts->version = version;
@@ -190,6 +191,7 @@ void k8s_client_free(k8s_client *c)
 	k8s_map_clear(&c->warnings_seen, NULL);
 	if (c->own_limiter)
 		k8s_ratelimiter_free(c->limiter);
+	k8s__rest_metrics_free(c->metrics);
 	k8s_config_free(c->cfg);
 	free(c);
 }
@@ -290,7 +292,8 @@ static int effective_options(k8s_client_options *eff, const k8s_client_options *
 	if ((rc = check_version(opts->version, K8S_CLIENT_OPTIONS_VERSION, "client")))
 		return rc;
 	memcpy(eff, opts, opts->version == 1 ? offsetof(k8s_client_options, qps)
-	                                     : sizeof(*eff));
+	                  : opts->version == 2 ? offsetof(k8s_client_options, metrics)
+	                                       : sizeof(*eff));
 	if (eff->qps != eff->qps || eff->qps > 1e9)  /* NaN, infinite */
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
 		                     "client: qps must be a finite number (got %g)", eff->qps);
@@ -360,7 +363,8 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
 		goto fail;
 	}
-	if ((rc = setup_routing(c)))
+	if ((rc = setup_routing(c)) ||
+	    (rc = k8s__rest_metrics_new(&c->metrics, o.metrics, c->base_url)))
 		goto fail;
 	/* The token was read at load time; remember which version of the file
 	 * that was, so that the first request does not read it again. */
@@ -695,6 +699,8 @@ void k8s__client_after(k8s_client *c, CURL *h, const k8s__request *rq,
                        const k8s__resp *resp)
 {
 	long connects = 0, version = 0;
+	k8s__rest_metrics_observe(c->metrics, rq->method, status,
+	                          (double)(k8s__now_ms() - started_ms) / 1000.0, rq->watch);
 	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
 	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &version);
 	atomic_fetch_add_explicit(&c->stats.requests, 1, memory_order_relaxed);

@@ -15,6 +15,7 @@
 #include "config_internal.h"
 #include "exec_credential.h"
 #include "map.h"
+#include "rest_metrics.h"
 #include "transport.h"
 #include "watch_decoder.h"
 
@@ -57,6 +58,7 @@ struct k8s_client {
 	k8s_ratelimiter *limiter;     /* NULL: no limit */
 	bool own_limiter;
 	k8s__counters stats;
+	k8s__rest_metrics *metrics;   /* NULL: off */
 
 	pthread_mutex_t lock;         /* guards the token and warning state */
 	char *token;                  /* current bearer token, or NULL */

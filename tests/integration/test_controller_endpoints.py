@@ -94,7 +94,17 @@ def test_reconcile_and_workqueue_metrics_after_a_sandbox(deployed, controller, n
     assert 'workqueue_depth{controller="sandbox",name="sandbox",priority=""}' in s
     assert s["workqueue_unfinished_work_seconds" + q] >= 0
     assert s["workqueue_longest_running_processor_seconds" + q] >= 0
+    # the REST client: list/watch GETs and the Pod the reconcile created
+    def rest(code, method):
+        return sum(v for k, v in s.items() if re.fullmatch(
+            rf'rest_client_requests_total\{{code="{code}",host="[^"]+",method="{method}"\}}', k))
+    assert rest("200", "GET") >= 3  # a list per informer at least
+    assert rest("201", "POST") >= 1
+    assert any(re.fullmatch(r'rest_client_request_duration_seconds_count\{host="[^"]+",verb="POST"\}', k)
+               for k in s)
     for family, kind in (("controller_runtime_reconcile_total", "counter"),
+                         ("rest_client_requests_total", "counter"),
+                         ("rest_client_request_duration_seconds", "histogram"),
                          ("controller_runtime_reconcile_time_seconds", "histogram"),
                          ("workqueue_depth", "gauge"),
                          ("workqueue_queue_duration_seconds", "histogram")):

@@ -19,6 +19,7 @@
 #include "k8s/common.h"
 #include "k8s/config.h"
 #include "k8s/log.h"
+#include "k8s/metrics.h"
 #include "k8s/ratelimit.h"
 #include "k8s/resource.h"
 
@@ -29,12 +30,13 @@ extern "C" {
 /** Opaque client handle. */
 typedef struct k8s_client k8s_client;
 
-#define K8S_CLIENT_OPTIONS_VERSION 2
+#define K8S_CLIENT_OPTIONS_VERSION 3
 
 /**
  * Client options; initialise with K8S_CLIENT_OPTIONS_INIT (or
- * k8s_client_options_init()). Fields after `logger` came with version 2: a
- * caller built against version 1 keeps working, with their defaults.
+ * k8s_client_options_init()). Fields after `logger` came with version 2,
+ * `metrics` with version 3: a caller built against an older version keeps
+ * working, with the defaults of the fields it does not know.
  */
 typedef struct {
 	unsigned int version;     /**< K8S_CLIENT_OPTIONS_VERSION */
@@ -64,10 +66,18 @@ typedef struct {
 	                           *   (0: 10000) */
 	long exec_timeout_ms;     /**< longest run of an exec credential plugin
 	                           *   (0: 60000) */
+	/* version 3 */
+	k8s_metrics_registry *metrics; /**< borrowed; NULL: no metrics. Records
+	                           *   client-go's rest_client_requests_total
+	                           *   {code,method,host} (every try, watches
+	                           *   too; code "<error>" without an answer)
+	                           *   and rest_client_request_duration_seconds
+	                           *   {verb,host} (not watches). Must outlive
+	                           *   the client. */
 } k8s_client_options;
 
 #define K8S_CLIENT_OPTIONS_INIT { K8S_CLIENT_OPTIONS_VERSION, 30000, 10000, NULL, \
-	NULL, -1, 10, NULL, 1, false, 4, 10000, 60000 }
+	NULL, -1, 10, NULL, 1, false, 4, 10000, 60000, NULL }
 
 /**
  * Fills `opts` with the defaults of options `version` (1 or 2: an older
