@@ -804,6 +804,16 @@ static void log_write_error(k8s_event_recorder *rec, const char *what,
 	        "retry", retry ? "true" : "false", "error", k8s_error_last()->message, NULL);
 }
 
+static void log_written(k8s_event_recorder *rec, const char *what, const char *ns,
+                        const char *name, int count)
+{
+	if (!k8s_log_enabled(rec->log, K8S_LOG_DEBUG))
+		return;
+	char n[16];
+	snprintf(n, sizeof(n), "%d", count);
+	k8s_log(rec->log, K8S_LOG_DEBUG, what, "namespace", ns, "event", name, "count", n, NULL);
+}
+
 /* Detaches the first create that may run now. Caller holds the lock. */
 static item *pick_item(k8s_event_recorder *rec, int64_t now_ms, uint64_t gen)
 {
@@ -842,7 +852,11 @@ static void do_create(k8s_event_recorder *rec, item *it)
 		item_free(it);
 		return;
 	}
-	/* Repeats recorded before the create went out are included as its series. */
+	/*
+	 * Repeats recorded before the create went out are included as its
+	 * series; a flush that asked for this create is answered by it.
+	 */
+	e->attempt_gen = it->attempt_gen;
 	int count = e->series.count;
 	cJSON *ev = cJSON_Duplicate(e->event, 1);
 	if (ev && count >= 2 && !add_item(ev, "series", series_json(count, e->series.last_observed_us))) {
@@ -858,6 +872,8 @@ static void do_create(k8s_event_recorder *rec, item *it)
 	bool retry = rc != 0 && transient(rc) && it->tries + 1 < rec->max_tries;
 	if (rc != 0)
 		log_write_error(rec, "events: cannot create event", ns, name, retry);
+	else
+		log_written(rec, "events: event created", ns, name, count);
 	cJSON_Delete(ev);
 	free(ns);
 	free(name);
@@ -931,6 +947,9 @@ static void do_patch(k8s_event_recorder *rec, entry *e)
 	}
 	if (rc != 0)
 		log_write_error(rec, "events: cannot update event series", ns, name, transient(rc));
+	else
+		log_written(rec, recreated ? "events: event recreated with its series"
+		                           : "events: event series updated", ns, name, count);
 	cJSON_Delete(patch);
 	cJSON_Delete(ev);
 	free(ns);
