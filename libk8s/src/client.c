@@ -1316,11 +1316,14 @@ static int finish_list(cJSON *all, const cJSON *last)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(md, "continue");
 	cJSON_DeleteItemFromObjectCaseSensitive(md, "remainingItemCount");
-	const char *rv = last ? list_meta(last, "resourceVersion") : NULL;
+	/* The first page already carries its own. */
+	const char *rv = last && last != all ? list_meta(last, "resourceVersion") : NULL;
 	if (rv) {
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
-		if (!cJSON_AddStringToObject(md, "resourceVersion", rv))
+		cJSON *v = cJSON_CreateString(rv);
+		if (!v)
 			return -1;
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
+		cJSON_AddItemToObject(md, "resourceVersion", v);
 	}
 	return 0;
 }
