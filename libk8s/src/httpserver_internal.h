@@ -1,11 +1,57 @@
 /*
- * httpserver_internal.h - what the built-in handlers need from the server
- * beyond the public API: a route whose userdata the server owns.
+ * httpserver_internal.h - what the parts of the HTTP server share beyond
+ * the public API: the request and response structs (httpmessage.c builds
+ * and reads them, httpserver.c drives them), and a route whose userdata
+ * the server owns (for the built-in handlers).
  */
 #ifndef K8S_HTTPSERVER_INTERNAL_H
 #define K8S_HTTPSERVER_INTERNAL_H
 
 #include "k8s/httpserver.h"
+#include "strbuf.h"
+
+/* --- messages (httpmessage.c) --- */
+
+typedef struct {
+	char *name;
+	char *value;
+} k8s__http_header;
+
+struct k8s_http_request {
+	const char *method;            /* static, from http_method_str() */
+	k8s_strbuf url;                /* raw request target */
+	char *path;
+	char *query;
+	k8s__http_header *headers;
+	size_t nheaders, cap;
+	k8s_strbuf field, value;       /* the header being received */
+	bool in_value;                 /* last callback was a value */
+	k8s_strbuf body;
+};
+
+struct k8s_http_response {
+	int status;
+	k8s_strbuf headers;            /* "Name: value\r\n" lines */
+	k8s_strbuf body;
+	bool has_content_type;
+};
+
+/** Frees what a request holds and zeroes it for the next one. */
+void k8s__http_request_reset(k8s_http_request *r);
+
+/** Moves the header field being received into the list. 0, or -1 (memory). */
+int k8s__http_request_end_header(k8s_http_request *r);
+
+/** Frees what a response holds. */
+void k8s__http_response_free(k8s_http_response *res);
+
+/** Reason phrase of a status, as Go's net/http.StatusText writes it. */
+const char *k8s__http_reason_phrase(int status);
+
+/** The current time as an RFC 9110 IMF-fixdate (needs 30 bytes). */
+void k8s__http_date(char *buf, size_t cap);
+
+/* --- routes (httpserver.c) --- */
 
 /**
  * As k8s_http_server_route(), and the server calls `free_userdata` on

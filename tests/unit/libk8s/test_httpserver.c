@@ -1,7 +1,7 @@
 /*
- * Unit tests of libk8s/src/httpserver.c and httpserver_handlers.c: a real
- * server on loopback, driven by libcurl and, where a test needs bytes no
- * well-behaved client sends, by raw sockets.
+ * Unit tests of libk8s/src/httpserver.c, httpmessage.c and
+ * httpserver_handlers.c: a real server on loopback, driven by libcurl and,
+ * where a test needs bytes no well-behaved client sends, by raw sockets.
  */
 #include <arpa/inet.h>
 #include <check.h>
