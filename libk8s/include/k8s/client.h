@@ -80,9 +80,9 @@ typedef struct {
 	NULL, -1, 10, NULL, 1, false, 4, 10000, 60000, NULL }
 
 /**
- * Fills `opts` with the defaults of options `version` (1 or 2: an older
- * struct is shorter, only its fields are written). Returns 0, or K8S_EINVAL
- * for an unknown version.
+ * Fills `opts` with the defaults of options `version` (1 up to
+ * K8S_CLIENT_OPTIONS_VERSION: an older struct is shorter, only its fields
+ * are written). Returns 0, or K8S_EINVAL for an unknown version.
  */
 K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
                                        unsigned int version);

@@ -350,6 +350,118 @@ START_TEST(test_exec_plugin_failures)
 }
 END_TEST
 
+/* --- in-cluster config: the projected token rotates ------------------------ */
+
+static const k8s_resource serviceaccounts =
+	{ "", "v1", "serviceaccounts", "ServiceAccount", true };
+static const k8s_resource secrets = { "", "v1", "secrets", "Secret", true };
+
+/* A ServiceAccount token from the token controller (a legacy token Secret). */
+static char *sa_token(const char *sa)
+{
+	cJSON *o = json("{\"metadata\":{\"name\":\"%s\"}}", sa);
+	OK(k8s_client_create(client, &serviceaccounts, ns, o, NULL, NULL));
+	cJSON_Delete(o);
+	o = json("{\"metadata\":{\"name\":\"%s-token\",\"annotations\":"
+	         "{\"kubernetes.io/service-account.name\":\"%s\"}},"
+	         "\"type\":\"kubernetes.io/service-account-token\"}", sa, sa);
+	OK(k8s_client_create(client, &secrets, ns, o, NULL, NULL));
+	cJSON_Delete(o);
+	char name[128];
+	snprintf(name, sizeof(name), "%s-token", sa);
+	for (int i = 0; i < 300; i++) {
+		cJSON *s = NULL;
+		OK(k8s_client_get(client, &secrets, ns, name, &s));
+		const char *enc = str_at(s, "data", "token");
+		if (enc) {
+			size_t len = 0;
+			mbedtls_base64_decode(NULL, 0, &len, (const unsigned char *)enc, strlen(enc));
+			char *tok = calloc(1, len + 1);
+			ck_assert_int_eq(mbedtls_base64_decode((unsigned char *)tok, len + 1, &len,
+			                                       (const unsigned char *)enc,
+			                                       strlen(enc)), 0);
+			cJSON_Delete(s);
+			return tok;
+		}
+		cJSON_Delete(s);
+		usleep(100 * 1000);
+	}
+	ck_abort_msg("the token controller did not fill %s/%s in 30 s", ns, name);
+	return NULL;
+}
+
+/* Writes the service-account files into dir/GEN and points dir/..data at it,
+ * atomically, the way the kubelet's atomic writer updates a projected volume. */
+static void project(const char *dir, const char *gen, const char *token)
+{
+	char path[256], link[256];
+	snprintf(path, sizeof(path), "%s/%s", dir, gen);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	const char *names[] = { "token", "ca.crt", "namespace" };
+	const char *texts[] = { token, admin_cfg->ca.data, ns };
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, gen, names[i]);
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(texts[i], f);
+		fclose(f);
+	}
+	snprintf(link, sizeof(link), "%s/..data_tmp", dir);
+	ck_assert_int_eq(symlink(gen, link), 0);
+	snprintf(path, sizeof(path), "%s/..data", dir);
+	ck_assert_int_eq(rename(link, path), 0);
+	for (int i = 0; i < 3; i++) {
+		char target[64];
+		snprintf(link, sizeof(link), "%s/%s", dir, names[i]);
+		snprintf(target, sizeof(target), "..data/%s", names[i]);
+		if (access(link, F_OK) != 0)
+			ck_assert_int_eq(symlink(target, link), 0);
+	}
+}
+
+START_TEST(test_incluster_token_rotation)
+{
+	char dir[128], host[64], port[16];
+	snprintf(dir, sizeof(dir), "%s/sa", tmpdir);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+	project(dir, "..gen1", test_user_token);
+	ck_assert_int_eq(sscanf(admin_cfg->server, "https://%63[^:]:%15s", host, port), 2);
+
+	k8s_config *cfg = NULL;
+	OK(k8s_config_incluster_from(&cfg, host, port, dir));
+	ck_assert_str_eq(k8s_config_namespace(cfg), ns);
+	k8s_client *c = client_with(cfg, NULL);
+	char who[256] = "";
+	OK(whoami(c, who, sizeof(who)));
+	ck_assert_str_eq(who, TEST_USER);
+
+	/* The kubelet rotates the projected token: the client reads it again. */
+	char *token = sa_token("rotated");
+	project(dir, "..gen2", token);
+	OK(whoami(c, who, sizeof(who)));
+	char want[160];
+	snprintf(want, sizeof(want), "system:serviceaccount:%s:rotated", ns);
+	ck_assert_str_eq(who, want);
+	k8s_client_free(c);
+	k8s_config_free(cfg);
+	free(token);
+
+	const char *rm[] = { "token", "ca.crt", "namespace", "..data",
+	                     "..gen1/token", "..gen1/ca.crt", "..gen1/namespace",
+	                     "..gen2/token", "..gen2/ca.crt", "..gen2/namespace" };
+	char path[256];
+	for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, rm[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/..gen1", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/..gen2", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+END_TEST
+
 /* --- HTTP/2 and connection shards -------------------------------------------- */
 
 START_TEST(test_http2_negotiated)
@@ -937,6 +1049,7 @@ static Suite *transport_suite(void)
 	tcase_add_test(tc, test_exec_plugin_refresh_on_401);
 	tcase_add_test(tc, test_exec_plugin_failures);
 	tcase_add_test(tc, test_proxy_url_used);
+	tcase_add_test(tc, test_incluster_token_rotation);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("transport");
