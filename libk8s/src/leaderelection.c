@@ -414,6 +414,9 @@ static int write_lease(k8s_leader *le, cJSON *want, bool create)
 /* One attempt, client-go's tryAcquireOrRenew(). */
 static try_result try_acquire_or_renew(k8s_leader *le)
 {
+	/* Past the deadline (e.g. after a hung request) a leader gives up first. */
+	if (k8s__lease_renew_overdue(&le->st, k8s_monotonic_ms(), le->renew_ms))
+		return TRY_LOST;
 	/* Fast path: a leader renews its copy blindly; a 409 sends it to the slow path. */
 	if (le->st.leading && le->observed) {
 		cJSON *want = k8s__lease_desired(le->observed, K8S__LEASE_RENEW, le->ns,
@@ -513,17 +516,18 @@ static void *elector_main(void *arg)
 		report_transition(le);
 
 		bool started = false, stopped = false;
+		const char *why = NULL;
 		pthread_mutex_lock(&le->lock);
+		bool overdue = k8s__lease_renew_overdue(&le->st, k8s_monotonic_ms(), le->renew_ms);
 		if (r == TRY_OK) {
 			/* The attempt's start, not its end: the conservative bound. */
 			le->st.renewed_ms = start;
 			started = !le->st.leading;
 			le->st.leading = true;
-		} else if (le->st.leading &&
-		           (r == TRY_LOST ||
-		            k8s__lease_renew_overdue(&le->st, k8s_monotonic_ms(), le->renew_ms))) {
+		} else if (le->st.leading && (r == TRY_LOST || overdue)) {
 			le->st.leading = false;
 			stopped = true;
+			why = overdue ? "renew deadline exceeded" : "the lease names another holder";
 		}
 		bool leading = le->st.leading;
 		pthread_mutex_unlock(&le->lock);
@@ -537,8 +541,7 @@ static void *elector_main(void *arg)
 		if (stopped) {
 			k8s_log(le->log, K8S_LOG_WARN, "leader election: lost the lease; stopped leading",
 			        "lease", le->lease_key, "identity", le->identity,
-			        "reason", r == TRY_LOST ? "held by another candidate" : "renew deadline exceeded",
-			        NULL);
+			        "reason", why, NULL);
 			if (le->on_stopped)
 				le->on_stopped(le->userdata);
 		}

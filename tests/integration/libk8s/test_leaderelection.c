@@ -11,7 +11,9 @@
  *   has expired: not before (lease duration - retry period) and in less
  *   than lease duration + retry period + 3 s;
  * - after SIGTERM the leader stops leading, releases the Lease, and the
- *   follower leads in less than 4 s.
+ *   follower leads in less than 4 s;
+ * - a leader frozen (SIGSTOP) past its renew deadline, once resumed, stops
+ *   leading at its next attempt and leaves the Lease to its successor.
  *
  * Timings: lease 6 s, renew deadline 4 s, retry 500 ms, or the values of
  * $LEASE_TEST_DURATION_MS, $LEASE_TEST_RENEW_MS, $LEASE_TEST_RETRY_MS.
@@ -334,6 +336,36 @@ START_TEST(clean_stop_releases_the_lease_at_once)
 }
 END_TEST
 
+START_TEST(a_frozen_leader_steps_down_when_it_wakes)
+{
+	cand *a = spawn("four", "cand-a");
+	ck_assert_int_ge(wait_line(a, "LEADER", NULL, START_TIMEOUT_MS), 0);
+	cand *b = spawn("four", "cand-b");
+	ck_assert_int_ge(wait_line(b, "FOLLOWER", "leader=cand-a", START_TIMEOUT_MS), 0);
+
+	/* A stops renewing (all its threads frozen); B takes over after the lease. */
+	kill(a->pid, SIGSTOP);
+	ck_assert_int_ge(wait_line(b, "LEADER", NULL, lease_ms + retry_ms + 20000), 0);
+	int64_t t_cont = k8s_monotonic_ms();
+	kill(a->pid, SIGCONT);
+	/* Past its renew deadline, A gives up at its next attempt, without writing. */
+	int64_t t_stop = wait_line(a, "STOPPED", NULL, 10000);
+	ck_assert_msg(t_stop >= 0, "the frozen leader did not step down");
+	printf("frozen leader stepped down %lld ms after it was resumed\n",
+	       (long long)(t_stop - t_cont));
+	ck_assert_int_lt(t_stop - t_cont, retry_ms + 3000);
+	ck_assert_int_ge(wait_line(a, "FOLLOWER", "leader=cand-b", 10000), 0);
+
+	/* B still leads; A did not take the Lease back. */
+	pump(4 * retry_ms);
+	cJSON *l = get_lease("four");
+	ck_assert_str_eq(k8s_obj_str(l, "spec.holderIdentity"), "cand-b");
+	ck_assert_int_eq(spec_long(l, "spec.leaseTransitions"), 1);
+	ck_assert_int_eq(line_time(b, "STOPPED", NULL), -1);
+	cJSON_Delete(l);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("leaderelection");
@@ -343,6 +375,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, exactly_one_of_two_candidates_leads);
 	tcase_add_test(tc, kill_9_of_the_leader_hands_over_within_a_lease_duration);
 	tcase_add_test(tc, clean_stop_releases_the_lease_at_once);
+	tcase_add_test(tc, a_frozen_leader_steps_down_when_it_wakes);
 	suite_add_tcase(s, tc);
 	return s;
 }
