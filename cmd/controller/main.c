@@ -1,14 +1,13 @@
 /*
  * agent-sandbox-controller - runs the Sandbox reconciler against a cluster.
  *
- * Thin by design: parse flags, build the client, the informers (Sandboxes,
- * Pods, Services) and the controller, wait for SIGTERM/SIGINT, shut down in
- * reverse order. All behaviour lives in libsandbox and libk8s.
+ * Thin by design: parse flags (flags.c), build the client, the informers
+ * (Sandboxes, Pods, Services), the event recorder and the controller; with
+ * --leader-elect the workers start only once this process holds the Lease
+ * (the caches fill meanwhile, so a new leader starts warm); wait for
+ * SIGTERM/SIGINT (or a lost Lease), shut down in reverse order. All behaviour lives in libsandbox and libk8s.
  * Flags keep the upstream controller's names and defaults (docs/controller.md).
  */
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,139 +17,26 @@
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/controller.h"
+#include "k8s/events.h"
 #include "k8s/httpserver.h"
 #include "k8s/informer.h"
+#include "k8s/leaderelection.h"
 #include "k8s/log.h"
 #include "k8s/metrics.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
 #include "sandbox/reconciler.h"
 
-#define VERSION_STRING "agent-sandbox-controller " AGENT_SANDBOX_VERSION
+#include "flags.h"
 
-typedef struct {
-	const char *kubeconfig;
-	const char *context;
-	const char *cluster_domain;
-	int sandbox_workers;
-	k8s_log_format log_format;
-	int log_level;
-	const char *metrics_addr;
-	const char *probe_addr;
-} flags;
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: agent-sandbox-controller [flags]\n"
-"\n"
-"Reconciles agents.x-k8s.io Sandboxes: one Pod per Sandbox, an optional\n"
-"headless Service, PVCs from volumeClaimTemplates, suspend/resume and expiry.\n"
-"\n"
-"Flags:\n"
-"  --kubeconfig PATH                 kubeconfig to use; default: $KUBECONFIG, then the\n"
-"                                    in-cluster service account, then ~/.kube/config\n"
-"  --context NAME                    kubeconfig context (default: current-context)\n"
-"  --sandbox-concurrent-workers N    concurrent Sandbox reconciles (default 100)\n"
-"  --cluster-domain DOMAIN           DNS suffix of status.serviceFQDN (default cluster.local)\n"
-"  --log-format text|json            log line format on stderr (default text)\n"
-"  --log-level error|warn|info|debug minimum level logged (default info)\n"
-"  --metrics-bind-address ADDR       serve /metrics on ADDR (host:port or :port;\n"
-"                                    0 disables; default :8080)\n"
-"  --health-probe-bind-address ADDR  serve /healthz and /readyz on ADDR (default :8081)\n"
-"  --version                         print the version and exit\n"
-"  -h, --help                        print this help and exit\n"
-"\n"
-"Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight\n"
-"finish, watches close).\n");
-}
-
-static int parse_int(const char *name, const char *s, int min, int *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end || v < min || v > INT_MAX) {
-		fprintf(stderr, "agent-sandbox-controller: invalid value \"%s\" for --%s: must be an integer >= %d\n", s, name, min);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
-/* Returns 0 to run, 1 to exit 0 (help/version), -1 to exit 1. */
-static int parse_flags(int argc, char **argv, flags *f)
-{
-	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION, METRICS_ADDR, PROBE_ADDR };
-	static const struct option opts[] = {
-		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
-		{ "context", required_argument, NULL, CONTEXT },
-		{ "sandbox-concurrent-workers", required_argument, NULL, WORKERS },
-		{ "cluster-domain", required_argument, NULL, DOMAIN },
-		{ "log-format", required_argument, NULL, LOGFMT },
-		{ "log-level", required_argument, NULL, LOGLVL },
-		{ "version", no_argument, NULL, VERSION },
-		{ "metrics-bind-address", required_argument, NULL, METRICS_ADDR },
-		{ "health-probe-bind-address", required_argument, NULL, PROBE_ADDR },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case KUBECONFIG: f->kubeconfig = optarg; break;
-		case CONTEXT: f->context = optarg; break;
-		case WORKERS:
-			if (parse_int("sandbox-concurrent-workers", optarg, 1, &f->sandbox_workers) < 0)
-				return -1;
-			break;
-		case DOMAIN:
-			if (!*optarg) {
-				fprintf(stderr, "agent-sandbox-controller: --cluster-domain must not be empty\n");
-				return -1;
-			}
-			f->cluster_domain = optarg;
-			break;
-		case LOGFMT:
-			if (strcmp(optarg, "text") == 0)
-				f->log_format = K8S_LOG_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				f->log_format = K8S_LOG_JSON;
-			else {
-				fprintf(stderr, "agent-sandbox-controller: invalid --log-format \"%s\": use text or json\n", optarg);
-				return -1;
-			}
-			break;
-		case LOGLVL:
-			if ((f->log_level = k8s_log_level_parse(optarg)) < 0) {
-				fprintf(stderr, "agent-sandbox-controller: invalid --log-level \"%s\": use error, warn, info or debug\n", optarg);
-				return -1;
-			}
-			break;
-		case METRICS_ADDR: f->metrics_addr = optarg; break;
-		case PROBE_ADDR: f->probe_addr = optarg; break;
-		case VERSION:
-			printf("%s\n", VERSION_STRING);
-			return 1;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			fprintf(stderr, "agent-sandbox-controller: unknown or incomplete flag \"%s\"\n\n", argv[optind - 1]);
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "agent-sandbox-controller: unexpected argument \"%s\"\n", argv[optind]);
-		return -1;
-	}
-	return 0;
-}
+/* Upstream's leader election ID, so that our controller and the Go one
+ * never run side by side during an upgrade. */
+#define LEASE_NAME "a3317529.agent-sandbox.x-k8s.io"
+/* Event reporting controller (spec/api.md section 0). */
+#define REPORTING_CONTROLLER "sandbox-controller"
 
 /* The config search order of controller-runtime: flag, $KUBECONFIG, in-cluster, ~/.kube/config. */
-static int load_config(const flags *f, k8s_logger *log, k8s_config **cfg)
+static int load_config(const controller_flags *f, k8s_logger *log, k8s_config **cfg)
 {
 	if (f->kubeconfig)
 		return k8s_config_load(cfg, f->kubeconfig, f->context);
@@ -274,10 +160,57 @@ static int new_server(k8s_http_server **out, const char *name, const char *addr,
 	return -1;
 }
 
+/* ---- leader election ---- */
+
+typedef struct {
+	k8s_controller *ctrl;
+	k8s_logger *log;
+} leading_state;
+
+static void started_leading(void *ud)
+{
+	leading_state *st = ud;
+	k8s_log(st->log, K8S_LOG_INFO, "became leader; starting workers", NULL);
+	if (k8s_controller_start(st->ctrl) < 0) {
+		k8s_log(st->log, K8S_LOG_ERROR, "cannot start workers", "error", k8s_error_last()->message, NULL);
+		kill(getpid(), SIGUSR1);
+	}
+}
+
+static void stopped_leading(void *ud)
+{
+	/* also called after a clean release on shutdown: only a loss matters,
+	 * and the main thread ignores SIGUSR1 once it is shutting down */
+	kill(getpid(), SIGUSR1);
+}
+
+static void new_leader(const char *id, void *ud)
+{
+	leading_state *st = ud;
+	k8s_log(st->log, K8S_LOG_INFO, "leader observed", "identity", id ? id : "", NULL);
+}
+
+/* controller-runtime's identity: hostname + "_" + a random suffix. */
+static void identity(char *buf, size_t cap)
+{
+	char host[64] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	unsigned char r[8] = { 0 };
+	FILE *u = fopen("/dev/urandom", "r");
+	if (u) {
+		if (fread(r, 1, sizeof(r), u) != sizeof(r))
+			memset(r, 0, sizeof(r));
+		fclose(u);
+	}
+	snprintf(buf, cap, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", host,
+	         r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+}
+
 int main(int argc, char **argv)
 {
-	flags f = { NULL, NULL, "cluster.local", 100, K8S_LOG_TEXT, K8S_LOG_INFO, ":8080", ":8081" };
-	int pr = parse_flags(argc, argv, &f);
+	controller_flags f;
+	controller_flags_defaults(&f);
+	int pr = controller_flags_parse(argc, argv, &f);
 	if (pr != 0)
 		return pr > 0 ? 0 : 1;
 
@@ -287,6 +220,7 @@ int main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGUSR1);  /* raised by ourselves when the Lease is lost */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	k8s_logger *log = NULL;
@@ -301,6 +235,9 @@ int main(int argc, char **argv)
 	k8s_metrics_registry *metrics = NULL;
 	k8s_health_checks *live = NULL, *ready = NULL;
 	k8s_http_server *metrics_srv = NULL, *probe_srv = NULL;
+	k8s_event_recorder *events = NULL;
+	k8s_leader *leader = NULL;
+	leading_state lead = { 0 };
 
 	if (new_server(&metrics_srv, "metrics", f.metrics_addr, "--metrics-bind-address", log) < 0 ||
 	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
@@ -331,6 +268,10 @@ int main(int argc, char **argv)
 	co.logger = log;
 	co.metrics = metrics;
 	co.user_agent = "agent-sandbox-controller/" AGENT_SANDBOX_VERSION;
+	co.qps = f.kube_api_qps;
+	co.burst = f.kube_api_burst;
+	co.api_connections = f.api_connections;
+	co.separate_watch_connection = f.separate_watch_connection;
 	if (k8s_client_new(&client, cfg, &co) < 0) {
 		k8s_log(log, K8S_LOG_ERROR, "cannot create API client",
 		        "error", k8s_error_last()->message, NULL);
@@ -379,6 +320,15 @@ int main(int argc, char **argv)
 	ro.services = inf[INF_SERVICES];
 	ro.cluster_domain = f.cluster_domain;
 	ro.logger = log;
+	char instance[128];
+	identity(instance, sizeof(instance));
+	k8s_event_recorder_options eo = K8S_EVENT_RECORDER_OPTIONS_INIT;
+	eo.reporting_controller = REPORTING_CONTROLLER;
+	eo.reporting_instance = instance;
+	eo.logger = log;
+	if (k8s_event_recorder_new(&events, client, &eo) < 0)
+		goto fail;
+	ro.events = events;
 	if (sbx_reconciler_new(&rec, &ro) < 0) {
 		k8s_log(log, K8S_LOG_ERROR, "cannot create the Sandbox reconciler",
 		        "error", k8s_error_last()->message, NULL);
@@ -408,12 +358,44 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
-	if (k8s_controller_start(ctrl) < 0)
-		goto fail;
+	if (f.leader_elect) {
+		const char *lease_ns = f.leader_election_namespace;
+		if (!lease_ns && getenv("KUBERNETES_SERVICE_HOST"))
+			lease_ns = k8s_config_namespace(cfg);
+		if (!lease_ns) {
+			k8s_log(log, K8S_LOG_ERROR, "cannot find the leader election namespace: not running "
+			        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
+			goto out;
+		}
+		lead.ctrl = ctrl;
+		lead.log = log;
+		k8s_leader_options lo = K8S_LEADER_OPTIONS_INIT;
+		lo.lease_namespace = lease_ns;
+		lo.lease_name = LEASE_NAME;
+		lo.identity = instance;
+		lo.on_started_leading = started_leading;
+		lo.on_stopped_leading = stopped_leading;
+		lo.on_new_leader = new_leader;
+		lo.userdata = &lead;
+		lo.logger = log;
+		if (k8s_leader_new(&leader, client, &lo) < 0 || k8s_leader_start(leader) < 0)
+			goto fail;
+		k8s_log(log, K8S_LOG_INFO, "caches synced; waiting for leadership", "lease",
+		        LEASE_NAME, "namespace", lease_ns, "identity", instance, NULL);
+	} else {
+		k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
+		if (k8s_controller_start(ctrl) < 0)
+			goto fail;
+	}
 
 	int sig = 0;
 	sigwait(&sigs, &sig);
+	if (sig == SIGUSR1) {
+		/* as controller-runtime: a lost Lease ends the process, a restart re-elects */
+		k8s_log(log, K8S_LOG_ERROR, "leader election lost; exiting", NULL);
+		rc = 1;
+		goto out;
+	}
 	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	rc = 0;
 	goto out;
@@ -430,9 +412,12 @@ out:
 	k8s_health_checks_free(ready);
 	if (ctrl)
 		k8s_controller_stop(ctrl);
+	/* after the workers: nothing writes once the Lease is released */
+	k8s_leader_free(leader);
 	for (int i = INF_COUNT - 1; i >= 0; i--)
 		k8s_informer_stop(inf[i]);
 	sbx_reconciler_free(rec);
+	k8s_event_recorder_free(events);  /* flushes what is queued, bounded */
 	k8s_controller_free(ctrl);
 	for (int i = 0; i < INF_COUNT; i++)
 		k8s_informer_free(inf[i]);

@@ -24,6 +24,7 @@ struct sbx_reconciler {
 	k8s_informer *sandboxes, *pods, *services;
 	char *cluster_domain;
 	k8s_logger *logger;
+	k8s_event_recorder *events;
 };
 
 int sbx_reconciler_options_init(sbx_reconciler_options *opts,
@@ -52,6 +53,7 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	r->pods = opts->pods;
 	r->services = opts->services;
 	r->logger = opts->logger;
+	r->events = opts->events;
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
 	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
 	if (!r->cluster_domain) {
@@ -297,11 +299,18 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	if (rc)
 		goto done;
 
-	if (out.multiple_pods_event)
+	if (out.multiple_pods_event) {
 		k8s_log(r->logger, K8S_LOG_WARN, "sandbox event",
 		        "type", "Warning", "reason", SBX_REASON_MULTIPLE_PODS,
 		        "action", SBX_EVENT_ACTION_RECONCILING, "sandbox", key,
 		        "note", out.multiple_pods_event, NULL);
+		k8s_event_ref ref;
+		if (r->events && k8s_event_ref_from(b.sandbox, SBX_API_VERSION, SBX_KIND, &ref) == 0)
+			/* best effort: an event never fails a reconcile */
+			k8s_event_record(r->events, &ref, NULL, K8S_EVENT_WARNING,
+			                 SBX_REASON_MULTIPLE_PODS, SBX_EVENT_ACTION_RECONCILING,
+			                 out.multiple_pods_event);
+	}
 
 	int status_rc = 0;
 	char *status_err = NULL;

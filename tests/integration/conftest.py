@@ -135,11 +135,13 @@ def controller(deployed, tmp_path_factory):
     proc = subprocess.Popen([binary, "--kubeconfig", sa_kubeconfig, "--log-level", "debug",
                              "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
                              "--health-probe-bind-address", f"127.0.0.1:{probe_port}",
-                             "--sandbox-concurrent-workers", "8"],
+                             "--sandbox-concurrent-workers", "8",
+                             # leader election on (the default), as in a cluster
+                             "--leader-election-namespace", "agent-sandbox-system"],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        wait_for(lambda: "caches synced" in open(logpath).read() or proc.poll() is not None,
-                 timeout=60, desc="controller caches to sync")
+        wait_for(lambda: "starting workers" in open(logpath).read() or proc.poll() is not None,
+                 timeout=60, desc="controller caches to sync and leadership")
         assert proc.poll() is None, "controller exited early:\n" + open(logpath).read()[-4000:]
         yield {"proc": proc, "log": logpath, "kubeconfig": sa_kubeconfig,
                "metrics_url": f"http://127.0.0.1:{metrics_port}",

@@ -234,3 +234,32 @@ def test_long_name_with_service_is_refused_clearly(kube, ns):
     sb = wait_for(lambda: (lambda s: s if (condition(s, "Ready") or {}).get("reason") == "ReconcilerError" else None)(
         kube.get("sandbox", name, ns)), timeout=60, desc="ReconcilerError")
     assert "service" in condition(sb, "Ready")["message"].lower()
+
+
+def test_two_owned_pods_report_multiple_pods_with_an_event(kube, ns):
+    name = "twins"
+    kube.apply(sandbox(name), ns)
+    sb = wait_ready(kube, name, ns)
+    twin = {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name + "-twin",
+                         "labels": {"agents.x-k8s.io/sandbox-name-hash": name_hash(name)},
+                         "ownerReferences": [{"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+                                              "name": name, "uid": sb["metadata"]["uid"],
+                                              "controller": True}]},
+            "spec": {"containers": [{"name": "main", "image": IMAGE}]}}
+    kube.create(twin, ns)
+    sb = wait_for(lambda: (lambda s: s if (condition(s, "Ready") or {}).get("reason") == "MultiplePods" else None)(
+        kube.get("sandbox", name, ns)), timeout=60, desc="Ready reason MultiplePods")
+    msg = "multiple Pods (2) are controlled by this Sandbox; refusing to choose or create a Pod"
+    assert condition(sb, "Ready")["message"] == msg
+
+    def warning_event():
+        evs = [e for e in kube.list("events.events.k8s.io", ns)
+               if e.get("reason") == "MultiplePods" and e["regarding"]["name"] == name]
+        return evs[0] if evs else None
+    ev = wait_for(warning_event, timeout=60, desc="a MultiplePods event")
+    assert (ev["type"], ev["action"], ev["note"]) == ("Warning", "Reconciling", msg)
+    assert ev["reportingController"] == "sandbox-controller"
+    assert ev["regarding"]["kind"] == "Sandbox" and ev["regarding"]["uid"] == sb["metadata"]["uid"]
+    # nothing was deleted or created to "fix" it
+    assert len(kube.list("pods", ns, f"agents.x-k8s.io/sandbox-name-hash={name_hash(name)}")) == 2

@@ -24,6 +24,7 @@
 #include <cjson/cJSON.h>
 #include "k8s/client.h"
 #include "k8s/controller.h"
+#include "k8s/events.h"
 #include "k8s/informer.h"
 #include "k8s/log.h"
 #include "sandbox/api.h"
@@ -51,9 +52,14 @@ typedef struct {
 	/** `--cluster-domain`; NULL: "cluster.local". Copied. */
 	const char *cluster_domain;
 	k8s_logger *logger;          /**< borrowed; NULL: silent */
+	/**
+	 * Borrowed; NULL: events are only logged. Receives the Warning
+	 * `MultiplePods` (action `Reconciling`) of spec/api.md §6.10.
+	 */
+	k8s_event_recorder *events;
 } sbx_reconciler_options;
 
-#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL }
+#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
 
 /**
  * Fills `opts` with the defaults of `version`. Returns 0, or K8S_EINVAL
