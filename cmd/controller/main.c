@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 		return 1;
 	int rc = 1;
 	k8s_config *cfg = NULL;
-	k8s_client *client = NULL;
+	k8s_client *client = NULL, *lease_client = NULL;
 	k8s_controller *ctrl = NULL;
 	sbx_reconciler *rec = NULL;
 	k8s_informer *inf[INF_COUNT] = { NULL };
@@ -378,7 +378,14 @@ int main(int argc, char **argv)
 		lo.on_new_leader = new_leader;
 		lo.userdata = &lead;
 		lo.logger = log;
-		if (k8s_leader_new(&leader, client, &lo) < 0 || k8s_leader_start(leader) < 0)
+		/* its own client: one Lease write (with its retry) must end well
+		 * inside the 10 s renew deadline, whatever the workers are doing */
+		k8s_client_options lco = co;
+		lco.timeout_ms = 4000;
+		lco.max_retries = 1;
+		lco.qps = -1;  /* never throttled behind a burst of reconcile writes */
+		if (k8s_client_new(&lease_client, cfg, &lco) < 0 ||
+		    k8s_leader_new(&leader, lease_client, &lo) < 0 || k8s_leader_start(leader) < 0)
 			goto fail;
 		k8s_log(log, K8S_LOG_INFO, "caches synced; waiting for leadership", "lease",
 		        LEASE_NAME, "namespace", lease_ns, "identity", instance, NULL);
@@ -414,6 +421,7 @@ out:
 		k8s_controller_stop(ctrl);
 	/* after the workers: nothing writes once the Lease is released */
 	k8s_leader_free(leader);
+	k8s_client_free(lease_client);
 	for (int i = INF_COUNT - 1; i >= 0; i--)
 		k8s_informer_stop(inf[i]);
 	sbx_reconciler_free(rec);
