@@ -123,8 +123,16 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case KUBECONFIG: f->kubeconfig = optarg; break;
-		case CONTEXT: f->context = optarg; break;
+		case KUBECONFIG:
+			if (!*optarg)
+				return bad("kubeconfig", optarg, "must not be empty");
+			f->kubeconfig = optarg;
+			break;
+		case CONTEXT:
+			if (!*optarg)
+				return bad("context", optarg, "must not be empty");
+			f->context = optarg;
+			break;
 		case WORKERS:
 			if (parse_int("sandbox-concurrent-workers", optarg, 1, &f->sandbox_workers) < 0)
 				return -1;
@@ -152,7 +160,11 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			if (parse_bool("leader-elect", optarg, &f->leader_elect) < 0)
 				return -1;
 			break;
-		case LEADER_NS: f->leader_election_namespace = optarg; break;
+		case LEADER_NS:
+			if (!*optarg)
+				return bad("leader-election-namespace", optarg, "must not be empty");
+			f->leader_election_namespace = optarg;
+			break;
 		case QPS: {
 			char *end;
 			errno = 0;

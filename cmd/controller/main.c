@@ -208,20 +208,27 @@ static void identity(char *buf, size_t cap)
 
 int main(int argc, char **argv)
 {
-	controller_flags f;
-	controller_flags_defaults(&f);
-	int pr = controller_flags_parse(argc, argv, &f);
-	if (pr != 0)
-		return pr > 0 ? 0 : 1;
-
-	/* Signals are taken synchronously by the main thread with sigwait();
-	 * block them before any thread starts so that every thread inherits it. */
+	/* Signals are taken synchronously by the main thread with sigwait():
+	 * block them first thing (a SIGTERM in the first milliseconds must
+	 * still mean a clean exit) and before any thread starts, so that every
+	 * thread inherits the mask. A shell starting us in the background sets
+	 * SIGINT to "ignore", and an ignored signal is discarded even while
+	 * blocked: restore the default dispositions. */
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGUSR1);  /* raised by ourselves when the Lease is lost */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+
+	controller_flags f;
+	controller_flags_defaults(&f);
+	int pr = controller_flags_parse(argc, argv, &f);
+	if (pr != 0)
+		return pr > 0 ? 0 : 1;
 
 	k8s_logger *log = NULL;
 	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) < 0)

@@ -123,12 +123,16 @@ int k8s_controller_start(k8s_controller *c)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
 	for (int i = 0; i < c->workers; i++) {
 		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
+			/* undo: the workers already started drain and exit */
 			k8s_workqueue_shutdown(c->queue);
 			for (int j = 0; j < i; j++)
 				pthread_join(c->threads[j], NULL);
 			free(c->threads);
 			c->threads = NULL;
-			return k8s_error_set(K8S_ERROR, 0, NULL, "controller %s: cannot start worker %d", c->name, i);
+			c->nthreads = 0;
+			return k8s_error_set(K8S_ERROR, 0, NULL,
+			                     "controller %s: cannot start worker %d of %d (thread limit?)",
+			                     c->name, i + 1, c->workers);
 		}
 		c->nthreads++;
 	}

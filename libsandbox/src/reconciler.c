@@ -115,11 +115,18 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 		rc = k8s_client_delete(r->client, res, ns, a->name, NULL, NULL);
 		break;
 	}
-	if (k8s_log_enabled(r->logger, K8S_LOG_DEBUG))
-		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox child write",
+	/* Every change the controller makes is one info line (what an operator
+	 * greps for: "who deleted my pod?"); failures come back as the
+	 * reconcile error, logged by the controller runner. */
+	if (rc == 0 || (rc == K8S_ENOTFOUND && a->not_found_ok))
+		k8s_log(r->logger, K8S_LOG_INFO, "sandbox child written",
+		        "verb", verb_name(a->verb), "kind", res->kind,
+		        "namespace", ns, "name", a->name, NULL);
+	else
+		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox child write failed",
 		        "verb", verb_name(a->verb), "kind", res->kind,
 		        "namespace", ns, "name", a->name,
-		        "result", rc ? k8s_error_last()->message : "ok", NULL);
+		        "error", k8s_error_last()->message, NULL);
 	return rc;
 }
 
@@ -259,6 +266,23 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 	int rc = k8s_client_patch(r->client, &sbx_resource_sandboxes, ns, name,
 	                          "status", K8S_PATCH_MERGE, patch, &wo, NULL);
 	cJSON_Delete(patch);
+	if (rc == 0) {
+		/* one line per Ready transition, the state a user watches */
+		const cJSON *c, *ready = NULL, *old_ready = NULL;
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(new_status, "conditions"))
+			if (ju_str_eq(k8s_obj_str(c, "type"), SBX_CONDITION_READY))
+				ready = c;
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(old_status, "conditions"))
+			if (ju_str_eq(k8s_obj_str(c, "type"), SBX_CONDITION_READY))
+				old_ready = c;
+		if (ready && (!old_ready ||
+		              !ju_str_eq(k8s_obj_str(ready, "status"), k8s_obj_str(old_ready, "status")) ||
+		              !ju_str_eq(k8s_obj_str(ready, "reason"), k8s_obj_str(old_ready, "reason"))))
+			k8s_log(r->logger, K8S_LOG_INFO, "sandbox ready condition changed",
+			        "namespace", ns, "name", name,
+			        "ready", k8s_obj_str(ready, "status"), "reason", k8s_obj_str(ready, "reason"),
+			        "message", k8s_obj_str(ready, "message"), NULL);
+	}
 	return rc == K8S_ENOTFOUND ? 0 : rc;
 }
 
