@@ -9,7 +9,8 @@
  * - `delayed`: a binary min-heap of (ready time, key). There is no timer
  *   thread: get() moves due entries to the FIFO and sleeps on the condition
  *   variable until the earliest deadline;
- * - `failures`: per-key failure counts for the exponential backoff.
+ * - `failures`: per-key failure counts for the exponential backoff, and
+ *   `overall`, a token bucket all keys share (the larger delay wins).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 #include "k8s/workqueue.h"
 #include "k8s/object.h"
+#include "k8s/ratelimit.h"
 #include "map.h"
 #include "workqueue_metrics.h"
 
@@ -44,6 +46,7 @@ struct k8s_workqueue {
 	long base_delay_ms, max_delay_ms;
 	bool shutdown;
 	k8s__wq_metrics *metrics;  /* NULL: off */
+	k8s_ratelimiter *overall;  /* NULL: no overall bucket */
 };
 
 static void *const PRESENT = (void *)1;
@@ -70,6 +73,9 @@ int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
 	q->base_delay_ms = opts->base_delay_ms > 0 ? opts->base_delay_ms : 5;
 	q->max_delay_ms = opts->max_delay_ms > 0 ? opts->max_delay_ms : 1000000;
 	int rc = k8s__wq_metrics_new(&q->metrics, opts->metrics, opts->name);
+	if (rc == 0 && opts->overall_qps > 0)
+		rc = k8s_ratelimiter_new(&q->overall, opts->overall_qps,
+		                         opts->overall_burst > 0 ? opts->overall_burst : 100);
 	if (rc < 0) {
 		k8s_workqueue_free(q);
 		return rc;
@@ -82,6 +88,7 @@ void k8s_workqueue_free(k8s_workqueue *q)
 {
 	if (!q)
 		return;
+	k8s_ratelimiter_free(q->overall);
 	while (q->head) {
 		fifo_node *n = q->head;
 		q->head = n->next;
@@ -226,7 +233,8 @@ int k8s_workqueue_add_rate_limited(k8s_workqueue *q, const char *key)
 	k8s_map_set(&q->failures, key, (void *)(n + 1), NULL);
 	long delay = backoff_ms(q, (int)n);
 	pthread_mutex_unlock(&q->lock);
-	return k8s_workqueue_add_after(q, key, delay);
+	long overall = k8s_ratelimiter_reserve(q->overall);  /* thread-safe; NULL: 0 */
+	return k8s_workqueue_add_after(q, key, overall > delay ? overall : delay);
 }
 
 void k8s_workqueue_forget(k8s_workqueue *q, const char *key)

@@ -4,8 +4,9 @@
  * - a key added several times before it is processed is processed once;
  * - a key is never handed to two workers at once: a key added while it is
  *   being processed is marked dirty and handed out again after done();
- * - add_after() delays an add; add_rate_limited() delays it by the key's
- *   exponential backoff (base * 2^failures, capped), forget() resets it;
+ * - add_after() delays an add; add_rate_limited() delays it by the larger
+ *   of the key's exponential backoff (base * 2^failures, capped; forget()
+ *   resets it) and an overall token bucket shared by all keys;
  * - shutdown() wakes every waiting worker; get() then drains what is
  *   queued and finally returns K8S_ESHUTDOWN.
  * All functions are thread-safe.
@@ -37,9 +38,17 @@ typedef struct {
 	 *  longest_running_processor_seconds) with labels name and controller
 	 *  set to `name`, as controller-runtime does. Must outlive the queue. */
 	k8s_metrics_registry *metrics;
+	/**
+	 * Overall token bucket on rate-limited adds, on top of the per-key
+	 * backoff (client-go's DefaultControllerRateLimiter: the larger of the
+	 * two delays wins): retries per second across all keys, so a burst of
+	 * failures cannot hammer the API server. Default 10; <= 0: none.
+	 */
+	double overall_qps;
+	int overall_burst;     /**< tokens available at once; default 100 */
 } k8s_workqueue_options;
 
-#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000, NULL, NULL }
+#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000, NULL, NULL, 10, 100 }
 
 /** Creates a queue; `opts` may be NULL. Returns 0, K8S_EINVAL or K8S_ENOMEM. */
 K8S_EXTERN int k8s_workqueue_new(k8s_workqueue **out,

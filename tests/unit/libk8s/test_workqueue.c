@@ -101,6 +101,35 @@ START_TEST(rate_limited_backoff_grows_and_forget_resets)
 }
 END_TEST
 
+START_TEST(overall_bucket_paces_retries_across_keys)
+{
+	/* per-key backoff tiny, overall bucket 20/s with a burst of 2: the
+	 * third and later retries of *different* keys are spaced ~50 ms */
+	k8s_workqueue_options o = K8S_WORKQUEUE_OPTIONS_INIT;
+	o.base_delay_ms = 1;
+	o.overall_qps = 20;
+	o.overall_burst = 2;
+	k8s_workqueue *q = NULL;
+	ck_assert_int_eq(k8s_workqueue_new(&q, &o), 0);
+	int64_t t0 = k8s_monotonic_ms();
+	char key[8];
+	for (int i = 0; i < 6; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		k8s_workqueue_add_rate_limited(q, key);
+	}
+	char *k;
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_eq(k8s_workqueue_get(q, &k), 0);
+		k8s_workqueue_done(q, k);
+		free(k);
+	}
+	/* 2 at once, then 4 more at 20/s: at least ~200 ms in all */
+	ck_assert_int_ge(k8s_monotonic_ms() - t0, 190);
+	k8s_workqueue_shutdown(q);
+	k8s_workqueue_free(q);
+}
+END_TEST
+
 START_TEST(shutdown_drains_then_reports_shutdown)
 {
 	k8s_workqueue *q = newq();
@@ -214,6 +243,7 @@ int main(void)
 	tcase_add_test(tc, key_added_while_processing_is_handed_out_after_done);
 	tcase_add_test(tc, add_after_delays_the_key);
 	tcase_add_test(tc, rate_limited_backoff_grows_and_forget_resets);
+	tcase_add_test(tc, overall_bucket_paces_retries_across_keys);
 	tcase_add_test(tc, shutdown_drains_then_reports_shutdown);
 	tcase_add_test(tc, concurrent_workers_never_share_a_key);
 	tcase_add_test(tc, shutdown_wakes_blocked_workers);
