@@ -1011,22 +1011,41 @@ static int run(k8s_client *c, const char *method, k8s__sbuf *path,
 
 /* --- the verbs ----------------------------------------------------------- */
 
-int k8s_client_get(k8s_client *c, const k8s_resource *r, const char *ns,
-                   const char *name, cJSON **out)
+/*
+ * What every verb on one named object starts with: check the arguments,
+ * settle the namespace, name the object for messages and build the path
+ * (of `subresource`, when not NULL).
+ */
+static int object_request(k8s_client *c, const k8s_resource *r, const char **ns,
+                          const char *name, const char *subresource,
+                          char *subject, size_t cap, k8s__sbuf *path)
+{
+	int rc;
+	if ((rc = check_args(c, r)))
+		return rc;
+	*ns = object_ns(c, r, *ns, NULL);
+	subject_object(subject, cap, r, *ns, name ? name : "");
+	return make_path(path, r, *ns, name ? name : "", subresource);
+}
+
+/* GET of an object or of one of its subresources. */
+static int get_object(k8s_client *c, const k8s_resource *r, const char *ns,
+                      const char *name, const char *subresource, cJSON **out)
 {
 	char subject[512];
 	k8s__sbuf path = { 0 };
-	int rc;
-
 	if (out)
 		*out = NULL;
-	if ((rc = check_args(c, r)))
-		return rc;
-	ns = object_ns(c, r, ns, NULL);
-	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
-	if ((rc = make_path(&path, r, ns, name ? name : "", NULL)))
+	int rc = object_request(c, r, &ns, name, subresource, subject, sizeof(subject), &path);
+	if (rc)
 		return rc;
 	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT, out);
+}
+
+int k8s_client_get(k8s_client *c, const k8s_resource *r, const char *ns,
+                   const char *name, cJSON **out)
+{
+	return get_object(c, r, ns, name, NULL, out);
 }
 
 static void add_list_query(k8s__sbuf *q, const k8s_list_options *o)
@@ -1256,13 +1275,9 @@ int k8s_client_delete(k8s_client *c, const k8s_resource *r, const char *ns,
 
 	if (out)
 		*out = NULL;
-	if ((rc = check_args(c, r)) ||
-	    (opts && (rc = check_version(opts->version, K8S_DELETE_OPTIONS_VERSION,
-	                                 "delete"))))
-		return rc;
-	ns = object_ns(c, r, ns, NULL);
-	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
-	if ((rc = make_path(&path, r, ns, name ? name : "", NULL)))
+	if ((opts && (rc = check_version(opts->version, K8S_DELETE_OPTIONS_VERSION,
+	                                 "delete"))) ||
+	    (rc = object_request(c, r, &ns, name, NULL, subject, sizeof(subject), &path)))
 		return rc;
 	if (opts && !(json = delete_body(opts))) {
 		free(path.data);
@@ -1421,19 +1436,7 @@ fail:
 int k8s_client_get_scale(k8s_client *c, const k8s_resource *r, const char *ns,
                          const char *name, cJSON **out)
 {
-	char subject[512];
-	k8s__sbuf path = { 0 };
-	int rc;
-
-	if (out)
-		*out = NULL;
-	if ((rc = check_args(c, r)))
-		return rc;
-	ns = object_ns(c, r, ns, NULL);
-	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
-	if ((rc = make_path(&path, r, ns, name ? name : "", "scale")))
-		return rc;
-	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT, out);
+	return get_object(c, r, ns, name, "scale", out);
 }
 
 int k8s_client_update_scale(k8s_client *c, const k8s_resource *r,
