@@ -153,6 +153,38 @@ static void notify_delete(k8s_informer *inf, const cJSON *obj)
 			inf->handlers[i].on_delete(obj, inf->handlers[i].userdata);
 }
 
+/* ---- ready-made index functions ---- */
+
+int k8s_index_by_namespace(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	const char *ns = k8s_obj_namespace(obj);
+	if (!ns || !*ns || cap < 1)
+		return 0;
+	keys[0] = ns;
+	return 1;
+}
+
+int k8s_index_by_owner_uid(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	int n = 0;
+	const cJSON *ref;
+	cJSON_ArrayForEach(ref, k8s_obj_at(obj, "metadata.ownerReferences")) {
+		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(ref, "uid");
+		if (n < cap && cJSON_IsString(uid) && *uid->valuestring)
+			keys[n++] = uid->valuestring;
+	}
+	return n;
+}
+
+int k8s_index_by_label(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	const char *v = ud ? k8s_obj_label(obj, ud) : NULL;
+	if (!v || cap < 1)
+		return 0;
+	keys[0] = v;
+	return 1;
+}
+
 /* ---- cache and index maintenance (informer thread, write lock held) ---- */
 
 static void set_free(void *v)

@@ -52,6 +52,30 @@ typedef void (*k8s_on_delete_fn)(const cJSON *obj, void *userdata);
 typedef int (*k8s_index_fn)(const cJSON *obj, const char **keys, int cap,
                             void *userdata);
 
+/*
+ * Ready-made index functions (k8s_index_fn) for k8s_informer_add_index().
+ * Pure; thread-safe; the values they return point into the object.
+ */
+
+/** Indexes by metadata.namespace (cluster-scoped objects: not indexed). */
+K8S_EXTERN int k8s_index_by_namespace(const cJSON *obj, const char **keys,
+                                      int cap, void *userdata);
+
+/**
+ * Indexes by the UID of every ownerReference (so "who does X own?" is one
+ * lookup, as the garbage collector asks it); `userdata` unused.
+ */
+K8S_EXTERN int k8s_index_by_owner_uid(const cJSON *obj, const char **keys,
+                                      int cap, void *userdata);
+
+/**
+ * Indexes by the value of the label whose key is `userdata` (a
+ * `const char *`, borrowed for the informer's life); objects without the
+ * label are not indexed.
+ */
+K8S_EXTERN int k8s_index_by_label(const cJSON *obj, const char **keys,
+                                  int cap, void *userdata);
+
 #define K8S_INFORMER_OPTIONS_VERSION 1
 
 /** Informer options. */
