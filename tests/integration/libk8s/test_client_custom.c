@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "k8s/client.h"
 #include "k8s/object.h"
+#include "live.h"
 
 static k8s_client *client;
 static char ns[64];
@@ -115,30 +116,12 @@ END_TEST
 
 int main(void)
 {
-	const char *kc = getenv("KUBECONFIG");
-	if (!kc || !*kc) {
-		fprintf(stderr, "test_client_custom: KUBECONFIG must point at a running cluster's admin kubeconfig\n");
-		return 1;
-	}
-	k8s_global_init();
-	k8s_config *cfg;
-	if (k8s_config_load(&cfg, kc, NULL) < 0 || k8s_client_new(&client, cfg, NULL) < 0) {
-		fprintf(stderr, "test_client_custom: %s\n", k8s_error_last()->message);
-		return 1;
-	}
-	k8s_config_free(cfg);
-	snprintf(ns, sizeof(ns), "custom-%d", (int)getpid());
-	char body[128];
-	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", ns);
-	cJSON *o = cJSON_Parse(body);
+	client = live_connect("test_client_custom");
+	live_namespace(client, "test_client_custom", "custom", ns, sizeof(ns));
 	cJSON *crd = cJSON_Parse(CRD);
-	int rc = k8s_client_create(client, &k8s_resource_namespaces, NULL, o, NULL, NULL);
-	if (rc == 0) {
-		rc = k8s_client_create(client, &k8s_resource_crds, NULL, crd, NULL, NULL);
-		if (rc == K8S_EALREADYEXISTS)
-			rc = 0;
-	}
-	cJSON_Delete(o);
+	int rc = k8s_client_create(client, &k8s_resource_crds, NULL, crd, NULL, NULL);
+	if (rc == K8S_EALREADYEXISTS)
+		rc = 0;
 	cJSON_Delete(crd);
 	if (rc < 0) {
 		fprintf(stderr, "test_client_custom: setup: %s\n", k8s_error_last()->message);
@@ -152,14 +135,10 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, custom_resource_crud);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = live_run(s);
 
 	k8s_client_delete(client, &k8s_resource_crds, NULL, "widgets.test.libk8s.io", NULL, NULL);
-	k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, NULL, NULL);
+	live_delete_namespace(client, ns);
 	k8s_client_free(client);
 	k8s_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

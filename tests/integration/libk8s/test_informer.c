@@ -12,6 +12,7 @@
 #include "k8s/client.h"
 #include "k8s/informer.h"
 #include "k8s/object.h"
+#include "live.h"
 
 static k8s_client *client;
 static char ns[64];
@@ -242,27 +243,8 @@ END_TEST
 
 int main(void)
 {
-	const char *kc = getenv("KUBECONFIG");
-	if (!kc || !*kc) {
-		fprintf(stderr, "test_informer: KUBECONFIG must point at a running cluster's admin kubeconfig\n");
-		return 1;
-	}
-	k8s_global_init();
-	k8s_config *cfg;
-	if (k8s_config_load(&cfg, kc, NULL) < 0 || k8s_client_new(&client, cfg, NULL) < 0) {
-		fprintf(stderr, "test_informer: %s\n", k8s_error_last()->message);
-		return 1;
-	}
-	k8s_config_free(cfg);
-	snprintf(ns, sizeof(ns), "inf-%d", (int)getpid());
-	char body[128];
-	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", ns);
-	cJSON *nsobj = cJSON_Parse(body);
-	if (k8s_client_create(client, &k8s_resource_namespaces, NULL, nsobj, NULL, NULL) < 0) {
-		fprintf(stderr, "test_informer: cannot create namespace: %s\n", k8s_error_last()->message);
-		return 1;
-	}
-	cJSON_Delete(nsobj);
+	client = live_connect("test_informer");
+	live_namespace(client, "test_informer", "inf", ns, sizeof(ns));
 
 	Suite *s = suite_create("informer");
 	TCase *tc = tcase_create("live");
@@ -271,13 +253,9 @@ int main(void)
 	tcase_add_test(tc, factory_shares_one_informer_between_consumers);
 	tcase_add_test(tc, resync_redelivers_cached_objects);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = live_run(s);
 
-	k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, NULL, NULL);
+	live_delete_namespace(client, ns);
 	k8s_client_free(client);
 	k8s_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;

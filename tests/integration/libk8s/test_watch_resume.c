@@ -20,6 +20,7 @@
 #include "k8s/informer.h"
 #include "k8s/object.h"
 #include "map.h"
+#include "live.h"
 
 static k8s_client *client;
 /* each test labels its objects differently, so they never see each other's */
@@ -268,36 +269,11 @@ START_TEST(relist_after_410_when_history_was_compacted)
 }
 END_TEST
 
-static void make_ns(const char *name)
-{
-	char body[128];
-	snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"%s\"}}", name);
-	cJSON *o = cJSON_Parse(body);
-	if (k8s_client_create(client, &k8s_resource_namespaces, NULL, o, NULL, NULL) < 0) {
-		fprintf(stderr, "test_watch_resume: cannot create namespace: %s\n", k8s_error_last()->message);
-		exit(1);
-	}
-	cJSON_Delete(o);
-}
-
 int main(void)
 {
-	const char *kc = getenv("KUBECONFIG");
-	if (!kc || !*kc) {
-		fprintf(stderr, "test_watch_resume: KUBECONFIG must point at a running cluster's admin kubeconfig\n");
-		return 1;
-	}
-	k8s_global_init();
-	k8s_config *cfg;
-	if (k8s_config_load(&cfg, kc, NULL) < 0 || k8s_client_new(&client, cfg, NULL) < 0) {
-		fprintf(stderr, "test_watch_resume: %s\n", k8s_error_last()->message);
-		return 1;
-	}
-	k8s_config_free(cfg);
-	snprintf(ns, sizeof(ns), "resume-%d", (int)getpid());
-	snprintf(other_ns, sizeof(other_ns), "noise-%d", (int)getpid());
-	make_ns(ns);
-	make_ns(other_ns);
+	client = live_connect("test_watch_resume");
+	live_namespace(client, "test_watch_resume", "resume", ns, sizeof(ns));
+	live_namespace(client, "test_watch_resume", "noise", other_ns, sizeof(other_ns));
 
 	Suite *s = suite_create("watch_resume");
 	TCase *tc = tcase_create("live");
@@ -305,14 +281,10 @@ int main(void)
 	tcase_add_test(tc, watch_resumes_across_apiserver_restart);
 	tcase_add_test(tc, relist_after_410_when_history_was_compacted);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	int failed = live_run(s);
 
-	k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, NULL, NULL);
-	k8s_client_delete(client, &k8s_resource_namespaces, NULL, other_ns, NULL, NULL);
+	live_delete_namespace(client, ns);
+	live_delete_namespace(client, other_ns);
 	k8s_client_free(client);
 	k8s_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
