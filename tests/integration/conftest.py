@@ -117,49 +117,81 @@ def deployed(kube):
     return kube
 
 
-@pytest.fixture(scope="session")
-def controller(deployed, tmp_path_factory):
-    """Runs agent-sandbox-controller with the deploy/ ServiceAccount identity."""
+def controller_binary():
     build = os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build"))
     binary = os.path.join(build, "cmd", "controller", "agent-sandbox-controller")
     assert os.path.exists(binary), f"controller binary not built: {binary}"
+    return binary
+
+
+def sa_kubeconfig():
+    """A kubeconfig for the deploy/ ServiceAccount (TokenRequest, cached per run)."""
     sa = subprocess.run([LOCAL_CLUSTER, "sa-kubeconfig", "agent-sandbox-system",
                          "agent-sandbox-controller"], capture_output=True, text=True, check=True)
-    sa_kubeconfig = sa.stdout.strip().splitlines()[-1]
-    logdir = tmp_path_factory.mktemp("controller")
-    logpath = os.path.join(str(logdir), "controller.log")
-    log = open(logpath, "w")
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    # free loopback ports: parallel runs and other processes never collide
-    metrics_port, probe_port = free_port(), free_port()
-    proc = subprocess.Popen([binary, "--kubeconfig", sa_kubeconfig, "--log-level", "debug",
-                             "--metrics-bind-address", f"127.0.0.1:{metrics_port}",
-                             "--health-probe-bind-address", f"127.0.0.1:{probe_port}",
-                             "--sandbox-concurrent-workers", "8",
-                             # leader election on (the default), as in a cluster
-                             "--leader-election-namespace", "agent-sandbox-system"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        wait_for(lambda: "starting workers" in open(logpath).read() or proc.poll() is not None,
-                 timeout=60, desc="controller caches to sync and leadership")
-        assert proc.poll() is None, "controller exited early:\n" + open(logpath).read()[-4000:]
-        yield {"proc": proc, "log": logpath, "kubeconfig": sa_kubeconfig,
-               "metrics_url": f"http://127.0.0.1:{metrics_port}",
-               "probe_url": f"http://127.0.0.1:{probe_port}"}
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+    return sa.stdout.strip().splitlines()[-1]
+
+
+class ControllerProcess:
+    """One agent-sandbox-controller process running as the deploy/ ServiceAccount,
+    on free loopback ports, logging to `log`. Extra flags are appended last, so
+    they override the defaults given here."""
+
+    def __init__(self, logdir, kubeconfig, extra_args=(), name="controller"):
+        self.log = os.path.join(str(logdir), f"{name}.log")
+        self.kubeconfig = kubeconfig
+        self.metrics_port, self.probe_port = free_port(), free_port()
+        self.metrics_url = f"http://127.0.0.1:{self.metrics_port}"
+        self.probe_url = f"http://127.0.0.1:{self.probe_port}"
+        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+        self._logf = open(self.log, "a")
+        self.args = [controller_binary(), "--kubeconfig", kubeconfig, "--log-level", "debug",
+                     "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
+                     "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
+                     "--sandbox-concurrent-workers", "8",
+                     # leader election on (the default), as in a cluster
+                     "--leader-election-namespace", "agent-sandbox-system"] + list(extra_args)
+        self.proc = subprocess.Popen(self.args, stdout=self._logf, stderr=subprocess.STDOUT, env=env)
+
+    def text(self):
+        return open(self.log).read()
+
+    def wait_leading(self, timeout=60):
+        """Waits until caches are synced and this process leads (workers started)."""
+        wait_for(lambda: "starting workers" in self.text() or self.proc.poll() is not None,
+                 timeout=timeout, desc="controller caches to sync and leadership")
+        assert self.proc.poll() is None, "controller exited early:\n" + self.text()[-4000:]
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Sends `sig` and waits; returns the exit code (SIGKILL: -9)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
             try:
-                proc.wait(timeout=30)
+                self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        text = open(logpath).read()
-        assert proc.returncode == 0, f"controller exit code {proc.returncode} after SIGTERM"
-        print("---- controller log (tail) ----\n" + text[-6000:])
+                self.proc.kill()
+                self.proc.wait()
+        self._logf.close()
+        return self.proc.returncode
+
+    def assert_clean_log(self):
+        text = self.text()
         for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
-            assert bad not in text, f"sanitizer report in controller log: {bad}"
+            assert bad not in text, f"sanitizer report in controller log: {bad}\n" + text[-4000:]
+
+
+@pytest.fixture(scope="session")
+def controller(deployed, tmp_path_factory):
+    """Runs agent-sandbox-controller with the deploy/ ServiceAccount identity."""
+    c = ControllerProcess(tmp_path_factory.mktemp("controller"), sa_kubeconfig())
+    try:
+        c.wait_leading()
+        yield {"proc": c.proc, "log": c.log, "kubeconfig": c.kubeconfig,
+               "metrics_url": c.metrics_url, "probe_url": c.probe_url, "process": c}
+    finally:
+        rc = c.stop()
+        print("---- controller log (tail) ----\n" + c.text()[-6000:])
+        assert rc == 0, f"controller exit code {rc} after SIGTERM"
+        c.assert_clean_log()
 
 
 @pytest.fixture
