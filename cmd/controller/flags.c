@@ -3,6 +3,7 @@
  * Go-style spellings are accepted: --flag=value, --flag value, and for
  * booleans --flag, --flag=true, --flag=false.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -52,6 +53,9 @@ static void usage(FILE *f)
 "  --kube-api-burst N                requests admitted at once before pacing (default 10)\n"
 "  --api-connections N               connections (HTTP/2) sharing non-watch requests (default 1)\n"
 "  --separate-watch-connection[=B]   lists and watches on a connection of their own (default false)\n"
+"  --sandbox-write-behind-window D   coalesce metadata-only patches of owned Pods for up to\n"
+"                                    min(D, 1s) (Go duration: 250ms, 1s, 1m; >= 0;\n"
+"                                    default 0: synchronous)\n"
 "  --metrics-bind-address ADDR       serve /metrics on ADDR (host:port or :port;\n"
 "                                    0 disables; default :8080)\n"
 "  --health-probe-bind-address ADDR  serve /healthz and /readyz on ADDR (default :8081)\n"
@@ -84,6 +88,98 @@ static int parse_int(const char *flag, const char *s, int min, int *out)
 	return 0;
 }
 
+int controller_parse_duration(const char *s, int64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "\xc2\xb5s", 1000 }, { "\xce\xbcs", 1000 },
+		{ "ms", 1000000 }, { "s", 1000000000ULL }, { "m", 60000000000ULL },
+		{ "h", 3600000000000ULL },
+	};
+	const uint64_t limit = (uint64_t)1 << 63;
+	bool neg = false;
+	uint64_t total = 0;
+
+	if (!s || !*s)
+		return -1;
+	if (*s == '+' || *s == '-')
+		neg = *s++ == '-';
+	if (strcmp(s, "0") == 0) {
+		*ns = 0;
+		return 0;
+	}
+	if (!*s)
+		return -1;
+	while (*s) {
+		/* [0-9]*(\.[0-9]*)? with at least one digit, then a unit */
+		uint64_t whole = 0, frac = 0;
+		double scale = 1;
+		bool digits = false, overflow_frac = false;
+		for (; isdigit((unsigned char)*s); s++, digits = true) {
+			if (whole > limit / 10)
+				return -1;
+			whole = whole * 10 + (uint64_t)(*s - '0');
+			if (whole > limit)
+				return -1;
+		}
+		if (*s == '.') {
+			for (s++; isdigit((unsigned char)*s); s++, digits = true) {
+				if (overflow_frac || frac > limit / 10) {
+					overflow_frac = true;   /* Go drops such digits */
+					continue;
+				}
+				frac = frac * 10 + (uint64_t)(*s - '0');
+				scale *= 10;
+			}
+		}
+		if (!digits)
+			return -1;
+		size_t best = 0;
+		uint64_t mult = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+			size_t n = strlen(units[i].unit);
+			if (n > best && strncmp(s, units[i].unit, n) == 0) {
+				best = n;
+				mult = units[i].ns;
+			}
+		}
+		if (!best)
+			return -1;
+		s += best;
+		if (whole > limit / mult)
+			return -1;
+		uint64_t v = whole * mult;
+		if (frac)
+			v += (uint64_t)((double)frac * ((double)mult / scale));
+		if (v > limit || total > limit - v)
+			return -1;
+		total += v;
+	}
+	if (total > limit - (neg ? 0 : 1))
+		return -1;
+	*ns = neg ? (int64_t)(0 - total) : (int64_t)total;
+	return 0;
+}
+
+/* A duration flag in whole milliseconds (a fraction rounds up, so a tiny
+ * window is not silently 0), at least `min_ms`. */
+static int parse_duration_ms(const char *flag, const char *s, long min_ms, long *out)
+{
+	int64_t ns;
+	if (controller_parse_duration(s, &ns) < 0)
+		return bad(flag, s, "must be a duration such as 250ms, 1s, 1m or 0");
+	int64_t ms = ns / 1000000 + (ns > 0 && ns % 1000000 ? 1 : 0);
+	if (ms < min_ms || ms > LONG_MAX) {
+		char want[64];
+		snprintf(want, sizeof(want), "must be >= %ldms", min_ms);
+		return bad(flag, s, want);
+	}
+	*out = (long)ms;
+	return 0;
+}
+
 static int parse_bool(const char *flag, const char *s, bool *out)
 {
 	if (!s || strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
@@ -98,7 +194,8 @@ static int parse_bool(const char *flag, const char *s, bool *out)
 int controller_flags_parse(int argc, char **argv, controller_flags *f)
 {
 	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION, METRICS_ADDR,
-	       PROBE_ADDR, LEADER_ELECT, LEADER_NS, QPS, BURST, API_CONNS, SEP_WATCH };
+	       PROBE_ADDR, LEADER_ELECT, LEADER_NS, QPS, BURST, API_CONNS, SEP_WATCH,
+	       WRITE_BEHIND };
 	static const struct option opts[] = {
 		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
 		{ "context", required_argument, NULL, CONTEXT },
@@ -115,6 +212,7 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 		{ "kube-api-burst", required_argument, NULL, BURST },
 		{ "api-connections", required_argument, NULL, API_CONNS },
 		{ "separate-watch-connection", optional_argument, NULL, SEP_WATCH },
+		{ "sandbox-write-behind-window", required_argument, NULL, WRITE_BEHIND },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -186,6 +284,11 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			break;
 		case SEP_WATCH:
 			if (parse_bool("separate-watch-connection", optarg, &f->separate_watch_connection) < 0)
+				return -1;
+			break;
+		case WRITE_BEHIND:
+			if (parse_duration_ms("sandbox-write-behind-window", optarg, 0,
+			                      &f->sandbox_write_behind_window_ms) < 0)
 				return -1;
 			break;
 		case VERSION:

@@ -7,6 +7,7 @@
 #define CONTROLLER_FLAGS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "k8s/log.h"
 
 typedef struct {
@@ -24,6 +25,8 @@ typedef struct {
 	int kube_api_burst;
 	int api_connections;
 	bool separate_watch_connection;
+	/** --sandbox-write-behind-window in milliseconds (>= 0; 0: synchronous). */
+	long sandbox_write_behind_window_ms;
 } controller_flags;
 
 /** The upstream defaults. */
@@ -35,5 +38,14 @@ void controller_flags_defaults(controller_flags *f);
  * flag (the message, naming the flag, is printed on stderr).
  */
 int controller_flags_parse(int argc, char **argv, controller_flags *f);
+
+/**
+ * Parses a Go duration (time.ParseDuration syntax): an optional sign, then
+ * one or more decimal numbers, each with an optional fraction and a unit
+ * (ns, us, µs, ms, s, m, h), e.g. "250ms", "1.5s", "1m30s", "-2h"; the bare
+ * "0" needs no unit. Writes nanoseconds to `*ns`. Returns 0, or -1 for a
+ * malformed value or one beyond +-2^63 ns. Used by every duration flag.
+ */
+int controller_parse_duration(const char *s, int64_t *ns);
 
 #endif
