@@ -183,11 +183,13 @@ class ControllerProcess:
 def controller(deployed, tmp_path_factory):
     """Runs agent-sandbox-controller with the deploy/ ServiceAccount identity."""
     c = ControllerProcess(tmp_path_factory.mktemp("controller"), sa_kubeconfig())
+    state = {"proc": c.proc, "log": c.log, "kubeconfig": c.kubeconfig,
+             "metrics_url": c.metrics_url, "probe_url": c.probe_url, "process": c}
     try:
         c.wait_leading()
-        yield {"proc": c.proc, "log": c.log, "kubeconfig": c.kubeconfig,
-               "metrics_url": c.metrics_url, "probe_url": c.probe_url, "process": c}
+        yield state
     finally:
+        c = state["process"]  # exclusive_controller may have replaced it
         rc = c.stop()
         print("---- controller log (tail) ----\n" + c.text()[-6000:])
         assert rc == 0, f"controller exit code {rc} after SIGTERM"
@@ -203,3 +205,42 @@ def ns(deployed, controller):
              desc="default ServiceAccount")
     yield name
     deployed.delete("namespace", name)
+
+
+@pytest.fixture
+def exclusive_controller(controller):
+    """For tests that run controllers of their own (kill them, restart them,
+    run replicas): stops the session controller cleanly (SIGTERM releases the
+    Lease; exit code checked) and yields start(extra_args=(), name=None) ->
+    ControllerProcess. Afterwards stops what start() started (each one still
+    running must exit 0 on SIGTERM), checks their logs for sanitizer reports,
+    then starts a replacement session controller, waits for it to lead and
+    updates the `controller` dict in place."""
+    old = controller["process"]
+    rc = old.stop()
+    old.assert_clean_log()
+    assert rc == 0, f"session controller exit code {rc} after SIGTERM:\n" + old.text()[-4000:]
+    logdir = os.path.dirname(old.log)
+    started = []
+
+    def start(extra_args=(), name=None):
+        c = ControllerProcess(logdir, controller["kubeconfig"], extra_args,
+                              name or f"exclusive-{uuid.uuid4().hex[:6]}")
+        started.append(c)
+        return c
+
+    try:
+        yield start
+    finally:
+        failures = []
+        for c in started:
+            running = c.proc.poll() is None
+            rc = c.stop()
+            if running and rc != 0:
+                failures.append(f"{c.log}: exit code {rc} after SIGTERM")
+            c.assert_clean_log()
+        c = ControllerProcess(logdir, controller["kubeconfig"], name=f"controller-{uuid.uuid4().hex[:6]}")
+        controller.update(proc=c.proc, log=c.log, kubeconfig=c.kubeconfig,
+                          metrics_url=c.metrics_url, probe_url=c.probe_url, process=c)
+        c.wait_leading()
+        assert not failures, failures
