@@ -1,0 +1,95 @@
+/*
+ * conversion.h - version conversion of the agents.x-k8s.io kinds
+ * (v1alpha1 <-> v1beta1, hub v1beta1) and the apiextensions.k8s.io
+ * ConversionReview a CRD conversion webhook answers.
+ *
+ * Behaviour: spec/api.md §5 (general pattern and §5.1 Sandbox). Protocol:
+ * https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#webhook-request-and-response
+ *
+ * Every kind follows one pattern: metadata is copied, spec and status are
+ * mapped field by field; going to the hub (v1alpha1 -> v1beta1) a JSON
+ * snapshot of the v1alpha1 object (without its own snapshot annotation and
+ * without metadata.managedFields, which only the API server reads) is
+ * stored in the annotation `api.agents.x-k8s.io/v1alpha1-<kind>-state`;
+ * coming back from the hub that annotation is always removed from the
+ * output and may restore fields v1beta1 cannot express. Kinds are rows of
+ * a table in conversion.c: Sandbox today; SandboxClaim, SandboxTemplate
+ * and SandboxWarmPool (§5.2-§5.4) are added there as rows.
+ *
+ * Everything here is pure (no I/O, no clock, no global state) and
+ * thread-safe. Errors: a negative K8S_E* code, with the message in
+ * k8s_error_last() of the calling thread.
+ */
+#ifndef SANDBOX_CONVERSION_H
+#define SANDBOX_CONVERSION_H
+
+#include <stddef.h>
+#include <cjson/cJSON.h>
+#include "sandbox/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The deprecated, still served version of every agents.x-k8s.io kind. */
+#define SBX_VERSION_V1ALPHA1 "v1alpha1"
+/** `apiVersion` of a v1alpha1 Sandbox. */
+#define SBX_API_VERSION_V1ALPHA1 SBX_GROUP "/" SBX_VERSION_V1ALPHA1
+
+/**
+ * Annotation on a stored (v1beta1) Sandbox holding the JSON of the
+ * v1alpha1 object it was written as (spec/api.md §1.4, §5.1).
+ */
+#define SBX_ANNOTATION_V1ALPHA1_SANDBOX_STATE "api.agents.x-k8s.io/v1alpha1-sandbox-state"
+
+/**
+ * Converts one object to `desired_api_version` ("agents.x-k8s.io/v1beta1"
+ * or "agents.x-k8s.io/v1alpha1" for a Sandbox). The object's own
+ * `apiVersion` and `kind` select the conversion; an object already at the
+ * desired version is copied unchanged.
+ *
+ * @param out   receives a new object (caller frees with cJSON_Delete());
+ *              NULL on error
+ * @param obj   the object (borrowed, not modified)
+ * @param desired_api_version  "group/version"
+ * @return 0; K8S_EINVAL (NULL argument, object without apiVersion/kind, a
+ *         kind or version this library does not convert, a group other
+ *         than the object's); K8S_EDECODE (a field of the wrong type, or a
+ *         snapshot annotation that is not a JSON object: the message is
+ *         "failed to unmarshal v1alpha1 Sandbox state: <cause>");
+ *         K8S_ENOMEM.
+ */
+SBX_EXTERN int sbx_conversion_convert(cJSON **out, const cJSON *obj,
+                                      const char *desired_api_version);
+
+/**
+ * Answers one ConversionReview (apiextensions.k8s.io/v1 or /v1beta1): the
+ * HTTP body a CRD conversion webhook receives, and the body to send back.
+ *
+ * The response has the request's apiVersion, kind ConversionReview and
+ * `response.uid` = `request.uid`. When every object converts,
+ * `response.convertedObjects` holds them in order and `response.result`
+ * is `{"status":"Success"}`; otherwise `convertedObjects` is empty and
+ * `result` is `{"status":"Failure","message":...}` naming the object
+ * (index, kind, namespace/name) and the cause. A request that is a
+ * ConversionReview but lacks `uid`, `desiredAPIVersion` or `objects` also
+ * gets a Failure result.
+ *
+ * @param body, len   the request body (need not be NUL-terminated)
+ * @param response    receives the JSON response body (malloc'd; caller
+ *                    frees), only when 0 is returned
+ * @param failure     optional; receives a copy of the Failure message
+ *                    (malloc'd; caller frees) or NULL on Success
+ * @return 0 (a response was produced, Success or Failure); K8S_EDECODE
+ *         when the body is not a ConversionReview at all (not JSON, not
+ *         an object, another kind or apiVersion, no `request` object):
+ *         answer HTTP 400 with k8s_error_last()->message; K8S_EINVAL for
+ *         NULL arguments; K8S_ENOMEM.
+ */
+SBX_EXTERN int sbx_conversion_review(const char *body, size_t len,
+                                     char **response, char **failure);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

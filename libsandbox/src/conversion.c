@@ -1,0 +1,405 @@
+/*
+ * conversion.c - v1alpha1 <-> v1beta1 conversion of the agents.x-k8s.io
+ * kinds and the ConversionReview envelope (conversion.h, spec/api.md §5).
+ *
+ * One table row per kind: its group and kind, the snapshot annotation, and
+ * two functions that map spec and status in place on a deep copy. The
+ * shared pattern (apiVersion rewrite, snapshot written going to the hub,
+ * snapshot stripped coming back) lives in convert_one(), so a kind only
+ * writes its field mapping. Issue 5 adds SandboxClaim, SandboxTemplate and
+ * SandboxWarmPool as rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "k8s/common.h"
+#include "sandbox/conversion.h"
+#include "jsonutil.h"
+
+#define REVIEW_KIND "ConversionReview"
+#define REVIEW_GROUP "apiextensions.k8s.io"
+
+/*
+ * A kind's field mapping, applied in place to a deep copy whose apiVersion
+ * is already the target one. `snapshot` (to_spoke only) is the parsed
+ * v1alpha1 snapshot, or NULL when the object carried none. Returns 0 or a
+ * K8S_E* code with the message set.
+ */
+typedef int (*map_fn)(cJSON *obj, const cJSON *snapshot);
+
+typedef struct {
+	const char *group;
+	const char *kind;
+	const char *hub;              /* storage version */
+	const char *spoke;            /* the deprecated version */
+	const char *snapshot_key;     /* annotation holding the spoke's JSON */
+	map_fn to_hub;
+	map_fn to_spoke;
+} kind_conv;
+
+/* --- Sandbox (spec/api.md §2.3, §5.1) --------------------------------------- */
+
+/* spec.replicas as an int: 1 = absent; -1 with an error when not an integer. */
+static int read_replicas(const cJSON *spec, const char *what, long *out, bool *present)
+{
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(spec, "replicas");
+	*present = r && !cJSON_IsNull(r);
+	*out = 1;
+	if (!*present)
+		return 0;
+	if (!cJSON_IsNumber(r) || r->valuedouble != (double)(long)r->valuedouble)
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "%s: spec.replicas must be an integer", what);
+	*out = (long)r->valuedouble;
+	return 0;
+}
+
+static int sandbox_to_hub(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (spec && !cJSON_IsObject(spec))
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1alpha1 Sandbox: spec must be an object");
+	if (spec) {
+		long replicas;
+		bool present;
+		if (read_replicas(spec, "v1alpha1 Sandbox", &replicas, &present) < 0)
+			return K8S_EDECODE;
+		/* replicas 0 suspends; nil or 1 runs */
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "replicas");
+		if (!ju_set_str(spec, "operatingMode", present && replicas == 0
+		                ? SBX_OPERATING_MODE_SUSPENDED : SBX_OPERATING_MODE_RUNNING))
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	}
+	cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	if (cJSON_IsObject(status)) {
+		/* v1beta1 has no status.replicas; its nodeName starts empty */
+		cJSON_DeleteItemFromObjectCaseSensitive(status, "replicas");
+		cJSON_DeleteItemFromObjectCaseSensitive(status, "nodeName");
+	}
+	return 0;
+}
+
+static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
+{
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	if (spec && !cJSON_IsObject(spec))
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1beta1 Sandbox: spec must be an object");
+	const cJSON *m = spec ? cJSON_GetObjectItemCaseSensitive(spec, "operatingMode") : NULL;
+	if (m && !cJSON_IsNull(m) && !cJSON_IsString(m))
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1beta1 Sandbox: spec.operatingMode must be a string");
+	const char *mode = cJSON_IsString(m) ? m->valuestring : "";
+	bool suspended = strcmp(mode, SBX_OPERATING_MODE_SUSPENDED) == 0;
+	bool running = strcmp(mode, SBX_OPERATING_MODE_RUNNING) == 0;
+
+	long replicas = suspended ? 0 : 1;
+	bool omit_replicas = false;
+	long status_replicas = suspended ? 0 : 1;  /* best effort without a snapshot */
+	if (snapshot) {
+		const cJSON *sspec = cJSON_GetObjectItemCaseSensitive(snapshot, "spec");
+		if (sspec && !cJSON_IsNull(sspec) && !cJSON_IsObject(sspec))
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 Sandbox state: spec is not an object");
+		long snap_replicas = 1;
+		bool snap_present = false;
+		if (cJSON_IsObject(sspec) &&
+		    read_replicas(sspec, "failed to unmarshal v1alpha1 Sandbox state", &snap_replicas,
+		                  &snap_present) < 0)
+			return K8S_EDECODE;
+		if (running) {
+			if (!snap_present)
+				omit_replicas = true;       /* nil stays nil */
+			else
+				replicas = snap_replicas == 0 ? 1 : snap_replicas;
+		}
+		/* Only exactly Running restores; Suspended is 0, anything else the base 1. */
+		const cJSON *sstatus = cJSON_GetObjectItemCaseSensitive(snapshot, "status");
+		const cJSON *sr = cJSON_IsObject(sstatus)
+			? cJSON_GetObjectItemCaseSensitive(sstatus, "replicas") : NULL;
+		if (sr && !cJSON_IsNull(sr) && !cJSON_IsNumber(sr))
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 Sandbox state: status.replicas must be an integer");
+		/* taken from the snapshot whatever the mode (it may be stale) */
+		status_replicas = cJSON_IsNumber(sr) ? (long)sr->valuedouble : 0;
+	}
+
+	if (spec) {
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "operatingMode");
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "replicas");
+		if (!omit_replicas && !ju_set(spec, "replicas", cJSON_CreateNumber((double)replicas)))
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	}
+	cJSON *status = ju_obj(obj, "status");
+	if (!status)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(status, "nodeName");  /* no such v1alpha1 field */
+	if (!ju_set(status, "replicas", cJSON_CreateNumber((double)status_replicas)))
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	return 0;
+}
+
+static const kind_conv kinds[] = {
+	{ SBX_GROUP, SBX_KIND, SBX_VERSION, SBX_VERSION_V1ALPHA1,
+	  SBX_ANNOTATION_V1ALPHA1_SANDBOX_STATE, sandbox_to_hub, sandbox_to_spoke },
+};
+
+/* --- the shared pattern -------------------------------------------------- */
+
+/* Splits "group/version" (group may hold no '/'); false when malformed. */
+static bool split_api_version(const char *av, char *group, size_t gcap, const char **version)
+{
+	const char *slash = av ? strchr(av, '/') : NULL;
+	if (!slash || slash == av || !slash[1] || strchr(slash + 1, '/') ||
+	    (size_t)(slash - av) >= gcap)
+		return false;
+	memcpy(group, av, (size_t)(slash - av));
+	group[slash - av] = '\0';
+	*version = slash + 1;
+	return true;
+}
+
+static const kind_conv *find_kind(const char *group, const char *kind)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].group, group) == 0 && strcmp(kinds[i].kind, kind) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+static cJSON *annotations_of(cJSON *obj)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON *a = cJSON_IsObject(md) ? cJSON_GetObjectItemCaseSensitive(md, "annotations") : NULL;
+	return cJSON_IsObject(a) ? a : NULL;
+}
+
+/* Removes annotation `key`, and the then-empty map (Go's omitempty). */
+static void drop_annotation(cJSON *obj, const char *key)
+{
+	cJSON *a = annotations_of(obj);
+	if (!a)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(a, key);
+	if (!a->child)
+		cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+		                                        "annotations");
+}
+
+/* Spoke -> hub: map fields, then store the snapshot of the spoke object. */
+static int to_hub(const kind_conv *k, const cJSON *src, cJSON *dst)
+{
+	cJSON *snap = cJSON_Duplicate(src, true);
+	if (!snap)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	drop_annotation(snap, k->snapshot_key);
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(snap, "metadata");
+	if (cJSON_IsObject(md))
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
+	char *text = cJSON_PrintUnformatted(snap);
+	cJSON_Delete(snap);
+	if (!text)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	int rc = k->to_hub(dst, NULL);
+	if (rc == 0) {
+		md = ju_obj(dst, "metadata");
+		cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+		if (!ann || !ju_set_str(ann, k->snapshot_key, text))
+			rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	}
+	free(text);
+	return rc;
+}
+
+/* Hub -> spoke: the snapshot (if any) is parsed, stripped, handed to the mapping. */
+static int to_spoke(const kind_conv *k, cJSON *dst)
+{
+	cJSON *a = annotations_of(dst);
+	const cJSON *s = a ? cJSON_GetObjectItemCaseSensitive(a, k->snapshot_key) : NULL;
+	cJSON *snapshot = NULL;
+	if (s) {
+		if (!cJSON_IsString(s))
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 %s state: annotation %s is not a string",
+			                     k->kind, k->snapshot_key);
+		const char *end = NULL;
+		snapshot = cJSON_ParseWithOpts(s->valuestring, &end, true);
+		if (!snapshot)
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 %s state: invalid JSON at offset %zu",
+			                     k->kind, end && end >= s->valuestring
+			                     ? (size_t)(end - s->valuestring) : (size_t)0);
+		if (!cJSON_IsObject(snapshot)) {
+			cJSON_Delete(snapshot);
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 %s state: not a JSON object", k->kind);
+		}
+	}
+	int rc = k->to_spoke(dst, snapshot);
+	cJSON_Delete(snapshot);
+	if (rc == 0)
+		drop_annotation(dst, k->snapshot_key);
+	return rc;
+}
+
+int sbx_conversion_convert(cJSON **out, const cJSON *obj, const char *desired)
+{
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion: out is required");
+	*out = NULL;
+	if (!cJSON_IsObject(obj) || !desired)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion: an object and a desired apiVersion are required");
+	const char *av = ju_str(obj, "apiVersion"), *kind = ju_str(obj, "kind");
+	char group[256], dgroup[256];
+	const char *version, *dversion;
+	if (!av || !kind || !split_api_version(av, group, sizeof(group), &version))
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "object has no valid apiVersion (group/version) and kind");
+	if (!split_api_version(desired, dgroup, sizeof(dgroup), &dversion))
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid desiredAPIVersion \"%s\"", desired);
+	if (strcmp(group, dgroup) != 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "cannot convert %s %s to another group (%s)",
+		                     av, kind, desired);
+	const kind_conv *k = find_kind(group, kind);
+	if (!k)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported kind %s in group %s", kind, group);
+	bool src_hub = strcmp(version, k->hub) == 0, src_spoke = strcmp(version, k->spoke) == 0;
+	bool dst_hub = strcmp(dversion, k->hub) == 0, dst_spoke = strcmp(dversion, k->spoke) == 0;
+	if (!src_hub && !src_spoke)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported version %s of %s", av, kind);
+	if (!dst_hub && !dst_spoke)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported version %s of %s", desired, kind);
+
+	cJSON *dst = cJSON_Duplicate(obj, true);
+	if (!dst || !ju_set_str(dst, "apiVersion", desired)) {
+		cJSON_Delete(dst);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+	}
+	int rc = 0;
+	if (src_spoke && dst_hub)
+		rc = to_hub(k, obj, dst);
+	else if (src_hub && dst_spoke)
+		rc = to_spoke(k, dst);
+	/* same version: an unchanged copy */
+	if (rc < 0) {
+		cJSON_Delete(dst);
+		return rc;
+	}
+	*out = dst;
+	return 0;
+}
+
+/* --- ConversionReview ---------------------------------------------------- */
+
+/* Describes object i for a failure message: "objects[2] (Sandbox ns/name)". */
+static void describe(char *buf, size_t cap, size_t i, const cJSON *obj)
+{
+	const cJSON *md = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, "metadata") : NULL;
+	const char *kind = cJSON_IsObject(obj) ? ju_str(obj, "kind") : NULL;
+	const char *ns = cJSON_IsObject(md) ? ju_str(md, "namespace") : NULL;
+	const char *name = cJSON_IsObject(md) ? ju_str(md, "name") : NULL;
+	snprintf(buf, cap, "objects[%zu] (%s %s%s%s)", i, kind ? kind : "?", ns ? ns : "",
+	         ns ? "/" : "", name ? name : "?");
+}
+
+int sbx_conversion_review(const char *body, size_t len, char **response, char **failure)
+{
+	if (!body || !response)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion review: body and response are required");
+	*response = NULL;
+	if (failure)
+		*failure = NULL;
+	cJSON *review = cJSON_ParseWithLength(body, len);
+	if (!review)
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "request body is not JSON");
+	const char *av = cJSON_IsObject(review) ? ju_str(review, "apiVersion") : NULL;
+	const char *kind = cJSON_IsObject(review) ? ju_str(review, "kind") : NULL;
+	const cJSON *req = cJSON_IsObject(review) ? cJSON_GetObjectItemCaseSensitive(review, "request") : NULL;
+	if (!av || !kind || strcmp(kind, REVIEW_KIND) != 0 ||
+	    (strcmp(av, REVIEW_GROUP "/v1") != 0 && strcmp(av, REVIEW_GROUP "/v1beta1") != 0)) {
+		cJSON_Delete(review);
+		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		                     "request body is not a ConversionReview (apiextensions.k8s.io/v1 or v1beta1)");
+	}
+	if (!cJSON_IsObject(req)) {
+		cJSON_Delete(review);
+		return k8s_error_set(K8S_EDECODE, 0, NULL, "ConversionReview has no request");
+	}
+
+	const char *uid = ju_str(req, "uid");
+	const char *desired = ju_str(req, "desiredAPIVersion");
+	const cJSON *objects = cJSON_GetObjectItemCaseSensitive(req, "objects");
+	char *msg = NULL;
+	bool failed = true;
+	cJSON *converted = cJSON_CreateArray();
+	if (!converted)
+		goto nomem;
+	if (!uid || !*uid)
+		msg = ju_printf("ConversionReview request.uid is required");
+	else if (!desired || !*desired)
+		msg = ju_printf("ConversionReview request.desiredAPIVersion is required");
+	else if (!cJSON_IsArray(objects))
+		msg = ju_printf("ConversionReview request.objects must be a list");
+	else {
+		size_t i = 0;
+		const cJSON *o;
+		cJSON_ArrayForEach(o, objects) {
+			cJSON *c = NULL;
+			int rc = sbx_conversion_convert(&c, o, desired);
+			if (rc == K8S_ENOMEM)
+				goto nomem;
+			if (rc < 0) {
+				char what[512];
+				describe(what, sizeof(what), i, o);
+				msg = ju_printf("converting %s to %s: %s", what, desired, k8s_error_last()->message);
+				break;
+			}
+			cJSON_AddItemToArray(converted, c);
+			i++;
+		}
+		failed = msg != NULL;
+	}
+	if (!uid || !*uid || !desired || !*desired || !cJSON_IsArray(objects))
+		failed = true;
+	if (failed && !msg)
+		goto nomem;
+
+	cJSON *resp = cJSON_CreateObject();
+	cJSON *r = resp ? cJSON_AddObjectToObject(resp, "response") : NULL;
+	cJSON *result = r ? cJSON_CreateObject() : NULL;
+	if (!r || !result || !cJSON_AddStringToObject(resp, "apiVersion", av) ||
+	    !cJSON_AddStringToObject(resp, "kind", REVIEW_KIND) ||
+	    !cJSON_AddStringToObject(r, "uid", uid ? uid : "")) {
+		cJSON_Delete(resp);
+		cJSON_Delete(result);
+		goto nomem;
+	}
+	/* the key order of the Go structs: apiVersion, kind, response */
+	cJSON_DetachItemViaPointer(resp, r);
+	cJSON_AddItemToObject(resp, "response", r);
+	if (failed) {
+		cJSON_Delete(converted);
+		converted = cJSON_CreateArray();
+		cJSON_AddStringToObject(result, "status", "Failure");
+		cJSON_AddStringToObject(result, "message", msg);
+	} else {
+		cJSON_AddStringToObject(result, "status", "Success");
+	}
+	cJSON_AddItemToObject(r, "convertedObjects", converted);
+	cJSON_AddItemToObject(r, "result", result);
+	converted = NULL;
+	*response = cJSON_PrintUnformatted(resp);
+	cJSON_Delete(resp);
+	cJSON_Delete(review);
+	if (!*response) {
+		free(msg);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion review: out of memory");
+	}
+	if (failure)
+		*failure = msg;
+	else
+		free(msg);
+	return 0;
+nomem:
+	cJSON_Delete(converted);
+	cJSON_Delete(review);
+	free(msg);
+	return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion review: out of memory");
+}
