@@ -6,15 +6,22 @@
  * from the list's resourceVersion -> on a normal end or a transport error,
  * WATCH again from the last version seen (with bounded backoff on errors),
  * and on 410 Gone LIST again. Only this thread mutates the cache, so a
- * handler may read the object it was given without the lock; listers take
- * the read lock and return deep copies.
+ * handler may read the object it was given without the lock, and the thread
+ * itself reads the cache without it; listers take the read lock and return
+ * deep copies.
+ *
+ * A cache value is a cJSON object, or, with a codec, the codec's struct: the
+ * cJSON shape then exists only while an event is applied (the transformed
+ * object) or when encoded again for a lister, an old object or an index.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "k8s/informer.h"
 #include "k8s/object.h"
+#include "informer_internal.h"
 #include "map.h"
 
 #define MAX_INDEXES 8
@@ -44,12 +51,14 @@ struct k8s_informer {
 	long resync_ms, watch_timeout_s;
 	k8s_transform_fn transform;
 	void *userdata;     /* of the transform (and of the first handler set) */
+	k8s_object_codec codec;
+	bool has_codec;
 	handler_set handlers[MAX_HANDLERS];
 	int nhandlers;
 	k8s_logger *log;
 
 	pthread_rwlock_t cache_lock;
-	k8s_map cache;  /* key -> cJSON* */
+	k8s_map cache;  /* key -> cJSON*, or the codec's struct */
 	index_def indexes[MAX_INDEXES];
 	int nindexes;
 	char last_rv[64];
@@ -62,11 +71,38 @@ struct k8s_informer {
 	bool resync_running;
 };
 
-int k8s_informer_new(k8s_informer **out, k8s_client *client,
-                     const k8s_informer_options *o)
+int k8s_informer_options_init(k8s_informer_options *opts, unsigned int version)
 {
-	if (!o || o->version != K8S_INFORMER_OPTIONS_VERSION || !o->resource || !client)
+	if (!opts || version < 1 || version > K8S_INFORMER_OPTIONS_VERSION)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer options: unknown version %u", version);
+	k8s_informer_options d = K8S_INFORMER_OPTIONS_INIT;
+	d.version = version;
+	memcpy(opts, &d, version == 1 ? offsetof(k8s_informer_options, codec) : sizeof(d));
+	return 0;
+}
+
+/* Copies options of any known version into the current layout (an older
+ * caller's struct is shorter: never read past it). False: unknown version. */
+static bool options_current(const k8s_informer_options *o, k8s_informer_options *cur)
+{
+	if (!o || o->version < 1 || o->version > K8S_INFORMER_OPTIONS_VERSION)
+		return false;
+	k8s_informer_options_init(cur, K8S_INFORMER_OPTIONS_VERSION);
+	memcpy(cur, o, o->version == 1 ? offsetof(k8s_informer_options, codec) : sizeof(*cur));
+	cur->version = K8S_INFORMER_OPTIONS_VERSION;
+	return true;
+}
+
+int k8s_informer_new(k8s_informer **out, k8s_client *client,
+                     const k8s_informer_options *opts)
+{
+	k8s_informer_options cur;
+	const k8s_informer_options *o = &cur;
+	if (!options_current(opts, &cur) || !o->resource || !client)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: options version, resource and client are required");
+	if (o->codec && (!o->codec->decode || !o->codec->encode || !o->codec->free))
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer for %s: a codec needs decode, encode and free",
+		                     o->resource->resource);
 	k8s_informer *inf = calloc(1, sizeof(*inf));
 	if (!inf)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
@@ -79,6 +115,10 @@ int k8s_informer_new(k8s_informer **out, k8s_client *client,
 	inf->watch_timeout_s = o->watch_timeout_s > 0 ? o->watch_timeout_s : 300;
 	inf->transform = o->transform;
 	inf->userdata = o->userdata;
+	if (o->codec) {
+		inf->codec = *o->codec;
+		inf->has_codec = true;
+	}
 	if (o->on_add || o->on_update || o->on_delete)
 		inf->handlers[inf->nhandlers++] = (handler_set){ o->on_add, o->on_update, o->on_delete, o->userdata };
 	inf->log = o->logger;
@@ -233,31 +273,99 @@ static void index_update(k8s_informer *inf, const char *key,
 	}
 }
 
-/* Stores `obj` (owned) under `key`; returns the previous object (caller frees). */
-static cJSON *cache_put(k8s_informer *inf, const char *key, cJSON *obj)
+static void value_free(k8s_informer *inf, void *v)
 {
+	if (!v)
+		return;
+	if (inf->has_codec)
+		inf->codec.free(v, inf->codec.userdata);
+	else
+		cJSON_Delete(v);
+}
+
+/* A new cJSON copy of the cache value `v` (NULL when out of memory). */
+static cJSON *value_copy(k8s_informer *inf, const void *v)
+{
+	cJSON *o = inf->has_codec ? inf->codec.encode(v, inf->codec.userdata)
+	                          : cJSON_Duplicate(v, 1);
+	if (!o)
+		k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory copying an object",
+		              inf->resource.resource);
+	return o;
+}
+
+/* The cJSON shape of an old value, for indexes and handlers: the value itself
+ * without a codec; with one, an encoding, made only when someone needs it. */
+static cJSON *old_shape(k8s_informer *inf, void *old, bool wanted)
+{
+	if (!inf->has_codec)
+		return old;
+	if (!old || !(wanted || inf->nindexes))
+		return NULL;
+	cJSON *o = inf->codec.encode(old, inf->codec.userdata);
+	if (!o)
+		k8s_log(inf->log, K8S_LOG_ERROR, "informer: out of memory encoding a cached object",
+		        "resource", inf->resource.resource, NULL);
+	return o;
+}
+
+/*
+ * Stores `val` (owned; `json` is its cJSON shape, the same pointer without a
+ * codec) under `key`. *had_old says whether a value was replaced; *old_json
+ * receives the replaced value's cJSON shape (caller frees; NULL when there
+ * was none, or with a codec when nobody needs it). Returns false when out of
+ * memory: nothing changed and `val` is still the caller's.
+ */
+static bool cache_put(k8s_informer *inf, const char *key, void *val, const cJSON *json,
+                      bool *had_old, cJSON **old_json)
+{
+	/* only this thread writes the cache: reading it unlocked is safe */
+	void *prev = k8s_map_get(&inf->cache, key);
+	cJSON *enc = inf->has_codec ? old_shape(inf, prev, inf->nhandlers > 0) : NULL;
 	void *old = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
-	if (k8s_map_set(&inf->cache, key, obj, &old) < 0) {
+	if (k8s_map_set(&inf->cache, key, val, &old) < 0) {
 		pthread_rwlock_unlock(&inf->cache_lock);
 		k8s_log(inf->log, K8S_LOG_ERROR, "informer: out of memory, object dropped",
 		        "resource", inf->resource.resource, "key", key, NULL);
-		cJSON_Delete(obj);
-		return NULL;
+		cJSON_Delete(enc);
+		*had_old = false;
+		*old_json = NULL;
+		return false;
 	}
-	index_update(inf, key, old, obj);
+	index_update(inf, key, inf->has_codec ? enc : old, json);
 	pthread_rwlock_unlock(&inf->cache_lock);
-	return old;
+	*had_old = old != NULL;
+	if (inf->has_codec) {
+		value_free(inf, old);
+		*old_json = enc;
+	} else {
+		*old_json = old;
+	}
+	return true;
 }
 
-static cJSON *cache_remove(k8s_informer *inf, const char *key)
+/* Removes `key`; returns whether it was cached, with its cJSON shape in
+ * *old_json as cache_put() does (`want_old`: a handler needs it). */
+static bool cache_remove(k8s_informer *inf, const char *key, bool want_old, cJSON **old_json)
 {
+	*old_json = NULL;
+	void *prev = k8s_map_get(&inf->cache, key);
+	if (!prev)
+		return false;
+	cJSON *enc = old_shape(inf, prev, want_old);
 	void *old = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
-	if (k8s_map_remove(&inf->cache, key, &old))
-		index_update(inf, key, old, NULL);
+	k8s_map_remove(&inf->cache, key, &old);
+	index_update(inf, key, inf->has_codec ? enc : old, NULL);
 	pthread_rwlock_unlock(&inf->cache_lock);
-	return old;
+	if (inf->has_codec) {
+		value_free(inf, old);
+		*old_json = enc;
+	} else {
+		*old_json = old;
+	}
+	return true;
 }
 
 static void set_last_rv(k8s_informer *inf, const char *rv)
@@ -283,21 +391,40 @@ static void apply_upsert(k8s_informer *inf, cJSON *obj)
 	}
 	if (inf->transform)
 		obj = inf->transform(obj, inf->userdata);
+	cJSON *old = NULL;
 	if (!obj) {
 		/* the transform dropped it: treat as gone */
-		cJSON *old = cache_remove(inf, key);
-		if (old)
+		if (cache_remove(inf, key, has_delete_handler(inf), &old) && old)
 			notify_delete(inf, old);
-		cJSON_Delete(old);
-	} else {
-		cJSON *old = cache_put(inf, key, obj);
-		if (old) {
-			notify_update(inf, old, obj);
-			cJSON_Delete(old);
-		} else {
-			notify_add(inf, obj);
+		goto out;
+	}
+	void *val = obj;
+	if (inf->has_codec) {
+		int rc = inf->codec.decode(obj, &val, inf->codec.userdata);
+		if (rc < 0) {
+			/* the previous state, if any, stays cached: the next event retries */
+			k8s_log(inf->log, K8S_LOG_ERROR, "informer: cannot decode object, not cached",
+			        "resource", inf->resource.resource, "key", key,
+			        "error", k8s_error_last()->message, NULL);
+			cJSON_Delete(obj);
+			goto out;
 		}
 	}
+	bool had_old = false;
+	if (!cache_put(inf, key, val, obj, &had_old, &old)) {
+		if (inf->has_codec)
+			value_free(inf, val);
+		cJSON_Delete(obj);
+		goto out;
+	}
+	if (!had_old)
+		notify_add(inf, obj);
+	else if (old)
+		notify_update(inf, old, obj);
+	if (inf->has_codec)
+		cJSON_Delete(obj);  /* the cache holds the struct */
+out:
+	cJSON_Delete(old);
 	set_last_rv(inf, rvbuf);
 	free(key);
 }
@@ -307,14 +434,16 @@ static void apply_delete(k8s_informer *inf, cJSON *obj)
 	char *key = k8s_obj_key(obj);
 	const char *rv = k8s_obj_resource_version(obj);
 	if (key) {
-		cJSON *old = cache_remove(inf, key);
-		if (has_delete_handler(inf)) {
-			if (inf->transform)
-				obj = inf->transform(obj, inf->userdata);
-			const cJSON *last = obj ? obj : old;
-			if (last)
-				notify_delete(inf, last);
-		}
+		bool notify = has_delete_handler(inf);
+		if (notify && inf->transform)
+			obj = inf->transform(obj, inf->userdata);
+		/* the cached state is needed for the handler only when the
+		 * transform dropped the event's object */
+		cJSON *old = NULL;
+		cache_remove(inf, key, notify && !obj, &old);
+		const cJSON *last = obj ? obj : old;
+		if (notify && last)
+			notify_delete(inf, last);
 		cJSON_Delete(old);
 		free(key);
 	}
@@ -342,6 +471,83 @@ static int watch_cb(k8s_watch_event_type type, cJSON *obj, void *ud)
 		break;
 	}
 	return atomic_load(&inf->cancel) ? 1 : 0;
+}
+
+/* True when the cached `key` has resourceVersion `rv` (informer thread). */
+static bool cached_rv_is(k8s_informer *inf, const char *key, const char *rv)
+{
+	const void *cur = k8s_map_get(&inf->cache, key);
+	if (!cur || !rv)
+		return false;
+	if (!inf->has_codec) {
+		const char *crv = k8s_obj_resource_version(cur);
+		return crv && strcmp(crv, rv) == 0;
+	}
+	if (inf->codec.resource_version) {
+		const char *crv = inf->codec.resource_version(cur, inf->codec.userdata);
+		return crv && strcmp(crv, rv) == 0;
+	}
+	cJSON *o = inf->codec.encode(cur, inf->codec.userdata);
+	const char *crv = k8s_obj_resource_version(o);
+	bool same = crv && strcmp(crv, rv) == 0;
+	cJSON_Delete(o);
+	return same;
+}
+
+/* Upserts the listed `items` (taken one by one out of the array), noting
+ * their keys in `seen`; unchanged objects (same resourceVersion) are skipped
+ * so a relist does not wake every handler. */
+static void relist_items(k8s_informer *inf, cJSON *items, k8s_map *seen)
+{
+	while (cJSON_GetArraySize(items) > 0) {
+		cJSON *item = cJSON_DetachItemFromArray(items, 0);
+		char *key = k8s_obj_key(item);
+		if (!key) {
+			cJSON_Delete(item);
+			continue;
+		}
+		k8s_map_set(seen, key, (void *)1, NULL);
+		bool same = cached_rv_is(inf, key, k8s_obj_resource_version(item));
+		free(key);
+		if (same)
+			cJSON_Delete(item);
+		else
+			apply_upsert(inf, item);
+	}
+}
+
+/* Synthesises deletes for cached objects not in `seen` (they vanished while
+ * nobody watched) and records the list's resourceVersion `rv`. */
+static void relist_finish(k8s_informer *inf, const k8s_map *seen, const char *rv)
+{
+	size_t nkeys = 0, cap = 0;
+	char **gone = NULL;
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (k8s_map_next(&inf->cache, &b, &it)) {
+		if (!k8s_map_has(seen, it->key)) {
+			if (nkeys == cap) {
+				cap = cap ? cap * 2 : 16;
+				char **g = realloc(gone, cap * sizeof(*g));
+				if (!g)
+					break;
+				gone = g;
+			}
+			gone[nkeys++] = strdup(it->key);
+		}
+	}
+	bool notify = has_delete_handler(inf);
+	for (size_t i = 0; i < nkeys; i++) {
+		if (gone[i]) {
+			cJSON *old = NULL;
+			if (cache_remove(inf, gone[i], notify, &old) && old)
+				notify_delete(inf, old);
+			cJSON_Delete(old);
+		}
+		free(gone[i]);
+	}
+	free(gone);
+	set_last_rv(inf, rv);
 }
 
 /*
@@ -374,68 +580,28 @@ static int relist(k8s_informer *inf)
 		const char *lrv = k8s_obj_str(list, "metadata.resourceVersion");
 		if (lrv)
 			snprintf(rv, sizeof(rv), "%s", lrv);
-		cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
-		while (cJSON_GetArraySize(items) > 0) {
-			cJSON *item = cJSON_DetachItemFromArray(items, 0);
-			char *key = k8s_obj_key(item);
-			if (!key) {
-				cJSON_Delete(item);
-				continue;
-			}
-			k8s_map_set(&seen, key, (void *)1, NULL);
-			/* skip handler noise when nothing changed since we last saw it */
-			cJSON *cur = NULL;
-			pthread_rwlock_rdlock(&inf->cache_lock);
-			cur = k8s_map_get(&inf->cache, key);
-			const char *crv = cur ? k8s_obj_resource_version(cur) : NULL;
-			const char *irv = k8s_obj_resource_version(item);
-			bool same = crv && irv && strcmp(crv, irv) == 0;
-			pthread_rwlock_unlock(&inf->cache_lock);
-			free(key);
-			if (same)
-				cJSON_Delete(item);
-			else
-				apply_upsert(inf, item);
-		}
+		relist_items(inf, cJSON_GetObjectItemCaseSensitive(list, "items"), &seen);
 		cJSON_Delete(list);
 	} while (cont && !atomic_load(&inf->cancel));
 	free(cont);
-	if (rc < 0) {
-		k8s_map_clear(&seen, NULL);
-		return rc;
-	}
-	/* deletes for objects that disappeared while we were not watching */
-	size_t nkeys = 0, cap = 0;
-	char **gone = NULL;
-	pthread_rwlock_rdlock(&inf->cache_lock);
-	size_t b = 0;
-	k8s_map_entry *it = NULL;
-	while (k8s_map_next(&inf->cache, &b, &it)) {
-		if (!k8s_map_has(&seen, it->key)) {
-			if (nkeys == cap) {
-				cap = cap ? cap * 2 : 16;
-				char **g = realloc(gone, cap * sizeof(*g));
-				if (!g)
-					break;
-				gone = g;
-			}
-			gone[nkeys++] = strdup(it->key);
-		}
-	}
-	pthread_rwlock_unlock(&inf->cache_lock);
-	for (size_t i = 0; i < nkeys; i++) {
-		if (gone[i]) {
-			cJSON *old = cache_remove(inf, gone[i]);
-			if (old)
-				notify_delete(inf, old);
-			cJSON_Delete(old);
-		}
-		free(gone[i]);
-	}
-	free(gone);
+	if (rc == 0)
+		relist_finish(inf, &seen, rv);
 	k8s_map_clear(&seen, NULL);
-	set_last_rv(inf, rv);
-	return 0;
+	return rc;
+}
+
+void k8s__informer_replace(k8s_informer *inf, cJSON *items, const char *rv)
+{
+	k8s_map seen;
+	k8s_map_init(&seen);
+	relist_items(inf, items, &seen);
+	relist_finish(inf, &seen, rv);
+	k8s_map_clear(&seen, NULL);
+}
+
+void k8s__informer_apply(k8s_informer *inf, k8s_watch_event_type type, cJSON *obj)
+{
+	watch_cb(type, obj, inf);
 }
 
 /* Sleeps up to `ms` or until stopped; returns true when stopping. */
@@ -594,13 +760,62 @@ int k8s_informer_get(k8s_informer *inf, const char *ns, const char *name, cJSON 
 	else
 		snprintf(key, sizeof(key), "%s", name);
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	cJSON *o = k8s_map_get(&inf->cache, key);
+	void *o = k8s_map_get(&inf->cache, key);
 	if (o)
-		*out = cJSON_Duplicate(o, 1);
+		*out = value_copy(inf, o);
 	pthread_rwlock_unlock(&inf->cache_lock);
 	if (!o)
 		return K8S_ENOTFOUND;
-	return *out ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	return *out ? 0 : K8S_ENOMEM;
+}
+
+static void object_key(char *key, size_t cap, const char *ns, const char *name)
+{
+	if (ns && *ns)
+		snprintf(key, cap, "%s/%s", ns, name ? name : "");
+	else
+		snprintf(key, cap, "%s", name ? name : "");
+}
+
+int k8s_informer_read(k8s_informer *inf, const char *ns, const char *name,
+                      k8s_informer_read_fn fn, void *userdata)
+{
+	char key[512];
+	object_key(key, sizeof(key), ns, name);
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	const void *o = k8s_map_get(&inf->cache, key);
+	int rc = o ? fn(o, userdata) : K8S_ENOTFOUND;
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return rc;
+}
+
+static index_def *find_index(k8s_informer *inf, const char *index)
+{
+	for (int i = 0; i < inf->nindexes; i++)
+		if (strcmp(inf->indexes[i].name, index) == 0)
+			return &inf->indexes[i];
+	k8s_error_set(K8S_EINVAL, 0, NULL, "informer: unknown index \"%s\"", index);
+	return NULL;
+}
+
+int k8s_informer_read_index(k8s_informer *inf, const char *index, const char *value,
+                            k8s_informer_read_fn fn, void *userdata)
+{
+	index_def *d = find_index(inf, index);
+	if (!d)
+		return K8S_EINVAL;
+	int rc = 0;
+	pthread_rwlock_rdlock(&inf->cache_lock);
+	k8s_map *set = k8s_map_get(&d->values, value);
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (rc == 0 && set && k8s_map_next(set, &b, &it)) {
+		const void *o = k8s_map_get(&inf->cache, it->key);
+		if (o)
+			rc = fn(o, userdata);
+	}
+	pthread_rwlock_unlock(&inf->cache_lock);
+	return rc;
 }
 
 int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
@@ -611,15 +826,27 @@ int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 	pthread_rwlock_rdlock(&inf->cache_lock);
 	size_t b = 0;
 	k8s_map_entry *it = NULL;
-	while (k8s_map_next(&inf->cache, &b, &it)) {
-		if (ns) {
+	size_t nslen = ns ? strlen(ns) : 0;
+	bool oom = false;
+	while (!oom && k8s_map_next(&inf->cache, &b, &it)) {
+		if (ns && inf->has_codec) {
+			/* the key is "namespace/name": no need to encode to filter */
+			if (strncmp(it->key, ns, nslen) != 0 || it->key[nslen] != '/')
+				continue;
+		} else if (ns) {
 			const char *ons = k8s_obj_namespace(it->value);
 			if (!ons || strcmp(ons, ns) != 0)
 				continue;
 		}
-		cJSON_AddItemToArray(arr, cJSON_Duplicate(it->value, 1));
+		cJSON *o = value_copy(inf, it->value);
+		oom = !o || !cJSON_AddItemToArray(arr, o);
 	}
 	pthread_rwlock_unlock(&inf->cache_lock);
+	if (oom) {
+		cJSON_Delete(arr);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
+		                     inf->resource.resource);
+	}
 	*out = arr;
 	return 0;
 }
@@ -627,12 +854,9 @@ int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *value, cJSON **out)
 {
 	*out = NULL;
-	index_def *d = NULL;
-	for (int i = 0; i < inf->nindexes; i++)
-		if (strcmp(inf->indexes[i].name, index) == 0)
-			d = &inf->indexes[i];
+	index_def *d = find_index(inf, index);
 	if (!d)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: unknown index \"%s\"", index);
+		return K8S_EINVAL;
 	cJSON *arr = cJSON_CreateArray();
 	if (!arr)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
@@ -640,12 +864,20 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 	k8s_map *set = k8s_map_get(&d->values, value);
 	size_t b = 0;
 	k8s_map_entry *it = NULL;
-	while (set && k8s_map_next(set, &b, &it)) {
-		cJSON *o = k8s_map_get(&inf->cache, it->key);
-		if (o)
-			cJSON_AddItemToArray(arr, cJSON_Duplicate(o, 1));
+	bool oom = false;
+	while (!oom && set && k8s_map_next(set, &b, &it)) {
+		const void *v = k8s_map_get(&inf->cache, it->key);
+		if (!v)
+			continue;
+		cJSON *o = value_copy(inf, v);
+		oom = !o || !cJSON_AddItemToArray(arr, o);
 	}
 	pthread_rwlock_unlock(&inf->cache_lock);
+	if (oom) {
+		cJSON_Delete(arr);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
+		                     inf->resource.resource);
+	}
 	*out = arr;
 	return 0;
 }
@@ -682,17 +914,16 @@ void k8s_informer_stop(k8s_informer *inf)
 	}
 }
 
-static void obj_free(void *v)
-{
-	cJSON_Delete(v);
-}
-
 void k8s_informer_free(k8s_informer *inf)
 {
 	if (!inf)
 		return;
 	k8s_informer_stop(inf);
-	k8s_map_clear(&inf->cache, obj_free);
+	size_t b = 0;
+	k8s_map_entry *it = NULL;
+	while (k8s_map_next(&inf->cache, &b, &it))
+		value_free(inf, it->value);
+	k8s_map_clear(&inf->cache, NULL);
 	for (int i = 0; i < inf->nindexes; i++) {
 		k8s_map_clear(&inf->indexes[i].values, set_free);
 		free(inf->indexes[i].name);
@@ -748,12 +979,22 @@ static bool same_source(const k8s_informer *inf, const k8s_informer_options *o)
 	       str_eq(inf->field_selector, o->field_selector);
 }
 
+static bool same_codec(const k8s_informer *inf, const k8s_object_codec *c)
+{
+	if (!c || !inf->has_codec)
+		return !c && !inf->has_codec;
+	return inf->codec.decode == c->decode && inf->codec.encode == c->encode &&
+	       inf->codec.free == c->free && inf->codec.userdata == c->userdata;
+}
+
 int k8s_informer_factory_informer(k8s_informer_factory *f,
-                                  const k8s_informer_options *o,
+                                  const k8s_informer_options *opts,
                                   k8s_informer **out)
 {
 	*out = NULL;
-	if (!o || o->version != K8S_INFORMER_OPTIONS_VERSION || !o->resource)
+	k8s_informer_options cur;
+	const k8s_informer_options *o = &cur;
+	if (!options_current(opts, &cur) || !o->resource)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: options version and resource are required");
 	pthread_mutex_lock(&f->lock);
 	int rc = 0;
@@ -762,9 +1003,10 @@ int k8s_informer_factory_informer(k8s_informer_factory *f,
 		if (!same_source(inf, o))
 			continue;
 		/* a shared cache holds one shape of object: the transforms must agree */
-		if (inf->transform != o->transform || (o->transform && inf->userdata != o->userdata)) {
+		if (inf->transform != o->transform || (o->transform && inf->userdata != o->userdata) ||
+		    !same_codec(inf, o->codec)) {
 			rc = k8s_error_set(K8S_EINVAL, 0, NULL,
-			                   "informer factory: %s already has an informer with another transform",
+			                   "informer factory: %s already has an informer with another transform or codec",
 			                   o->resource->resource);
 		} else if (o->on_add || o->on_update || o->on_delete) {
 			rc = k8s_informer_add_handlers(inf, o->on_add, o->on_update, o->on_delete, o->userdata);

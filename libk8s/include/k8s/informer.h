@@ -14,6 +14,11 @@
  *
  * Lister calls (get/list/index) are thread-safe and return deep copies the
  * caller owns, so callers never hold the cache lock.
+ *
+ * An optional codec (k8s_object_codec) makes the cache hold compact
+ * caller-defined C structs instead of cJSON trees (design.md §2 rule 5);
+ * handlers, index functions and listers keep their cJSON interface, and
+ * k8s_informer_read() hands out the struct itself without a copy.
  */
 #ifndef K8S_INFORMER_H
 #define K8S_INFORMER_H
@@ -76,9 +81,66 @@ K8S_EXTERN int k8s_index_by_owner_uid(const cJSON *obj, const char **keys,
 K8S_EXTERN int k8s_index_by_label(const cJSON *obj, const char **keys,
                                   int cap, void *userdata);
 
-#define K8S_INFORMER_OPTIONS_VERSION 1
+/**
+ * A codec between the cJSON shape of an object and a compact struct the
+ * informer caches instead (one per object). With a codec the cache holds
+ * only structs:
+ * - `decode` runs on the informer thread on every object after the
+ *   transform; the cJSON object it is given is also what the handlers and
+ *   index functions of that event see;
+ * - `encode` rebuilds the cJSON shape whenever one is needed without the
+ *   original at hand: listers (k8s_informer_get/_list/_by_index), the old
+ *   object of an update, the last state of a delete, index maintenance,
+ *   resync. For the cache to behave as without a codec, encode(decode(x))
+ *   must equal x (cJSON_Compare, member order aside) for every object the
+ *   transform can produce;
+ * - `free` releases a struct from `decode`.
+ *
+ * Thread-safety: `decode` and `free` run on the informer thread only;
+ * `encode` and `resource_version` run on any thread, concurrently, on
+ * structs that are not being freed (the informer holds its cache read
+ * lock), so they must not modify the struct.
+ */
+typedef struct {
+	/**
+	 * Builds the compact form of `obj` (borrowed) into `*out` (owned by the
+	 * informer, released with `free`). Returns 0, or a negative K8S_E*
+	 * code (e.g. K8S_ENOMEM): the object is then left out of the cache and
+	 * the error logged.
+	 */
+	int (*decode)(const cJSON *obj, void **out, void *userdata);
+	/**
+	 * Returns a new cJSON object for `compact` (the caller frees it with
+	 * cJSON_Delete), or NULL when out of memory.
+	 */
+	cJSON *(*encode)(const void *compact, void *userdata);
+	/** Releases `compact`; NULL is never passed. */
+	void (*free)(void *compact, void *userdata);
+	/**
+	 * Optional: metadata.resourceVersion of `compact` (borrowed from it),
+	 * or NULL. Lets a relist skip unchanged objects without encoding them;
+	 * when NULL the informer encodes to compare.
+	 */
+	const char *(*resource_version)(const void *compact, void *userdata);
+	void *userdata;  /**< passed to every function above */
+} k8s_object_codec;
 
-/** Informer options. */
+/**
+ * Zero-copy reader of k8s_informer_read(): `obj` is the cached value, the
+ * codec's struct (`const` of the codec's type) when the informer has a
+ * codec, else the `const cJSON *` object. Borrowed for the call only; it
+ * runs under the cache read lock, so it must be quick and must not call
+ * the informer. Its return value is returned by the read call.
+ */
+typedef int (*k8s_informer_read_fn)(const void *obj, void *userdata);
+
+#define K8S_INFORMER_OPTIONS_VERSION 2
+
+/**
+ * Informer options; initialise with K8S_INFORMER_OPTIONS_INIT or
+ * k8s_informer_options_init(). `codec` came with version 2: a caller built
+ * against version 1 keeps working without one.
+ */
 typedef struct {
 	unsigned int version;           /**< K8S_INFORMER_OPTIONS_VERSION */
 	const k8s_resource *resource;   /**< required; borrowed for the informer's life */
@@ -93,14 +155,27 @@ typedef struct {
 	k8s_on_delete_fn on_delete;     /**< optional */
 	void *userdata;                 /**< passed to every callback */
 	k8s_logger *logger;             /**< borrowed; NULL: silent */
+	/* version 2 */
+	const k8s_object_codec *codec;  /**< optional; copied. NULL: the
+	                                 *   cache holds cJSON trees */
 } k8s_informer_options;
 
-#define K8S_INFORMER_OPTIONS_INIT { K8S_INFORMER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 300, NULL, NULL, NULL, NULL, NULL, NULL }
+#define K8S_INFORMER_OPTIONS_INIT { K8S_INFORMER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 300, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+
+/**
+ * Fills `opts` with the defaults of options `version` (1 up to
+ * K8S_INFORMER_OPTIONS_VERSION; an older struct is shorter and only its
+ * fields are written). Returns 0, or K8S_EINVAL for a NULL `opts` or an
+ * unknown version.
+ */
+K8S_EXTERN int k8s_informer_options_init(k8s_informer_options *opts,
+                                         unsigned int version);
 
 /**
  * Creates an informer over `client` (borrowed: it must outlive the
- * informer). Strings in `opts` are copied. Returns 0, K8S_EINVAL (no
- * resource) or K8S_ENOMEM.
+ * informer). Strings and the codec in `opts` are copied. Returns 0,
+ * K8S_EINVAL (no resource, unknown options version, a codec without
+ * decode, encode or free) or K8S_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_new(k8s_informer **out, k8s_client *client,
                                 const k8s_informer_options *opts);
@@ -158,6 +233,30 @@ K8S_EXTERN int k8s_informer_list(k8s_informer *inf, const char *ns,
 K8S_EXTERN int k8s_informer_by_index(k8s_informer *inf, const char *index,
                                      const char *value, cJSON **out);
 
+/**
+ * Calls `fn(obj, userdata)` with the cached object `ns`/`name` (`ns` ""
+ * or NULL for cluster-scoped) without copying it: the codec's struct, or
+ * the cJSON object without a codec (see k8s_informer_read_fn). Thread-safe.
+ *
+ * @return K8S_ENOTFOUND (fn not called), else what `fn` returned.
+ */
+K8S_EXTERN int k8s_informer_read(k8s_informer *inf, const char *ns,
+                                 const char *name, k8s_informer_read_fn fn,
+                                 void *userdata);
+
+/**
+ * Calls `fn(obj, userdata)` for each cached object whose index `index` has
+ * value `value`, in no particular order, without copying (as
+ * k8s_informer_read(); the read lock is held across all the calls). Stops
+ * at the first call returning non-zero. Thread-safe.
+ *
+ * @return K8S_EINVAL (unknown index), else the non-zero value of the call
+ *         that stopped the walk, else 0.
+ */
+K8S_EXTERN int k8s_informer_read_index(k8s_informer *inf, const char *index,
+                                       const char *value,
+                                       k8s_informer_read_fn fn, void *userdata);
+
 /** Number of cached objects. */
 K8S_EXTERN size_t k8s_informer_size(k8s_informer *inf);
 
@@ -197,8 +296,8 @@ K8S_EXTERN int k8s_informer_factory_new(k8s_informer_factory **out,
  * by the factory. Must be called before k8s_informer_factory_start().
  *
  * @return 0; K8S_EINVAL when the options are invalid, when the existing
- *         informer uses a different transform (one cache holds one shape of
- *         object), or when it already started; K8S_ENOMEM.
+ *         informer uses a different transform or codec (one cache holds one
+ *         shape of object), or when it already started; K8S_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_factory_informer(k8s_informer_factory *f,
                                              const k8s_informer_options *opts,
