@@ -28,6 +28,15 @@ void controller_flags_defaults(controller_flags *f)
 		.kube_api_qps = -1,
 		.kube_api_burst = 10,
 		.api_connections = 1,
+		.sandbox_claim_workers = 50,
+		.sandbox_warm_pool_workers = 1,
+		.sandbox_template_workers = 1,
+		.warm_pool_max_batch_size = 300,
+		.warm_pool_readiness_grace_period_ms = 5 * 60 * 1000,
+		.warm_pool_unschedulable_recheck_ms = 60 * 1000,
+		.enable_warm_pool_eviction = true,
+		.pprof_block_profile_rate = 1000000,
+		.pprof_mutex_profile_fraction = 10,
 	};
 }
 
@@ -61,11 +70,41 @@ static void usage(FILE *f)
 "  --health-probe-bind-address ADDR  serve /healthz and /readyz on ADDR (default :8081)\n"
 "  --log-format text|json            log line format on stderr (default text)\n"
 "  --log-level error|warn|info|debug minimum level logged (default info)\n"
+"  --cache-label-selectors[=B]       cache only Pods and Services labelled agents.x-k8s.io/sandbox-name-hash (default false)\n"
+"  --zap-devel[=B]                   development mode: debug level unless a level flag is given (default false)\n"
+"  --zap-encoder json|console        same as --log-format json|text (default console)\n"
+"  --zap-log-level debug|info|error|N  same as --log-level; an integer N > 0 means debug (default info)\n"
+"  --zap-stacktrace-level info|error|panic  accepted and ignored: no stack traces are logged (default error)\n"
+"  --zap-time-encoding E             epoch|millis|nano|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)\n"
 "  --version                         print the version and exit\n"
 "  -h, --help                        print this help and exit\n"
 "\n"
 "Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight\n"
-"finish, the Lease is released, watches close).\n");
+"finish, the Lease is released, watches close).\n"
+"\n"
+"Extension controllers (SandboxClaim, SandboxTemplate, SandboxWarmPool) are not in\n"
+"this build yet: --extensions=true exits with an error; their other flags are\n"
+"validated as upstream does and otherwise unused, so existing Helm values work:\n"
+"  --extensions[=B]                  run the extension controllers (default false)\n"
+"  --sandbox-claim-concurrent-workers N  concurrent SandboxClaim reconciles, > 0 (default 50)\n"
+"  --sandbox-warm-pool-concurrent-workers N  concurrent SandboxWarmPool reconciles, > 0 (default 1)\n"
+"  --sandbox-template-concurrent-workers N  concurrent SandboxTemplate reconciles (default 1)\n"
+"  --sandbox-warm-pool-max-batch-size N  parallel creates/deletes per warm-pool batch, > 0 (default 300)\n"
+"  --sandbox-warm-pool-replenish-delay D  delay replacing members that left a pool (default 0)\n"
+"  --sandbox-warm-pool-max-refill-rate R  refill creates/s per pool, finite, >= 0; 0: unpaced (default 0)\n"
+"  --sandbox-warm-pool-readiness-grace-period D  time a member may stay non-Ready, > 0 (default 5m)\n"
+"  --sandbox-warm-pool-unschedulable-recheck-interval D  requeue of pools with unschedulable members, > 0 (default 1m)\n"
+"  --enable-warm-pool-eviction[=B]   mark warm-pool pods safe to evict (default true)\n"
+"  --disable-claim-events[=B]        no Events from the claim controller (default false)\n"
+"  --disable-claim-observability-annotations[=B]  no first-observed/trace annotations on claims (default false)\n"
+"\n"
+"Accepted for compatibility with upstream's Go controller, without effect (a\n"
+"warning is logged): no OpenTelemetry exporter, no Go runtime to profile.\n"
+"  --enable-tracing[=B]              OpenTelemetry tracing (default false)\n"
+"  --enable-pprof[=B]                Go CPU profile on the metrics server (default false)\n"
+"  --enable-pprof-debug[=B]          Go debug profiles (default false)\n"
+"  --pprof-block-profile-rate N      Go block profile rate in ns (default 1000000)\n"
+"  --pprof-mutex-profile-fraction N  Go mutex profile fraction (default 10)\n");
 }
 
 static int bad(const char *flag, const char *value, const char *want)
@@ -180,11 +219,37 @@ static int parse_duration_ms(const char *flag, const char *s, long min_ms, long 
 	return 0;
 }
 
+/* True when `s` is one of the NULL-terminated `set`. */
+static bool one_of(const char *s, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcmp(s, *set) == 0)
+			return true;
+	return false;
+}
+
+/* controller-runtime's --zap-log-level: debug, info, error, or an integer
+ * > 0 (a debug verbosity, which is our debug). Returns a k8s_log_level or -1. */
+static int zap_level(const char *s)
+{
+	if (strcmp(s, "debug") == 0)
+		return K8S_LOG_DEBUG;
+	if (strcmp(s, "info") == 0)
+		return K8S_LOG_INFO;
+	if (strcmp(s, "error") == 0)
+		return K8S_LOG_ERROR;
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	return errno || end == s || *end || v <= 0 ? -1 : K8S_LOG_DEBUG;
+}
+
 static int parse_bool(const char *flag, const char *s, bool *out)
 {
-	if (!s || strcmp(s, "true") == 0 || strcmp(s, "1") == 0)
+	/* the spellings of Go's strconv.ParseBool */
+	if (!s || one_of(s, (const char *const[]){ "1", "t", "T", "true", "TRUE", "True", NULL }))
 		*out = true;
-	else if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0)
+	else if (one_of(s, (const char *const[]){ "0", "f", "F", "false", "FALSE", "False", NULL }))
 		*out = false;
 	else
 		return bad(flag, s, "must be true or false");
@@ -195,7 +260,11 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 {
 	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION, METRICS_ADDR,
 	       PROBE_ADDR, LEADER_ELECT, LEADER_NS, QPS, BURST, API_CONNS, SEP_WATCH,
-	       WRITE_BEHIND };
+	       WRITE_BEHIND,
+	       CACHE_SEL, EXTENSIONS, CLAIM_WORKERS, POOL_WORKERS, TEMPLATE_WORKERS, POOL_BATCH,
+	       POOL_REPLENISH, POOL_REFILL, POOL_GRACE, POOL_RECHECK, POOL_EVICTION, NO_CLAIM_EVENTS,
+	       NO_CLAIM_ANNOTATIONS, TRACING, PPROF, PPROF_DEBUG, PPROF_BLOCK, PPROF_MUTEX, ZAP_DEVEL,
+	       ZAP_ENCODER, ZAP_LEVEL, ZAP_STACK, ZAP_TIME };
 	static const struct option opts[] = {
 		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
 		{ "context", required_argument, NULL, CONTEXT },
@@ -213,6 +282,29 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 		{ "api-connections", required_argument, NULL, API_CONNS },
 		{ "separate-watch-connection", optional_argument, NULL, SEP_WATCH },
 		{ "sandbox-write-behind-window", required_argument, NULL, WRITE_BEHIND },
+		{ "cache-label-selectors", optional_argument, NULL, CACHE_SEL },
+		{ "extensions", optional_argument, NULL, EXTENSIONS },
+		{ "sandbox-claim-concurrent-workers", required_argument, NULL, CLAIM_WORKERS },
+		{ "sandbox-warm-pool-concurrent-workers", required_argument, NULL, POOL_WORKERS },
+		{ "sandbox-template-concurrent-workers", required_argument, NULL, TEMPLATE_WORKERS },
+		{ "sandbox-warm-pool-max-batch-size", required_argument, NULL, POOL_BATCH },
+		{ "sandbox-warm-pool-replenish-delay", required_argument, NULL, POOL_REPLENISH },
+		{ "sandbox-warm-pool-max-refill-rate", required_argument, NULL, POOL_REFILL },
+		{ "sandbox-warm-pool-readiness-grace-period", required_argument, NULL, POOL_GRACE },
+		{ "sandbox-warm-pool-unschedulable-recheck-interval", required_argument, NULL, POOL_RECHECK },
+		{ "enable-warm-pool-eviction", optional_argument, NULL, POOL_EVICTION },
+		{ "disable-claim-events", optional_argument, NULL, NO_CLAIM_EVENTS },
+		{ "disable-claim-observability-annotations", optional_argument, NULL, NO_CLAIM_ANNOTATIONS },
+		{ "enable-tracing", optional_argument, NULL, TRACING },
+		{ "enable-pprof", optional_argument, NULL, PPROF },
+		{ "enable-pprof-debug", optional_argument, NULL, PPROF_DEBUG },
+		{ "pprof-block-profile-rate", required_argument, NULL, PPROF_BLOCK },
+		{ "pprof-mutex-profile-fraction", required_argument, NULL, PPROF_MUTEX },
+		{ "zap-devel", optional_argument, NULL, ZAP_DEVEL },
+		{ "zap-encoder", required_argument, NULL, ZAP_ENCODER },
+		{ "zap-log-level", required_argument, NULL, ZAP_LEVEL },
+		{ "zap-stacktrace-level", required_argument, NULL, ZAP_STACK },
+		{ "zap-time-encoding", required_argument, NULL, ZAP_TIME },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -251,6 +343,7 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 		case LOGLVL:
 			if ((f->log_level = k8s_log_level_parse(optarg)) < 0)
 				return bad("log-level", optarg, "use error, warn, info or debug");
+			f->log_level_set = true;
 			break;
 		case METRICS_ADDR: f->metrics_addr = optarg; break;
 		case PROBE_ADDR: f->probe_addr = optarg; break;
@@ -291,6 +384,122 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			                      &f->sandbox_write_behind_window_ms) < 0)
 				return -1;
 			break;
+		case CACHE_SEL:
+			if (parse_bool("cache-label-selectors", optarg, &f->cache_label_selectors) < 0)
+				return -1;
+			break;
+		case EXTENSIONS:
+			if (parse_bool("extensions", optarg, &f->extensions) < 0)
+				return -1;
+			break;
+		case POOL_EVICTION:
+			if (parse_bool("enable-warm-pool-eviction", optarg, &f->enable_warm_pool_eviction) < 0)
+				return -1;
+			break;
+		case NO_CLAIM_EVENTS:
+			if (parse_bool("disable-claim-events", optarg, &f->disable_claim_events) < 0)
+				return -1;
+			break;
+		case NO_CLAIM_ANNOTATIONS:
+			if (parse_bool("disable-claim-observability-annotations", optarg, &f->disable_claim_observability_annotations) < 0)
+				return -1;
+			break;
+		case TRACING:
+			if (parse_bool("enable-tracing", optarg, &f->enable_tracing) < 0)
+				return -1;
+			break;
+		case PPROF:
+			if (parse_bool("enable-pprof", optarg, &f->enable_pprof) < 0)
+				return -1;
+			break;
+		case PPROF_DEBUG:
+			if (parse_bool("enable-pprof-debug", optarg, &f->enable_pprof_debug) < 0)
+				return -1;
+			break;
+		case ZAP_DEVEL:
+			if (parse_bool("zap-devel", optarg, &f->zap_devel) < 0)
+				return -1;
+			break;
+		case CLAIM_WORKERS:
+			if (parse_int("sandbox-claim-concurrent-workers", optarg, 1, &f->sandbox_claim_workers) < 0)
+				return -1;
+			break;
+		case POOL_WORKERS:
+			if (parse_int("sandbox-warm-pool-concurrent-workers", optarg, 1,
+			              &f->sandbox_warm_pool_workers) < 0)
+				return -1;
+			break;
+		case TEMPLATE_WORKERS:  /* not validated > 0 upstream */
+			if (parse_int("sandbox-template-concurrent-workers", optarg, INT_MIN,
+			              &f->sandbox_template_workers) < 0)
+				return -1;
+			break;
+		case POOL_BATCH:
+			if (parse_int("sandbox-warm-pool-max-batch-size", optarg, 1, &f->warm_pool_max_batch_size) < 0)
+				return -1;
+			break;
+		case POOL_REPLENISH:
+			if (parse_duration_ms("sandbox-warm-pool-replenish-delay", optarg, LONG_MIN,
+			                      &f->warm_pool_replenish_delay_ms) < 0)
+				return -1;
+			break;
+		case POOL_REFILL: {
+			char *end;
+			errno = 0;
+			double r = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(r) || r < 0)
+				return bad("sandbox-warm-pool-max-refill-rate", optarg,
+				           "must be a finite number >= 0 (0: unpaced)");
+			f->warm_pool_max_refill_rate = r;
+			break;
+		}
+		case POOL_GRACE:
+			if (parse_duration_ms("sandbox-warm-pool-readiness-grace-period", optarg, 1,
+			                      &f->warm_pool_readiness_grace_period_ms) < 0)
+				return -1;
+			break;
+		case POOL_RECHECK:
+			if (parse_duration_ms("sandbox-warm-pool-unschedulable-recheck-interval", optarg, 1,
+			                      &f->warm_pool_unschedulable_recheck_ms) < 0)
+				return -1;
+			break;
+		case PPROF_BLOCK:
+			if (parse_int("pprof-block-profile-rate", optarg, INT_MIN, &f->pprof_block_profile_rate) < 0)
+				return -1;
+			if (f->pprof_block_profile_rate < 0)
+				f->pprof_block_profile_rate = 0;  /* as upstream: negative clamped */
+			break;
+		case PPROF_MUTEX:
+			if (parse_int("pprof-mutex-profile-fraction", optarg, INT_MIN,
+			              &f->pprof_mutex_profile_fraction) < 0)
+				return -1;
+			break;
+		case ZAP_ENCODER:
+			if (strcmp(optarg, "console") == 0)
+				f->log_format = K8S_LOG_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				f->log_format = K8S_LOG_JSON;
+			else
+				return bad("zap-encoder", optarg, "use json or console");
+			break;
+		case ZAP_LEVEL:
+			if ((f->log_level = zap_level(optarg)) < 0)
+				return bad("zap-log-level", optarg,
+				           "use debug, info, error or an integer > 0");
+			f->log_level_set = true;
+			break;
+		case ZAP_STACK:
+			if (!one_of(optarg, (const char *const[]){ "info", "error", "panic", NULL }))
+				return bad("zap-stacktrace-level", optarg, "use info, error or panic");
+			f->zap_stacktrace_level = optarg;
+			break;
+		case ZAP_TIME:
+			if (!one_of(optarg, (const char *const[]){ "epoch", "millis", "nano", "iso8601",
+			                                           "rfc3339", "rfc3339nano", NULL }))
+				return bad("zap-time-encoding", optarg,
+				           "use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano");
+			f->zap_time_encoding = optarg;
+			break;
 		case VERSION:
 			printf(PROG " %s\n", AGENT_SANDBOX_VERSION);
 			return 1;
@@ -307,5 +516,47 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
 		return -1;
 	}
+	/* controller-runtime: development mode defaults the level to debug */
+	if (f->zap_devel && !f->log_level_set)
+		f->log_level = K8S_LOG_DEBUG;
 	return 0;
+}
+
+int controller_flags_validate(const controller_flags *f, char *err, size_t cap)
+{
+	if (f->extensions) {
+		snprintf(err, cap, "--extensions: the SandboxClaim, SandboxTemplate and "
+		         "SandboxWarmPool controllers are not in this build yet; run without "
+		         "--extensions (this build runs the Sandbox controller only)");
+		return -1;
+	}
+	return 0;
+}
+
+int controller_flags_warnings(const controller_flags *f, controller_flags_warn_fn warn,
+                              void *userdata)
+{
+	int n = 0;
+	char msg[256];
+	long long total = (long long)f->sandbox_workers + f->sandbox_claim_workers +
+	                  f->sandbox_warm_pool_workers + f->sandbox_template_workers;
+	if (total > 1000) {
+		snprintf(msg, sizeof(msg), "the concurrent workers of the four controllers add up "
+		         "to %lld (more than 1000): expect contention on the API server", total);
+		warn("sandbox-concurrent-workers", msg, userdata), n++;
+	}
+	if (f->kube_api_qps > 0 && total > f->kube_api_burst) {
+		snprintf(msg, sizeof(msg), "the concurrent workers add up to %lld, more than "
+		         "--kube-api-burst=%d while --kube-api-qps limits the rate: workers will "
+		         "wait for the client-side rate limiter", total, f->kube_api_burst);
+		warn("kube-api-burst", msg, userdata), n++;
+	}
+	if (f->enable_tracing)
+		warn("enable-tracing", "tracing is not supported by this controller (no "
+		     "OpenTelemetry exporter): the flag is ignored", userdata), n++;
+	if (f->enable_pprof || f->enable_pprof_debug)
+		warn(f->enable_pprof_debug ? "enable-pprof-debug" : "enable-pprof",
+		     "pprof profiles are Go runtime profiles and this controller is not a Go "
+		     "program: no /debug/pprof endpoint is served", userdata), n++;
+	return n;
 }

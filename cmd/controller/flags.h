@@ -7,6 +7,7 @@
 #define CONTROLLER_FLAGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "k8s/log.h"
 
@@ -27,6 +28,45 @@ typedef struct {
 	bool separate_watch_connection;
 	/** --sandbox-write-behind-window in milliseconds (>= 0; 0: synchronous). */
 	long sandbox_write_behind_window_ms;
+
+	/* --cache-label-selectors: the Pod and Service informers see only
+	 * objects carrying agents.x-k8s.io/sandbox-name-hash (A.5). */
+	bool cache_label_selectors;
+
+	/* Flags of the extension controllers (SandboxClaim, SandboxTemplate,
+	 * SandboxWarmPool), parsed and validated with upstream's rules so that
+	 * existing Helm values keep working; the controllers are not in this
+	 * build yet, and --extensions=true is refused by controller_flags_validate(). */
+	bool extensions;
+	int sandbox_claim_workers;                    /**< default 50, > 0 */
+	int sandbox_warm_pool_workers;                /**< default 1, > 0 */
+	int sandbox_template_workers;                 /**< default 1, unchecked */
+	int warm_pool_max_batch_size;                 /**< default 300, > 0 */
+	long warm_pool_replenish_delay_ms;            /**< default 0 */
+	double warm_pool_max_refill_rate;             /**< default 0, finite, >= 0 */
+	long warm_pool_readiness_grace_period_ms;     /**< default 5m, > 0 */
+	long warm_pool_unschedulable_recheck_ms;      /**< default 1m, > 0 */
+	bool enable_warm_pool_eviction;               /**< default true */
+	bool disable_claim_events;
+	bool disable_claim_observability_annotations;
+
+	/* Accepted for compatibility, without effect (a warning says so): there
+	 * is no OpenTelemetry exporter and no Go runtime to profile. */
+	bool enable_tracing;
+	bool enable_pprof;
+	bool enable_pprof_debug;
+	int pprof_block_profile_rate;                 /**< default 1000000; < 0 clamped to 0 */
+	int pprof_mutex_profile_fraction;             /**< default 10 */
+
+	/* controller-runtime's zap flags. --zap-encoder and --zap-log-level set
+	 * log_format and log_level (as --log-format/--log-level; the last one
+	 * given wins); --zap-devel makes the level debug unless a level flag is
+	 * given; the stack trace level and time encoding are validated, kept
+	 * and otherwise ignored (no stack traces; timestamps are RFC 3339). */
+	bool zap_devel;
+	const char *zap_stacktrace_level;             /**< NULL: not given */
+	const char *zap_time_encoding;                /**< NULL: not given */
+	bool log_level_set;                           /**< a level flag was given */
 } controller_flags;
 
 /** The upstream defaults. */
@@ -38,6 +78,25 @@ void controller_flags_defaults(controller_flags *f);
  * flag (the message, naming the flag, is printed on stderr).
  */
 int controller_flags_parse(int argc, char **argv, controller_flags *f);
+
+/**
+ * Startup validation across flags, after parsing (spec/surfaces.md A.3):
+ * refuses what this build cannot do (--extensions). Returns 0, or -1 with
+ * a message naming the flag in `err` (NUL-terminated, truncated to `cap`).
+ */
+int controller_flags_validate(const controller_flags *f, char *err, size_t cap);
+
+/** Receives one startup warning: the flag concerned and the message. */
+typedef void (*controller_flags_warn_fn)(const char *flag, const char *msg, void *userdata);
+
+/**
+ * Calls `warn` once per startup warning of valid but questionable flags
+ * (spec/surfaces.md A.3: total workers above 1000, QPS > 0 with more
+ * workers than the burst; and flags accepted without effect here: tracing,
+ * pprof). Returns the number of warnings.
+ */
+int controller_flags_warnings(const controller_flags *f, controller_flags_warn_fn warn,
+                              void *userdata);
 
 /**
  * Parses a Go duration (time.ParseDuration syntax): an optional sign, then

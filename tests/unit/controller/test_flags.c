@@ -5,6 +5,8 @@
  */
 #include <check.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "flags.h"
@@ -53,6 +55,14 @@ START_TEST(bool_spellings)
 	ck_assert_int_eq(parse(&f, "--separate-watch-connection=true", NULL), 0);
 	ck_assert(f.separate_watch_connection);
 	ck_assert_int_eq(parse(&f, "--leader-elect=maybe", NULL), -1);
+	/* Go's strconv.ParseBool spellings */
+	ck_assert_int_eq(parse(&f, "--leader-elect=F", NULL), 0);
+	ck_assert(!f.leader_elect);
+	ck_assert_int_eq(parse(&f, "--leader-elect=True", NULL), 0);
+	ck_assert(f.leader_elect);
+	ck_assert_int_eq(parse(&f, "--leader-elect=0", NULL), 0);
+	ck_assert(!f.leader_elect);
+	ck_assert_int_eq(parse(&f, "--leader-elect=yes", NULL), -1);
 }
 END_TEST
 
@@ -78,6 +88,242 @@ START_TEST(go_durations)
 }
 END_TEST
 
+START_TEST(defaults_of_upstream_only_flags)
+{
+	controller_flags f;
+	controller_flags_defaults(&f);
+	ck_assert(!f.extensions);
+	ck_assert(!f.cache_label_selectors);
+	ck_assert_int_eq(f.sandbox_claim_workers, 50);
+	ck_assert_int_eq(f.sandbox_warm_pool_workers, 1);
+	ck_assert_int_eq(f.sandbox_template_workers, 1);
+	ck_assert_int_eq(f.warm_pool_max_batch_size, 300);
+	ck_assert_int_eq(f.warm_pool_replenish_delay_ms, 0);
+	ck_assert(f.warm_pool_max_refill_rate == 0);
+	ck_assert_int_eq(f.warm_pool_readiness_grace_period_ms, 300000);
+	ck_assert_int_eq(f.warm_pool_unschedulable_recheck_ms, 60000);
+	ck_assert(f.enable_warm_pool_eviction);
+	ck_assert(!f.disable_claim_events);
+	ck_assert(!f.disable_claim_observability_annotations);
+	ck_assert(!f.enable_tracing);
+	ck_assert(!f.enable_pprof);
+	ck_assert(!f.enable_pprof_debug);
+	ck_assert_int_eq(f.pprof_block_profile_rate, 1000000);
+	ck_assert_int_eq(f.pprof_mutex_profile_fraction, 10);
+	ck_assert(!f.zap_devel);
+	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
+	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+}
+END_TEST
+
+/* Every boolean flag of A.2 takes --flag, --flag=true and --flag=false. */
+START_TEST(every_bool_flag_spelling)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} flags[] = {
+		{ "cache-label-selectors", offsetof(controller_flags, cache_label_selectors) },
+		{ "extensions", offsetof(controller_flags, extensions) },
+		{ "enable-warm-pool-eviction", offsetof(controller_flags, enable_warm_pool_eviction) },
+		{ "disable-claim-events", offsetof(controller_flags, disable_claim_events) },
+		{ "disable-claim-observability-annotations",
+		  offsetof(controller_flags, disable_claim_observability_annotations) },
+		{ "enable-tracing", offsetof(controller_flags, enable_tracing) },
+		{ "enable-pprof", offsetof(controller_flags, enable_pprof) },
+		{ "enable-pprof-debug", offsetof(controller_flags, enable_pprof_debug) },
+		{ "zap-devel", offsetof(controller_flags, zap_devel) },
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		controller_flags f;
+		char a[128];
+		bool *v = (bool *)((char *)&f + flags[i].off);
+		snprintf(a, sizeof(a), "--%s", flags[i].name);
+		ck_assert_int_eq(parse(&f, a, NULL), 0);
+		ck_assert_msg(*v, "%s", a);
+		snprintf(a, sizeof(a), "--%s=false", flags[i].name);
+		ck_assert_int_eq(parse(&f, a, NULL), 0);
+		ck_assert_msg(!*v, "%s", a);
+		snprintf(a, sizeof(a), "--%s=true", flags[i].name);
+		ck_assert_int_eq(parse(&f, a, NULL), 0);
+		ck_assert_msg(*v, "%s", a);
+		snprintf(a, sizeof(a), "--%s=yes", flags[i].name);
+		ck_assert_int_eq(parse(&f, a, NULL), -1);
+	}
+}
+END_TEST
+
+/* A.3: claim and warm-pool workers > 0, template workers unchecked, batch > 0. */
+START_TEST(worker_and_batch_validation)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--sandbox-claim-concurrent-workers=7",
+	                       "--sandbox-warm-pool-concurrent-workers", "3",
+	                       "--sandbox-template-concurrent-workers=2",
+	                       "--sandbox-warm-pool-max-batch-size=20", NULL), 0);
+	ck_assert_int_eq(f.sandbox_claim_workers, 7);
+	ck_assert_int_eq(f.sandbox_warm_pool_workers, 3);
+	ck_assert_int_eq(f.sandbox_template_workers, 2);
+	ck_assert_int_eq(f.warm_pool_max_batch_size, 20);
+	ck_assert_int_eq(parse(&f, "--sandbox-claim-concurrent-workers=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-concurrent-workers=-1", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-batch-size=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=0", NULL), 0);
+	ck_assert_int_eq(f.sandbox_template_workers, 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=-2", NULL), 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=x", NULL), -1);
+}
+END_TEST
+
+/* A.3: grace period and recheck interval positive; refill rate finite, >= 0. */
+START_TEST(warm_pool_durations_and_rate)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=90s",
+	                       "--sandbox-warm-pool-unschedulable-recheck-interval=1m30s",
+	                       "--sandbox-warm-pool-replenish-delay=250ms",
+	                       "--sandbox-warm-pool-max-refill-rate=2.5", NULL), 0);
+	ck_assert_int_eq(f.warm_pool_readiness_grace_period_ms, 90000);
+	ck_assert_int_eq(f.warm_pool_unschedulable_recheck_ms, 90000);
+	ck_assert_int_eq(f.warm_pool_replenish_delay_ms, 250);
+	ck_assert(f.warm_pool_max_refill_rate == 2.5);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=-1s", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=5", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-unschedulable-recheck-interval=0s", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-replenish-delay=soon", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-replenish-delay=0", NULL), 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=0", NULL), 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=-1", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=NaN", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=+Inf", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=1e400", NULL), -1);
+}
+END_TEST
+
+START_TEST(pprof_values)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--pprof-block-profile-rate=-5", "--pprof-mutex-profile-fraction=0",
+	                       NULL), 0);
+	ck_assert_int_eq(f.pprof_block_profile_rate, 0);  /* negative clamped */
+	ck_assert_int_eq(f.pprof_mutex_profile_fraction, 0);
+	ck_assert_int_eq(parse(&f, "--pprof-block-profile-rate=1", NULL), 0);
+	ck_assert_int_eq(f.pprof_block_profile_rate, 1);
+	ck_assert_int_eq(parse(&f, "--pprof-mutex-profile-fraction=ten", NULL), -1);
+}
+END_TEST
+
+/* controller-runtime's zap flags map onto --log-format and --log-level. */
+START_TEST(zap_flags)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--zap-encoder=json", NULL), 0);
+	ck_assert_int_eq(f.log_format, K8S_LOG_JSON);
+	ck_assert_int_eq(parse(&f, "--zap-encoder", "console", NULL), 0);
+	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
+	ck_assert_int_eq(parse(&f, "--zap-encoder=logfmt", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=error", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_ERROR);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=info", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=3", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=warn", NULL), -1);
+	/* the last level flag wins, as both set one setting */
+	ck_assert_int_eq(parse(&f, "--zap-log-level=error", "--log-level=warn", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_WARN);
+	/* development mode: debug unless a level is given, in any order */
+	ck_assert_int_eq(parse(&f, "--zap-devel", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=info", "--zap-devel", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(parse(&f, "--zap-devel=false", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=panic", "--zap-time-encoding=rfc3339nano",
+	                       NULL), 0);
+	ck_assert_str_eq(f.zap_stacktrace_level, "panic");
+	ck_assert_str_eq(f.zap_time_encoding, "rfc3339nano");
+	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=warn", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--zap-time-encoding=unix", NULL), -1);
+}
+END_TEST
+
+START_TEST(extensions_refused_by_validation)
+{
+	controller_flags f;
+	char err[256] = "";
+	ck_assert_int_eq(parse(&f, NULL), 0);
+	ck_assert_int_eq(controller_flags_validate(&f, err, sizeof(err)), 0);
+	ck_assert_int_eq(parse(&f, "--extensions", NULL), 0);
+	ck_assert_int_eq(controller_flags_validate(&f, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "--extensions"));
+	ck_assert_ptr_nonnull(strstr(err, "SandboxClaim, SandboxTemplate and SandboxWarmPool"));
+	ck_assert_ptr_nonnull(strstr(err, "not in this build"));
+	ck_assert_int_eq(parse(&f, "--extensions=false", NULL), 0);
+	ck_assert_int_eq(controller_flags_validate(&f, err, sizeof(err)), 0);
+}
+END_TEST
+
+typedef struct {
+	int n;
+	char flags[8][64];
+} warnings;
+
+static void collect(const char *flag, const char *msg, void *ud)
+{
+	warnings *w = ud;
+	ck_assert_ptr_nonnull(msg);
+	ck_assert(*msg);
+	if (w->n < 8)
+		snprintf(w->flags[w->n], sizeof(w->flags[0]), "%s", flag);
+	w->n++;
+}
+
+static int warn_count(controller_flags *f, warnings *w)
+{
+	memset(w, 0, sizeof(*w));
+	int n = controller_flags_warnings(f, collect, w);
+	ck_assert_int_eq(n, w->n);
+	return n;
+}
+
+/* A.3 warnings, and the flags accepted without effect. */
+START_TEST(startup_warnings)
+{
+	controller_flags f;
+	warnings w;
+	ck_assert_int_eq(parse(&f, NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 0);
+	/* 948 + 50 + 1 + 1 = 1000: not above */
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=948", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=949", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 1);
+	ck_assert_str_eq(w.flags[0], "sandbox-concurrent-workers");
+	/* the template workers count in the sum */
+	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=900", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 1);
+	/* QPS limited and 152 workers > burst 10 */
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=50", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 1);
+	ck_assert_str_eq(w.flags[0], "kube-api-burst");
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=50", "--kube-api-burst=152", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 0);
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=-1", "--kube-api-burst=1", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 0);
+	ck_assert_int_eq(parse(&f, "--enable-tracing", "--enable-pprof", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 2);
+	ck_assert_str_eq(w.flags[0], "enable-tracing");
+	ck_assert_str_eq(w.flags[1], "enable-pprof");
+	ck_assert_int_eq(parse(&f, "--enable-pprof-debug", NULL), 0);
+	ck_assert_int_eq(warn_count(&f, &w), 1);
+	ck_assert_str_eq(w.flags[0], "enable-pprof-debug");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_flags");
@@ -85,6 +331,14 @@ int main(void)
 	tcase_add_test(tc, defaults_are_upstream);
 	tcase_add_test(tc, bool_spellings);
 	tcase_add_test(tc, go_durations);
+	tcase_add_test(tc, defaults_of_upstream_only_flags);
+	tcase_add_test(tc, every_bool_flag_spelling);
+	tcase_add_test(tc, worker_and_batch_validation);
+	tcase_add_test(tc, warm_pool_durations_and_rate);
+	tcase_add_test(tc, pprof_values);
+	tcase_add_test(tc, zap_flags);
+	tcase_add_test(tc, extensions_refused_by_validation);
+	tcase_add_test(tc, startup_warnings);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
