@@ -326,6 +326,7 @@ int main(int argc, char **argv)
 	ro.pods = inf[INF_PODS];
 	ro.services = inf[INF_SERVICES];
 	ro.cluster_domain = f.cluster_domain;
+	ro.write_behind_window_ms = f.sandbox_write_behind_window_ms;
 	ro.logger = log;
 	char instance[128];
 	identity(instance, sizeof(instance));

@@ -278,6 +278,8 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 	p->pvc_error_name = dup_str(p, obs->pvc_error_name);
 	p->pvc_error = dup_str(p, obs->pvc_error);
 	p->now_ms = obs->now_ms;
+	p->write_behind_window_ms = obs->write_behind_window_ms;
+	p->deferred_since_in = obs->pod_patch_deferred_since_ms;
 	p->cluster_domain = dup_str(p, obs->cluster_domain
 	                               ? obs->cluster_domain
 	                               : SBX_DEFAULT_CLUSTER_DOMAIN);

@@ -74,6 +74,12 @@ struct sbx_plan {
 	cJSON *pod_result;
 	owner_class pod_owner;
 	bool multiple_pods;   /* step_error[POD] is the MultiplePods error */
+	/* Write-behind: the window, the pending deferral as observed, and what
+	 * this pass decided (since > 0: the Pod patch waits, `left` ms more). */
+	long write_behind_window_ms;
+	int64_t deferred_since_in;
+	int64_t deferred_since;
+	long deferred_left_ms;
 
 	/* Service step. */
 	svc_status svc_after;       /* when the step succeeds */

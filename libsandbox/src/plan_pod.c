@@ -333,6 +333,28 @@ static bool same_uid(const cJSON *a, const cJSON *b)
 	return ua && ub && strcmp(ua, ub) == 0;
 }
 
+/*
+ * Write-behind (§6.5 last bullet): whether the metadata patch of an
+ * already-owned Pod waits this pass. It waits from the first pass that
+ * needs it for min(window, 1 s); the pass after that writes it, with
+ * whatever the template says by then (edits in between coalesce).
+ */
+static bool defer_pod_patch(sbx_plan *p)
+{
+	if (p->write_behind_window_ms <= 0)
+		return false;
+	long bound = p->write_behind_window_ms < SBX_WRITE_BEHIND_POD_MAX_MS
+	             ? p->write_behind_window_ms : SBX_WRITE_BEHIND_POD_MAX_MS;
+	int64_t since = p->deferred_since_in > 0 && p->deferred_since_in <= p->now_ms
+	                ? p->deferred_since_in : p->now_ms;
+	int64_t left = since + bound - p->now_ms;
+	if (left <= 0)
+		return false;
+	p->deferred_since = since;
+	p->deferred_left_ms = (long)left;
+	return true;
+}
+
 /* Running mode with an existing pod (§6.3): refuse, adopt, reconcile. */
 static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
                               const char **annot)
@@ -353,6 +375,11 @@ static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
 	cJSON *patch = NULL;
 	if (!plan_ok(p, pod_metadata_patch(p, pod, owner == OWNER_NONE, &patch)))
 		return;
+	if (patch && owner == OWNER_THIS && defer_pod_patch(p)) {
+		/* Metadata only, on a Pod we already own: may wait. */
+		cJSON_Delete(patch);
+		patch = NULL;
+	}
 	if (patch) {
 		plan_action *a = plan_add(p, SBX_STEP_POD, SBX_VERB_PATCH, SBX_OBJ_POD,
 		                          pname, patch, "failed to patch pod");
@@ -368,6 +395,8 @@ void plan_pod(sbx_plan *p)
 {
 	set_pod_result(p, NULL, OWNER_NONE);
 	p->multiple_pods = false;
+	p->deferred_since = 0;
+	p->deferred_left_ms = 0;
 	if (p->pods_error) {
 		plan_fail(p, SBX_STEP_POD, "failed to list pods: %s", p->pods_error);
 		return;

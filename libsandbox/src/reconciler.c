@@ -8,9 +8,14 @@
  * moves objects between the API server and those functions, so that it can
  * stay short and obviously right.
  *
- * Events: the MultiplePods Warning event (spec/api.md §6.10) is logged at
- * warn level instead of emitted, until libk8s has an event recorder.
+ * Events: the MultiplePods Warning event (spec/api.md §6.10) goes to the
+ * event recorder given in the options, and is logged at warn level.
+ *
+ * Write-behind (--sandbox-write-behind-window): the plan decides whether a
+ * Pod metadata patch waits; this file only remembers since when, per
+ * Sandbox key, and hands it back on the next pass.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sandbox/reconciler.h"
@@ -19,13 +24,69 @@
 #include "jsonutil.h"
 #include "k8s/object.h"
 
+/* A Sandbox whose Pod metadata patch is deferred (write-behind). */
+typedef struct {
+	char *key;            /* "ns/name" */
+	int64_t since_ms;     /* first deferred at */
+} deferral;
+
 struct sbx_reconciler {
 	k8s_client *client;
 	k8s_informer *sandboxes, *pods, *services;
 	char *cluster_domain;
 	k8s_logger *logger;
 	k8s_event_recorder *events;
+	long write_behind_window_ms;
+	/* Pending deferrals: only the Sandboxes whose Pod patch waits right
+	 * now (a few), so a small array; `lock` guards it (workers share it). */
+	pthread_mutex_t lock;
+	deferral *deferrals;
+	size_t n_deferrals, cap_deferrals;
 };
+
+/* The pending deferral of `key`, 0 when none. */
+static int64_t deferral_get(sbx_reconciler *r, const char *key)
+{
+	int64_t since = 0;
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->n_deferrals; i++)
+		if (strcmp(r->deferrals[i].key, key) == 0)
+			since = r->deferrals[i].since_ms;
+	pthread_mutex_unlock(&r->lock);
+	return since;
+}
+
+/* Records (since > 0) or forgets (0) the deferral of `key`. On allocation
+ * failure the deferral is forgotten: the next pass then waits a full
+ * window again, which is still bounded by the requeue. */
+static void deferral_put(sbx_reconciler *r, const char *key, int64_t since)
+{
+	pthread_mutex_lock(&r->lock);
+	size_t i = 0;
+	while (i < r->n_deferrals && strcmp(r->deferrals[i].key, key) != 0)
+		i++;
+	if (i < r->n_deferrals) {
+		if (since > 0) {
+			r->deferrals[i].since_ms = since;
+		} else {
+			free(r->deferrals[i].key);
+			r->deferrals[i] = r->deferrals[--r->n_deferrals];
+		}
+	} else if (since > 0) {
+		if (r->n_deferrals == r->cap_deferrals) {
+			size_t cap = r->cap_deferrals ? r->cap_deferrals * 2 : 16;
+			deferral *d = realloc(r->deferrals, cap * sizeof(*d));
+			if (d) {
+				r->deferrals = d;
+				r->cap_deferrals = cap;
+			}
+		}
+		char *k = r->n_deferrals < r->cap_deferrals ? strdup(key) : NULL;
+		if (k)
+			r->deferrals[r->n_deferrals++] = (deferral){ k, since };
+	}
+	pthread_mutex_unlock(&r->lock);
+}
 
 int sbx_reconciler_options_init(sbx_reconciler_options *opts,
                                 unsigned int version)
@@ -45,6 +106,10 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
 		                     "sbx_reconciler_new: missing client, informer "
 		                     "or options version");
+	if (opts->write_behind_window_ms < 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "sbx_reconciler_new: write-behind window %ld ms "
+		                     "must be >= 0", opts->write_behind_window_ms);
 	sbx_reconciler *r = calloc(1, sizeof(*r));
 	if (!r)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
@@ -54,9 +119,12 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	r->services = opts->services;
 	r->logger = opts->logger;
 	r->events = opts->events;
+	r->write_behind_window_ms = opts->write_behind_window_ms;
+	pthread_mutex_init(&r->lock, NULL);
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
 	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
 	if (!r->cluster_domain) {
+		pthread_mutex_destroy(&r->lock);
 		free(r);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
 	}
@@ -68,6 +136,10 @@ void sbx_reconciler_free(sbx_reconciler *r)
 {
 	if (!r)
 		return;
+	for (size_t i = 0; i < r->n_deferrals; i++)
+		free(r->deferrals[i].key);
+	free(r->deferrals);
+	pthread_mutex_destroy(&r->lock);
 	free(r->cluster_domain);
 	free(r);
 }
@@ -249,6 +321,7 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	b->obs.pvc_error = b->pvc_error;
 	b->obs.pvc_error_name = b->pvc_error_name;
 	b->obs.cluster_domain = r->cluster_domain;
+	b->obs.write_behind_window_ms = r->write_behind_window_ms;
 }
 
 /* ---- the reconcile ---- */
@@ -307,12 +380,16 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	rc = k8s_informer_get(r->sandboxes, ns, name, &b.sandbox);
 	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
 		rc = 0;   /* gone, or going: GC removes the children */
+		if (r->write_behind_window_ms > 0)
+			deferral_put(r, key, 0);
 		goto done;
 	}
 	if (rc)
 		goto done;
 
 	read_observed(r, &b, ns, name);
+	if (r->write_behind_window_ms > 0)
+		b.obs.pod_patch_deferred_since_ms = deferral_get(r, key);
 	rc = sbx_plan_new(&plan, &b.obs);
 	if (rc)
 		goto done;
@@ -322,6 +399,12 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		rc = sbx_plan_outcome(plan, k8s_now_ms(), &out);
 	if (rc)
 		goto done;
+	if (r->write_behind_window_ms > 0) {
+		if (out.pod_patch_deferred_since_ms && !b.obs.pod_patch_deferred_since_ms)
+			k8s_log(r->logger, K8S_LOG_DEBUG, "pod metadata patch deferred",
+			        "sandbox", key, NULL);
+		deferral_put(r, key, out.pod_patch_deferred_since_ms);
+	}
 
 	if (out.multiple_pods_event) {
 		k8s_log(r->logger, K8S_LOG_WARN, "sandbox event",

@@ -433,6 +433,12 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 		out->error = join_errors(returned, 3);
 		ok = out->error != NULL;
 	}
+	/* A deferred Pod patch: come back when its wait is over (§6.2 step 5),
+	 * unless an error already schedules a retry. */
+	out->pod_patch_deferred_since_ms = p->deferred_since;
+	if (p->deferred_since && !out->error_code &&
+	    (out->requeue_after_ms <= 0 || p->deferred_left_ms < out->requeue_after_ms))
+		out->requeue_after_ms = p->deferred_left_ms;
 	for (int s = 0; s < SBX_STEP_COUNT; s++)
 		free(r[s].error);
 	out->status = st;

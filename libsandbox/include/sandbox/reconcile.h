@@ -89,7 +89,25 @@ typedef struct {
 	int64_t now_ms;
 	/** DNS suffix of Service FQDNs; NULL: "cluster.local". */
 	const char *cluster_domain;
+	/**
+	 * `--sandbox-write-behind-window` in milliseconds (spec/api.md §6.5
+	 * last bullet, surfaces.md A.2). 0 (or less): every write is made at
+	 * once. > 0: a metadata-only patch of an already-owned Pod (template
+	 * labels/annotations changed) may wait and be coalesced with later
+	 * edits, for at most min(window, SBX_WRITE_BEHIND_POD_MAX_MS) after it
+	 * was first deferred. Adoption (an ownership change) is never deferred.
+	 */
+	long write_behind_window_ms;
+	/**
+	 * When an earlier pass first deferred this Sandbox's Pod metadata patch
+	 * (ms since the epoch), as returned in
+	 * sbx_outcome.pod_patch_deferred_since_ms; 0: nothing is pending.
+	 */
+	int64_t pod_patch_deferred_since_ms;
 } sbx_observed;
+
+/** Upper bound of a Pod metadata patch deferral, in ms (spec/api.md §6.5). */
+#define SBX_WRITE_BEHIND_POD_MAX_MS 1000
 
 /** What a pass does, decided from the Sandbox alone (spec/api.md §6.2). */
 typedef enum {
@@ -279,6 +297,16 @@ typedef struct {
 	 * otherwise.
 	 */
 	char *multiple_pods_event;
+	/**
+	 * Write-behind bookkeeping (sbx_observed.write_behind_window_ms): > 0
+	 * when this pass deferred the Pod metadata patch, pending since that
+	 * time (ms since the epoch): the caller keeps it and passes it back in
+	 * the next pass's sbx_observed.pod_patch_deferred_since_ms; on an
+	 * error-free pass `requeue_after_ms` is then at most the time left of
+	 * the deferral (§6.2 step 5). 0: nothing pending, forget any earlier
+	 * value.
+	 */
+	int64_t pod_patch_deferred_since_ms;
 } sbx_outcome;
 
 /**

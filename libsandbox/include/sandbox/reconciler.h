@@ -14,9 +14,9 @@
  *     sbx_reconciler_reconcile().
  *
  * Thread-safety: one reconciler serves any number of worker threads at
- * once (it holds only borrowed, thread-safe handles and immutable
- * settings); the work queue guarantees one key is never reconciled twice
- * at the same time.
+ * once (it holds borrowed, thread-safe handles, immutable settings and the
+ * write-behind deferrals behind a mutex); the work queue guarantees one
+ * key is never reconciled twice at the same time.
  */
 #ifndef SANDBOX_RECONCILER_H
 #define SANDBOX_RECONCILER_H
@@ -57,9 +57,18 @@ typedef struct {
 	 * `MultiplePods` (action `Reconciling`) of spec/api.md §6.10.
 	 */
 	k8s_event_recorder *events;
+	/**
+	 * `--sandbox-write-behind-window` in milliseconds (surfaces.md A.2,
+	 * spec/api.md §6.5): 0 (the default) writes everything at once; > 0
+	 * lets a metadata-only patch of an already-owned Pod wait, coalescing
+	 * template edits, for at most min(window, 1 s), by a delayed requeue
+	 * of the Sandbox. Adoptions are never deferred. Negative: EINVAL.
+	 * The pending deferrals are kept in the reconciler, behind its lock.
+	 */
+	long write_behind_window_ms;
 } sbx_reconciler_options;
 
-#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
 
 /**
  * Fills `opts` with the defaults of `version`. Returns 0, or K8S_EINVAL
@@ -73,7 +82,7 @@ SBX_EXTERN int sbx_reconciler_options_init(sbx_reconciler_options *opts,
  * outlive it; strings are copied.
  *
  * @return 0; K8S_EINVAL (NULL out/opts, unknown version, a required handle
- *         missing); K8S_ENOMEM.
+ *         missing, a negative write-behind window); K8S_ENOMEM.
  */
 SBX_EXTERN int sbx_reconciler_new(sbx_reconciler **out,
                                   const sbx_reconciler_options *opts);
@@ -92,7 +101,8 @@ SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
  * (NotFound ignored: the Sandbox went away meanwhile).
  *
  * @param res  receives the requeue delay (requeue_after_ms: time until
- *             shutdownTime, at least 2 s; 1 ms right after marking expiry).
+ *             shutdownTime, at least 2 s; 1 ms right after marking expiry;
+ *             at most the time left of a deferred Pod patch).
  * @return 0, or the K8S_E* code of the first failure with the joined
  *         errors of the pass in k8s_error_last() (§6.2 step 7): e.g.
  *         K8S_ECONFLICT for a stale Service update (requeue), K8S_ERROR for

@@ -793,6 +793,176 @@ START_TEST(metadata_tracking_lists_empty_vs_absent)
 }
 END_TEST
 
+/* ---- write-behind (§6.5 last bullet, §6.2 step 5) ---- */
+
+/* An owned, Ready pod whose template label "app" changed: one metadata patch due. */
+static cJSON *edited_sandbox(void)
+{
+	cJSON *sb = fx_load("sandbox.json");
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "my-sandbox");
+	fx_set_str(sb, "spec.podTemplate.metadata.labels.app", "edited");
+	return sb;
+}
+
+START_TEST(write_behind_off_patches_at_once)
+{
+	cJSON *sb = edited_sandbox();
+	cJSON *pod = fx_load("pod-running.json");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.pod_patch_deferred_since_ms = FX_NOW_MS - 50;   /* ignored when off */
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 1);
+	fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_PATCH, SBX_OBJ_POD, "my-sandbox");
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, 0);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 0);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
+START_TEST(write_behind_defers_owned_pod_patch_then_writes_it)
+{
+	cJSON *sb = edited_sandbox();
+	cJSON *pod = fx_load("pod-running.json");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.write_behind_window_ms = 250;
+	fx_pass ps;
+
+	/* First pass: nothing written, status still computed, requeue = window. */
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, FX_NOW_MS);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 250);
+	ck_assert_ptr_null(ps.out.error);
+	fx_assert_condition(ps.out.status, "Ready", "True", "DependenciesReady",
+	                    "Pod is Ready");
+	fx_pass_free(&ps);
+
+	/* 100 ms later, still pending: requeue for the 150 ms left. */
+	obs.pod_patch_deferred_since_ms = FX_NOW_MS;
+	obs.now_ms = FX_NOW_MS + 100;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, FX_NOW_MS);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 150);
+	fx_pass_free(&ps);
+
+	/* Window over: the patch (with the template as it is now) is written,
+	 * and the deferral is forgotten. */
+	obs.now_ms = FX_NOW_MS + 250;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 1);
+	const sbx_action *a = fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_PATCH,
+	                                SBX_OBJ_POD, "my-sandbox");
+	fx_assert_json_str(a->body, "{\"metadata\":{\"labels\":{\"app\":\"edited\"}}}");
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, 0);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 0);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
+START_TEST(write_behind_is_bounded_to_one_second)
+{
+	cJSON *sb = edited_sandbox();
+	cJSON *pod = fx_load("pod-running.json");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.write_behind_window_ms = 60000;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	ck_assert_int_eq(ps.out.requeue_after_ms, SBX_WRITE_BEHIND_POD_MAX_MS);
+	fx_pass_free(&ps);
+	obs.pod_patch_deferred_since_ms = FX_NOW_MS;
+	obs.now_ms = FX_NOW_MS + SBX_WRITE_BEHIND_POD_MAX_MS;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 1);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
+START_TEST(write_behind_never_defers_adoption)
+{
+	/* An unowned, adoptable pod: the ownership change is written at once. */
+	cJSON *sb = edited_sandbox();
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, NULL);
+	cJSON *pod = fx_load("pod-running.json");
+	fx_del(pod, "metadata.ownerReferences");
+	fx_label(pod, SBX_LABEL_ADOPTABLE, "true");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.write_behind_window_ms = 500;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	const sbx_action *a = fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_PATCH,
+	                                SBX_OBJ_POD, "my-sandbox");
+	ck_assert_ptr_nonnull(k8s_obj_at(a->body, "metadata.ownerReferences"));
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, 0);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 0);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
+START_TEST(write_behind_nothing_to_patch_forgets_deferral)
+{
+	/* In sync meanwhile (the template was edited back): nothing pending. */
+	cJSON *sb = fx_load("sandbox.json");
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "my-sandbox");
+	cJSON *pod = fx_load("pod-running.json");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.write_behind_window_ms = 500;
+	obs.pod_patch_deferred_since_ms = FX_NOW_MS - 100;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, 0);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 0);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
+START_TEST(write_behind_requeue_takes_the_sooner_and_not_on_error)
+{
+	/* shutdownTime 10 s ahead: the 300 ms deferral is sooner and wins. */
+	cJSON *sb = edited_sandbox();
+	fx_set_str(sb, "spec.shutdownTime", "2026-01-02T03:04:15Z");
+	cJSON *pod = fx_load("pod-running.json");
+	sbx_observed obs = fx_observed(sb);
+	obs.pod = pod;
+	obs.write_behind_window_ms = 300;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 300);
+	fx_pass_free(&ps);
+
+	/* A failing Service step: the error's backoff applies, the deferral
+	 * stays pending but does not shorten the requeue. */
+	fx_set(sb, "spec.service", cJSON_CreateTrue());
+	fx_server srv = { 0 };
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_EFORBIDDEN, "forbidden");
+	fx_run(&ps, &obs, &srv);
+	ck_assert_ptr_nonnull(ps.out.error);
+	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, FX_NOW_MS);
+	ck_assert_int_eq(ps.out.requeue_after_ms, 10000);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("plan_pod");
@@ -827,6 +997,14 @@ int main(void)
 	tc = tcase_create("metadata");
 	tcase_add_test(tc, metadata_reconciliation_scrubs_and_tracks);
 	tcase_add_test(tc, metadata_tracking_lists_empty_vs_absent);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("write-behind");
+	tcase_add_test(tc, write_behind_off_patches_at_once);
+	tcase_add_test(tc, write_behind_defers_owned_pod_patch_then_writes_it);
+	tcase_add_test(tc, write_behind_is_bounded_to_one_second);
+	tcase_add_test(tc, write_behind_never_defers_adoption);
+	tcase_add_test(tc, write_behind_nothing_to_patch_forgets_deferral);
+	tcase_add_test(tc, write_behind_requeue_takes_the_sooner_and_not_on_error);
 	suite_add_tcase(s, tc);
 	return fx_main(s);
 }
