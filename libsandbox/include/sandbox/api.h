@@ -35,6 +35,8 @@ extern "C" {
 #define SBX_KIND "Sandbox"
 /** Kind of a warm pool (extensions group), used by §6.6. */
 #define SBX_KIND_WARM_POOL "SandboxWarmPool"
+/** Kind of a claim (extensions group), used by the metrics of §11. */
+#define SBX_KIND_CLAIM "SandboxClaim"
 
 /**
  * The REST resource of Sandboxes: group agents.x-k8s.io, version v1beta1,
@@ -61,6 +63,8 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 #define SBX_LABEL_TEMPLATE_REF_HASH "agents.x-k8s.io/sandbox-template-ref-hash"
 /** Provenance; normalised on the Pod (§1.3). */
 #define SBX_LABEL_CREATED_BY "agents.x-k8s.io/created-by"
+/** On a Sandbox: how it originated, `cold` or `warm`. */
+#define SBX_LABEL_LAUNCH_TYPE "agents.x-k8s.io/launch-type"
 /** `"true"` on an unowned object authorises the controller to adopt it. */
 #define SBX_LABEL_ADOPTABLE "agents.x-k8s.io/adoptable"
 
@@ -68,6 +72,8 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 
 /** On the Sandbox: name of the backing Pod. */
 #define SBX_ANNOTATION_POD_NAME "agents.x-k8s.io/pod-name"
+/** On the Sandbox: the SandboxTemplate it was built from (metrics label). */
+#define SBX_ANNOTATION_SANDBOX_TEMPLATE_REF "agents.x-k8s.io/sandbox-template-ref"
 /** On the Pod: sorted, comma-joined label keys copied from podTemplate. */
 #define SBX_ANNOTATION_PROPAGATED_LABELS "agents.x-k8s.io/propagated-labels"
 /** On the Pod: same, for annotation keys. */
