@@ -219,6 +219,15 @@ static int parse_duration_ms(const char *flag, const char *s, long min_ms, long 
 	return 0;
 }
 
+/* A duration flag that must be > 0 (A.3), in milliseconds. */
+static int parse_positive_duration_ms(const char *flag, const char *s, long *out)
+{
+	int64_t ns;
+	if (controller_parse_duration(s, &ns) == 0 && ns <= 0)
+		return bad(flag, s, "must be a positive duration such as 30s, 5m or 1h");
+	return parse_duration_ms(flag, s, 1, out);
+}
+
 /* True when `s` is one of the NULL-terminated `set`. */
 static bool one_of(const char *s, const char *const *set)
 {
@@ -454,13 +463,13 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			break;
 		}
 		case POOL_GRACE:
-			if (parse_duration_ms("sandbox-warm-pool-readiness-grace-period", optarg, 1,
-			                      &f->warm_pool_readiness_grace_period_ms) < 0)
+			if (parse_positive_duration_ms("sandbox-warm-pool-readiness-grace-period", optarg,
+			                               &f->warm_pool_readiness_grace_period_ms) < 0)
 				return -1;
 			break;
 		case POOL_RECHECK:
-			if (parse_duration_ms("sandbox-warm-pool-unschedulable-recheck-interval", optarg, 1,
-			                      &f->warm_pool_unschedulable_recheck_ms) < 0)
+			if (parse_positive_duration_ms("sandbox-warm-pool-unschedulable-recheck-interval",
+			                               optarg, &f->warm_pool_unschedulable_recheck_ms) < 0)
 				return -1;
 			break;
 		case PPROF_BLOCK:

@@ -25,6 +25,7 @@
 #include "k8s/metrics.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
+#include "sandbox/metrics.h"
 #include "sandbox/reconciler.h"
 
 #include "flags.h"
@@ -130,6 +131,24 @@ static int register_build_info(k8s_metrics_registry *reg)
 	return rc < 0 ? rc : k8s_metric_set(m, NULL, 0, 1);
 }
 
+/* agent_sandboxes (spec/api.md section 11), counted from the Sandbox cache at each scrape. */
+static int register_sandboxes_gauge(k8s_metrics_registry *reg, k8s_metric **out)
+{
+	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	o.type = K8S_METRIC_GAUGE;
+	o.name = SBX_METRIC_SANDBOXES;
+	o.help = SBX_METRIC_SANDBOXES_HELP;
+	o.label_names = sbx_sandboxes_metric_labels;
+	return k8s_metrics_register(out, reg, &o);
+}
+
+static void log_flag_warning(const char *flag, const char *msg, void *ud)
+{
+	char name[96];
+	snprintf(name, sizeof(name), "--%s", flag);
+	k8s_log(ud, K8S_LOG_WARN, msg, "flag", name, NULL);
+}
+
 static int ping(void *ud)
 {
 	return 0;
@@ -233,6 +252,13 @@ int main(int argc, char **argv)
 	k8s_logger *log = NULL;
 	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) < 0)
 		return 1;
+	char invalid[256];
+	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
+		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
+		k8s_logger_free(log);
+		return 1;
+	}
+	controller_flags_warnings(&f, log_flag_warning, log);
 	int rc = 1;
 	k8s_config *cfg = NULL;
 	k8s_client *client = NULL, *lease_client = NULL;
@@ -240,6 +266,7 @@ int main(int argc, char **argv)
 	sbx_reconciler *rec = NULL;
 	k8s_informer *inf[INF_COUNT] = { NULL };
 	k8s_metrics_registry *metrics = NULL;
+	k8s_metric *sandboxes_gauge = NULL;
 	k8s_health_checks *live = NULL, *ready = NULL;
 	k8s_http_server *metrics_srv = NULL, *probe_srv = NULL;
 	k8s_event_recorder *events = NULL;
@@ -250,6 +277,7 @@ int main(int argc, char **argv)
 	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
 		goto out;
 	if (k8s_metrics_registry_new(&metrics) < 0 || register_build_info(metrics) < 0 ||
+	    register_sandboxes_gauge(metrics, &sandboxes_gauge) < 0 ||
 	    k8s_health_checks_new(&live) < 0 || k8s_health_checks_new(&ready) < 0 ||
 	    k8s_health_checks_add(live, "ping", ping, NULL) < 0 ||
 	    k8s_health_checks_add(ready, "ping", ping, NULL) < 0 ||
@@ -314,10 +342,15 @@ int main(int argc, char **argv)
 		}
 		if (i == INF_PODS)
 			io.transform = sbx_pod_transform;
+		/* --cache-label-selectors (A.5): only children carrying the tracking label */
+		if (i != INF_SANDBOXES && f.cache_label_selectors)
+			io.label_selector = SBX_LABEL_NAME_HASH;
 		if (k8s_informer_new(&inf[i], client, &io) < 0)
 			goto fail;
 	}
 	if (k8s_informer_add_index(inf[INF_PODS], "sandbox-name-hash", sbx_pod_index_name_hash, NULL) < 0)
+		goto fail;
+	if (k8s_metric_add_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]) < 0)
 		goto fail;
 
 	sbx_reconciler_options ro = SBX_RECONCILER_OPTIONS_INIT;
@@ -423,6 +456,8 @@ out:
 	k8s_http_server_shutdown(probe_srv, 5000);
 	k8s_http_server_free(metrics_srv);
 	k8s_http_server_free(probe_srv);
+	if (sandboxes_gauge && inf[INF_SANDBOXES])
+		k8s_metric_remove_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
 	k8s_health_checks_free(live);
 	k8s_health_checks_free(ready);
 	if (ctrl)
