@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	ro.pods = inf[INF_PODS];
 	ro.services = inf[INF_SERVICES];
 	ro.cluster_domain = f.cluster_domain;
+	ro.cache_label_selectors = f.cache_label_selectors;
 	ro.write_behind_window_ms = f.sandbox_write_behind_window_ms;
 	ro.logger = log;
 	char instance[128];

@@ -37,6 +37,7 @@ struct sbx_reconciler {
 	k8s_logger *logger;
 	k8s_event_recorder *events;
 	long write_behind_window_ms;
+	bool cache_label_selectors;  /* children without the tracking label are invisible */
 	/* Pending deferrals: only the Sandboxes whose Pod patch waits right
 	 * now (a few), so a small array; `lock` guards it (workers share it). */
 	pthread_mutex_t lock;
@@ -120,6 +121,7 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	r->logger = opts->logger;
 	r->events = opts->events;
 	r->write_behind_window_ms = opts->write_behind_window_ms;
+	r->cache_label_selectors = opts->cache_label_selectors;
 	pthread_mutex_init(&r->lock, NULL);
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
 	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
@@ -202,11 +204,29 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 	return rc;
 }
 
+/* With --cache-label-selectors, a Pod or Service read from the API server
+ * but outside the scoped cache (no tracking label) is not ours to see. */
+static bool hidden_by_scope(const sbx_reconciler *r, sbx_object o, const cJSON *obj)
+{
+	return r->cache_label_selectors && (o == SBX_OBJ_POD || o == SBX_OBJ_SERVICE) &&
+	       !k8s_obj_label(obj, SBX_LABEL_NAME_HASH);
+}
+
 static int fetch_object(sbx_object o, const char *ns, const char *name,
                         cJSON **out, void *userdata)
 {
 	sbx_reconciler *r = userdata;
-	return k8s_client_get(r->client, resource_of(o), ns, name, out);
+	int rc = k8s_client_get(r->client, resource_of(o), ns, name, out);
+	if (rc == 0 && hidden_by_scope(r, o, *out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		return k8s_error_set(K8S_EALREADYEXISTS, 409, "AlreadyExists",
+		                     "%s \"%s/%s\" already exists without the label %s, "
+		                     "so --cache-label-selectors hides it from the controller: "
+		                     "label it with the sandbox's name hash to let it be adopted",
+		                     resource_of(o)->kind, ns, name, SBX_LABEL_NAME_HASH);
+	}
+	return rc;
 }
 
 /* ---- reading the observed state ---- */
@@ -245,7 +265,10 @@ static void read_pod(sbx_reconciler *r, observed_buf *b, const char *ns,
 		return;
 	b->pod = NULL;
 	int rc = k8s_client_get(r->client, &k8s_resource_pods, ns, name, &b->pod);
-	if (rc == 0) {
+	if (rc == 0 && hidden_by_scope(r, SBX_OBJ_POD, b->pod)) {
+		cJSON_Delete(b->pod);
+		b->pod = NULL;
+	} else if (rc == 0) {
 		sbx_pod_transform(b->pod, NULL);
 	} else {
 		b->pod = NULL;

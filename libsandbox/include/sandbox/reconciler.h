@@ -21,6 +21,7 @@
 #ifndef SANDBOX_RECONCILER_H
 #define SANDBOX_RECONCILER_H
 
+#include <stdbool.h>
 #include <cjson/cJSON.h>
 #include "k8s/client.h"
 #include "k8s/controller.h"
@@ -66,9 +67,19 @@ typedef struct {
 	 * The pending deferrals are kept in the reconciler, behind its lock.
 	 */
 	long write_behind_window_ms;
+	/**
+	 * `--cache-label-selectors` (surfaces.md A.5): the Pod and Service
+	 * informers list only objects carrying SBX_LABEL_NAME_HASH. Then a Pod
+	 * or Service without that label is invisible here too, as in
+	 * controller-runtime's scoped cache: one read from the API server
+	 * (the Pod by name after a cache miss, the object behind an
+	 * AlreadyExists) is ignored when it lacks the label, so an unlabelled
+	 * adoptable object is never adopted (the create fails AlreadyExists).
+	 */
+	bool cache_label_selectors;
 } sbx_reconciler_options;
 
-#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 }
+#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, false }
 
 /**
  * Fills `opts` with the defaults of `version`. Returns 0, or K8S_EINVAL
