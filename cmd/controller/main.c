@@ -26,6 +26,7 @@
 #include "k8s/object.h"
 #include "sandbox/api.h"
 #include "sandbox/metrics.h"
+#include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
 
 #include "flags.h"
@@ -340,8 +341,11 @@ int main(int argc, char **argv)
 			io.on_update = enqueue_owner_update;
 			io.on_delete = enqueue_owner;
 		}
-		if (i == INF_PODS)
+		if (i == INF_PODS) {
+			/* diet, then cached as compact structs (podcache.h) */
 			io.transform = sbx_pod_transform;
+			io.codec = sbx_pod_codec();
+		}
 		/* --cache-label-selectors (A.5): only children carrying the tracking label */
 		if (i != INF_SANDBOXES && f.cache_label_selectors)
 			io.label_selector = SBX_LABEL_NAME_HASH;
