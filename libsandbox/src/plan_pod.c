@@ -18,17 +18,7 @@
 #include <string.h>
 #include "plan.h"
 #include "k8s/object.h"
-
-/* The Pod copy of the created-by label (§1.3). */
-static const char *normalize_created_by(const char *v)
-{
-	static const char *const known[] = { "go-client", "python-client",
-	                                     "controller" };
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (ju_str_eq(v, known[i]))
-			return known[i];
-	return "unknown";
-}
+#include "sandbox/metrics.h"
 
 /*
  * Extension labels copied from the Sandbox to its Pod (§6.6): only when the
@@ -91,7 +81,7 @@ static bool put_controller_labels(const sbx_plan *p, cJSON *labels)
 	       map_put(labels, SBX_LABEL_WARM_POOL_SANDBOX, warm) &&
 	       map_put(labels, SBX_LABEL_TEMPLATE_REF_HASH, tref) &&
 	       map_put(labels, SBX_LABEL_CREATED_BY,
-	               cb ? normalize_created_by(cb) : NULL);
+	               cb ? sbx_created_by_normalize(cb) : NULL);  /* normalised (§1.3) */
 }
 
 /*
