@@ -15,12 +15,14 @@
  *   moment, so that a client still sending a body gets our answer instead
  *   of a TCP reset (the same reason Go's server lingers).
  *
- * Bytes move through a `transport` (plain TCP here). TLS slots in as a
- * second transport that decrypts in on_read and encrypts in write.
+ * Bytes move through a `transport`: plain TCP, or TLS (httpserver_tls.c),
+ * which decrypts in on_read and encrypts in write.
  */
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,7 @@ struct conn {
 	int reject_status;             /* 413/431 decided in a callback */
 	bool close_after;              /* answer with Connection: close, then close */
 	int pending_writes;
+	k8s__tls_conn *tls;            /* NULL on plain HTTP */
 };
 
 struct k8s_http_server {
@@ -85,6 +88,7 @@ struct k8s_http_server {
 	unsigned int max_connections;
 	long idle_timeout_ms, read_timeout_ms;
 	k8s_logger *log;
+	k8s__tls_server *tls;          /* NULL: plain HTTP */
 	route *routes;
 	size_t nroutes;
 
@@ -110,6 +114,7 @@ struct k8s_http_server {
 
 static void conn_close(conn *c);
 static void conn_feed(conn *c, const char *data, size_t len);
+static void conn_finish(conn *c);
 static void maybe_accept_or_finish(k8s_http_server *s);
 
 /* --- options and addresses -------------------------------------------------- */
@@ -117,9 +122,11 @@ static void maybe_accept_or_finish(k8s_http_server *s);
 int k8s_http_server_options_init(k8s_http_server_options *opts, unsigned int version)
 {
 	k8s_http_server_options def = K8S_HTTP_SERVER_OPTIONS_INIT;
-	if (!opts || version != K8S_HTTP_SERVER_OPTIONS_VERSION)
+	if (!opts || version < 1 || version > K8S_HTTP_SERVER_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server options: unknown version %u", version);
-	*opts = def;
+	/* a version 1 caller's struct ends before the TLS fields */
+	def.version = version;
+	memcpy(opts, &def, version == 1 ? offsetof(k8s_http_server_options, tls_cert_file) : sizeof(def));
 	return 0;
 }
 
@@ -205,6 +212,42 @@ static int plain_write(conn *c, char *data, size_t len)
 
 static const transport plain_transport = { conn_feed, plain_write };
 
+/* TLS: ciphertext out through plain_write, plaintext in through conn_feed. */
+static int tls_send_raw(void *owner, char *data, size_t len)
+{
+	return plain_write(owner, data, len);
+}
+
+static bool tls_deliver(void *owner, const char *data, size_t len)
+{
+	conn *c = owner;
+	conn_feed(c, data, len);
+	return c->state == CONN_OPEN && HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED;
+}
+
+static void tls_on_read(conn *c, const char *data, size_t len)
+{
+	int rc = k8s__tls_conn_input(c->tls, data, len);
+	if (rc < 0) {
+		conn_close(c);
+	} else if (rc > 0 && c->state == CONN_OPEN) {
+		/* close_notify from the client: as a TCP EOF */
+		if (c->pending_writes > 0) {
+			c->close_after = true;
+			conn_finish(c);
+		} else {
+			conn_close(c);
+		}
+	}
+}
+
+static int tls_write(conn *c, char *data, size_t len)
+{
+	return k8s__tls_conn_write(c->tls, data, len);
+}
+
+static const transport tls_transport = { tls_on_read, tls_write };
+
 static void on_conn_handle_closed(uv_handle_t *h)
 {
 	conn *c = h->data;
@@ -219,6 +262,7 @@ static void on_conn_handle_closed(uv_handle_t *h)
 		c->next->prev = c->prev;
 	s->nconns--;
 	k8s__http_request_reset(&c->req);
+	k8s__tls_conn_free(c->tls);
 	free(c);
 	maybe_accept_or_finish(s);
 }
@@ -264,6 +308,8 @@ static void conn_finish(conn *c)
 		return;
 	c->state = CONN_LINGER;
 	uv_timer_stop(&c->timer);
+	if (c->tls)
+		k8s__tls_conn_close_notify(c->tls);
 	c->shutdown_req.data = c;
 	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
 		conn_close(c);
@@ -583,6 +629,14 @@ static void accept_one(k8s_http_server *s)
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
+	if (s->tls) {
+		c->tp = &tls_transport;
+		if (k8s__tls_conn_new(&c->tls, s->tls, uv_now(&s->loop), c, tls_send_raw, tls_deliver) < 0) {
+			conn_close(c);
+			return;
+		}
+	}
+	/* the handshake must also finish within the idle time */
 	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
 		conn_close(c);
@@ -669,6 +723,13 @@ static void on_wake(uv_async_t *a)
 static void *loop_thread(void *arg)
 {
 	k8s_http_server *s = arg;
+	/* A client that hangs up while we write must cost an EPIPE, not the
+	 * process: SIGPIPE from a write is sent to the writing thread, and
+	 * blocking it here leaves the process's signal dispositions alone. */
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	return NULL;
 }
@@ -680,8 +741,14 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 	if (!out || !o)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: out and options are required");
 	*out = NULL;
-	if (o->version != K8S_HTTP_SERVER_OPTIONS_VERSION)
+	if (o->version < 1 || o->version > K8S_HTTP_SERVER_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: unknown options version %u", o->version);
+	/* version 1 callers have no TLS fields */
+	const char *cert = o->version >= 2 ? o->tls_cert_file : NULL;
+	const char *key = o->version >= 2 ? o->tls_key_file : NULL;
+	if ((cert && *cert) != (key && *key))
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server %s: TLS needs both a certificate and a key file",
+		                     o->name ? o->name : "http");
 	if (!o->address || !*o->address)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: an address is required (\"0\" disables)");
 	k8s_http_server *s = calloc(1, sizeof(*s));
@@ -709,6 +776,13 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 	s->idle_timeout_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 60000;
 	s->read_timeout_ms = o->read_timeout_ms > 0 ? o->read_timeout_ms : 30000;
 	s->log = o->logger;
+	if (cert && *cert && !s->disabled) {
+		int rc = k8s__tls_server_new(&s->tls, s->name, cert, key, o->logger);
+		if (rc < 0) {
+			k8s_http_server_free(s);
+			return rc;
+		}
+	}
 	http_parser_settings_init(&s->settings);
 	s->settings.on_message_begin = on_message_begin;
 	s->settings.on_url = on_url;
@@ -861,7 +935,7 @@ int k8s_http_server_start(k8s_http_server *s)
 	s->started = true;
 	char port[16];
 	snprintf(port, sizeof(port), "%d", s->bound_port);
-	k8s_log(s->log, K8S_LOG_INFO, "serving HTTP", "server", s->name,
+	k8s_log(s->log, K8S_LOG_INFO, s->tls ? "serving HTTPS" : "serving HTTP", "server", s->name,
 	        "host", *s->host ? s->host : "*", "port", port, NULL);
 	return 0;
 }
@@ -899,6 +973,7 @@ void k8s_http_server_free(k8s_http_server *s)
 			s->routes[i].free_userdata(s->routes[i].userdata);
 	}
 	free(s->routes);
+	k8s__tls_server_free(s->tls);
 	free(s->host);
 	free(s->name);
 	free(s);

@@ -61,4 +61,40 @@ int k8s__http_server_route_owned(k8s_http_server *s, const char *method,
                                  const char *path, k8s_http_handler_fn fn,
                                  void *userdata, void (*free_userdata)(void *));
 
+/* --- TLS transport (httpserver_tls.c) --- */
+
+/** Certificates and random generator of one HTTPS server (loop thread only). */
+typedef struct k8s__tls_server k8s__tls_server;
+/** The TLS state of one connection. */
+typedef struct k8s__tls_conn k8s__tls_conn;
+
+/**
+ * Loads the PEM certificate chain and key; K8S_ECONFIG (unreadable,
+ * not PEM, key not matching the certificate) or K8S_ENOMEM, with a
+ * message naming the file.
+ */
+int k8s__tls_server_new(k8s__tls_server **out, const char *name, const char *cert_file,
+                        const char *key_file, k8s_logger *log);
+void k8s__tls_server_free(k8s__tls_server *s);
+
+/**
+ * TLS state for a new connection (reloading the files first when they
+ * changed, checked at most once a second by `now_ms`). `send_raw` queues
+ * ciphertext on the socket and takes `data`; `deliver` receives plaintext
+ * and returns false once the connection reads no more.
+ */
+int k8s__tls_conn_new(k8s__tls_conn **out, k8s__tls_server *s, uint64_t now_ms, void *owner,
+                      int (*send_raw)(void *owner, char *data, size_t len),
+                      bool (*deliver)(void *owner, const char *data, size_t len));
+void k8s__tls_conn_free(k8s__tls_conn *t);
+
+/** Bytes from the socket: 0 (go on), 1 (peer closed its side), -1 (close now). */
+int k8s__tls_conn_input(k8s__tls_conn *t, const char *data, size_t len);
+
+/** Encrypts and queues `len` bytes of `data` (malloc'd, taken). 0 or -1. */
+int k8s__tls_conn_write(k8s__tls_conn *t, char *data, size_t len);
+
+/** Queues a close_notify alert (after the handshake only). */
+void k8s__tls_conn_close_notify(k8s__tls_conn *t);
+
 #endif

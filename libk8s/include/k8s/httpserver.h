@@ -22,9 +22,12 @@
  *   answer carries `Connection: close`), close idle connections, and after
  *   a deadline close whatever is left.
  *
- * Plain TCP only for now; the connection code reads and writes through a
- * small transport interface so that TLS (mbedTLS) can be added for the
- * webhook without touching the HTTP layer.
+ * HTTP or HTTPS: with a certificate and key (PEM files) the server speaks
+ * TLS 1.2+ through mbedTLS (https://www.rfc-editor.org/rfc/rfc8446,
+ * rfc5246), requests no client certificate, offers ALPN "http/1.1", and
+ * picks up new files when they change (checked at most once a second, at
+ * a new connection; open connections keep the old certificate). A failed
+ * handshake closes that connection only.
  *
  * Threads: k8s_http_server_* calls are made by the owner (one thread, or
  * serialised by the caller). Handlers run on the server's loop thread, one
@@ -60,7 +63,7 @@ typedef struct k8s_http_response k8s_http_response;
 typedef void (*k8s_http_handler_fn)(const k8s_http_request *req,
                                     k8s_http_response *res, void *userdata);
 
-#define K8S_HTTP_SERVER_OPTIONS_VERSION 1
+#define K8S_HTTP_SERVER_OPTIONS_VERSION 2
 
 /** Server options; initialise with K8S_HTTP_SERVER_OPTIONS_INIT. */
 typedef struct {
@@ -89,9 +92,15 @@ typedef struct {
 	 *  else the connection is closed (slow clients); 0: 30000 ms. */
 	long read_timeout_ms;
 	k8s_logger *logger;            /**< borrowed; NULL: silent */
+	/* version 2 */
+	/** PEM certificate chain (leaf first) for HTTPS; NULL: plain HTTP.
+	 *  Read by k8s_http_server_new(); needs tls_key_file too. */
+	const char *tls_cert_file;
+	/** PEM private key (EC, RSA; PKCS#1, SEC1 or PKCS#8) matching it. */
+	const char *tls_key_file;
 } k8s_http_server_options;
 
-#define K8S_HTTP_SERVER_OPTIONS_INIT { K8S_HTTP_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL }
+#define K8S_HTTP_SERVER_OPTIONS_INIT { K8S_HTTP_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL }
 
 /** Fills `opts` with defaults; K8S_EINVAL for an unknown version. */
 K8S_EXTERN int k8s_http_server_options_init(k8s_http_server_options *opts,
@@ -106,8 +115,13 @@ K8S_EXTERN bool k8s_http_address_disabled(const char *address);
 /**
  * Creates a server (not listening yet). `opts->address` is checked here:
  * a missing or malformed address or port gives K8S_EINVAL. With "0" the
- * server is created disabled: start() then does nothing.
- * @return 0, K8S_EINVAL or K8S_ENOMEM.
+ * server is created disabled: start() then does nothing. The TLS files,
+ * when given, are loaded here. Options of version 1 (no TLS fields) are
+ * accepted.
+ * @return 0; K8S_EINVAL (address, version, only one of the TLS files);
+ *         K8S_ECONFIG (a TLS file unreadable or not PEM, or the key does
+ *         not match the certificate: the message names the file);
+ *         K8S_ERROR (random generator); K8S_ENOMEM.
  */
 K8S_EXTERN int k8s_http_server_new(k8s_http_server **out,
                                    const k8s_http_server_options *opts);
