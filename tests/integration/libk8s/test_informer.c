@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,161 @@ START_TEST(resync_redelivers_cached_objects)
 }
 END_TEST
 
+/* ---- a codec: the cache holds a small struct per ConfigMap ---- */
+
+typedef struct {
+	char *ns, *name, *rv, *team, *value;
+} compact_cm;
+
+/* Keeps exactly what the struct holds, so encode(decode(x)) == x. */
+static cJSON *cm_slim(cJSON *o, void *ud)
+{
+	cJSON *slim = cJSON_CreateObject();
+	cJSON *md = cJSON_AddObjectToObject(slim, "metadata");
+	static const char *const keep[] = { "name", "namespace", "resourceVersion" };
+	for (int i = 0; i < 3; i++) {
+		const char *v = cJSON_GetStringValue(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(o, "metadata"), keep[i]));
+		if (v)
+			cJSON_AddStringToObject(md, keep[i], v);
+	}
+	const char *team = k8s_obj_label(o, "team");
+	if (team)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), "team", team);
+	const char *k = k8s_obj_str(o, "data.k");
+	if (k)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(slim, "data"), "k", k);
+	cJSON_Delete(o);
+	return slim;
+}
+
+static char *sdup(const char *s) { return s ? strdup(s) : NULL; }
+
+static int cm_decode(const cJSON *o, void **out, void *ud)
+{
+	compact_cm *c = calloc(1, sizeof(*c));
+	if (!c)
+		return K8S_ENOMEM;
+	c->ns = sdup(k8s_obj_namespace(o));
+	c->name = sdup(k8s_obj_name(o));
+	c->rv = sdup(k8s_obj_resource_version(o));
+	c->team = sdup(k8s_obj_label(o, "team"));
+	c->value = sdup(k8s_obj_str(o, "data.k"));
+	atomic_fetch_add((atomic_int *)ud, 1);
+	*out = c;
+	return 0;
+}
+
+static cJSON *cm_encode(const void *v, void *ud)
+{
+	const compact_cm *c = v;
+	cJSON *o = cJSON_CreateObject();
+	cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+	if (c->name)
+		cJSON_AddStringToObject(md, "name", c->name);
+	if (c->ns)
+		cJSON_AddStringToObject(md, "namespace", c->ns);
+	if (c->rv)
+		cJSON_AddStringToObject(md, "resourceVersion", c->rv);
+	if (c->team)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), "team", c->team);
+	if (c->value)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "data"), "k", c->value);
+	return o;
+}
+
+static void cm_free(void *v, void *ud)
+{
+	compact_cm *c = v;
+	free(c->ns);
+	free(c->name);
+	free(c->rv);
+	free(c->team);
+	free(c->value);
+	free(c);
+	atomic_fetch_sub((atomic_int *)ud, 1);
+}
+
+static int read_value(const void *v, void *ud)
+{
+	const compact_cm *c = v;
+	snprintf(ud, 64, "%s:%s", c->team ? c->team : "", c->value ? c->value : "");
+	return 0;
+}
+
+static int read_matches(k8s_informer *inf, const char *name, const char *want)
+{
+	char got[64] = "";
+	return k8s_informer_read(inf, ns, name, read_value, got) == 0 && strcmp(got, want) == 0;
+}
+
+START_TEST(codec_cache_follows_the_server)
+{
+	atomic_int live = 0;  /* structs decoded and not yet freed */
+	k8s_object_codec codec = { cm_decode, cm_encode, cm_free, NULL, &live };
+	counts c = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	cJSON *cm = configmap("codec-before", "green");
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+
+	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
+	o.resource = &configmaps;
+	o.namespace_ = ns;
+	o.label_selector = "team in (green,yellow)";
+	o.transform = cm_slim;
+	o.codec = &codec;
+	o.on_add = on_add;
+	o.on_update = on_update;
+	o.on_delete = on_delete;
+	o.userdata = &c;
+	k8s_informer *inf;
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), 0);
+	ck_assert_int_eq(k8s_informer_add_index(inf, "team", index_team, NULL), 0);
+	ck_assert_int_eq(k8s_informer_start(inf), 0);
+	ck_assert_int_eq(k8s_informer_wait_synced(inf, 20000), 0);
+	ck_assert_int_eq(read_count(&c, &c.adds), 1);
+	ck_assert(read_matches(inf, "codec-before", "green:v"));
+	ck_assert_int_eq(atomic_load(&live), 1);
+
+	/* the lister's copy is the slim object, encoded from the struct */
+	cJSON *got = NULL;
+	ck_assert_int_eq(k8s_informer_get(inf, ns, "codec-before", &got), 0);
+	cJSON *srv = NULL;
+	ck_assert_int_eq(k8s_client_get(client, &configmaps, ns, "codec-before", &srv), 0);
+	srv = cm_slim(srv, NULL);
+	ck_assert(cJSON_Compare(got, srv, true));
+	cJSON_Delete(srv);
+	cJSON_Delete(got);
+
+	cm = configmap("codec-during", "yellow");
+	ck_assert_int_eq(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL), 0);
+	cJSON_Delete(cm);
+	WAIT_FOR(read_matches(inf, "codec-during", "yellow:v"));
+	cJSON *patch = cJSON_Parse("{\"metadata\":{\"labels\":{\"team\":\"green\"}},\"data\":{\"k\":\"w\"}}");
+	ck_assert_int_eq(k8s_client_patch(client, &configmaps, ns, "codec-during", NULL,
+	                                  K8S_PATCH_MERGE, patch, NULL, NULL), 0);
+	cJSON_Delete(patch);
+	WAIT_FOR(read_matches(inf, "codec-during", "green:w"));
+	WAIT_FOR(read_count(&c, &c.updates) >= 1);
+	WAIT_FOR(index_count(inf, "team", "green") == 2);
+	ck_assert_int_eq(index_count(inf, "team", "yellow"), 0);
+
+	ck_assert_int_eq(k8s_client_delete(client, &configmaps, ns, "codec-before", NULL, NULL), 0);
+	WAIT_FOR(read_count(&c, &c.deletes) == 1);
+	ck_assert_str_eq(c.last_deleted, "codec-before");
+	ck_assert_int_eq(k8s_informer_read(inf, ns, "codec-before", read_value, NULL), K8S_ENOTFOUND);
+	ck_assert_int_eq(index_count(inf, "team", "green"), 1);
+	cJSON *all = NULL;
+	ck_assert_int_eq(k8s_informer_list(inf, ns, &all), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(all), 1);
+	ck_assert_str_eq(k8s_obj_str(cJSON_GetArrayItem(all, 0), "data.k"), "w");
+	cJSON_Delete(all);
+	ck_assert_int_eq(atomic_load(&live), 1);
+	k8s_informer_free(inf);
+	ck_assert_int_eq(atomic_load(&live), 0);
+}
+END_TEST
+
 int main(void)
 {
 	client = live_connect("test_informer");
@@ -252,6 +408,7 @@ int main(void)
 	tcase_add_test(tc, cache_follows_the_server);
 	tcase_add_test(tc, factory_shares_one_informer_between_consumers);
 	tcase_add_test(tc, resync_redelivers_cached_objects);
+	tcase_add_test(tc, codec_cache_follows_the_server);
 	suite_add_tcase(s, tc);
 	int failed = live_run(s);
 
