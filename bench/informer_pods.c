@@ -5,10 +5,16 @@
  *   informer_pods cache NS MODE   LIST+WATCH them into an informer and print
  *                                 the time to sync, objects/s, and resident
  *                                 memory per cached Pod; MODE is "full" (the
- *                                 objects as served, minus managedFields) or
- *                                 "diet" (metadata, spec.nodeName, status phase,
- *                                 IPs and conditions: what the Sandbox
- *                                 controller keeps)
+ *                                 objects as served, minus managedFields),
+ *                                 "diet" (libsandbox's sbx_pod_transform:
+ *                                 metadata, spec.nodeName, status phase, IPs
+ *                                 and conditions, as cJSON trees) or
+ *                                 "compact" (the diet cached as sbx_pod
+ *                                 structs through sbx_pod_codec(): what the
+ *                                 Sandbox controller keeps)
+ *   informer_pods codec NS        LIST the Pods once, diet them, then time
+ *                                 sbx_pod_decode and sbx_pod_encode over all
+ *                                 of them (CPU only) and print struct sizes
  *   informer_pods decode NS       LIST the Pods once, then measure the watch
  *                                 path offline: frame+decode+store of N
  *                                 ADDED events through the watch decoder
@@ -18,6 +24,7 @@
  *
  * Reads $KUBECONFIG. Prints figures; asserts nothing.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +34,8 @@
 #include "k8s/informer.h"
 #include "k8s/object.h"
 #include "map.h"
+#include "sandbox/podcache.h"
+#include "sandbox/reconciler.h"
 #include "watch_decoder.h"
 
 static k8s_client *client;
@@ -111,45 +120,30 @@ static int cmd_setup(int n, const char *ns)
 	return failures ? 1 : 0;
 }
 
-static cJSON *diet(cJSON *obj, void *ud)
+/* "full": the objects as served, minus managedFields. */
+static cJSON *strip_managed(cJSON *obj, void *ud)
 {
-	cJSON *md = cJSON_GetObjectItem(obj, "metadata");
-	cJSON_DeleteItemFromObject(md, "managedFields");
-	if (ud) {
-		cJSON *spec = cJSON_GetObjectItem(obj, "spec");
-		cJSON *node = cJSON_DetachItemFromObject(spec, "nodeName");
-		cJSON_DeleteItemFromObject(obj, "spec");
-		cJSON *ns = cJSON_AddObjectToObject(obj, "spec");
-		if (node)
-			cJSON_AddItemToObject(ns, "nodeName", node);
-		/* as libsandbox's sbx_pod_transform: phase, IPs, condition verdicts */
-		cJSON *st = cJSON_GetObjectItem(obj, "status");
-		cJSON *f = st ? st->child : NULL;
-		while (f) {
-			cJSON *next = f->next;
-			if (strcmp(f->string, "phase") && strcmp(f->string, "podIP") &&
-			    strcmp(f->string, "podIPs") && strcmp(f->string, "conditions"))
-				cJSON_Delete(cJSON_DetachItemViaPointer(st, f));
-			f = next;
-		}
-		cJSON *c;
-		cJSON_ArrayForEach(c, cJSON_GetObjectItem(st, "conditions")) {
-			cJSON_DeleteItemFromObject(c, "lastProbeTime");
-			cJSON_DeleteItemFromObject(c, "lastTransitionTime");
-		}
-	}
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(obj, "metadata"), "managedFields");
 	return obj;
 }
 
 static int cmd_cache(const char *ns, const char *mode)
 {
-	bool is_diet = strcmp(mode, "diet") == 0;
 	long before = rss_kib();
 	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
 	o.resource = &k8s_resource_pods;
 	o.namespace_ = ns;
-	o.transform = diet;
-	o.userdata = is_diet ? (void *)1 : NULL;
+	if (strcmp(mode, "full") == 0) {
+		o.transform = strip_managed;
+	} else if (strcmp(mode, "diet") == 0) {
+		o.transform = sbx_pod_transform;
+	} else if (strcmp(mode, "compact") == 0) {
+		o.transform = sbx_pod_transform;
+		o.codec = sbx_pod_codec();
+	} else {
+		fprintf(stderr, "informer_pods: mode is full, diet or compact\n");
+		return 2;
+	}
 	k8s_informer *inf;
 	if (k8s_informer_new(&inf, client, &o) < 0)
 		return 1;
@@ -160,9 +154,14 @@ static int cmd_cache(const char *ns, const char *mode)
 	double s = (double)(k8s_monotonic_ms() - t0) / 1000.0;
 	size_t n = k8s_informer_size(inf);
 	long after = rss_kib();
+	/* LIST pages and transient trees leave free heap behind: also show
+	 * what is held once it is returned to the system */
+	malloc_trim(0);
+	long trimmed = rss_kib();
 	printf("cache[%s]: %zu pods synced (LIST, pages of 500) in %.2f s = %.0f objects/s; "
-	       "RSS %ld -> %ld KiB = %.2f KiB per cached pod\n",
-	       mode, n, s, n / s, before, after, n ? (double)(after - before) / n : 0.0);
+	       "RSS %ld -> %ld KiB = %.2f KiB per cached pod (%.2f KiB after malloc_trim)\n",
+	       mode, n, s, n / s, before, after, n ? (double)(after - before) / n : 0.0,
+	       n ? (double)(trimmed - before) / n : 0.0);
 	k8s_informer_free(inf);
 	return 0;
 }
@@ -222,6 +221,55 @@ static int cmd_decode(const char *ns)
 	return 0;
 }
 
+static int cmd_codec(const char *ns)
+{
+	k8s_list_options lo = K8S_LIST_OPTIONS_INIT;
+	cJSON *list = NULL;
+	if (k8s_client_list(client, &k8s_resource_pods, ns, &lo, &list) < 0)
+		return 1;
+	cJSON *items = cJSON_GetObjectItem(list, "items");
+	int n = cJSON_GetArraySize(items);
+	if (n == 0) {
+		cJSON_Delete(list);
+		return 1;
+	}
+	cJSON **diets = calloc((size_t)n, sizeof(*diets));
+	sbx_pod **pods = calloc((size_t)n, sizeof(*pods));
+	size_t diet_bytes = 0, struct_bytes = 0;
+	for (int i = 0; i < n; i++) {
+		diets[i] = sbx_pod_transform(cJSON_DetachItemFromArray(items, 0), NULL);
+		char *t = cJSON_PrintUnformatted(diets[i]);
+		diet_bytes += strlen(t);
+		free(t);
+	}
+	cJSON_Delete(list);
+	int64_t t0 = k8s_monotonic_ms();
+	for (int i = 0; i < n; i++)
+		if (sbx_pod_decode(diets[i], &pods[i]) < 0)
+			return 1;
+	double ds = (double)(k8s_monotonic_ms() - t0) / 1000.0;
+	int fallback = 0;
+	for (int i = 0; i < n; i++) {
+		struct_bytes += pods[i]->size;
+		fallback += pods[i]->json != NULL;
+	}
+	t0 = k8s_monotonic_ms();
+	for (int i = 0; i < n; i++)
+		cJSON_Delete(sbx_pod_encode(pods[i]));
+	double es = (double)(k8s_monotonic_ms() - t0) / 1000.0;
+	printf("codec: %d diet pods (%.0f bytes of JSON each): decode %.3f s = %.0f pods/s, "
+	       "encode %.3f s = %.0f pods/s; sbx_pod %.0f bytes each (one allocation), %d kept as JSON\n",
+	       n, (double)diet_bytes / n, ds, ds > 0 ? n / ds : 0.0, es, es > 0 ? n / es : 0.0,
+	       (double)struct_bytes / n, fallback);
+	for (int i = 0; i < n; i++) {
+		sbx_pod_free(pods[i]);
+		cJSON_Delete(diets[i]);
+	}
+	free(pods);
+	free(diets);
+	return 0;
+}
+
 typedef struct {
 	pthread_mutex_t lock;
 	int updates;
@@ -265,7 +313,8 @@ static int cmd_watch(const char *ns)
 	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
 	o.resource = &k8s_resource_pods;
 	o.namespace_ = ns;
-	o.transform = diet;
+	o.transform = sbx_pod_transform;
+	o.codec = sbx_pod_codec();
 	o.on_update = on_update;
 	o.userdata = &w;
 	k8s_informer *inf;
@@ -306,7 +355,7 @@ static int cmd_watch(const char *ns)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s setup N NS | cache NS full|diet | decode NS | watch NS\n", argv[0]);
+		fprintf(stderr, "usage: %s setup N NS | cache NS full|diet|compact | decode NS | codec NS | watch NS\n", argv[0]);
 		return 2;
 	}
 	k8s_global_init();
@@ -325,6 +374,8 @@ int main(int argc, char **argv)
 		rc = cmd_cache(argv[2], argv[3]);
 	else if (strcmp(argv[1], "decode") == 0 && argc == 3)
 		rc = cmd_decode(argv[2]);
+	else if (strcmp(argv[1], "codec") == 0 && argc == 3)
+		rc = cmd_codec(argv[2]);
 	else if (strcmp(argv[1], "watch") == 0 && argc == 3)
 		rc = cmd_watch(argv[2]);
 	else
