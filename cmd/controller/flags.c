@@ -38,6 +38,7 @@ void controller_flags_defaults(controller_flags *f)
 		.pprof_block_profile_rate = 1000000,
 		.pprof_mutex_profile_fraction = 10,
 	};
+	webhook_flags_defaults(&f->webhook);
 }
 
 static void usage(FILE *f)
@@ -104,7 +105,10 @@ static void usage(FILE *f)
 "  --enable-pprof[=B]                Go CPU profile on the metrics server (default false)\n"
 "  --enable-pprof-debug[=B]          Go debug profiles (default false)\n"
 "  --pprof-block-profile-rate N      Go block profile rate in ns (default 1000000)\n"
-"  --pprof-mutex-profile-fraction N  Go mutex profile fraction (default 10)\n");
+"  --pprof-mutex-profile-fraction N  Go mutex profile fraction (default 10)\n"
+"\n"
+"Conversion webhook (agents.x-k8s.io v1alpha1 <-> v1beta1, HTTPS POST /convert):\n"
+"%s", webhook_flags_usage);
 }
 
 static int bad(const char *flag, const char *value, const char *want)
@@ -273,7 +277,9 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 	       CACHE_SEL, EXTENSIONS, CLAIM_WORKERS, POOL_WORKERS, TEMPLATE_WORKERS, POOL_BATCH,
 	       POOL_REPLENISH, POOL_REFILL, POOL_GRACE, POOL_RECHECK, POOL_EVICTION, NO_CLAIM_EVENTS,
 	       NO_CLAIM_ANNOTATIONS, TRACING, PPROF, PPROF_DEBUG, PPROF_BLOCK, PPROF_MUTEX, ZAP_DEVEL,
-	       ZAP_ENCODER, ZAP_LEVEL, ZAP_STACK, ZAP_TIME };
+	       ZAP_ENCODER, ZAP_LEVEL, ZAP_STACK, ZAP_TIME,
+	       WH_ENABLE, WH_MANAGE, WH_PORT, WH_CERT_DIR, WH_CERT_NAME, WH_KEY_NAME, WH_SERVICE,
+	       WH_NAMESPACE, WH_URL, WH_BIND };
 	static const struct option opts[] = {
 		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
 		{ "context", required_argument, NULL, CONTEXT },
@@ -314,6 +320,16 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 		{ "zap-log-level", required_argument, NULL, ZAP_LEVEL },
 		{ "zap-stacktrace-level", required_argument, NULL, ZAP_STACK },
 		{ "zap-time-encoding", required_argument, NULL, ZAP_TIME },
+		{ "enable-webhook", optional_argument, NULL, WH_ENABLE },
+		{ "manage-webhook-certs", optional_argument, NULL, WH_MANAGE },
+		{ "webhook-port", required_argument, NULL, WH_PORT },
+		{ "webhook-cert-dir", required_argument, NULL, WH_CERT_DIR },
+		{ "webhook-cert-name", required_argument, NULL, WH_CERT_NAME },
+		{ "webhook-key-name", required_argument, NULL, WH_KEY_NAME },
+		{ "webhook-service-name", required_argument, NULL, WH_SERVICE },
+		{ "webhook-namespace", required_argument, NULL, WH_NAMESPACE },
+		{ "webhook-url", required_argument, NULL, WH_URL },
+		{ "webhook-bind-address", required_argument, NULL, WH_BIND },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -509,6 +525,25 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 				           "use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano");
 			f->zap_time_encoding = optarg;
 			break;
+		case WH_ENABLE:
+			if (parse_bool("enable-webhook", optarg, &f->webhook.enable) < 0)
+				return -1;
+			break;
+		case WH_MANAGE:
+			if (parse_bool("manage-webhook-certs", optarg, &f->webhook.manage_certs) < 0)
+				return -1;
+			break;
+		case WH_PORT:  /* the range is checked with the other webhook flags */
+			if (parse_int("webhook-port", optarg, INT_MIN, &f->webhook.port) < 0)
+				return -1;
+			break;
+		case WH_CERT_DIR: f->webhook.cert_dir = optarg; break;
+		case WH_CERT_NAME: f->webhook.cert_name = optarg; f->webhook.cert_name_set = true; break;
+		case WH_KEY_NAME: f->webhook.key_name = optarg; f->webhook.key_name_set = true; break;
+		case WH_SERVICE: f->webhook.service_name = optarg; break;
+		case WH_NAMESPACE: f->webhook.namespace_ = optarg; break;
+		case WH_URL: f->webhook.url = optarg; break;
+		case WH_BIND: f->webhook.bind_address = optarg; break;
 		case VERSION:
 			printf(PROG " %s\n", AGENT_SANDBOX_VERSION);
 			return 1;
@@ -539,6 +574,8 @@ int controller_flags_validate(const controller_flags *f, char *err, size_t cap)
 		         "--extensions (this build runs the Sandbox controller only)");
 		return -1;
 	}
+	if (webhook_flags_validate(&f->webhook, err, cap) < 0)
+		return -1;
 	return 0;
 }
 

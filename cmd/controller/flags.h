@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "k8s/log.h"
+#include "webhook_flags.h"
 
 typedef struct {
 	const char *kubeconfig;
@@ -67,6 +68,9 @@ typedef struct {
 	const char *zap_stacktrace_level;             /**< NULL: not given */
 	const char *zap_time_encoding;                /**< NULL: not given */
 	bool log_level_set;                           /**< a level flag was given */
+
+	/* The conversion webhook (webhook_flags.h). */
+	webhook_flags webhook;
 } controller_flags;
 
 /** The upstream defaults. */

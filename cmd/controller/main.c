@@ -30,6 +30,7 @@
 #include "sandbox/reconciler.h"
 
 #include "flags.h"
+#include "webhook.h"
 
 /* Upstream's leader election ID, so that our controller and the Go one
  * never run side by side during an upgrade. */
@@ -273,6 +274,7 @@ int main(int argc, char **argv)
 	k8s_event_recorder *events = NULL;
 	k8s_leader *leader = NULL;
 	leading_state lead = { 0 };
+	webhook *wh = NULL;
 
 	if (new_server(&metrics_srv, "metrics", f.metrics_addr, "--metrics-bind-address", log) < 0 ||
 	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
@@ -310,6 +312,13 @@ int main(int argc, char **argv)
 	co.separate_watch_connection = f.separate_watch_connection;
 	if (k8s_client_new(&client, cfg, &co) < 0) {
 		k8s_log(log, K8S_LOG_ERROR, "cannot create API client",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
+	/* Conversion is served from startup on every replica, leader or not:
+	 * the caches themselves may need it to sync. */
+	if (webhook_start(&wh, &f.webhook, f.cluster_domain, client, log) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot start the conversion webhook",
 		        "error", k8s_error_last()->message, NULL);
 		goto out;
 	}
@@ -461,6 +470,7 @@ out:
 	k8s_http_server_shutdown(probe_srv, 5000);
 	k8s_http_server_free(metrics_srv);
 	k8s_http_server_free(probe_srv);
+	webhook_free(wh, 5000);
 	if (sandboxes_gauge && inf[INF_SANDBOXES])
 		k8s_metric_remove_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
 	k8s_health_checks_free(live);
