@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Sandbox create-to-Ready benchmark (run it through bench/create_to_ready.sh).
+
+Creates N Sandboxes at a fixed rate R (client-side pacing, 16 connections)
+in a fresh namespace while one watch on Sandboxes records, on this client's
+monotonic clock, when each one is first seen with Ready=True. Latency of a
+Sandbox = first Ready=True seen - start of its create call. Prints p50, p90,
+p99 and max, the achieved create rate, the throughput (Sandboxes Ready per
+second from the first create to the last Ready), and the controller's peak
+resident memory (VmHWM) and CPU seconds (utime+stime, whole run and burst
+only), read from /proc for the controller process and its descendants.
+
+Each controller command given after `--` (several: `-- cmd1 ... -- cmd2 ...`)
+is measured in turn with the same workload on the same control plane. In a
+command, `{kubeconfig}` is replaced by a kubeconfig of the deploy/
+ServiceAccount (agent-sandbox-system/agent-sandbox-controller), which is also
+in the command's KUBECONFIG environment variable. Default command: our
+controller from --build-dir, leader election off, endpoints disabled.
+
+Without KUBECONFIG, starts a private local control plane (tools/local-cluster,
+state /tmp/agent-sandbox-bench-cluster, ports 18xxx, unless AGENT_SANDBOX_*
+say otherwise) with enough kwok nodes for N pods (110 per node), and stops it
+at the end. With KUBECONFIG (admin), uses that cluster: it needs room for N
+pods and must run no other Sandbox controller.
+"""
+import argparse
+import base64
+import http.client
+import json
+import math
+import os
+import platform
+import queue
+import shlex
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
+API = "/apis/agents.x-k8s.io/v1beta1"
+IMAGE = "registry.k8s.io/pause:3.10"
+PODS_PER_NODE = 110
+LEASE = "a3317529.agent-sandbox.x-k8s.io"
+
+
+def log(*a):
+    print("[create_to_ready]", *a, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- kubeconfig
+
+class Kubeconfig:
+    """The current context of a kubeconfig: server, TLS context, token."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path) as f:
+            kc = yaml.safe_load(f)
+        ctx = next(c["context"] for c in kc["contexts"] if c["name"] == kc["current-context"])
+        self.cluster = next(c["cluster"] for c in kc["clusters"] if c["name"] == ctx["cluster"])
+        self.user = next(u["user"] for u in kc["users"] if u["name"] == ctx["user"])
+        self.server = self.cluster["server"]
+        hostport = self.server.split("://", 1)[1].split("/", 1)[0]
+        self.host, _, port = hostport.rpartition(":")
+        self.port = int(port or 443)
+        self._tmp = tempfile.mkdtemp(prefix="c2r-kc-")
+        self.ctx = ssl.create_default_context(cafile=self._file("certificate-authority", self.cluster))
+        cert = self._file("client-certificate", self.user)
+        if cert:
+            self.ctx.load_cert_chain(cert, self._file("client-key", self.user))
+        self.token = self.user.get("token")
+        if not self.token and self.user.get("tokenFile"):
+            self.token = open(self.user["tokenFile"]).read().strip()
+
+    def _file(self, key, section):
+        if section.get(key + "-data"):
+            p = os.path.join(self._tmp, key)
+            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(base64.b64decode(section[key + "-data"]))
+            return p
+        return section.get(key)
+
+    def connect(self, timeout=60):
+        return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
+
+    def headers(self, extra=None):
+        h = {"Accept": "application/json", "User-Agent": "bench-create-to-ready"}
+        if self.token:
+            h["Authorization"] = "Bearer " + self.token
+        h.update(extra or {})
+        return h
+
+
+def request(kc, method, path, body=None, conn=None):
+    own = conn is None
+    conn = conn or kc.connect()
+    try:
+        data = json.dumps(body).encode() if body is not None else None
+        conn.request(method, path, body=data,
+                     headers=kc.headers({"Content-Type": "application/json"} if data else None))
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        if own:
+            conn.close()
+
+
+# ---------------------------------------------------------------- /proc
+
+def descendants(pid):
+    """pid and every descendant process (by ppid), from /proc."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def usage(pid):
+    """(cpu seconds utime+stime, VmHWM KiB, VmRSS KiB) summed over the tree."""
+    tick = os.sysconf("SC_CLK_TCK")
+    cpu, hwm, rss = 0.0, 0, 0
+    for p in descendants(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            cpu += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15)
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        hwm += int(line.split()[1])
+                    elif line.startswith("VmRSS:"):
+                        rss += int(line.split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return cpu, hwm, rss
+
+
+# ---------------------------------------------------------------- workload
+
+def sandbox(name):
+    return {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+            "metadata": {"name": name},
+            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}}}}
+
+
+def is_ready(obj):
+    for c in obj.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+class ReadyWatch(threading.Thread):
+    """Watches the namespace's Sandboxes; records the first time each is seen
+    Ready=True (time.monotonic())."""
+
+    def __init__(self, kc, ns):
+        super().__init__(daemon=True)
+        self.kc, self.ns = kc, ns
+        self.ready_at = {}
+        self.cond = threading.Condition()
+        self.stop = False
+        status, body = request(kc, "GET", f"{API}/namespaces/{ns}/sandboxes")
+        assert status == 200, body
+        self.rv = json.loads(body)["metadata"]["resourceVersion"]
+
+    def run(self):
+        while not self.stop:
+            conn = self.kc.connect(timeout=None)
+            try:
+                conn.request("GET", f"{API}/namespaces/{self.ns}/sandboxes?watch=1&resourceVersion="
+                             f"{self.rv}&timeoutSeconds=3600", headers=self.kc.headers())
+                r = conn.getresponse()
+                if r.status != 200:
+                    log("watch answered", r.status, r.read()[:300])
+                    time.sleep(1)
+                    continue
+                while not self.stop:
+                    line = r.readline()
+                    if not line:
+                        break
+                    now = time.monotonic()
+                    ev = json.loads(line)
+                    obj = ev.get("object", {})
+                    if ev.get("type") == "ERROR":  # 410 Gone: relist (not expected within a run)
+                        status, body = request(self.kc, "GET", f"{API}/namespaces/{self.ns}/sandboxes")
+                        lst = json.loads(body)
+                        self.rv = lst["metadata"]["resourceVersion"]
+                        for o in lst["items"]:
+                            self._seen(o, now)
+                        break
+                    self.rv = obj.get("metadata", {}).get("resourceVersion", self.rv)
+                    self._seen(obj, now)
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                if not self.stop:
+                    log("watch interrupted:", e)
+                    time.sleep(0.5)
+            finally:
+                conn.close()
+
+    def _seen(self, obj, now):
+        name = obj.get("metadata", {}).get("name")
+        if name and is_ready(obj) and name not in self.ready_at:
+            with self.cond:
+                self.ready_at[name] = now
+                self.cond.notify_all()
+
+    def wait(self, names, deadline):
+        with self.cond:
+            while not all(n in self.ready_at for n in names):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 1.0))
+            return True
+
+
+def create_paced(kc, ns, names, rate, connections=16):
+    """Creates names[i] at t0 + i/rate (or as soon after as a connection is
+    free). Returns ({name: monotonic start of its create call}, errors, t0)."""
+    started, errors, lock = {}, [], threading.Lock()
+    todo = queue.Queue()
+    for i, n in enumerate(names):
+        todo.put((i, n))
+    t0 = time.monotonic() + 0.2
+
+    def worker():
+        conn = kc.connect()
+        while True:
+            try:
+                i, n = todo.get_nowait()
+            except queue.Empty:
+                break
+            delay = t0 + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            for attempt in range(5):
+                t = time.monotonic()
+                try:
+                    status, body = request(kc, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox(n), conn)
+                except (OSError, http.client.HTTPException) as e:
+                    conn.close()
+                    conn = kc.connect()
+                    status, body = None, str(e).encode()
+                if status == 201:
+                    with lock:
+                        started[n] = t
+                    break
+                if status == 409:  # created by a try whose answer was lost
+                    with lock:
+                        started.setdefault(n, t)
+                    break
+            else:
+                with lock:
+                    errors.append(f"{n}: {status} {body[:200]!r}")
+        conn.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return started, errors, t0
+
+
+def pct(sorted_vals, p):
+    """Nearest-rank percentile."""
+    if not sorted_vals:
+        return float("nan")
+    return sorted_vals[max(0, math.ceil(p / 100 * len(sorted_vals)) - 1)]
+
+
+# ---------------------------------------------------------------- one controller
+
+def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
+    ns = f"bench-c2r-{index}-{uuid.uuid4().hex[:6]}"
+    status, body = request(kc_admin, "POST", "/api/v1/namespaces",
+                           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    assert status == 201, body
+    cmd = [a.replace("{kubeconfig}", sa_kc_path) for a in cmd]
+    env = dict(os.environ, KUBECONFIG=sa_kc_path)
+    logpath = os.path.join(logdir, f"controller-{index}.log")
+    logf = open(logpath, "w")
+    log("starting:", shlex.join(cmd), "(log:", logpath + ")")
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    result = {"command": shlex.join(cmd), "log": logpath}
+    try:
+        # warm-up: one Sandbox Ready means caches synced and workers running
+        watch = ReadyWatch(kc_admin, ns)
+        watch.start()
+        t = time.monotonic()
+        status, body = request(kc_admin, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox("warmup"))
+        assert status == 201, body
+        while not watch.wait(["warmup"], time.monotonic() + 1):
+            if proc.poll() is not None:
+                raise RuntimeError(f"controller exited with {proc.returncode}; see {logpath}")
+            if time.monotonic() - t > 180:
+                raise RuntimeError(f"warm-up Sandbox not Ready after 180 s; see {logpath}")
+        result["warmup_s"] = watch.ready_at["warmup"] - t
+        cpu0, _, _ = usage(proc.pid)
+
+        names = [f"sb-{i:05d}" for i in range(count)]
+        log(f"creating {count} Sandboxes at {rate}/s in {ns}")
+        started, errors, t0 = create_paced(kc_admin, ns, names, rate)
+        created_by = max(started.values()) if started else t0
+        done = watch.wait(list(started), t0 + count / rate + timeout)
+        cpu1, hwm, rss = usage(proc.pid)
+        alive = proc.poll() is None
+        lat = sorted((watch.ready_at[n] - started[n]) * 1000 for n in started if n in watch.ready_at)
+        last = max((watch.ready_at[n] for n in started if n in watch.ready_at), default=t0)
+        result.update(
+            created=len(started), create_errors=errors, ready=len(lat), complete=done and not errors,
+            create_rate=len(started) / max(created_by - t0, 1e-9),
+            p50=pct(lat, 50), p90=pct(lat, 90), p99=pct(lat, 99), max=lat[-1] if lat else float("nan"),
+            throughput=len(lat) / max(last - t0, 1e-9), span_s=last - t0,
+            cpu_total=cpu1, cpu_burst=cpu1 - cpu0, hwm_mib=hwm / 1024, rss_mib=rss / 1024,
+            alive=alive)
+        watch.stop = True
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        logf.close()
+        result["exit_code"] = proc.returncode
+        request(kc_admin, "DELETE", f"/api/v1/namespaces/{ns}")
+    return result
+
+
+def wait_room(kc, count, timeout=600):
+    """Waits until the nodes have room for count pods (an earlier namespace may
+    still be terminating); fails if they never can."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _, nodes = request(kc, "GET", "/api/v1/nodes")
+        alloc = sum(int(n["status"]["allocatable"].get("pods", "0")) for n in json.loads(nodes)["items"])
+        if alloc < count + 1:
+            sys.exit(f"create_to_ready: the nodes take {alloc} pods in all; {count + 1} are needed "
+                     "(without KUBECONFIG the script starts a cluster with enough kwok nodes)")
+        _, pods = request(kc, "GET", "/api/v1/pods?limit=1")
+        # remainingItemCount + the page gives the total without listing it all
+        p = json.loads(pods)
+        used = len(p["items"]) + p["metadata"].get("remainingItemCount", 0)
+        if alloc - used >= count + 1:
+            return
+        if time.monotonic() > deadline:
+            sys.exit(f"create_to_ready: no room for {count + 1} pods ({used} of {alloc} used)")
+        time.sleep(3)
+
+
+def kubectl_bin():
+    out = subprocess.run([LOCAL_CLUSTER, "env"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("export PATH="):
+            for d in line.split("=", 1)[1].strip("'\"").split(":"):
+                p = os.path.join(d.strip("'\""), "kubectl")
+                if os.access(p, os.X_OK):
+                    return p
+    return "kubectl"
+
+
+def sa_kubeconfig(kc, kubectl, outdir):
+    """A kubeconfig for the deploy/ ServiceAccount with a TokenRequest token."""
+    token = subprocess.run([kubectl, "--kubeconfig", kc.path, "-n", "agent-sandbox-system", "create",
+                            "token", "agent-sandbox-controller", "--duration=2h"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    cluster = {"server": kc.server}
+    for key in ("certificate-authority-data", "certificate-authority"):
+        if kc.cluster.get(key):
+            cluster[key] = kc.cluster[key]
+    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
+           "clusters": [{"name": "c", "cluster": cluster}],
+           "users": [{"name": "sa", "user": {"token": token}}],
+           "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa",
+                                                   "namespace": "agent-sandbox-system"}}]}
+    path = os.path.join(outdir, "sa.kubeconfig")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(doc, f)
+    return path
+
+
+def machine():
+    model = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem = int(f.readline().split()[1]) / 1048576
+    return f"{platform.machine()}, {os.cpu_count()} cores ({model}), {mem:.0f} GiB"
+
+
+def main(argv):
+    commands, own = [], argv
+    if "--" in argv:
+        i = argv.index("--")
+        own, rest = argv[:i], argv[i + 1:]
+        cur = []
+        for a in rest:
+            if a == "--":
+                commands.append(cur)
+                cur = []
+            else:
+                cur.append(a)
+        commands.append(cur)
+        commands = [c for c in commands if c]
+    ap = argparse.ArgumentParser(prog="bench/create_to_ready.sh",
+                                 description="Sandbox create-to-Ready latency, throughput, controller memory and CPU.",
+                                 usage="%(prog)s [--count N] [--rate R] [--build-dir DIR] [--timeout S] "
+                                       "[-- CONTROLLER COMMAND ... [-- ANOTHER ...]]")
+    ap.add_argument("--count", type=int, default=1000, help="Sandboxes to create (default 1000)")
+    ap.add_argument("--rate", type=float, default=50, help="creates per second (default 50)")
+    ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
+                    help="meson build dir of the default controller command (default: build)")
+    ap.add_argument("--timeout", type=float, default=300,
+                    help="seconds to wait for the last Ready after the last scheduled create (default 300)")
+    args = ap.parse_args(own)
+    if args.count < 1 or args.rate <= 0:
+        ap.error("--count must be >= 1 and --rate > 0")
+    if not commands:
+        binary = os.path.join(os.path.abspath(args.build_dir), "cmd", "controller", "agent-sandbox-controller")
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"create_to_ready: {binary} is not built (meson compile -C {args.build_dir})")
+        commands = [[binary, "--kubeconfig", "{kubeconfig}", "--leader-elect=false",
+                     "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]]
+
+    own_cluster = not os.environ.get("KUBECONFIG")
+    env = os.environ
+    if own_cluster:
+        env = dict(os.environ)
+        for k, v in (("CLUSTER_DIR", "/tmp/agent-sandbox-bench-cluster"), ("APISERVER_PORT", "18443"),
+                     ("ETCD_PORT", "18379"), ("ETCD_PEER_PORT", "18380"), ("KCM_PORT", "18257"),
+                     ("SCHEDULER_PORT", "18259"), ("KWOK_PORT", "18247")):
+            env.setdefault("AGENT_SANDBOX_" + k, v)
+        env.setdefault("AGENT_SANDBOX_NODES", str(math.ceil((args.count + 1) / PODS_PER_NODE) + 1))
+        env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
+        log(f"starting a private control plane in {env['AGENT_SANDBOX_CLUSTER_DIR']} "
+            f"({env['AGENT_SANDBOX_NODES']} kwok nodes)")
+        up = subprocess.run([LOCAL_CLUSTER, "up"], env=env, stdout=subprocess.PIPE, text=True)
+        if up.returncode != 0:
+            sys.exit("create_to_ready: tools/local-cluster up failed")
+        kubeconfig = up.stdout.strip().splitlines()[-1]
+    else:
+        kubeconfig = os.environ["KUBECONFIG"]
+    results = []
+    try:
+        kc = Kubeconfig(kubeconfig)
+        kubectl = kubectl_bin()
+        subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-k", os.path.join(ROOT, "deploy")],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established",
+                        "--timeout=60s", "crd/sandboxes.agents.x-k8s.io"], check=True, stdout=subprocess.DEVNULL)
+        status, body = request(kc, "GET", f"/apis/coordination.k8s.io/v1/namespaces/agent-sandbox-system/leases/{LEASE}")
+        if status == 200 and json.loads(body)["spec"].get("holderIdentity"):
+            log("warning: the leader Lease is held by", json.loads(body)["spec"]["holderIdentity"],
+                "- another Sandbox controller may be running on this cluster")
+        logdir = tempfile.mkdtemp(prefix="create_to_ready-")
+        sa = sa_kubeconfig(kc, kubectl, logdir)
+        load0 = os.getloadavg()
+        for i, cmd in enumerate(commands):
+            wait_room(kc, args.count)
+            results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i))
+        load1 = os.getloadavg()
+    finally:
+        if own_cluster:
+            subprocess.run([LOCAL_CLUSTER, "down"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    print(f"# create_to_ready {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; {machine()}; "
+          f"load average {load0[0]:.1f} before, {load1[0]:.1f} after")
+    print(f"# command: bench/create_to_ready.sh {shlex.join(argv)}")
+    print(f"# {args.count} Sandboxes at {args.rate:g}/s; latency = client create call -> Ready=True seen on a watch")
+    print("| # | created | Ready | create/s | p50 ms | p90 ms | p99 ms | max ms | Ready/s | peak RSS MiB | CPU s burst | CPU s total | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ok = True
+    for i, r in enumerate(results):
+        print(f"| {i} | {r['created']} | {r['ready']} | {r['create_rate']:.1f} | {r['p50']:.0f} | {r['p90']:.0f} | "
+              f"{r['p99']:.0f} | {r['max']:.0f} | {r['throughput']:.1f} | {r['hwm_mib']:.1f} | "
+              f"{r['cpu_burst']:.2f} | {r['cpu_total']:.2f} | {r['exit_code']} |")
+    for i, r in enumerate(results):
+        print(f"# {i}: {r['command']}  (log {r['log']}; warm-up Sandbox Ready in {r['warmup_s']:.2f} s)")
+        if not r["complete"]:
+            ok = False
+            print(f"#    INCOMPLETE: {r['ready']} of {args.count} Ready; create errors: {r['create_errors'][:5]}")
+        if not r["alive"]:
+            ok = False
+            print("#    the controller exited during the run")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
