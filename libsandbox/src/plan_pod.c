@@ -377,7 +377,7 @@ static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
 			a->yields_pod = true;
 	}
 	set_pod_result(p, pod, OWNER_THIS);
-	if (!*annot)
+	if (ju_empty(*annot))
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, pname);
 }
 
@@ -396,10 +396,11 @@ void plan_pod(sbx_plan *p)
 		return;
 	}
 
-	/* The annotation as this pass leaves it, NULL once removed. */
+	/* The annotation as this pass leaves it, NULL once removed. Removal
+	 * goes by presence ("if present", §6.3), even of an empty value; the
+	 * pod name it resolves to (reconciler.c) and the "only written if
+	 * empty" rule go by value. */
 	const char *annot = k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_POD_NAME);
-	if (ju_empty(annot))
-		annot = NULL;
 	if (!p->pod && annot) {
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, NULL);
 		annot = NULL;
@@ -485,7 +486,7 @@ void plan_pod(sbx_plan *p)
 		return;
 	a->yields_pod = true;
 	set_pod_result(p, body, OWNER_THIS);
-	if (!annot)
+	if (ju_empty(annot))
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, p->name);
 }
 

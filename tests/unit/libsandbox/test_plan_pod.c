@@ -664,6 +664,36 @@ START_TEST(suspended_without_pod_is_suspended)
 }
 END_TEST
 
+START_TEST(empty_pod_name_annotation_counts_as_present)
+{
+	/* Suspended, no pod, the annotation present but "": removed ("if
+	 * present", §6.3), not left behind forever. */
+	cJSON *sb = fx_load("sandbox.json");
+	fx_set_str(sb, "spec.operatingMode", "Suspended");
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "");
+	sbx_observed obs = fx_observed(sb);
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 1);
+	fx_assert_json_str(fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_PATCH,
+	                             SBX_OBJ_SANDBOX, "my-sandbox")->body, DROP_POD_NAME);
+	fx_pass_free(&ps);
+
+	/* Running with the owned pod: "" is empty, so it is set to the pod's
+	 * name in one patch. */
+	fx_set_str(sb, "spec.operatingMode", "Running");
+	cJSON *pod = fx_load("pod-running.json");
+	obs.pod = pod;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 1);
+	fx_assert_json_str(fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_PATCH,
+	                             SBX_OBJ_SANDBOX, "my-sandbox")->body, SET_POD_NAME);
+	fx_pass_free(&ps);
+	cJSON_Delete(pod);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 START_TEST(suspended_unowned_pod_is_not_deleted)
 {
 	cJSON *sb = fx_load("sandbox.json");
@@ -991,6 +1021,7 @@ int main(void)
 	tc = tcase_create("suspended");
 	tcase_add_test(tc, suspended_owned_pod_is_deleted);
 	tcase_add_test(tc, suspended_without_pod_is_suspended);
+	tcase_add_test(tc, empty_pod_name_annotation_counts_as_present);
 	tcase_add_test(tc, suspended_unowned_pod_is_not_deleted);
 	tcase_add_test(tc, suspended_lookup_failure_is_unknown);
 	suite_add_tcase(s, tc);
