@@ -114,6 +114,17 @@ static int known_member(pass *b, const char *const *names, const cJSON *m, uint3
 	return i;
 }
 
+/* True when a member before `e` in `obj` has its key. A JSON map may repeat
+ * a key; the struct could, but cJSON_Compare() never equates such objects,
+ * so the round-trip guarantee is kept by leaving them to the JSON fallback. */
+static bool repeated_key(const cJSON *obj, const cJSON *e)
+{
+	for (const cJSON *p = obj->child; p && p != e; p = p->next)
+		if (p->string && strcmp(p->string, e->string) == 0)
+			return true;
+	return false;
+}
+
 static void take_map(pass *b, const cJSON *v, bool labels)
 {
 	if (!cJSON_IsObject(v)) {
@@ -123,7 +134,7 @@ static void take_map(pass *b, const cJSON *v, bool labels)
 	b->p->present |= labels ? SBX_POD_HAS_LABELS : SBX_POD_HAS_ANNOTATIONS;
 	const cJSON *e;
 	cJSON_ArrayForEach(e, v) {
-		if (!cJSON_IsString(e) || !e->string) {
+		if (!cJSON_IsString(e) || !e->string || repeated_key(v, e)) {
 			b->canonical = false;
 			continue;
 		}

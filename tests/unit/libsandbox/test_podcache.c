@@ -133,6 +133,7 @@ START_TEST(what_the_struct_cannot_hold_is_kept_as_json)
 		"{\"metadata\":{\"name\":\"a\",\"generation\":1e300}}",             /* beyond 2^53 */
 		"{\"metadata\":{\"name\":\"a\",\"name\":\"b\"}}",                   /* duplicate key */
 		"{\"metadata\":{\"labels\":{\"a\":1}}}",                            /* label not a string */
+		"{\"metadata\":{\"labels\":{\"a\":\"1\",\"a\":\"2\"}}}",              /* repeated label */
 		"{\"metadata\":{\"ownerReferences\":[{\"controller\":\"yes\"}]}}",
 		"{\"metadata\":[],\"spec\":{}}",                                    /* metadata not an object */
 		"{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"extra\":true}]}}",
