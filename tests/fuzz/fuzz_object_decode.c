@@ -1,0 +1,116 @@
+/*
+ * libFuzzer target: decoding what the API server sends back. The input is
+ * an answer body: it is classified as a failure Status into a typed error
+ * (with details.causes folded into the message) under several HTTP codes,
+ * read with every object accessor of k8s/object.h, and, as a Pod, put
+ * through the informer's diet and the compact Pod codec (podcache.h),
+ * whose round trip must give the diet back: a difference aborts.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "k8s/object.h"
+#include "sandbox/podcache.h"
+#include "sandbox/reconciler.h"
+#include "status.h"
+
+static void accessors(const cJSON *o)
+{
+	static const char *const paths[] = {
+		"metadata.name", "status.podIP", "details.causes", "spec.nodeName",
+		"metadata", "", ".", "a..b", "status.conditions",
+	};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		k8s_obj_at(o, paths[i]);
+		k8s_obj_str(o, paths[i]);
+	}
+	k8s_obj_name(o);
+	k8s_obj_namespace(o);
+	k8s_obj_uid(o);
+	k8s_obj_resource_version(o);
+	k8s_obj_generation(o);
+	k8s_obj_is_deleting(o);
+	k8s_obj_label(o, "agents.x-k8s.io/sandbox-name-hash");
+	k8s_obj_annotation(o, "agents.x-k8s.io/propagated-labels");
+	k8s_obj_controller_ref(o);
+	free(k8s_obj_key(o));
+	const char *name = k8s_obj_name(o);
+	char *ns = NULL, *nm = NULL;
+	if (name && k8s_key_split(name, &ns, &nm) == 0) {
+		free(ns);
+		free(nm);
+	}
+	int64_t ms;
+	char buf[64];
+	const char *ts = k8s_obj_str(o, "metadata.creationTimestamp");
+	if (ts && k8s_time_parse(ts, &ms) == 0)
+		k8s_time_format(ms, buf, sizeof(buf));
+}
+
+/* The informer's path for Pods: diet, decode, encode; the round trip must
+ * give the diet back (exactly as text when the struct fell back to JSON). */
+static void pod_codec(const cJSON *o)
+{
+	cJSON *diet = sbx_pod_transform(cJSON_Duplicate(o, 1), NULL);
+	if (!diet)
+		return;
+	sbx_pod *p = NULL;
+	if (sbx_pod_decode(diet, &p) == 0) {
+		sbx_pod_label(p, "app");
+		sbx_pod_condition_get(p, "Ready");
+		cJSON *back = sbx_pod_encode(p);
+		if (back) {
+			bool same;
+			if (p->json) {
+				char *a = cJSON_PrintUnformatted(diet), *b = cJSON_PrintUnformatted(back);
+				same = a && b && strcmp(a, b) == 0;
+				free(a);
+				free(b);
+			} else {
+				same = cJSON_Compare(diet, back, 1);
+			}
+			if (!same) {
+				fprintf(stderr, "pod codec round trip differs\n");
+				abort();
+			}
+			cJSON_Delete(back);
+		}
+		sbx_pod_free(p);
+	}
+	cJSON_Delete(diet);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const int codes[] = { 400, 404, 409, 410, 422, 429, 500, 503, 504, 418 };
+	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		k8s__status_record(codes[i], (const char *)data, size, "Pod \"ns/name\"");
+	k8s__status_record(404, (const char *)data, size, NULL);
+	const k8s_error *e = k8s_error_last();
+	if (!e->message || !e->reason)
+		abort();
+
+	char *text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = '\0';
+	cJSON *o = cJSON_Parse(text);
+	free(text);
+	if (o) {
+		/* a watch ERROR event carries the Status as its object */
+		const cJSON *inner = cJSON_GetObjectItemCaseSensitive(o, "object");
+		k8s__status_record_json(o, 0, "Pod \"ns/name\"");
+		k8s__status_record_json(inner ? inner : o, 410, NULL);
+		accessors(o);
+		pod_codec(o);
+		if (inner) {
+			accessors(inner);
+			pod_codec(inner);
+		}
+		cJSON_Delete(o);
+	}
+	k8s_error_clear();
+	return 0;
+}
