@@ -80,6 +80,30 @@ START_TEST(new_sandbox_creates_pod)
 }
 END_TEST
 
+START_TEST(pod_spec_is_copied_as_given)
+{
+	/* The core defaults nothing in the pod spec (automountServiceAccountToken,
+	 * DNS, ... are the extension controllers' business, §6.3, §9.6). */
+	cJSON *sb = fx_load("sandbox.json");
+	sbx_observed obs = fx_observed(sb);
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	const sbx_action *a = fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_CREATE,
+	                                SBX_OBJ_POD, "my-sandbox");
+	fx_assert_json(k8s_obj_at(a->body, "spec"), k8s_obj_at(sb, "spec.podTemplate.spec"));
+	ck_assert_ptr_null(k8s_obj_at(a->body, "spec.automountServiceAccountToken"));
+	fx_pass_free(&ps);
+
+	fx_set(sb, "spec.podTemplate.spec.automountServiceAccountToken", cJSON_CreateTrue());
+	fx_set(sb, "spec.podTemplate.spec.dnsPolicy", cJSON_CreateString("None"));
+	fx_run(&ps, &obs, NULL);
+	a = fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_CREATE, SBX_OBJ_POD, "my-sandbox");
+	fx_assert_json(k8s_obj_at(a->body, "spec"), k8s_obj_at(sb, "spec.podTemplate.spec"));
+	fx_pass_free(&ps);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 START_TEST(created_by_is_normalised)
 {
 	static const struct { const char *in, *out; } v[] = {
@@ -998,6 +1022,7 @@ int main(void)
 	Suite *s = suite_create("plan_pod");
 	TCase *tc = tcase_create("create");
 	tcase_add_test(tc, new_sandbox_creates_pod);
+	tcase_add_test(tc, pod_spec_is_copied_as_given);
 	tcase_add_test(tc, created_by_is_normalised);
 	tcase_add_test(tc, extension_labels_follow_the_controller);
 	tcase_add_test(tc, create_without_template_metadata_omits_annotations);
