@@ -123,6 +123,8 @@ def test_suspend_resume_cycle_with_operating_mode(kube, ns):
     pod = pod_of(kube, name, ns)
     assert pod["metadata"]["uid"] != first_uid
     assert owner_uids(pod) == [sb["metadata"]["uid"]]
+    # the pod spec is the template's, nothing defaulted by the controller
+    assert "automountServiceAccountToken" not in pod["spec"]
     assert sb["metadata"]["annotations"]["agents.x-k8s.io/pod-name"] == name
 
 
@@ -156,6 +158,37 @@ def test_suspension_with_terminating_pod(kube, ns):
     assert cond(sb, "Ready") == ("False", "SandboxSuspended", "Sandbox is suspended")
     assert "agents.x-k8s.io/pod-name" not in sb["metadata"].get("annotations", {})
     assert pod_of(kube, name, ns) is None
+
+
+def test_terminating_pod_is_waited_on_not_duplicated(kube, ns):
+    """§13: a Running sandbox's pod deleted out of band but held by a
+    finalizer is waited on: no second pod while it terminates (checked after
+    a reconcile that saw it, proven by observedGeneration); once it is gone
+    a new pod with the same name is created."""
+    name = "waiter"
+    podspec = {"nodeName": NO_KUBELET_NODE, "terminationGracePeriodSeconds": 0,
+               "containers": [{"name": "main", "image": IMAGE}]}
+    kube.apply(sandbox(name, podspec=podspec), ns)
+    pod = wait_for(lambda: pod_of(kube, name, ns), desc="the pod")
+    kube.patch("pod", name, ns, {"metadata": {"finalizers": ["agents.x-k8s.io/test-hold"]}})
+    kube.delete("pod", name, ns)
+    wait_for(lambda: (pod_of(kube, name, ns) or {}).get("metadata", {}).get("deletionTimestamp"),
+             desc="the pod terminating")
+    # a spec edit: once its generation is observed, a pass has seen the terminating pod
+    gen = json.loads(kube.run("patch", "sandbox", name, "-n", ns, "--type", "merge", "-o", "json", "-p",
+                              json.dumps({"spec": {"podTemplate": {"metadata": {"labels": {"x": "1"}}}}}))
+                     .stdout)["metadata"]["generation"]
+    sb = wait_sandbox(kube, name, ns, lambda s: (condition(s, "Ready") or {}).get("observedGeneration") == gen,
+                      "the new generation observed")
+    pods = kube.list("pods", ns)
+    assert [p["metadata"]["uid"] for p in pods] == [pod["metadata"]["uid"]]
+    assert cond(sb, "Suspended") == ("False", "NotSuspended", "Sandbox is not suspended")
+
+    kube.patch("pod", name, ns, {"metadata": {"finalizers": None}})
+    new = wait_for(lambda: (lambda p: p if p and p["metadata"]["uid"] != pod["metadata"]["uid"] else None)(
+        pod_of(kube, name, ns)), desc="a new pod")
+    assert owner_uids(new) == [sb["metadata"]["uid"]]
+    assert len(kube.list("pods", ns)) == 1
 
 
 def test_suspension_blocked_by_unowned_pod(kube, ns):
