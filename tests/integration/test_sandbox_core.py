@@ -556,3 +556,26 @@ def test_pod_metadata_follows_the_template(kube, ns):
                       "agents.x-k8s.io/sandbox-name-hash": name_hash(name)}
     assert ann == {"note": "keep", "agents.x-k8s.io/propagated-labels": "a,c",
                    "agents.x-k8s.io/propagated-annotations": ""}
+
+
+def test_write_behind_window_defers_and_coalesces_pod_metadata(kube, ns, exclusive_controller):
+    """--sandbox-write-behind-window (surfaces.md A.2): template label edits
+    reach the pod after a deferral (logged), the last edit winning; a
+    negative window is refused at startup."""
+    from conftest import controller_binary
+    bad = subprocess.run([controller_binary(), "--sandbox-write-behind-window=-1s"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 1
+    assert "--sandbox-write-behind-window" in bad.stderr
+
+    c = exclusive_controller(["--sandbox-write-behind-window=500ms"])
+    c.wait_leading()
+    name = "behind"
+    kube.apply(sandbox(name, podmeta={"labels": {"v": "1"}}), ns)
+    wait_ready(kube, name, ns)
+    for v in ("2", "3"):
+        kube.patch("sandbox", name, ns, {"spec": {"podTemplate": {"metadata": {"labels": {"v": v}}}}})
+    pod = wait_for(lambda: (lambda p: p if p["metadata"]["labels"].get("v") == "3" else None)(pod_of(kube, name, ns)),
+                   desc="the pod labelled v=3")
+    assert pod["metadata"]["annotations"]["agents.x-k8s.io/propagated-labels"] == "v"
+    assert f"msg=\"pod metadata patch deferred\" sandbox={ns}/{name}" in c.text()
