@@ -1,0 +1,49 @@
+"""deploy/ as users install it (spec/surfaces.md A.11), the single-file
+rendering deploy/install.yaml, and the image's library list (Dockerfile).
+
+On the local cluster kwok plays the kubelet, so the controller Deployment's
+pod "runs" without a process: these tests check what the API server and the
+controllers of the control plane make of the manifests, not the container.
+The controller under test is the `controller` fixture's process.
+"""
+import os
+import subprocess
+
+from conftest import ROOT, controller_binary
+
+NS = "agent-sandbox-system"
+
+
+def test_install_yaml_is_up_to_date():
+    p = subprocess.run([os.path.join(ROOT, "tools", "gen-install-yaml"), "--check"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-4000:]
+
+
+def test_image_library_list_matches_ldd():
+    p = subprocess.run([os.path.join(ROOT, "tools", "check-image-libs"), controller_binary()],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_controller_deployment_rolls_out_and_the_metrics_service_selects_it(deployed):
+    deployed.run("rollout", "status", "deployment/agent-sandbox-controller", "-n", NS,
+                 "--timeout=60s")
+    dep = deployed.get("deployment", "agent-sandbox-controller", NS)
+    assert dep["spec"]["replicas"] == 1
+    assert dep["spec"]["selector"]["matchLabels"] == {"app": "agent-sandbox-controller"}
+    pod_spec = dep["spec"]["template"]["spec"]
+    assert pod_spec["serviceAccountName"] == "agent-sandbox-controller"
+    (c,) = pod_spec["containers"]
+    assert c["args"] == ["--leader-elect=true"]
+    assert {(p["name"], p["containerPort"]) for p in c["ports"]} == \
+        {("metrics", 8080), ("healthz", 8081), ("webhook", 9443)}
+
+    # (kwok gives pods loopback IPs, which EndpointSlices refuse: check the
+    # selection itself instead of the endpoints)
+    svc = deployed.get("service", "agent-sandbox-controller", NS)
+    assert svc["spec"]["ports"] == [{"name": "metrics", "port": 8080, "protocol": "TCP",
+                                     "targetPort": "metrics"}]
+    sel = ",".join(f"{k}={v}" for k, v in svc["spec"]["selector"].items())
+    pods = deployed.list("pods", NS, sel)
+    assert pods and all(p["metadata"]["labels"]["app"] == "agent-sandbox-controller" for p in pods)
