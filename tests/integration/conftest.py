@@ -111,6 +111,15 @@ def kube():
 @pytest.fixture(scope="session")
 def deployed(kube):
     """Installs the namespace, CRDs and RBAC of deploy/ and waits for the CRD."""
+    # A controller run with --webhook-url (below) left the CRD's conversion
+    # clientConfig on a URL; `apply` would add the Service beside it, which the
+    # API server refuses (exactly one of url and service): put the Service back.
+    if kube.run("get", "crd/sandboxes.agents.x-k8s.io", "-o",
+                "jsonpath={.spec.conversion.webhook.clientConfig.url}", check=False).stdout:
+        kube.run("patch", "crd/sandboxes.agents.x-k8s.io", "--type=merge", "-p", json.dumps(
+            {"spec": {"conversion": {"webhook": {"clientConfig": {"url": None, "service": {
+                "name": "agent-sandbox-webhook-service", "namespace": "agent-sandbox-system",
+                "path": "/convert"}}}}}}))
     kube.run("apply", "-k", os.path.join(ROOT, "deploy"))
     kube.run("wait", "--for=condition=Established", "--timeout=60s",
              "crd/sandboxes.agents.x-k8s.io")
@@ -142,12 +151,19 @@ class ControllerProcess:
         self.metrics_port, self.probe_port = free_port(), free_port()
         self.metrics_url = f"http://127.0.0.1:{self.metrics_port}"
         self.probe_url = f"http://127.0.0.1:{self.probe_port}"
+        # the conversion webhook, reached by the API server on loopback; the
+        # controller points the CRD at this URL when it starts
+        self.webhook_port = free_port()
+        self.webhook_url = f"https://127.0.0.1:{self.webhook_port}/convert"
+        self.webhook_cert_dir = os.path.join(str(logdir), f"{name}-webhook-certs")
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
         self._logf = open(self.log, "a")
         self.args = [controller_binary(), "--kubeconfig", kubeconfig, "--log-level", "debug",
                      "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
                      "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
                      "--sandbox-concurrent-workers", "8",
+                     "--webhook-port", str(self.webhook_port), "--webhook-bind-address", "127.0.0.1",
+                     "--webhook-cert-dir", self.webhook_cert_dir, "--webhook-url", self.webhook_url,
                      # leader election on (the default), as in a cluster
                      "--leader-election-namespace", "agent-sandbox-system"] + list(extra_args)
         self.proc = subprocess.Popen(self.args, stdout=self._logf, stderr=subprocess.STDOUT, env=env)
@@ -184,7 +200,8 @@ def controller(deployed, tmp_path_factory):
     """Runs agent-sandbox-controller with the deploy/ ServiceAccount identity."""
     c = ControllerProcess(tmp_path_factory.mktemp("controller"), sa_kubeconfig())
     state = {"proc": c.proc, "log": c.log, "kubeconfig": c.kubeconfig,
-             "metrics_url": c.metrics_url, "probe_url": c.probe_url, "process": c}
+             "metrics_url": c.metrics_url, "probe_url": c.probe_url, "process": c,
+             "webhook_url": c.webhook_url}
     try:
         c.wait_leading()
         yield state
@@ -241,6 +258,7 @@ def exclusive_controller(controller):
             c.assert_clean_log()
         c = ControllerProcess(logdir, controller["kubeconfig"], name=f"controller-{uuid.uuid4().hex[:6]}")
         controller.update(proc=c.proc, log=c.log, kubeconfig=c.kubeconfig,
-                          metrics_url=c.metrics_url, probe_url=c.probe_url, process=c)
+                          metrics_url=c.metrics_url, probe_url=c.probe_url, process=c,
+                          webhook_url=c.webhook_url)
         c.wait_leading()
         assert not failures, failures
