@@ -120,6 +120,20 @@ START_TEST(reconciler_arguments)
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
 	sbx_reconciler_free(NULL);
+
+	/* The write-behind window defaults to 0 and must not be negative. The
+	 * handles are only stored by _new, so stand-ins do. */
+	ck_assert_int_eq(opts.write_behind_window_ms, 0);
+	int stand_in;
+	opts.client = (k8s_client *)&stand_in;
+	opts.sandboxes = opts.pods = opts.services = (k8s_informer *)&stand_in;
+	opts.write_behind_window_ms = -1;
+	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), K8S_EINVAL);
+	ck_assert_ptr_null(r);
+	opts.write_behind_window_ms = 250;
+	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), 0);
+	ck_assert_ptr_nonnull(r);
+	sbx_reconciler_free(r);
 }
 END_TEST
 
