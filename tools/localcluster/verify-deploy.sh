@@ -53,6 +53,12 @@ apply_str() { kc apply -f - <<<"$1"; }
 create_str() { kc create -f - <<<"$1"; }
 
 "$LC" status >/dev/null || { echo "the local cluster is not up: run tools/local-cluster up" >&2; exit 1; }
+# A controller run with --webhook-url (integration tests, local development)
+# leaves the CRD's conversion clientConfig on a URL; `apply` would add the
+# Service beside it, which the API server refuses: put the Service back first.
+if [[ -n "$(kc get crd sandboxes.agents.x-k8s.io -o jsonpath='{.spec.conversion.webhook.clientConfig.url}' 2>/dev/null)" ]]; then
+    kc patch crd sandboxes.agents.x-k8s.io --type=merge -p '{"spec":{"conversion":{"webhook":{"clientConfig":{"url":null,"service":{"name":"agent-sandbox-webhook-service","namespace":"agent-sandbox-system","path":"/convert"}}}}}}' >/dev/null
+fi
 
 echo "== deploy/"
 kc kustomize "$ROOT/deploy" >/dev/null && ok "kubectl kustomize deploy/ renders" || bad "kubectl kustomize deploy/"
@@ -189,6 +195,62 @@ for args in "create sandboxes.agents.x-k8s.io" "get secrets" "list secrets" "cre
             "create clusterrolebindings.rbac.authorization.k8s.io" "delete events" "escalate clusterroles"; do
     # shellcheck disable=SC2086
     [[ "$(can $args -n "$NS" || true)" == no ]] && ok "denied: $args" || bad "allowed: $args"
+done
+
+echo "== conversion webhook: v1alpha1, CRD conversion, webhook Service, RBAC"
+# wh WANT JSONPATH OBJECT: a field of the object as the API server stored it
+wh() {
+    local want="$1" path="$2" obj="$3" got
+    got="$(kc -n agent-sandbox-system get "$obj" -o jsonpath="{$path}" 2>&1)"
+    [[ "$got" == "$want" ]] && ok "$obj $path = $want" || bad "$obj $path: got '$got', want '$want'"
+}
+crd=crd/sandboxes.agents.x-k8s.io
+A='.spec.versions[?(@.name=="v1alpha1")]'
+B='.spec.versions[?(@.name=="v1beta1")]'
+wh 'true false true' "$A.served} {$A.storage} {$A.deprecated" "$crd"
+wh 'agents.x-k8s.io/v1alpha1 Sandbox is deprecated; use agents.x-k8s.io/v1beta1 Sandbox instead' "$A.deprecationWarning" "$crd"
+wh 'true true' "$B.served} {$B.storage" "$crd"
+wh '.spec.replicas .status.replicas .status.selector' "$A.subresources.scale.specReplicasPath} {$A.subresources.scale.statusReplicasPath} {$A.subresources.scale.labelSelectorPath" "$crd"
+wh '' "$B.subresources.scale" "$crd"
+wh '' "$A.additionalPrinterColumns" "$crd"
+wh 'integer int32 1 0 1' "$A.schema.openAPIV3Schema.properties.spec.properties.replicas.type} {$A.schema.openAPIV3Schema.properties.spec.properties.replicas.format} {$A.schema.openAPIV3Schema.properties.spec.properties.replicas.default} {$A.schema.openAPIV3Schema.properties.spec.properties.replicas.minimum} {$A.schema.openAPIV3Schema.properties.spec.properties.replicas.maximum" "$crd"
+wh 'integer' "$A.schema.openAPIV3Schema.properties.status.properties.replicas.type" "$crd"
+wh '' "$A.schema.openAPIV3Schema.properties.spec.properties.operatingMode}{$A.schema.openAPIV3Schema.properties.status.properties.nodeName" "$crd"
+[[ "$(kc get "$crd" -o json | python3 -c 'import json,sys; v=[x for x in json.load(sys.stdin)["spec"]["versions"] if x["name"]=="v1alpha1"][0]; print("x-kubernetes-validations" in json.dumps(v))')" == False ]] &&
+    ok "v1alpha1 schema has no CEL rule" || bad "v1alpha1 schema has a CEL rule"
+# the same podTemplate/volumeClaimTemplates/service/shutdown* schema as v1beta1
+for f in podTemplate volumeClaimTemplates service shutdownTime shutdownPolicy; do
+    [[ "$(kc get "$crd" -o jsonpath="{$A.schema.openAPIV3Schema.properties.spec.properties.$f}")" == \
+       "$(kc get "$crd" -o jsonpath="{$B.schema.openAPIV3Schema.properties.spec.properties.$f}" | sed 's/,"x-kubernetes-validations":\[[^]]*\]//')" ]] &&
+        ok "v1alpha1 spec.$f schema = v1beta1's" || bad "v1alpha1 spec.$f schema differs from v1beta1's"
+done
+wh 'Webhook v1 v1beta1' '.spec.conversion.strategy} {.spec.conversion.webhook.conversionReviewVersions[0]} {.spec.conversion.webhook.conversionReviewVersions[1]' "$crd"
+wh 'agent-sandbox-webhook-service agent-sandbox-system /convert' '.spec.conversion.webhook.clientConfig.service.name} {.spec.conversion.webhook.clientConfig.service.namespace} {.spec.conversion.webhook.clientConfig.service.path' "$crd"
+wh 'webhook 443 9443 TCP' '.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort} {.spec.ports[0].protocol' service/agent-sandbox-webhook-service
+wh '{"app":"agent-sandbox-controller"}' .spec.selector service/agent-sandbox-webhook-service
+for crdname in sandboxes.agents.x-k8s.io sandboxclaims.extensions.agents.x-k8s.io \
+               sandboxtemplates.extensions.agents.x-k8s.io sandboxwarmpools.extensions.agents.x-k8s.io; do
+    for verb in get patch update; do
+        [[ "$(can "$verb" "customresourcedefinitions.apiextensions.k8s.io/$crdname")" == yes ]] &&
+            ok "can $verb crd/$crdname" || bad "cannot $verb crd/$crdname"
+    done
+done
+for args in "get customresourcedefinitions.apiextensions.k8s.io/other.example.com" "patch customresourcedefinitions.apiextensions.k8s.io/other.example.com" \
+            "list customresourcedefinitions.apiextensions.k8s.io" "create customresourcedefinitions.apiextensions.k8s.io" \
+            "delete customresourcedefinitions.apiextensions.k8s.io/sandboxes.agents.x-k8s.io"; do
+    # shellcheck disable=SC2086
+    [[ "$(can $args || true)" == no ]] && ok "denied: $args" || bad "allowed: $args"
+done
+[[ "$(can create secrets -n agent-sandbox-system)" == yes ]] && ok "can create secrets in agent-sandbox-system" || bad "cannot create secrets in agent-sandbox-system"
+for verb in get patch update; do
+    [[ "$(can "$verb" secrets/agent-sandbox-webhook-certs -n agent-sandbox-system)" == yes ]] &&
+        ok "can $verb secrets/agent-sandbox-webhook-certs" || bad "cannot $verb secrets/agent-sandbox-webhook-certs"
+done
+for args in "get secrets/other -n agent-sandbox-system" "list secrets -n agent-sandbox-system" "watch secrets -n agent-sandbox-system" \
+            "delete secrets/agent-sandbox-webhook-certs -n agent-sandbox-system" "create secrets -n default" \
+            "get secrets/agent-sandbox-webhook-certs -n default"; do
+    # shellcheck disable=SC2086
+    [[ "$(can $args || true)" == no ]] && ok "denied: $args" || bad "allowed: $args"
 done
 
 echo "== acting as the ServiceAccount with a TokenRequest token (sa-kubeconfig)"
