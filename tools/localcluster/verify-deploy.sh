@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2015,SC2016  # ok/bad always succeed; ${VAR} placeholders are literal
-# Checks deploy/ (the Sandbox CRD, namespace and controller RBAC) against the
+# Checks deploy/ (the Sandbox CRD, namespace, controller RBAC, Deployment and
+# metrics Service, and deploy/install.yaml) against the
 # real API server started by tools/local-cluster:
 #   tools/local-cluster up && tools/localcluster/verify-deploy.sh
 # Applies deploy/ with `kubectl apply -k`, then checks schema validation,
@@ -73,6 +74,42 @@ kc delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
 kc create namespace "$NS" >/dev/null
 # Discovery can lag right after the CRD is established.
 for _ in $(seq 30); do kc get sandboxes -n "$NS" >/dev/null 2>&1 && break; sleep 1; done
+
+echo "== controller Deployment and metrics Service (deploy/controller)"
+expect_ok "Deployment: apply --dry-run=server" kc apply --dry-run=server -f "$ROOT/deploy/controller/deployment.yaml"
+expect_ok "metrics Service: apply --dry-run=server" kc apply --dry-run=server -f "$ROOT/deploy/controller/service.yaml"
+expect_ok "deploy/install.yaml: apply --dry-run=server" kc apply --dry-run=server -f "$ROOT/deploy/install.yaml"
+expect_ok "deploy/install.yaml up to date with deploy/" "$ROOT/tools/gen-install-yaml" --check
+# jp WANT JSONPATH [KIND/NAME]: the stored object's field, as the API server defaulted it
+jp() {
+    local want="$1" path="$2" obj="${3:-deployment/agent-sandbox-controller}" got
+    got="$(kc -n agent-sandbox-system get "$obj" -o jsonpath="{$path}" 2>&1)"
+    [[ "$got" == "$want" ]] && ok "$obj $path = $want" || bad "$obj $path: got '$got', want '$want'"
+}
+C='.spec.template.spec.containers[0]'
+jp 1 .spec.replicas
+jp agent-sandbox-controller .spec.template.spec.serviceAccountName
+jp '{"app":"agent-sandbox-controller"}' .spec.selector.matchLabels
+jp agent-sandbox-controller .spec.template.metadata.labels.app
+jp agent-sandbox-controller:dev "$C.image"
+jp '["--leader-elect=true"]' "$C.args"
+jp 'metrics:8080 healthz:8081 webhook:9443 ' "range $C.ports[*]}{.name}:{.containerPort} {end"
+jp '/healthz healthz 15 20' "$C.livenessProbe.httpGet.path} {$C.livenessProbe.httpGet.port} {$C.livenessProbe.initialDelaySeconds} {$C.livenessProbe.periodSeconds"
+jp '/readyz healthz 5 10' "$C.readinessProbe.httpGet.path} {$C.readinessProbe.httpGet.port} {$C.readinessProbe.initialDelaySeconds} {$C.readinessProbe.periodSeconds"
+[[ -n "$(kc -n agent-sandbox-system get deployment/agent-sandbox-controller -o jsonpath="{$C.resources.requests.cpu}{$C.resources.requests.memory}{$C.resources.limits.memory}")" ]] &&
+    ok "resource requests and a memory limit set" || bad "resources missing"
+jp true .spec.template.spec.securityContext.runAsNonRoot
+jp RuntimeDefault .spec.template.spec.securityContext.seccompProfile.type
+jp false "$C.securityContext.allowPrivilegeEscalation"
+jp true "$C.securityContext.readOnlyRootFilesystem"
+jp '["ALL"]' "$C.securityContext.capabilities.drop"
+jp /tmp/k8s-webhook-server/serving-certs "$C.volumeMounts[0].mountPath"
+jp '{}' .spec.template.spec.volumes[0].emptyDir
+jp 'metrics 8080 metrics' '.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort' service/agent-sandbox-controller
+jp '{"app":"agent-sandbox-controller"}' .spec.selector service/agent-sandbox-controller
+# kwok plays the kubelet: the pod "runs" without a process, but the rollout
+# shows the scheduler and the Deployment controller accept the pod spec
+expect_ok "Deployment rolls out (kwok)" kc -n agent-sandbox-system rollout status deployment/agent-sandbox-controller --timeout=60s
 
 echo "== upstream examples (kind: Sandbox) from $EXAMPLES"
 n=0
