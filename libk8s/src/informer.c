@@ -499,8 +499,9 @@ static bool cached_rv_is(k8s_informer *inf, const char *key, const char *rv)
  * so a relist does not wake every handler. */
 static void relist_items(k8s_informer *inf, cJSON *items, k8s_map *seen)
 {
-	while (cJSON_GetArraySize(items) > 0) {
-		cJSON *item = cJSON_DetachItemFromArray(items, 0);
+	while (cJSON_IsArray(items) && items->child) {
+		/* detach by pointer: by index would walk the array each time */
+		cJSON *item = cJSON_DetachItemViaPointer(items, items->child);
 		char *key = k8s_obj_key(item);
 		if (!key) {
 			cJSON_Delete(item);
