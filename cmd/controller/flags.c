@@ -533,8 +533,8 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			if (parse_bool("manage-webhook-certs", optarg, &f->webhook.manage_certs) < 0)
 				return -1;
 			break;
-		case WH_PORT:  /* the range is checked with the other webhook flags */
-			if (parse_int("webhook-port", optarg, INT_MIN, &f->webhook.port) < 0)
+		case WH_PORT:  /* <= 65535 is checked with the other webhook flags */
+			if (parse_int("webhook-port", optarg, 1, &f->webhook.port) < 0)
 				return -1;
 			break;
 		case WH_CERT_DIR: f->webhook.cert_dir = optarg; break;
