@@ -107,6 +107,19 @@ jp /tmp/k8s-webhook-server/serving-certs "$C.volumeMounts[0].mountPath"
 jp '{}' .spec.template.spec.volumes[0].emptyDir
 jp 'metrics 8080 metrics' '.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort' service/agent-sandbox-controller
 jp '{"app":"agent-sandbox-controller"}' .spec.selector service/agent-sandbox-controller
+# Pod Security "restricted": the controller's pod template is admitted in a
+# namespace that enforces it (server-side dry run of a Pod made of the template)
+kc delete namespace psa-restricted --ignore-not-found --wait=true >/dev/null
+kc create namespace psa-restricted >/dev/null
+kc label namespace psa-restricted pod-security.kubernetes.io/enforce=restricted >/dev/null
+kc -n psa-restricted create serviceaccount agent-sandbox-controller >/dev/null
+tmpl="$(kc -n agent-sandbox-system get deployment/agent-sandbox-controller -o jsonpath='{.spec.template.spec}')"
+expect_ok "pod template admitted under Pod Security \"restricted\"" kc -n psa-restricted create --dry-run=server -f - \
+    <<<"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"psa\"},\"spec\":$tmpl}"
+expect_reject "a privileged variant is refused there (the check bites)" "violates PodSecurity" \
+    kc -n psa-restricted create --dry-run=server -f - \
+    <<<"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"psa\"},\"spec\":${tmpl/\"runAsNonRoot\":true/\"runAsNonRoot\":false}}"
+kc delete namespace psa-restricted --wait=false >/dev/null
 # kwok plays the kubelet: the pod "runs" without a process, but the rollout
 # shows the scheduler and the Deployment controller accept the pod spec
 expect_ok "Deployment rolls out (kwok)" kc -n agent-sandbox-system rollout status deployment/agent-sandbox-controller --timeout=60s
