@@ -345,6 +345,20 @@ static bool defer_pod_patch(sbx_plan *p)
 	return true;
 }
 
+/*
+ * A Pod of the index that this Sandbox controls. The index is by label
+ * value only and spans namespaces (§6.1 lists "in namespace"); an owner
+ * reference names an owner in the dependent's own namespace, so a pod
+ * elsewhere carrying our UID is not ours (and must never be counted or
+ * reported).
+ */
+static bool owned_here(const sbx_plan *p, const cJSON *pod)
+{
+	const char *ns = k8s_obj_namespace(pod);
+	return (ju_empty(ns) || strcmp(ns, p->ns) == 0) &&
+	       ju_owner_class(pod, p->uid) == OWNER_THIS;
+}
+
 /* Running mode with an existing pod (§6.3): refuse, adopt, reconcile. */
 static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
                               const char **annot)
@@ -412,11 +426,11 @@ void plan_pod(sbx_plan *p)
 	int n_owned = 0;
 	const cJSON *o, *q;
 	cJSON_ArrayForEach(o, p->pods) {
-		if (ju_owner_class(o, p->uid) != OWNER_THIS)
+		if (!owned_here(p, o))
 			continue;
 		bool seen = false;
 		for (q = p->pods->child; q != o && !seen; q = q->next)
-			seen = same_uid(q, o) && ju_owner_class(q, p->uid) == OWNER_THIS;
+			seen = same_uid(q, o) && owned_here(p, q);
 		if (seen)
 			continue;
 		if (!n_owned++)

@@ -57,7 +57,8 @@ typedef struct {
 	/**
 	 * JSON array of the Pods carrying the label
 	 * agents.x-k8s.io/sandbox-name-hash = NameHash(sandbox name) (the cache
-	 * index of §6.1); ownership is decided by UID, not by the label. NULL:
+	 * index of §6.1); ownership is decided by UID, not by the label, and
+	 * Pods of other namespaces are ignored (the index may span them). NULL:
 	 * none.
 	 */
 	const cJSON *pods;

@@ -561,6 +561,48 @@ START_TEST(multiple_owned_pods_refuse_to_choose)
 }
 END_TEST
 
+START_TEST(owned_pods_of_other_namespaces_are_not_counted)
+{
+	/* The index spans namespaces; a pod in another namespace carrying this
+	 * Sandbox's UID as controller is neither counted nor used. */
+	cJSON *sb = fx_load("sandbox.json");
+	cJSON *here = fx_load("pod-running.json");
+	cJSON *there = fx_load("pod-running.json");
+	fx_set_str(there, "metadata.namespace", "team-b");
+	fx_set_str(there, "metadata.name", "elsewhere");
+	fx_set_str(there, "metadata.uid", "pod-uid-2");
+	fx_set_str(there, "status.podIP", "127.0.99.9");
+	fx_set(there, "status.podIPs", cJSON_Parse("[{\"ip\":\"127.0.99.9\"}]"));
+	cJSON *pods = fx_list(there, here, NULL);
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "my-sandbox");
+	sbx_observed obs = fx_observed(sb);
+	obs.pods = pods;
+	obs.pod = here;
+	fx_pass ps;
+	fx_run(&ps, &obs, NULL);
+	ck_assert_int_eq(sbx_plan_action_count(ps.plan), 0);
+	fx_assert_condition(ps.out.status, "Ready", "True", "DependenciesReady", "Pod is Ready");
+	fx_assert_json_str(cJSON_GetObjectItem(ps.out.status, "podIPs"), "[\"127.0.10.7\"]");
+	fx_pass_free(&ps);
+
+	/* Only the other namespace's pod: ours is created, not that one used. */
+	cJSON *only = fx_list(there, NULL);
+	obs.pods = only;
+	obs.pod = NULL;
+	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, NULL);
+	obs.sandbox = sb;
+	fx_run(&ps, &obs, NULL);
+	fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_CREATE, SBX_OBJ_POD, "my-sandbox");
+	ck_assert_ptr_null(cJSON_GetObjectItem(ps.out.status, "podIPs"));
+	fx_pass_free(&ps);
+	cJSON_Delete(only);
+	cJSON_Delete(pods);
+	cJSON_Delete(there);
+	cJSON_Delete(here);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 START_TEST(multiple_pods_are_counted_by_uid)
 {
 	cJSON *sb = fx_load("sandbox.json");
@@ -1042,6 +1084,7 @@ int main(void)
 	tcase_add_test(tc, pod_owned_by_other_is_refused);
 	tcase_add_test(tc, multiple_owned_pods_refuse_to_choose);
 	tcase_add_test(tc, multiple_pods_are_counted_by_uid);
+	tcase_add_test(tc, owned_pods_of_other_namespaces_are_not_counted);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("suspended");
 	tcase_add_test(tc, suspended_owned_pod_is_deleted);
