@@ -130,6 +130,8 @@ static cJSON *strip_managed(cJSON *obj, void *ud)
 static int cmd_cache(const char *ns, const char *mode)
 {
 	long before = rss_kib();
+	struct mallinfo2 mi = mallinfo2();
+	size_t heap_before = mi.uordblks + mi.hblkhd;
 	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
 	o.resource = &k8s_resource_pods;
 	o.namespace_ = ns;
@@ -154,14 +156,19 @@ static int cmd_cache(const char *ns, const char *mode)
 	double s = (double)(k8s_monotonic_ms() - t0) / 1000.0;
 	size_t n = k8s_informer_size(inf);
 	long after = rss_kib();
+	/* bytes malloc has handed out (every arena, and mmapped blocks), without
+	 * the free space and holes that RSS also counts */
+	mi = mallinfo2();
+	size_t heap = mi.uordblks + mi.hblkhd - heap_before;
 	/* LIST pages and transient trees leave free heap behind: also show
 	 * what is held once it is returned to the system */
 	malloc_trim(0);
 	long trimmed = rss_kib();
 	printf("cache[%s]: %zu pods synced (LIST, pages of 500) in %.2f s = %.0f objects/s; "
-	       "RSS %ld -> %ld KiB = %.2f KiB per cached pod (%.2f KiB after malloc_trim)\n",
+	       "RSS %ld -> %ld KiB = %.2f KiB per cached pod (%.2f KiB after malloc_trim; "
+	       "%.2f KiB allocated per pod)\n",
 	       mode, n, s, n / s, before, after, n ? (double)(after - before) / n : 0.0,
-	       n ? (double)(trimmed - before) / n : 0.0);
+	       n ? (double)(trimmed - before) / n : 0.0, n ? (double)heap / 1024.0 / n : 0.0);
 	k8s_informer_free(inf);
 	return 0;
 }
