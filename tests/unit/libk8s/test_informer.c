@@ -460,7 +460,9 @@ START_TEST(options_versions_and_codec_checks)
 }
 END_TEST
 
-int main(void)
+/* Per test (in the forked child, so no client thread is inherited across
+ * the fork): a client the informers never use, pointed at nothing. */
+static void client_setup(void)
 {
 	static const char kc[] =
 		"apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -469,13 +471,23 @@ int main(void)
 		"contexts: [{name: c, context: {cluster: c, user: u}}]\n";
 	k8s_global_init();
 	k8s_config *cfg = NULL;
-	if (k8s_config_load_yaml(&cfg, kc, strlen(kc), NULL, "test") < 0 ||
-	    k8s_client_new(&client, cfg, NULL) < 0)
-		return EXIT_FAILURE;
+	ck_assert_int_eq(k8s_config_load_yaml(&cfg, kc, strlen(kc), NULL, "test"), 0);
+	ck_assert_int_eq(k8s_client_new(&client, cfg, NULL), 0);
 	k8s_config_free(cfg);
+}
 
+static void client_teardown(void)
+{
+	k8s_client_free(client);
+	client = NULL;
+	k8s_global_cleanup();
+}
+
+int main(void)
+{
 	Suite *s = suite_create("informer");
 	TCase *tc = tcase_create("cache");
+	tcase_add_checked_fixture(tc, client_setup, client_teardown);
 	tcase_add_test(tc, codec_store_get_and_read);
 	tcase_add_test(tc, codec_update_hands_old_and_new_and_moves_indexes);
 	tcase_add_test(tc, codec_delete_clears_cache_and_indexes);
@@ -490,7 +502,5 @@ int main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	k8s_client_free(client);
-	k8s_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
