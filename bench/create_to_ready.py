@@ -33,6 +33,7 @@ import platform
 import queue
 import shlex
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -254,7 +255,9 @@ def create_paced(kc, ns, names, rate, connections=16):
             delay = t0 + i / rate - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            for attempt in range(5):
+            for attempt in range(20):
+                if attempt:
+                    time.sleep(0.25)  # 503 while a CRD change reloads its storage, 429, lost connection
                 t = time.monotonic()
                 try:
                     status, body = request(kc, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox(n), conn)
@@ -297,7 +300,7 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
     status, body = request(kc_admin, "POST", "/api/v1/namespaces",
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     assert status == 201, body
-    cmd = [a.replace("{kubeconfig}", sa_kc_path) for a in cmd]
+    cmd = [a.replace("{kubeconfig}", sa_kc_path).replace("{logdir}", logdir) for a in cmd]
     env = dict(os.environ, KUBECONFIG=sa_kc_path)
     logpath = os.path.join(logdir, f"controller-{index}.log")
     logf = open(logpath, "w")
@@ -309,8 +312,18 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
         watch = ReadyWatch(kc_admin, ns)
         watch.start()
         t = time.monotonic()
-        status, body = request(kc_admin, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox("warmup"))
-        assert status == 201, body
+        # retried: the controller's startup patch of the CRD (conversion
+        # webhook) makes the API server reload its storage, answering 503 meanwhile
+        for _ in range(120):
+            try:
+                status, body = request(kc_admin, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox("warmup"))
+            except (OSError, http.client.HTTPException) as e:
+                status, body = None, str(e).encode()
+            if status in (201, 409):
+                break
+            time.sleep(0.5)
+        else:
+            raise RuntimeError(f"cannot create the warm-up Sandbox: {status} {body[:300]!r}")
         while not watch.wait(["warmup"], time.monotonic() + 1):
             if proc.poll() is not None:
                 raise RuntimeError(f"controller exited with {proc.returncode}; see {logpath}")
@@ -403,6 +416,12 @@ def sa_kubeconfig(kc, kubectl, outdir):
     return path
 
 
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def machine():
     model = "?"
     with open("/proc/cpuinfo") as f:
@@ -446,8 +465,13 @@ def main(argv):
         binary = os.path.join(os.path.abspath(args.build_dir), "cmd", "controller", "agent-sandbox-controller")
         if not os.access(binary, os.X_OK):
             sys.exit(f"create_to_ready: {binary} is not built (meson compile -C {args.build_dir})")
+        port = free_port()
         commands = [[binary, "--kubeconfig", "{kubeconfig}", "--leader-elect=false",
-                     "--metrics-bind-address", "0", "--health-probe-bind-address", "0"]]
+                     "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+                     # the conversion webhook on loopback, as in tests/integration
+                     "--webhook-port", str(port), "--webhook-bind-address", "127.0.0.1",
+                     "--webhook-cert-dir", "{logdir}/webhook-certs",
+                     "--webhook-url", f"https://127.0.0.1:{port}/convert"]]
 
     own_cluster = not os.environ.get("KUBECONFIG")
     env = os.environ
