@@ -181,7 +181,11 @@ class ReadyWatch(threading.Thread):
         self.ready_at = {}
         self.cond = threading.Condition()
         self.stop = False
-        status, body = request(kc, "GET", f"{API}/namespaces/{ns}/sandboxes")
+        for _ in range(120):  # 429/503 while a CRD change reloads its storage
+            status, body = request(kc, "GET", f"{API}/namespaces/{ns}/sandboxes")
+            if status == 200:
+                break
+            time.sleep(0.5)
         assert status == 200, body
         self.rv = json.loads(body)["metadata"]["resourceVersion"]
 
