@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "flags.h"
 
 #define PROG "agent-sandbox-controller"
@@ -76,7 +77,7 @@ static void usage(FILE *f)
 "  --zap-encoder json|console        same as --log-format json|text (default console)\n"
 "  --zap-log-level debug|info|error|N  same as --log-level; an integer N > 0 means debug (default info)\n"
 "  --zap-stacktrace-level info|error|panic  accepted and ignored: no stack traces are logged (default error)\n"
-"  --zap-time-encoding E             epoch|millis|nano|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)\n"
+"  --zap-time-encoding E             epoch|millis|nanos|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)\n"
 "  --version                         print the version and exit\n"
 "  -h, --help                        print this help and exit\n"
 "\n"
@@ -241,15 +242,27 @@ static bool one_of(const char *s, const char *const *set)
 	return false;
 }
 
-/* controller-runtime's --zap-log-level: debug, info, error, or an integer
- * > 0 (a debug verbosity, which is our debug). Returns a k8s_log_level or -1. */
+/* controller-runtime lower-cases the values of its zap flags (strings.ToLower)
+ * before matching them, so `--zap-encoder=JSON` or `--zap-log-level=Debug` in
+ * existing manifests work there and must work here. */
+static bool one_of_ci(const char *s, const char *const *set)
+{
+	for (; *set; set++)
+		if (strcasecmp(s, *set) == 0)
+			return true;
+	return false;
+}
+
+/* controller-runtime's --zap-log-level: debug, info, error (any case), or an
+ * integer > 0 (a debug verbosity, which is our debug). Returns a k8s_log_level
+ * or -1. */
 static int zap_level(const char *s)
 {
-	if (strcmp(s, "debug") == 0)
+	if (strcasecmp(s, "debug") == 0)
 		return K8S_LOG_DEBUG;
-	if (strcmp(s, "info") == 0)
+	if (strcasecmp(s, "info") == 0)
 		return K8S_LOG_INFO;
-	if (strcmp(s, "error") == 0)
+	if (strcasecmp(s, "error") == 0)
 		return K8S_LOG_ERROR;
 	char *end;
 	errno = 0;
@@ -500,9 +513,9 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 				return -1;
 			break;
 		case ZAP_ENCODER:
-			if (strcmp(optarg, "console") == 0)
+			if (strcasecmp(optarg, "console") == 0)
 				f->log_format = K8S_LOG_TEXT;
-			else if (strcmp(optarg, "json") == 0)
+			else if (strcasecmp(optarg, "json") == 0)
 				f->log_format = K8S_LOG_JSON;
 			else
 				return bad("zap-encoder", optarg, "use json or console");
@@ -514,15 +527,18 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			f->log_level_set = true;
 			break;
 		case ZAP_STACK:
-			if (!one_of(optarg, (const char *const[]){ "info", "error", "panic", NULL }))
+			if (!one_of_ci(optarg, (const char *const[]){ "info", "error", "panic", NULL }))
 				return bad("zap-stacktrace-level", optarg, "use info, error or panic");
 			f->zap_stacktrace_level = optarg;
 			break;
 		case ZAP_TIME:
-			if (!one_of(optarg, (const char *const[]){ "epoch", "millis", "nano", "iso8601",
-			                                           "rfc3339", "rfc3339nano", NULL }))
+			/* controller-runtime accepts "nanos" (its help text says "nano",
+			 * which it refuses); both are taken here */
+			if (!one_of_ci(optarg, (const char *const[]){ "epoch", "millis", "nano", "nanos",
+			                                              "iso8601", "rfc3339", "rfc3339nano",
+			                                              NULL }))
 				return bad("zap-time-encoding", optarg,
-				           "use epoch, millis, nano, iso8601, rfc3339 or rfc3339nano");
+				           "use epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano");
 			f->zap_time_encoding = optarg;
 			break;
 		case WH_ENABLE:

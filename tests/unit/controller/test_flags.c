@@ -248,6 +248,20 @@ START_TEST(zap_flags)
 	ck_assert_str_eq(f.zap_time_encoding, "rfc3339nano");
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=warn", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=unix", NULL), -1);
+	/* controller-runtime lower-cases the values; "nanos" is its real spelling */
+	ck_assert_int_eq(parse(&f, "--zap-encoder=JSON", NULL), 0);
+	ck_assert_int_eq(f.log_format, K8S_LOG_JSON);
+	ck_assert_int_eq(parse(&f, "--zap-encoder=Console", NULL), 0);
+	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=DEBUG", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=Error", NULL), 0);
+	ck_assert_int_eq(f.log_level, K8S_LOG_ERROR);
+	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=Panic", "--zap-time-encoding=ISO8601",
+	                       NULL), 0);
+	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nanos", NULL), 0);
+	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nano", NULL), 0);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=Warn", NULL), -1);
 }
 END_TEST
 
