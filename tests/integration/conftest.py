@@ -20,6 +20,12 @@ SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Disruptive tests (test_chaos: kill -9, kube-apiserver restarts, 200-pod
+    bursts) run last, so no other test runs on a cluster they just shook."""
+    items.sort(key=lambda item: item.nodeid.startswith("test_chaos.py") or "/test_chaos.py" in item.nodeid)
+
+
 class Kube:
     """Thin kubectl wrapper (admin identity) returning parsed JSON."""
 
