@@ -102,6 +102,18 @@ out:
 	return rc;
 }
 
+/* Runs the check called `name`: 0 passed, 1 failed, -1 no such check. */
+static int run_one(k8s_health_checks *hc, const char *name)
+{
+	int rc = -1;
+	pthread_mutex_lock(&hc->lock);
+	for (size_t i = 0; i < hc->n && rc < 0; i++)
+		if (strcmp(hc->checks[i].name, name) == 0)
+			rc = hc->checks[i].fn(hc->checks[i].userdata) == 0 ? 0 : 1;
+	pthread_mutex_unlock(&hc->lock);
+	return rc;
+}
+
 int k8s_health_checks_run(k8s_health_checks *hc, char **report)
 {
 	k8s_strbuf b = K8S_STRBUF_INIT;
@@ -130,6 +142,7 @@ int k8s_health_checks_run(k8s_health_checks *hc, char **report)
 typedef struct {
 	k8s_health_checks *hc;
 	char *name;                /* the path without '/', for the last line */
+	size_t prefix_len;         /* strlen("<path>/"), for <path>/<check> */
 } health_route;
 
 /* True when the query has the parameter `verbose` (with or without a value). */
@@ -169,6 +182,34 @@ static void serve_health(const k8s_http_request *req, k8s_http_response *res, vo
 	k8s_strbuf_free(&b);
 }
 
+/* GET <path>/<check>: that check alone, as controller-runtime serves it
+ * ("ok" or 503 "internal server error: <check> check failed"; 404 for a
+ * check that does not exist). */
+static void serve_one_check(const k8s_http_request *req, k8s_http_response *res, void *ud)
+{
+	health_route *hr = ud;
+	const char *path = k8s_http_request_path(req);
+	const char *name = path + hr->prefix_len;
+	int rc = *name ? run_one(hr->hc, name) : -1;
+	k8s_http_response_add_header(res, "X-Content-Type-Options", "nosniff");
+	k8s_strbuf b = K8S_STRBUF_INIT;
+	if (rc < 0) {
+		k8s_http_response_set_status(res, 404);
+		k8s_strbuf_adds(&b, "404 page not found\n");
+	} else if (rc > 0) {
+		k8s_http_response_set_status(res, 503);
+		k8s_strbuf_addf(&b, "internal server error: %s check failed\n", name);
+	} else {
+		k8s_http_response_set_status(res, 200);
+		k8s_strbuf_adds(&b, "ok");
+	}
+	if (b.failed)
+		k8s_http_response_set_status(res, 500);
+	else
+		k8s_http_response_write(res, b.data, b.len);
+	k8s_strbuf_free(&b);
+}
+
 static void health_route_free(void *p)
 {
 	health_route *hr = p;
@@ -191,5 +232,26 @@ int k8s_http_server_handle_health(k8s_http_server *s, const char *path,
 	}
 	hr->hc = hc;
 	hr->name = name;
-	return k8s__http_server_route_owned(s, "GET", path, serve_health, hr, health_route_free);
+	int rc = k8s__http_server_route_owned(s, "GET", path, serve_health, hr, health_route_free);
+	if (rc)
+		return rc;
+	/* <path>/<check> for one check, on a route of its own */
+	health_route *one = calloc(1, sizeof(*one));
+	size_t n = strlen(path);
+	char *prefix = malloc(n + 3);
+	char *one_name = strdup(name);
+	if (!one || !prefix || !one_name) {
+		free(one);
+		free(prefix);
+		free(one_name);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "http health handler: out of memory");
+	}
+	memcpy(prefix, path, n);
+	memcpy(prefix + n, "/*", 3);
+	one->hc = hc;
+	one->name = one_name;
+	one->prefix_len = n + 1;
+	rc = k8s__http_server_route_owned(s, "GET", prefix, serve_one_check, one, health_route_free);
+	free(prefix);
+	return rc;
 }

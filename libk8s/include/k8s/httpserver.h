@@ -276,8 +276,11 @@ K8S_EXTERN int k8s_health_checks_run(k8s_health_checks *hc, char **report);
  * components do: 200 "ok" when every check passes; otherwise 503 with one
  * line per check ("[+]ping ok", "[-]informers-synced failed") and a last
  * line "<name> check failed", where <name> is the path without its '/'.
- * With the query "verbose", a healthy answer lists the checks too. `hc` is
- * borrowed and must outlive the server.
+ * With the query "verbose", a healthy answer lists the checks too. Also
+ * serves GET `path`/<check> for one check alone (200 "ok", 503
+ * "internal server error: <check> check failed", 404 for an unknown
+ * check), as controller-runtime does. `hc` is borrowed and must outlive
+ * the server.
  */
 K8S_EXTERN int k8s_http_server_handle_health(k8s_http_server *s,
                                              const char *path,

@@ -759,8 +759,22 @@ START_TEST(health_endpoints_report_failing_checks)
 	ck_assert_int_eq(r->status, 200);
 	ck_assert_str_eq(r->body, "[+]ping ok\n[+]informers-synced ok\nreadyz check passed\n");
 
+	/* one check alone, as controller-runtime serves /readyz/<check> */
+	r = request("GET", "/readyz/informers-synced", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_str_eq(r->body, "ok");
+	r = request("GET", "/readyz/nope", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 404);
+	r = request("GET", "/readyz/", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 404);
+
 	char *report = NULL;
 	atomic_store(&synced, 0);
+	r = request("GET", "/readyz/informers-synced", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 503);
+	ck_assert_str_eq(r->body, "internal server error: informers-synced check failed\n");
+	r = request("GET", "/readyz/ping", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 200);
 	ck_assert_int_eq(k8s_health_checks_run(ready, &report), 1);
 	ck_assert_str_eq(report, "[+]ping ok\n[-]informers-synced failed\n");
 	free(report);
