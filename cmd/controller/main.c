@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildinfo.h"
+#include "builddate.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/controller.h"
@@ -118,8 +120,8 @@ enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_COUNT };
 static int register_build_info(k8s_metrics_registry *reg)
 {
 	static const char *const labels[] = {
-		"git_version", AGENT_SANDBOX_VERSION, "git_commit", "unknown",
-		"build_date", "unknown", "go_version", "", "compiler", COMPILER,
+		"git_version", AGENT_SANDBOX_VERSION, "git_commit", AGENT_SANDBOX_GIT_COMMIT,
+		"build_date", AGENT_SANDBOX_BUILD_DATE, "go_version", "", "compiler", COMPILER,
 		"platform", "linux/" ARCH, NULL,
 	};
 	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;

@@ -2,11 +2,12 @@
 spec/api.md section 11), scraped over HTTP from the controller the
 `controller` fixture runs on free loopback ports.
 """
+import os
 import re
 import urllib.error
 import urllib.request
 
-from conftest import condition, wait_for
+from conftest import ROOT, condition, wait_for
 
 IMAGE = "registry.k8s.io/pause:3.10"
 
@@ -62,6 +63,10 @@ def test_build_info(controller):
                   r'platform="linux/[a-z0-9]+"\} 1$', body, re.M)
     assert m, body[:2000]
     assert m.group(4) and m.group(4) != "unknown"
+    # built from a git checkout: stamped with a commit and its date
+    if os.path.isdir(os.path.join(ROOT, ".git")):
+        assert re.fullmatch(r"[0-9a-f]{40}", m.group(3)), m.group(0)
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[-+Z].*", m.group(1)), m.group(0)
 
 
 def test_reconcile_and_workqueue_metrics_after_a_sandbox(deployed, controller, ns):
