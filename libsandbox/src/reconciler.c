@@ -14,12 +14,20 @@
  * Write-behind (--sandbox-write-behind-window): the plan decides whether a
  * Pod metadata patch waits; this file only remembers since when, per
  * Sandbox key, and hands it back on the next pass.
+ *
+ * Read-your-own-writes (mutationcache.h): every Sandbox the API server
+ * returns from our writes (the pod-name annotation patch, the status patch)
+ * is remembered with the resourceVersions it superseded; a pass whose
+ * informer copy still shows one of those reads the remembered object
+ * instead, so a reconcile woken by a Pod event before the watch event of
+ * our own write does not write the same annotation or status again.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sandbox/reconciler.h"
 #include "sandbox/reconcile.h"
+#include "sandbox/mutationcache.h"
 #include "sandbox/namehash.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -43,6 +51,9 @@ struct sbx_reconciler {
 	pthread_mutex_t lock;
 	deferral *deferrals;
 	size_t n_deferrals, cap_deferrals;
+	/* Our last write of each Sandbox whose watch event has not arrived
+	 * yet (thread-safe on its own). */
+	sbx_mutation_cache *written;
 };
 
 /* The pending deferral of `key`, 0 when none. */
@@ -125,7 +136,8 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	pthread_mutex_init(&r->lock, NULL);
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
 	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
-	if (!r->cluster_domain) {
+	if (!r->cluster_domain || sbx_mutation_cache_new(&r->written) != 0) {
+		free(r->cluster_domain);
 		pthread_mutex_destroy(&r->lock);
 		free(r);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
@@ -141,6 +153,7 @@ void sbx_reconciler_free(sbx_reconciler *r)
 	for (size_t i = 0; i < r->n_deferrals; i++)
 		free(r->deferrals[i].key);
 	free(r->deferrals);
+	sbx_mutation_cache_free(r->written);
 	pthread_mutex_destroy(&r->lock);
 	free(r->cluster_domain);
 	free(r);
@@ -350,19 +363,29 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 /* ---- the reconcile ---- */
 
 /* Writes the status with a merge patch; NotFound (deleted meanwhile) is
- * fine. Returns 0 or the code, with a message, on failure. */
+ * fine. Returns 0 or the code, with a message, on failure; `*written`
+ * receives the Sandbox the server answered (NULL on NotFound; the caller
+ * frees it). */
 static int write_status(sbx_reconciler *r, const char *ns, const char *name,
-                        const cJSON *old_status, const cJSON *new_status)
+                        const cJSON *old_status, const cJSON *new_status,
+                        cJSON **written)
 {
+	*written = NULL;
 	cJSON *patch = sbx_status_patch(old_status, new_status);
 	if (!patch)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
 	k8s_write_options wo = K8S_WRITE_OPTIONS_INIT;
 	wo.field_manager = SBX_FIELD_MANAGER;
 	int rc = k8s_client_patch(r->client, &sbx_resource_sandboxes, ns, name,
-	                          "status", K8S_PATCH_MERGE, patch, &wo, NULL);
+	                          "status", K8S_PATCH_MERGE, patch, &wo, written);
 	cJSON_Delete(patch);
+	if (rc != 0) {
+		cJSON_Delete(*written);
+		*written = NULL;
+	}
 	if (rc == 0) {
+		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox status written",
+		        "namespace", ns, "name", name, NULL);
 		/* one line per Ready transition, the state a user watches */
 		const cJSON *c, *ready = NULL, *old_ready = NULL;
 		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(new_status, "conditions"))
@@ -380,6 +403,30 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 			        "message", k8s_obj_str(ready, "message"), NULL);
 	}
 	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+/* Remembers the Sandboxes the server returned from the plan's successful
+ * Sandbox patches (in execution order, each superseding `*base_rv`, which
+ * then points at its resourceVersion, borrowed from the plan); a deleted
+ * Sandbox is forgotten. */
+static void remember_writes(sbx_reconciler *r, const char *key,
+                            const sbx_plan *plan, const char **base_rv)
+{
+	for (size_t i = 0; i < sbx_plan_action_count(plan); i++) {
+		const sbx_action *a = sbx_plan_action(plan, i);
+		if (a->object != SBX_OBJ_SANDBOX || a->state != SBX_ACTION_DONE)
+			continue;
+		if (a->verb == SBX_VERB_DELETE) {
+			sbx_mutation_cache_forget(r->written, key);
+		} else if (a->verb == SBX_VERB_PATCH && a->result) {
+			cJSON *copy = cJSON_Duplicate(a->result, true);
+			if (copy)
+				sbx_mutation_cache_wrote(r->written, key, *base_rv, copy);
+			else
+				sbx_mutation_cache_forget(r->written, key);
+			*base_rv = k8s_obj_resource_version(a->result);
+		}
+	}
 }
 
 int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
@@ -401,8 +448,14 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	sbx_plan *plan = NULL;
 	sbx_outcome out = { 0 };
 	rc = k8s_informer_get(r->sandboxes, ns, name, &b.sandbox);
+	/* The cache may not have seen our own last write yet: read that. */
+	if (rc == 0 && sbx_mutation_cache_resolve(r->written, key, &b.sandbox))
+		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox read from own last write",
+		        "sandbox", key, "resourceVersion",
+		        k8s_obj_resource_version(b.sandbox), NULL);
 	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
 		rc = 0;   /* gone, or going: GC removes the children */
+		sbx_mutation_cache_forget(r->written, key);
 		if (r->write_behind_window_ms > 0)
 			deferral_put(r, key, 0);
 		goto done;
@@ -418,6 +471,9 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		goto done;
 	sbx_executor ex = { apply_action, fetch_object, r };
 	rc = sbx_plan_execute(plan, &ex);
+	/* the chain of our writes of the Sandbox, starting at what we read */
+	const char *base_rv = k8s_obj_resource_version(b.sandbox);
+	remember_writes(r, key, plan, &base_rv);
 	if (rc == 0)
 		rc = sbx_plan_outcome(plan, k8s_now_ms(), &out);
 	if (rc)
@@ -445,9 +501,12 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	int status_rc = 0;
 	char *status_err = NULL;
 	if (out.status && out.write_status) {
+		cJSON *written = NULL;
 		status_rc = write_status(r, ns, name,
 		                         cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
-		                         out.status);
+		                         out.status, &written);
+		if (written)   /* taken */
+			sbx_mutation_cache_wrote(r->written, key, base_rv, written);
 		if (status_rc)
 			status_err = ju_printf("failed to update sandbox status: %s",
 			                       k8s_error_last()->message);

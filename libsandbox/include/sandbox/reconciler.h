@@ -13,10 +13,16 @@
  *   - a k8s_controller whose reconcile function calls
  *     sbx_reconciler_reconcile().
  *
+ * Read-your-own-writes: the Sandbox the API server returned from the
+ * reconciler's last write of it (pod-name annotation patch, status patch)
+ * is read instead of the informer's copy while that copy still shows a
+ * resourceVersion the write superseded (mutationcache.h).
+ *
  * Thread-safety: one reconciler serves any number of worker threads at
- * once (it holds borrowed, thread-safe handles, immutable settings and the
- * write-behind deferrals behind a mutex); the work queue guarantees one
- * key is never reconciled twice at the same time.
+ * once (it holds borrowed, thread-safe handles, immutable settings, the
+ * write-behind deferrals behind a mutex and the thread-safe cache of its
+ * own writes); the work queue guarantees one key is never reconciled twice
+ * at the same time.
  */
 #ifndef SANDBOX_RECONCILER_H
 #define SANDBOX_RECONCILER_H
@@ -103,7 +109,8 @@ SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
 
 /**
  * Reconciles the Sandbox `key` ("namespace/name") once (spec/api.md §6.2):
- * reads it from the cache (absent or being deleted: done), reads its Pods
+ * reads it from the cache, or the object of its own last write while the
+ * cache lags behind that write (absent or being deleted: done), reads its Pods
  * and Service from the caches, and gets from the API server the PVCs and,
  * when the cache has none, the Pod of the resolved pod name (caches lag).
  * Then plans, applies (creates with fieldManager `sandbox-controller`;
