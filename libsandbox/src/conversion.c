@@ -6,8 +6,8 @@
  * two functions that map spec and status in place on a deep copy. The
  * shared pattern (apiVersion rewrite, snapshot written going to the hub,
  * snapshot stripped coming back) lives in convert_one(), so a kind only
- * writes its field mapping. Issue 5 adds SandboxClaim, SandboxTemplate and
- * SandboxWarmPool as rows.
+ * writes its field mapping. Rows: Sandbox (§5.1), SandboxClaim (§5.2),
+ * SandboxTemplate (§5.3), SandboxWarmPool (§5.4).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,9 +137,282 @@ static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
 	return 0;
 }
 
+static cJSON *annotations_of(cJSON *obj);
+static void drop_annotation(cJSON *obj, const char *key);
+
+/* --- shared helpers of the extension kinds --------------------------------- */
+
+#define NOMEM() k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory")
+
+/* obj.spec as an object: NULL (no error) when absent; -1 via *rc when not an object. */
+static cJSON *spec_of(cJSON *obj, const char *what, int *rc)
+{
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	*rc = 0;
+	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec))
+		*rc = k8s_error_set(K8S_EDECODE, 0, NULL, "%s: spec must be an object", what);
+	return cJSON_IsObject(spec) ? spec : NULL;
+}
+
+/* o.a.b as a string; NULL when absent or not a string. */
+static const char *str2(const cJSON *o, const char *a, const char *b)
+{
+	const cJSON *x = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, a) : NULL;
+	return cJSON_IsObject(x) ? ju_str(x, b) : NULL;
+}
+
+/* The name without its last "-<suffix>" segment (unchanged without '-'), malloc'd. */
+static char *strip_suffix(const char *name)
+{
+	const char *dash = strrchr(name, '-');
+	size_t n = dash ? (size_t)(dash - name) : strlen(name);
+	char *s = malloc(n + 1);
+	if (s) {
+		memcpy(s, name, n);
+		s[n] = '\0';
+	}
+	return s;
+}
+
+/* A v1alpha1 `warmpool` naming a specific pool (not none/default/empty). */
+static bool specific_pool(const char *wp)
+{
+	return wp && *wp && strcmp(wp, "none") != 0 && strcmp(wp, "default") != 0;
+}
+
+/* --- SandboxClaim (spec/api.md §4.3, §5.2) -------------------------------- */
+
+static int claim_to_hub(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;
+	int rc;
+	cJSON *spec = spec_of(obj, "v1alpha1 SandboxClaim", &rc);
+	if (rc < 0)
+		return rc;
+	if (!spec && !(spec = ju_obj(obj, "spec")))
+		return NOMEM();
+	const char *wp = ju_str(spec, "warmpool");
+	const char *tpl = str2(spec, "sandboxTemplateRef", "name");
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	const char *bound = str2(status, "sandbox", "name");
+	const char *name = str2(obj, "metadata", "name");
+
+	char *pool;
+	if (specific_pool(wp))
+		pool = ju_printf("%s", wp);                             /* 1. a specific pool */
+	else if (bound && *bound && !ju_str_eq(bound, name))
+		pool = strip_suffix(bound);                             /* 2. warm-started */
+	else
+		pool = ju_printf(SBX_SHADOW_POOL_PREFIX "%s", ju_nz(tpl)); /* 3. the shadow pool */
+	if (!pool)
+		return NOMEM();
+	cJSON *ref = cJSON_CreateObject();
+	bool ok = ref && cJSON_AddStringToObject(ref, "name", pool);
+	free(pool);
+	if (!ok) {
+		cJSON_Delete(ref);
+		return NOMEM();
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "sandboxTemplateRef");
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "warmpool");
+	if (!ju_set(spec, "warmPoolRef", ref))
+		return NOMEM();
+	return 0;
+}
+
+static int claim_to_spoke(cJSON *obj, const cJSON *snapshot)
+{
+	int rc;
+	cJSON *spec = spec_of(obj, "v1beta1 SandboxClaim", &rc);
+	if (rc < 0)
+		return rc;
+	if (!spec && !(spec = ju_obj(obj, "spec")))
+		return NOMEM();
+	const cJSON *wref = cJSON_GetObjectItemCaseSensitive(spec, "warmPoolRef");
+	char *pool = ju_printf("%s", cJSON_IsObject(wref) ? ju_nz(ju_str(wref, "name")) : "");
+	if (!pool)
+		return NOMEM();
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "warmPoolRef");
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "volumeClaimTemplates"); /* dropped, §5.2 */
+
+	cJSON *tref = NULL;          /* the new sandboxTemplateRef */
+	cJSON *warmpool = NULL;      /* the new warmpool, NULL: absent */
+	const size_t plen = strlen(SBX_SHADOW_POOL_PREFIX);
+	if (!snapshot) {
+		tref = cJSON_CreateObject();
+		if (strncmp(pool, SBX_SHADOW_POOL_PREFIX, plen) == 0) {
+			if (tref && !cJSON_AddStringToObject(tref, "name", pool + plen))
+				goto nomem;
+			warmpool = cJSON_CreateString("default");
+		} else {
+			/* a guess: the pool and its template share the name */
+			if (tref && !cJSON_AddStringToObject(tref, "name", pool))
+				goto nomem;
+			warmpool = cJSON_CreateString(pool);
+		}
+		if (!tref || !warmpool)
+			goto nomem;
+	} else {
+		const cJSON *sspec = cJSON_GetObjectItemCaseSensitive(snapshot, "spec");
+		if (sspec && !cJSON_IsNull(sspec) && !cJSON_IsObject(sspec)) {
+			free(pool);
+			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			                     "failed to unmarshal v1alpha1 SandboxClaim state: spec is not an object");
+		}
+		const cJSON *otref = cJSON_IsObject(sspec)
+			? cJSON_GetObjectItemCaseSensitive(sspec, "sandboxTemplateRef") : NULL;
+		const cJSON *owp = cJSON_IsObject(sspec)
+			? cJSON_GetObjectItemCaseSensitive(sspec, "warmpool") : NULL;
+		const char *owp_s = cJSON_IsString(owp) ? owp->valuestring : NULL;
+		const char *otpl = cJSON_IsObject(otref) ? ju_str(otref, "name") : NULL;
+		const char *expected = specific_pool(owp_s) ? owp_s : ju_nz(otpl);
+
+		const cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+		const char *bound = str2(status, "sandbox", "name");
+		char *bound_base = bound && *bound ? strip_suffix(bound) : NULL;
+		if (bound && *bound && !bound_base)
+			goto nomem;
+		bool same = strcmp(pool, expected) == 0 ||
+			(strncmp(pool, SBX_SHADOW_POOL_PREFIX, plen) == 0 &&
+			 strcmp(pool + plen, expected) == 0) ||
+			(bound && *bound && strcmp(pool, bound) == 0) ||
+			(bound_base && strcmp(pool, bound_base) == 0);
+		free(bound_base);
+		tref = otref ? cJSON_Duplicate(otref, true) : NULL;
+		if (otref && !tref)
+			goto nomem;
+		if (same)
+			warmpool = owp ? cJSON_Duplicate(owp, true) : NULL;  /* restore the original */
+		else
+			warmpool = cJSON_CreateString(pool);                 /* moved to another pool */
+		if ((same && owp && !warmpool) || (!same && !warmpool))
+			goto nomem;
+	}
+	free(pool);
+	pool = NULL;
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "sandboxTemplateRef");
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "warmpool");
+	if (tref && !ju_set(spec, "sandboxTemplateRef", tref)) {
+		cJSON_Delete(warmpool);
+		return NOMEM();
+	}
+	if (warmpool && !ju_set(spec, "warmpool", warmpool))
+		return NOMEM();
+	return 0;
+nomem:
+	free(pool);
+	cJSON_Delete(tref);
+	cJSON_Delete(warmpool);
+	return NOMEM();
+}
+
+/* --- SandboxTemplate (spec/api.md §3.2, §5.3) ----------------------------- */
+
+static const char *const vct_policies[] = { "Disallowed", "Allowed", "Overrides" };
+
+static int template_to_hub(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;
+	int rc;
+	cJSON *spec = spec_of(obj, "v1alpha1 SandboxTemplate", &rc);
+	if (rc < 0)
+		return rc;
+	cJSON *a = annotations_of(obj);
+	const cJSON *v = a ? cJSON_GetObjectItemCaseSensitive(a, SBX_ANNOTATION_V1BETA1_VCT_POLICY) : NULL;
+	if (!v)
+		return 0;
+	bool valid = false;
+	for (size_t i = 0; cJSON_IsString(v) && i < sizeof(vct_policies) / sizeof(vct_policies[0]); i++)
+		valid = valid || strcmp(v->valuestring, vct_policies[i]) == 0;
+	if (!valid) {
+		char *text = cJSON_IsString(v) ? NULL : cJSON_PrintUnformatted(v);
+		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+		                   "invalid VolumeClaimTemplatesPolicy annotation value: \"%s\"",
+		                   cJSON_IsString(v) ? v->valuestring : ju_nz(text));
+		free(text);
+		return rc;
+	}
+	if (!spec && !(spec = ju_obj(obj, "spec")))
+		return NOMEM();
+	if (!ju_set_str(spec, "volumeClaimTemplatesPolicy", v->valuestring))
+		return NOMEM();
+	drop_annotation(obj, SBX_ANNOTATION_V1BETA1_VCT_POLICY);
+	return 0;
+}
+
+static int template_to_spoke(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;  /* written but never used to restore (§5.3) */
+	int rc;
+	cJSON *spec = spec_of(obj, "v1beta1 SandboxTemplate", &rc);
+	if (rc < 0)
+		return rc;
+	const cJSON *p = spec ? cJSON_GetObjectItemCaseSensitive(spec, "volumeClaimTemplatesPolicy") : NULL;
+	if (p && !cJSON_IsNull(p) && !cJSON_IsString(p))
+		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		                     "v1beta1 SandboxTemplate: spec.volumeClaimTemplatesPolicy must be a string");
+	if (cJSON_IsString(p) && *p->valuestring) {
+		cJSON *md = ju_obj(obj, "metadata");
+		cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+		if (!ann || !ju_set_str(ann, SBX_ANNOTATION_V1BETA1_VCT_POLICY, p->valuestring))
+			return NOMEM();
+	} else {
+		drop_annotation(obj, SBX_ANNOTATION_V1BETA1_VCT_POLICY);
+	}
+	if (spec)
+		cJSON_DeleteItemFromObjectCaseSensitive(spec, "volumeClaimTemplatesPolicy");
+	return 0;
+}
+
+/* --- SandboxWarmPool (spec/api.md §4.4, §4.5, §5.4) ----------------------- */
+
+static int warmpool_to_hub(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;
+	int rc;
+	cJSON *spec = spec_of(obj, "v1alpha1 SandboxWarmPool", &rc);
+	if (rc < 0)
+		return rc;
+	if (spec) {
+		long replicas;
+		bool present;
+		if (read_replicas(spec, "v1alpha1 SandboxWarmPool", &replicas, &present) < 0)
+			return K8S_EDECODE;
+	}
+	return 0;  /* int32 -> *int32: the value is kept as is */
+}
+
+static int warmpool_to_spoke(cJSON *obj, const cJSON *snapshot)
+{
+	(void)snapshot;  /* stripped by the caller, never used (§5.4) */
+	int rc;
+	cJSON *spec = spec_of(obj, "v1beta1 SandboxWarmPool", &rc);
+	if (rc < 0)
+		return rc;
+	if (!spec && !(spec = ju_obj(obj, "spec")))
+		return NOMEM();
+	long replicas;
+	bool present;
+	if (read_replicas(spec, "v1beta1 SandboxWarmPool", &replicas, &present) < 0)
+		return K8S_EDECODE;
+	/* nil => 1 (read_replicas' default) */
+	if (!ju_set(spec, "replicas", cJSON_CreateNumber((double)replicas)))
+		return NOMEM();
+	cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
+	if (cJSON_IsObject(status))
+		cJSON_DeleteItemFromObjectCaseSensitive(status, "observedGeneration");
+	return 0;
+}
+
 static const kind_conv kinds[] = {
 	{ SBX_GROUP, SBX_KIND, SBX_VERSION, SBX_VERSION_V1ALPHA1,
 	  SBX_ANNOTATION_V1ALPHA1_SANDBOX_STATE, sandbox_to_hub, sandbox_to_spoke },
+	{ SBX_EXTENSIONS_GROUP, SBX_KIND_CLAIM, SBX_VERSION, SBX_VERSION_V1ALPHA1,
+	  SBX_ANNOTATION_V1ALPHA1_SANDBOXCLAIM_STATE, claim_to_hub, claim_to_spoke },
+	{ SBX_EXTENSIONS_GROUP, SBX_KIND_TEMPLATE, SBX_VERSION, SBX_VERSION_V1ALPHA1,
+	  SBX_ANNOTATION_V1ALPHA1_SANDBOXTEMPLATE_STATE, template_to_hub, template_to_spoke },
+	{ SBX_EXTENSIONS_GROUP, SBX_KIND_WARM_POOL, SBX_VERSION, SBX_VERSION_V1ALPHA1,
+	  SBX_ANNOTATION_V1ALPHA1_SANDBOXWARMPOOL_STATE, warmpool_to_hub, warmpool_to_spoke },
 };
 
 /* --- the shared pattern -------------------------------------------------- */

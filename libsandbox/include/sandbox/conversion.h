@@ -13,8 +13,9 @@
  * stored in the annotation `api.agents.x-k8s.io/v1alpha1-<kind>-state`;
  * coming back from the hub that annotation is always removed from the
  * output and may restore fields v1beta1 cannot express. Kinds are rows of
- * a table in conversion.c: Sandbox today; SandboxClaim, SandboxTemplate
- * and SandboxWarmPool (§5.2-§5.4) are added there as rows.
+ * a table in conversion.c: Sandbox (§5.1) in agents.x-k8s.io, and
+ * SandboxClaim (§5.2), SandboxTemplate (§5.3) and SandboxWarmPool (§5.4)
+ * in extensions.agents.x-k8s.io.
  *
  * Everything here is pure (no I/O, no clock, no global state) and
  * thread-safe. Errors: a negative K8S_E* code, with the message in
@@ -42,9 +43,45 @@ extern "C" {
  */
 #define SBX_ANNOTATION_V1ALPHA1_SANDBOX_STATE "api.agents.x-k8s.io/v1alpha1-sandbox-state"
 
+/** `apiVersion` of a v1alpha1 extension kind (claim, template, warm pool). */
+#define SBX_EXT_API_VERSION_V1ALPHA1 SBX_EXTENSIONS_GROUP "/" SBX_VERSION_V1ALPHA1
+/** `apiVersion` of a v1beta1 (hub) extension kind. */
+#define SBX_EXT_API_VERSION SBX_EXTENSIONS_GROUP "/" SBX_VERSION
+/** Kind of a template (extensions group), converted per spec/api.md §5.3. */
+#define SBX_KIND_TEMPLATE "SandboxTemplate"
+
+/**
+ * Annotation on a stored (v1beta1) SandboxClaim holding the JSON of the
+ * v1alpha1 object it was written as; restores `sandboxTemplateRef` and
+ * `warmpool` on the way back (spec/api.md §5.2).
+ */
+#define SBX_ANNOTATION_V1ALPHA1_SANDBOXCLAIM_STATE "api.agents.x-k8s.io/v1alpha1-sandboxclaim-state"
+/**
+ * Annotation on a stored (v1beta1) SandboxTemplate holding the JSON of the
+ * v1alpha1 object; written, never used to restore (spec/api.md §5.3).
+ */
+#define SBX_ANNOTATION_V1ALPHA1_SANDBOXTEMPLATE_STATE "api.agents.x-k8s.io/v1alpha1-sandboxtemplate-state"
+/**
+ * Annotation on a stored (v1beta1) SandboxWarmPool holding the JSON of the
+ * v1alpha1 object; written, stripped on read-back, never used (§5.4).
+ */
+#define SBX_ANNOTATION_V1ALPHA1_SANDBOXWARMPOOL_STATE "api.agents.x-k8s.io/v1alpha1-sandboxwarmpool-state"
+/**
+ * Annotation on a v1alpha1 SandboxTemplate carrying the v1beta1-only
+ * `spec.volumeClaimTemplatesPolicy` (spec/api.md §3.2, §5.3).
+ */
+#define SBX_ANNOTATION_V1BETA1_VCT_POLICY "api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy"
+/**
+ * Prefix of the pool a v1alpha1 claim without a specific pool converts to:
+ * `shadow-pool-<sandboxTemplateRef.name>` (spec/api.md §5.2, §5.5).
+ */
+#define SBX_SHADOW_POOL_PREFIX "shadow-pool-"
+
 /**
  * Converts one object to `desired_api_version` ("agents.x-k8s.io/v1beta1"
- * or "agents.x-k8s.io/v1alpha1" for a Sandbox). The object's own
+ * or "agents.x-k8s.io/v1alpha1" for a Sandbox;
+ * "extensions.agents.x-k8s.io/v1beta1" or ".../v1alpha1" for a
+ * SandboxClaim, SandboxTemplate or SandboxWarmPool). The object's own
  * `apiVersion` and `kind` select the conversion; an object already at the
  * desired version is copied unchanged.
  *
@@ -56,7 +93,11 @@ extern "C" {
  *         kind or version this library does not convert, a group other
  *         than the object's); K8S_EDECODE (a field of the wrong type, or a
  *         snapshot annotation that is not a JSON object: the message is
- *         "failed to unmarshal v1alpha1 Sandbox state: <cause>");
+ *         "failed to unmarshal v1alpha1 <Kind> state: <cause>"; a v1alpha1
+ *         SandboxTemplate whose volume-claim-templates-policy annotation
+ *         is not Disallowed, Allowed or Overrides: the message is
+ *         "invalid VolumeClaimTemplatesPolicy annotation value: \"<v>\"",
+ *         spec/api.md §5.3);
  *         K8S_ENOMEM.
  */
 SBX_EXTERN int sbx_conversion_convert(cJSON **out, const cJSON *obj,
