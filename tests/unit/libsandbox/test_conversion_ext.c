@@ -540,6 +540,43 @@ START_TEST(review_mixed_kinds)
 }
 END_TEST
 
+START_TEST(odd_shapes_do_not_crash)
+{
+	/* wrong types: a spec that is not an object fails; odd members are tolerated */
+	const char *objs[] = {
+		"{'apiVersion':'" BETA "','kind':'SandboxClaim','spec':'x'}",
+		"{'apiVersion':'" ALPHA "','kind':'SandboxClaim','spec':[1]}",
+		"{'apiVersion':'" BETA "','kind':'SandboxTemplate','spec':7}",
+		"{'apiVersion':'" ALPHA "','kind':'SandboxWarmPool','spec':true}",
+	};
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+		cJSON *o = j(objs[i]);
+		cJSON *out = NULL;
+		const char *to = strcmp(str(o, "apiVersion"), BETA) == 0 ? ALPHA : BETA;
+		ck_assert_msg(sbx_conversion_convert(&out, o, to) == K8S_EDECODE, "case %zu", i);
+		ck_assert_ptr_null(out);
+		cJSON_Delete(o);
+	}
+	const char *ok[] = {
+		"{'apiVersion':'" BETA "','kind':'SandboxClaim','metadata':{'name':'c'},'spec':{'warmPoolRef':'x'},'status':'s'}",
+		"{'apiVersion':'" ALPHA "','kind':'SandboxClaim','metadata':{'name':'c'},'spec':{'warmpool':3,'sandboxTemplateRef':5},'status':{'sandbox':7}}",
+		"{'apiVersion':'" BETA "','kind':'SandboxClaim','metadata':{'annotations':{'" CLAIM_SNAP "':'{\\'spec\\':{\\'warmpool\\':1}}'}},'spec':{}}",
+		"{'apiVersion':'" BETA "','kind':'SandboxWarmPool','status':[]}",
+		"{'apiVersion':'" ALPHA "','kind':'SandboxTemplate'}",
+		"{'apiVersion':'" BETA "','kind':'SandboxTemplate'}",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cJSON *o = j(ok[i]);
+		cJSON *out = NULL;
+		const char *to = strcmp(str(o, "apiVersion"), BETA) == 0 ? ALPHA : BETA;
+		ck_assert_msg(sbx_conversion_convert(&out, o, to) == 0, "case %zu: %s", i, k8s_error_last()->message);
+		ck_assert_ptr_nonnull(out);
+		cJSON_Delete(out);
+		cJSON_Delete(o);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("conversion_ext");
@@ -574,6 +611,7 @@ static Suite *suite(void)
 	tc = tcase_create("routing");
 	tcase_add_test(tc, extension_group_only);
 	tcase_add_test(tc, review_mixed_kinds);
+	tcase_add_test(tc, odd_shapes_do_not_crash);
 	suite_add_tcase(s, tc);
 	return s;
 }
