@@ -37,6 +37,8 @@ extern "C" {
 #define SBX_KIND_WARM_POOL "SandboxWarmPool"
 /** Kind of a claim (extensions group), used by the metrics of §11. */
 #define SBX_KIND_CLAIM "SandboxClaim"
+/** Kind of a template (extensions group), converted per spec/api.md §5.3. */
+#define SBX_KIND_TEMPLATE "SandboxTemplate"
 
 /**
  * The REST resource of Sandboxes: group agents.x-k8s.io, version v1beta1,

@@ -47,8 +47,6 @@ extern "C" {
 #define SBX_EXT_API_VERSION_V1ALPHA1 SBX_EXTENSIONS_GROUP "/" SBX_VERSION_V1ALPHA1
 /** `apiVersion` of a v1beta1 (hub) extension kind. */
 #define SBX_EXT_API_VERSION SBX_EXTENSIONS_GROUP "/" SBX_VERSION
-/** Kind of a template (extensions group), converted per spec/api.md §5.3. */
-#define SBX_KIND_TEMPLATE "SandboxTemplate"
 
 /**
  * Annotation on a stored (v1beta1) SandboxClaim holding the JSON of the
