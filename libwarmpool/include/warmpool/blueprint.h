@@ -1,0 +1,92 @@
+/*
+ * blueprint.h - what a SandboxTemplate stamps onto a Sandbox, shared by the
+ * SandboxWarmPool and SandboxClaim controllers: the blueprint
+ * {podTemplate, volumeClaimTemplates, service} (spec/api.md §3.1), the
+ * secure defaults applied to its pod spec (§9.6), its content hashes (§1.1)
+ * and the staleness test of a Sandbox against the current template (§8.4).
+ *
+ * All functions are pure (no I/O, no global state) and thread-safe; they
+ * never modify their const arguments.
+ */
+#ifndef WARMPOOL_BLUEPRINT_H
+#define WARMPOOL_BLUEPRINT_H
+
+#include <stdbool.h>
+#include <cjson/cJSON.h>
+#include "sandbox/namehash.h"
+#include "warmpool/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * True when the SandboxTemplate `tpl` (a whole object) is in "secure by
+ * default" network mode (§9.6): spec.networkPolicyManagement is Managed or
+ * empty AND spec.networkPolicy is absent/null.
+ */
+WP_EXTERN bool wp_template_secure_by_default(const cJSON *tpl);
+
+/**
+ * Applies the secure defaults of §9.6 to `pod_spec` (a PodSpec object,
+ * modified in place): automountServiceAccountToken false when unset; when
+ * `secure_by_default` and dnsPolicy is empty, dnsPolicy "None" and dnsConfig
+ * replaced by {nameservers: ["8.8.8.8", "1.1.1.1"]}.
+ *
+ * @return 0; K8S_EINVAL for a NULL or non-object `pod_spec`; K8S_ENOMEM.
+ */
+WP_EXTERN int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default);
+
+/**
+ * A new object {podTemplate, volumeClaimTemplates, service} deep-copied from
+ * `tpl`.spec (members absent in the template are absent in the result).
+ * The caller frees it with cJSON_Delete(). NULL (K8S_EINVAL or K8S_ENOMEM
+ * recorded) when `tpl` has no spec.podTemplate or on allocation failure.
+ */
+WP_EXTERN cJSON *wp_blueprint_new(const cJSON *tpl);
+
+/**
+ * Writes the blueprint hash of `tpl` (NameHash of the blueprint's JSON,
+ * §1.1) into `out`. The JSON is this implementation's canonical form
+ * (members in the order served), so values differ from the Go controller's;
+ * §8.4's semantic comparison makes that harmless.
+ *
+ * @return 0; K8S_EINVAL when `tpl` has no spec.podTemplate; K8S_ENOMEM.
+ */
+WP_EXTERN int wp_blueprint_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE]);
+
+/**
+ * Writes the pod-template hash of `tpl` (NameHash of the JSON of
+ * spec.podTemplate, §1.1) into `out`. Errors as wp_blueprint_hash().
+ */
+WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE]);
+
+/**
+ * The semantic blueprint comparison of §8.4: true when the Sandbox `sbx`
+ * (whole object) differs from what `tpl` would build: the template's pod
+ * spec with secure defaults applied vs sbx.spec.podTemplate.spec, the VCT
+ * lists (same length; index by index same name and semantically equal
+ * spec; metadata ignored) and `service`. Pod template metadata and the
+ * template's policies are ignored, so metadata-only edits never make a
+ * Sandbox stale. Semantic equality: a missing member equals its zero value.
+ */
+WP_EXTERN bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx);
+
+/**
+ * The staleness verdict of §8.4 for the pool member `sbx` against the
+ * current template `tpl` (whole objects; `tpl_hash` its wp_blueprint_hash(),
+ * NULL when it could not be computed):
+ *  - its sandbox-template-ref-hash label differs from NameHash(tpl name):
+ *    stale;
+ *  - `owned` (controlled by the pool): stale when its
+ *    sandbox-template-hash label differs from `tpl_hash` AND
+ *    wp_blueprint_differs(); fresh when `tpl_hash` is NULL;
+ *  - orphan (!owned): stale when wp_blueprint_differs().
+ */
+WP_EXTERN bool wp_sandbox_is_stale(const cJSON *tpl, const char *tpl_hash,
+                                   const cJSON *sbx, bool owned);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
