@@ -1,0 +1,70 @@
+/*
+ * claimctl.h - the SandboxClaim controller (spec/api.md §9, §10): binds each
+ * claim to a Sandbox, adopting a warm pool member through the in-memory warm
+ * queue (compare-and-swap on the claim, so a warm Sandbox is never adopted
+ * twice) or creating one cold; mirrors its status; enforces the claim
+ * lifecycle; records the claim metrics (§11) and events (§12).
+ *
+ * Lifecycle and thread-safety as templatectl.h.
+ */
+#ifndef WARMPOOL_CLAIMCTL_H
+#define WARMPOOL_CLAIMCTL_H
+
+#include <stdbool.h>
+#include "k8s/client.h"
+#include "k8s/controller.h"
+#include "k8s/events.h"
+#include "k8s/informer.h"
+#include "k8s/log.h"
+#include "k8s/metrics.h"
+#include "warmpool/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wp_claim_controller wp_claim_controller;
+
+#define WP_CLAIM_CONTROLLER_OPTIONS_VERSION 1
+
+/** Options; initialise with WP_CLAIM_CONTROLLER_OPTIONS_INIT (upstream defaults). */
+typedef struct {
+	unsigned int version;            /**< WP_CLAIM_CONTROLLER_OPTIONS_VERSION */
+	k8s_client *client;              /**< required; borrowed */
+	k8s_informer *claims;            /**< required; borrowed; SandboxClaims (not started) */
+	k8s_informer *sandboxes;         /**< required; borrowed; Sandboxes (not started) */
+	k8s_informer *pools;             /**< required; borrowed; SandboxWarmPools (not started) */
+	k8s_informer *templates;         /**< required; borrowed; SandboxTemplates (not started) */
+	int workers;                     /**< `--sandbox-claim-concurrent-workers`; default 50 */
+	bool disable_events;             /**< `--disable-claim-events` */
+	bool disable_observability_annotations; /**< `--disable-claim-observability-annotations` */
+	/**
+	 * Path of the allowed label domains file (§9.5, surfaces.md A.9);
+	 * NULL: "/etc/sandbox-config/allowed-label-domains". A missing file
+	 * means the default domain; another read error fails _new() (K8S_ERROR).
+	 */
+	const char *allowed_label_domains_file;
+	k8s_logger *logger;              /**< borrowed; NULL: silent */
+	k8s_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of §11 */
+	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxclaim-controller) */
+} wp_claim_controller_options;
+
+#define WP_CLAIM_CONTROLLER_OPTIONS_INIT { WP_CLAIM_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
+	50, false, false, NULL, NULL, NULL, NULL }
+
+/** As wp_template_controller_new(); also K8S_ERROR for an unreadable domains file. */
+WP_EXTERN int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts);
+/** Starts the workers. @return 0, K8S_EINVAL (started twice), K8S_ERROR. */
+WP_EXTERN int wp_claim_controller_start(wp_claim_controller *c);
+/** Stops and joins the workers. Idempotent. */
+WP_EXTERN void wp_claim_controller_stop(wp_claim_controller *c);
+/** Frees; NULL accepted. Stop first. */
+WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
+/** Reconciles the SandboxClaim `key` ("namespace/name") once. */
+WP_EXTERN int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
+                                            k8s_reconcile_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,71 @@
+/*
+ * poolctl.h - the SandboxWarmPool controller (spec/api.md §8): keeps
+ * spec.replicas unclaimed, ready Sandboxes built from the pool's
+ * SandboxTemplate, created in slow-start batches, gated by expectations so
+ * a lagging cache never over-creates, paced by the refill options, with
+ * stuck/unschedulable member handling and the Recreate / OnReplenish
+ * update strategies; writes status replicas/readyReplicas/selector.
+ *
+ * Lifecycle and thread-safety as templatectl.h.
+ */
+#ifndef WARMPOOL_POOLCTL_H
+#define WARMPOOL_POOLCTL_H
+
+#include <stdbool.h>
+#include "k8s/client.h"
+#include "k8s/controller.h"
+#include "k8s/events.h"
+#include "k8s/informer.h"
+#include "k8s/log.h"
+#include "k8s/metrics.h"
+#include "warmpool/api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct wp_pool_controller wp_pool_controller;
+
+#define WP_POOL_CONTROLLER_OPTIONS_VERSION 1
+
+/** Options; initialise with WP_POOL_CONTROLLER_OPTIONS_INIT (upstream defaults). */
+typedef struct {
+	unsigned int version;            /**< WP_POOL_CONTROLLER_OPTIONS_VERSION */
+	k8s_client *client;              /**< required; borrowed */
+	k8s_informer *pools;             /**< required; borrowed; SandboxWarmPools (not started) */
+	k8s_informer *sandboxes;         /**< required; borrowed; Sandboxes (not started) */
+	k8s_informer *templates;         /**< required; borrowed; SandboxTemplates (not started) */
+	/** Required; borrowed; the Pod informer (compact sbx_pod cache,
+	 *  sandbox/podcache.h), read for the unschedulable test of §8.2. */
+	k8s_informer *pods;
+	int workers;                     /**< `--sandbox-warm-pool-concurrent-workers`; default 1 */
+	int max_batch_size;              /**< `--sandbox-warm-pool-max-batch-size`; default 300 */
+	long replenish_delay_ms;         /**< `--sandbox-warm-pool-replenish-delay`; default 0 */
+	double max_refill_rate;          /**< `--sandbox-warm-pool-max-refill-rate` per second; 0: unlimited */
+	long readiness_grace_ms;         /**< `--sandbox-warm-pool-readiness-grace-period`; default 5 min */
+	long unschedulable_recheck_ms;   /**< `--sandbox-warm-pool-unschedulable-recheck-interval`; default 1 min */
+	bool enable_eviction;            /**< `--enable-warm-pool-eviction`; default true */
+	k8s_logger *logger;              /**< borrowed; NULL: silent */
+	k8s_metrics_registry *metrics;   /**< borrowed; NULL: none */
+	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxwarmpool-controller) */
+} wp_pool_controller_options;
+
+#define WP_POOL_CONTROLLER_OPTIONS_INIT { WP_POOL_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
+	1, 300, 0, 0.0, 5 * 60 * 1000L, 60 * 1000L, true, NULL, NULL, NULL }
+
+/** As wp_template_controller_new(); also K8S_EINVAL for a negative delay/rate or batch < 1. */
+WP_EXTERN int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_options *opts);
+/** Starts the workers. @return 0, K8S_EINVAL (started twice), K8S_ERROR. */
+WP_EXTERN int wp_pool_controller_start(wp_pool_controller *c);
+/** Stops and joins the workers. Idempotent. */
+WP_EXTERN void wp_pool_controller_stop(wp_pool_controller *c);
+/** Frees; NULL accepted. Stop first. */
+WP_EXTERN void wp_pool_controller_free(wp_pool_controller *c);
+/** Reconciles the SandboxWarmPool `key` ("namespace/name") once. */
+WP_EXTERN int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key,
+                                           k8s_reconcile_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
