@@ -21,7 +21,7 @@ static cJSON *claim_with(const char *member, const char *json)
 /* Injects `env` into the fixture template's pod spec under `policy`. */
 static cJSON *inject(const char *env, const char *policy, wp_claim_err *err, bool *ok)
 {
-	cJSON *tpl = cfx_load("template.json");
+	cJSON *tpl = cfx_load("claim-template.json");
 	cJSON *spec = cJSON_Duplicate(k8s_obj_at(tpl, "spec.podTemplate.spec"), true);
 	cJSON *claim = claim_with("env", env);
 	*ok = wp_inject_env(spec, claim, policy, err);
@@ -103,7 +103,7 @@ END_TEST
 
 START_TEST(env_envfrom)
 {
-	cJSON *tpl = cfx_load("template.json");
+	cJSON *tpl = cfx_load("claim-template.json");
 	cJSON *spec = cJSON_Duplicate(k8s_obj_at(tpl, "spec.podTemplate.spec"), true);
 	cJSON_AddItemToObject((cJSON *)ctr(spec, "containers", 1), "envFrom",
 	                      cfx_json("[{\"configMapRef\":{\"name\":\"c\"}}]"));
@@ -181,7 +181,7 @@ START_TEST(adoption_patch_with_template)
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata",
 	                      cfx_json("{\"labels\":{\"sandbox.users.io/t\":\"x\"}}"));
 	cJSON *sbx = cfx_load("sandbox-warm.json");
-	cJSON *tpl = cfx_load("template.json");
+	cJSON *tpl = cfx_load("claim-template.json");
 	wp_claim_err err = { 0 };
 	cJSON *p = wp_claim_adoption_patch(claim, sbx, tpl, NULL, &err);
 	ck_assert_msg(p != NULL, "%s", err.msg);
