@@ -1341,8 +1341,20 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	wp_claim_controller *c = p->c;
 	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CLAIM_FIRST_READY)))
 		return 0;
-	if (was_ready)
-		return patch_claim_annotation(p, WP_ANNOTATION_CLAIM_FIRST_READY, "unknown", NULL);
+	if (was_ready) {
+		/* Backfill under the resourceVersion read: a cache that has our
+		 * Ready status but not yet our own stamp of the same pass must not
+		 * overwrite the stamp with "unknown" (409, ignored; the next pass
+		 * reads the stamp). */
+		cJSON *md = cJSON_CreateObject();
+		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim))) ||
+		    !ju_set_str(ju_obj(md, "annotations"), WP_ANNOTATION_CLAIM_FIRST_READY, "unknown")) {
+			cJSON_Delete(md);
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		}
+		int rc = patch_claim_metadata(p, md);
+		return rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND ? 0 : rc;
+	}
 	bool now_ready = ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "status"), "True");
 	if (!now_ready || !authoritative)
 		return 0;
