@@ -256,6 +256,22 @@ bool wp_claim_status_equal(const cJSON *a, const cJSON *b)
 	return eq;
 }
 
+bool wp_claim_sandbox_update_matters(const cJSON *o, const cJSON *n)
+{
+	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
+		return true;
+	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
+		return true;
+	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");
+	const char *types[] = { SBX_CONDITION_READY, SBX_CONDITION_FINISHED };
+	for (int i = 0; i < 2; i++) {
+		const cJSON *a = wp_condition(os, types[i]), *b = wp_condition(ns, types[i]);
+		if ((a == NULL) != (b == NULL) || (a && !cJSON_Compare(a, b, true)))
+			return true;
+	}
+	return false;
+}
+
 const char *wp_normalize_created_by(const char *v)
 {
 	if (ju_str_eq(v, "go-client") || ju_str_eq(v, "python-client") ||

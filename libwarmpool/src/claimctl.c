@@ -271,27 +271,9 @@ static void on_sbx_add(const cJSON *obj, void *ud)
 	feed_queue(ud, NULL, obj);
 }
 
-/* The update filter of §9: deletionTimestamp toggles, podIPs, or the
- * whole Ready or Finished condition changed. */
-static bool sbx_update_matters(const cJSON *o, const cJSON *n)
-{
-	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
-		return true;
-	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
-		return true;
-	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");
-	const char *types[] = { SBX_CONDITION_READY, SBX_CONDITION_FINISHED };
-	for (int i = 0; i < 2; i++) {
-		const cJSON *a = wp_condition(os, types[i]), *b = wp_condition(ns, types[i]);
-		if ((a == NULL) != (b == NULL) || (a && !cJSON_Compare(a, b, true)))
-			return true;
-	}
-	return false;
-}
-
 static void on_sbx_update(const cJSON *o, const cJSON *n, void *ud)
 {
-	if (sbx_update_matters(o, n)) {
+	if (wp_claim_sandbox_update_matters(o, n)) {
 		enqueue_owner_claim(ud, n);
 		if (!ju_str_eq(ju_str(k8s_obj_controller_ref(o), "uid"),
 		               ju_str(k8s_obj_controller_ref(n), "uid")))
