@@ -144,13 +144,37 @@ static void on_pool_add(const cJSON *o, void *ud) { on_pool_event(ud, o); }
 static void on_pool_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; on_pool_event(ud, n); }
 static void on_pool_delete(const cJSON *o, void *ud) { on_pool_event(ud, o); }
 
+/* An orphan carrying a pool label wakes the pools of its namespace whose
+ * name hashes to it, so it is adopted (or deleted as stale) without
+ * waiting for another event of the pool. Orphans are rare: a list of the
+ * namespace's pools is affordable. */
+static void enqueue_orphan_pool(wp_pool_controller *c, const cJSON *sbx)
+{
+	const char *h = k8s_obj_label(sbx, SBX_LABEL_WARM_POOL_SANDBOX);
+	if (ju_empty(h) || k8s_obj_controller_ref(sbx))
+		return;
+	cJSON *pools = NULL;
+	if (k8s_informer_list(c->o.pools, k8s_obj_namespace(sbx), &pools))
+		return;
+	const cJSON *pool;
+	cJSON_ArrayForEach(pool, pools) {
+		char ph[SBX_NAME_HASH_SIZE];
+		wp_pool_hash(pool, ph);
+		if (strcmp(ph, h) == 0)
+			on_pool_event(c, pool);
+	}
+	cJSON_Delete(pools);
+}
+
 /* The expectation is lowered before the pool is enqueued (§8.5). */
 static void on_sbx_add(const cJSON *o, void *ud)
 {
 	wp_pool_controller *c = ud;
 	char *key = controlling_pool_key(o);
-	if (!key)
+	if (!key) {
+		enqueue_orphan_pool(c, o);
 		return;
+	}
 	wp_expectations_lower_creations(c->exp, key, 1);
 	k8s_controller_enqueue(c->ctl, key);
 	free(key);
@@ -164,6 +188,8 @@ static void on_sbx_update(const cJSON *o, const cJSON *n, void *ud)
 		k8s_controller_enqueue(c->ctl, kn);
 	if (ko && (!kn || strcmp(ko, kn) != 0))   /* adopted away by a claim */
 		k8s_controller_enqueue(c->ctl, ko);
+	if (!kn)
+		enqueue_orphan_pool(c, n);
 	free(ko);
 	free(kn);
 }
