@@ -18,6 +18,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
+# the CRDs of deploy/ (the controller points their conversion webhook at itself)
+CRDS = ("sandboxes.agents.x-k8s.io", "sandboxtemplates.extensions.agents.x-k8s.io",
+        "sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io")
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -120,15 +123,15 @@ def deployed(kube):
     # A controller run with --webhook-url (below) left the CRD's conversion
     # clientConfig on a URL; `apply` would add the Service beside it, which the
     # API server refuses (exactly one of url and service): put the Service back.
-    if kube.run("get", "crd/sandboxes.agents.x-k8s.io", "-o",
-                "jsonpath={.spec.conversion.webhook.clientConfig.url}", check=False).stdout:
-        kube.run("patch", "crd/sandboxes.agents.x-k8s.io", "--type=merge", "-p", json.dumps(
-            {"spec": {"conversion": {"webhook": {"clientConfig": {"url": None, "service": {
-                "name": "agent-sandbox-webhook-service", "namespace": "agent-sandbox-system",
-                "path": "/convert"}}}}}}))
+    for crd in CRDS:
+        if kube.run("get", f"crd/{crd}", "-o",
+                    "jsonpath={.spec.conversion.webhook.clientConfig.url}", check=False).stdout:
+            kube.run("patch", f"crd/{crd}", "--type=merge", "-p", json.dumps(
+                {"spec": {"conversion": {"webhook": {"clientConfig": {"url": None, "service": {
+                    "name": "agent-sandbox-webhook-service", "namespace": "agent-sandbox-system",
+                    "path": "/convert"}}}}}}))
     kube.run("apply", "-k", os.path.join(ROOT, "deploy"))
-    kube.run("wait", "--for=condition=Established", "--timeout=60s",
-             "crd/sandboxes.agents.x-k8s.io")
+    kube.run("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{c}" for c in CRDS])
     return kube
 
 
