@@ -186,6 +186,29 @@ static cJSON *new_np(const cJSON *tpl, const char *name, cJSON *spec)
 	return np;
 }
 
+/* The API server defaults ports[].protocol to TCP; compare against the
+ * defaulted form so a custom rule without protocol is not rewritten on
+ * every pass. Returns false when out of memory. */
+static bool np_spec_equal(const cJSON *have, const cJSON *want)
+{
+	cJSON *w = cJSON_Duplicate(want, true);
+	if (!w)
+		return false;
+	static const char *const dirs[] = { "ingress", "egress" };
+	for (int i = 0; i < 2; i++) {
+		cJSON *rule;
+		cJSON_ArrayForEach(rule, cJSON_GetObjectItemCaseSensitive(w, dirs[i])) {
+			cJSON *port;
+			cJSON_ArrayForEach(port, cJSON_GetObjectItemCaseSensitive(rule, "ports"))
+				if (cJSON_IsObject(port) && ju_empty(ju_str(port, "protocol")))
+					ju_set_str(port, "protocol", "TCP");
+		}
+	}
+	bool eq = ju_semantic_equal(have, w);
+	cJSON_Delete(w);
+	return eq;
+}
+
 static bool controlled_by(const cJSON *np, const cJSON *tpl)
 {
 	return ju_owner_class(np, k8s_obj_uid(tpl)) == OWNER_THIS;
@@ -216,7 +239,7 @@ int wp_template_np_decide(const cJSON *tpl, const cJSON *np, wp_np_decision *out
 		if (!out->error)
 			goto oom_spec_taken;
 		out->verb = WP_NP_REFUSE;
-	} else if (ju_semantic_equal(cJSON_GetObjectItemCaseSensitive(np, "spec"), spec)) {
+	} else if (np_spec_equal(cJSON_GetObjectItemCaseSensitive(np, "spec"), spec)) {
 		cJSON_Delete(spec);
 	} else {
 		out->body = cJSON_Duplicate(np, true);

@@ -140,6 +140,28 @@ START_TEST(decide_equal_update)
 }
 END_TEST
 
+START_TEST(decide_port_protocol_default)
+{
+	cJSON *t = fx_load("template.json"), *np = fx_load("networkpolicy.json");
+	wp_np_decision d;
+	fx_set_json(t, "spec.networkPolicy", "{\"egress\":[{\"ports\":[{\"port\":443}]}]}");
+	/* As stored: the API server added protocol TCP. Equal. */
+	fx_del(np, "spec.ingress");
+	fx_set_json(np, "spec.egress", "[{\"ports\":[{\"port\":443,\"protocol\":\"TCP\"}]}]");
+	ck_assert_int_eq(wp_template_np_decide(t, np, &d), 0);
+	ck_assert_int_eq(d.verb, WP_NP_NONE);
+	/* Another protocol: differs, and the body keeps the rule verbatim. */
+	fx_set_json(np, "spec.egress", "[{\"ports\":[{\"port\":443,\"protocol\":\"UDP\"}]}]");
+	ck_assert_int_eq(wp_template_np_decide(t, np, &d), 0);
+	ck_assert_int_eq(d.verb, WP_NP_UPDATE);
+	ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+		k8s_obj_at(d.body, "spec.egress"), 0), "ports"), 0), "protocol"));
+	wp_np_decision_clear(&d);
+	cJSON_Delete(np);
+	cJSON_Delete(t);
+}
+END_TEST
+
 START_TEST(decide_refuse_foreign)
 {
 	cJSON *t = fx_load("template.json"), *np = fx_load("networkpolicy.json");
@@ -191,6 +213,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, custom_rules_verbatim);
 	tcase_add_test(tc, decide_create);
 	tcase_add_test(tc, decide_equal_update);
+	tcase_add_test(tc, decide_port_protocol_default);
 	tcase_add_test(tc, decide_refuse_foreign);
 	tcase_add_test(tc, decide_unmanaged);
 	suite_add_tcase(s, tc);
