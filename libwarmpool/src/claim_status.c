@@ -225,8 +225,7 @@ static int cond_cmp(const void *a, const void *b)
 	return strcmp(ju_nz(ju_str(x, "type")), ju_nz(ju_str(y, "type")));
 }
 
-/* A copy of `st` with its conditions sorted by type. */
-static cJSON *sorted_status(const cJSON *st)
+cJSON *wp_claim_status_sorted(const cJSON *st)
 {
 	cJSON *c = cJSON_IsObject(st) ? cJSON_Duplicate(st, true) : cJSON_CreateObject();
 	cJSON *conds = c ? cJSON_GetObjectItem(c, "conditions") : NULL;
@@ -249,7 +248,7 @@ static cJSON *sorted_status(const cJSON *st)
 
 bool wp_claim_status_equal(const cJSON *a, const cJSON *b)
 {
-	cJSON *x = sorted_status(a), *y = sorted_status(b);
+	cJSON *x = wp_claim_status_sorted(a), *y = wp_claim_status_sorted(b);
 	bool eq = x && y && ju_semantic_equal(x, y);
 	cJSON_Delete(x);
 	cJSON_Delete(y);

@@ -21,6 +21,7 @@
  * controller, clears its reference and reports AdoptionConflict.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -490,6 +491,7 @@ typedef struct {
 	wp_claim_err err;
 	long pending_ms;      /* > 0: warm candidates pending network */
 	int64_t now_ms;
+	char first_observed[48];  /* the controller-first-observed-at value of this pass */
 } pass;
 
 static void pass_set_claim(pass *p, cJSON *claim)
@@ -1274,7 +1276,11 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 	const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
 	if (wp_claim_status_equal(old, st))
 		return 0;
-	cJSON *diff = wp_merge_patch_diff(cJSON_IsObject(old) ? old : NULL, st);
+	/* conditions of both sides sorted by type first (§9.1 step 9) */
+	cJSON *olds = wp_claim_status_sorted(old), *news = wp_claim_status_sorted(st);
+	cJSON *diff = olds && news ? wp_merge_patch_diff(olds, news) : NULL;
+	cJSON_Delete(olds);
+	cJSON_Delete(news);
 	cJSON *patch = cJSON_CreateObject();
 	cJSON *md = patch ? ju_obj(patch, "metadata") : NULL;
 	if (!diff || !md || !ju_set_str(md, "resourceVersion",
@@ -1348,8 +1354,7 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	const char *hl[] = { launch, tpl };
 	observe_since(c->m_claim, hl, 2, k8s_obj_annotation(p->claim, WP_ANNOTATION_WEBHOOK_FIRST_OBSERVED),
 	              now, true);
-	observe_since(c->m_ctrl, hl, 2,
-	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED), now, false);
+	observe_since(c->m_ctrl, hl, 2, p->first_observed, now, false);
 	if (c->m_creation && p->sbx) {
 		const cJSON *r = wp_condition(cJSON_GetObjectItem(p->sbx, "status"), SBX_CONDITION_READY);
 		int64_t created, readyt;
@@ -1394,12 +1399,17 @@ static void delete_legacy_np(pass *p)
 /* §9.1 step 4: the controller-first-observed-at stamp. */
 static int stamp_observed(pass *p)
 {
-	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED)))
+	const char *have = k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED);
+	if (!ju_empty(have)) {
+		snprintf(p->first_observed, sizeof(p->first_observed), "%s", have);
 		return 0;
+	}
 	int64_t t = obs_get(p->c, p->key, k8s_obj_uid(p->claim), NULL);
-	char buf[48];
-	wp_format_rfc3339nano(t > 0 ? t : now_ns(), buf, sizeof(buf));
+	char *buf = p->first_observed;
+	wp_format_rfc3339nano(t > 0 ? t : now_ns(), buf, sizeof(p->first_observed));
 	if (p->c->disable_obs) {
+		/* in memory only; p->first_observed survives the claim copies
+		 * that later writes return, for the controller latency metric */
 		cJSON *ann = ju_obj(ju_obj(p->claim, "metadata"), "annotations");
 		if (ann)
 			ju_set_str(ann, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf);

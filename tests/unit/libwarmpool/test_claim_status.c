@@ -248,6 +248,12 @@ START_TEST(status_equal_and_time)
 	cJSON *b = cfx_json("{\"sandbox\":{\"name\":\"s\",\"podIPs\":[]},\"conditions\":["
 	                    "{\"type\":\"Finished\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\"}]}");
 	ck_assert(wp_claim_status_equal(a, b));
+	cJSON *sorted = wp_claim_status_sorted(a);
+	ck_assert_str_eq(ju_str(cJSON_GetArrayItem(cJSON_GetObjectItem(sorted, "conditions"), 0), "type"),
+	                 "Finished");
+	ck_assert_str_eq(ju_str(cJSON_GetArrayItem(cJSON_GetObjectItem(sorted, "conditions"), 1), "type"),
+	                 "Ready");
+	cJSON_Delete(sorted);
 	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "conditions"), 1),
 	                          "status", cJSON_CreateString("False"));
 	ck_assert(!wp_claim_status_equal(a, b));
