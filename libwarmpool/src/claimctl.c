@@ -1373,7 +1373,10 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	                              wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)), NULL);
 }
 
-/* §9.1 step 2, once per claim UID: the legacy per-claim NetworkPolicy. */
+/* §9.1 step 2, once per claim UID (not on every pass: nothing creates
+ * these any more, so one look per claim and controller start is enough):
+ * the legacy per-claim NetworkPolicy, deleted only if this claim controls
+ * it. Errors are only logged. */
 static void delete_legacy_np(pass *p)
 {
 	bool todo = true;
@@ -1442,7 +1445,6 @@ static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 static int do_reconcile(pass *p, k8s_reconcile_result *res)
 {
 	wp_claim_controller *c = p->c;
-	delete_legacy_np(p);
 	if (k8s_obj_is_deleting(p->claim))
 		return 0;
 	int rc = stamp_observed(p);
@@ -1573,6 +1575,21 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		goto out;
 	}
 	rc = do_reconcile(&p, res);
+	/* §9.1 step 2 after the pass, not before it: its result is only
+	 * logged, and a new claim's first pass (the warm hand-out) should not
+	 * wait for the extra request */
+	if (rc == 0) {
+		delete_legacy_np(&p);
+	} else {
+		/* keep this pass's error as the thread's last error */
+		const k8s_error *e = k8s_error_last();
+		int http = e->http_status;
+		char *reason = strdup(e->reason), *msg = strdup(e->message);
+		delete_legacy_np(&p);
+		k8s_error_set(rc, http, reason, "%s", msg ? msg : "");
+		free(reason);
+		free(msg);
+	}
 out:
 	wp_claim_err_clear(&p.err);
 	cJSON_Delete(p.claim);
