@@ -3,7 +3,7 @@
 #   docker build -t agent-sandbox-controller:dev .
 #
 # Build stage: Debian 12 with the Debian packages the controller links
-# (the library half of tools/install-deps) and meson; libk8s and libsandbox
+# (the library half of tools/install-deps) and meson; libk8s, libsandbox and libwarmpool
 # are linked statically into the one binary.
 # Runtime stage: distroless cc-debian12 (glibc, libssl3, libgcc; no shell, no
 # package manager), the binary and the shared libraries it needs that the
@@ -18,6 +18,7 @@ WORKDIR /src
 COPY meson.build meson_options.txt ./
 COPY libk8s libk8s
 COPY libsandbox libsandbox
+COPY libwarmpool libwarmpool
 COPY cmd cmd
 COPY bench bench
 COPY tools/check-image-libs tools/
