@@ -530,6 +530,7 @@ typedef struct {
 	long pending_ms;      /* > 0: warm candidates pending network */
 	int64_t now_ms;
 	char first_observed[48];  /* the controller-first-observed-at value of this pass */
+	char *bound_missing;  /* status.sandbox.name the Sandbox cache did not have */
 } pass;
 
 static void pass_set_claim(pass *p, cJSON *claim)
@@ -1177,14 +1178,17 @@ static int64_t claim_age_ms(pass *p)
 
 /*
  * Cache-lag guard for get_or_create: when this controller bound the claim
- * to a Sandbox earlier and neither the claim's status nor the Sandbox
- * cache shows it, re-reads that Sandbox from the API server. Returns true
+ * to a Sandbox earlier (or `status_name`, the claim's status.sandbox.name
+ * the Sandbox cache missed, names one: a bind by an earlier run) and the
+ * caches do not show it, re-reads that Sandbox from the API server. Returns true
  * when the pass is decided (p->sbx set, or p->err set on a read error);
  * false when the Sandbox is gone or no longer the claim's (then forgotten).
  */
-static bool recall_bound(pass *p)
+static bool recall_bound(pass *p, const char *status_name)
 {
 	char *name = obs_get_bound(p->c, p->key, k8s_obj_uid(p->claim));
+	if (!name && status_name && !(name = strdup(status_name)))
+		return false;
 	if (!name)
 		return false;
 	cJSON *fresh = NULL;
@@ -1217,7 +1221,10 @@ static void get_or_create(pass *p)
 	/* 1. the bound name */
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *assigned = assigned_ref(p->claim, &from_label);
-	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) == 0) {
+	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) != 0) {
+		free(p->bound_missing);
+		p->bound_missing = strdup(bound);   /* NULL (out of memory): no guard */
+	} else if (!ju_empty(bound)) {
 		if (wp_controlled_by_claim(sbx, p->claim)) {
 			bool warm = ju_str_eq(bound, assigned) || strcmp(bound, p->name) != 0;
 			pass_set_sbx(p, sbx);
@@ -1296,7 +1303,7 @@ static void get_or_create(pass *p)
 	}
 	/* A Sandbox this controller bound the claim to that the caches do not
 	 * show yet: ask the API server before handing out a second one. */
-	if (recall_bound(p))
+	if (recall_bound(p, p->bound_missing))
 		return;
 	/* 4.-6. warm */
 	if (!wp_claim_forces_cold(p->claim)) {
@@ -1670,6 +1677,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 	}
 out:
 	wp_claim_err_clear(&p.err);
+	free(p.bound_missing);
 	cJSON_Delete(p.claim);
 	cJSON_Delete(p.sbx);
 	free(p.ns);
