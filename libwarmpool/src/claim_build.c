@@ -454,8 +454,10 @@ cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON
 	if (metadiff->child) {
 		cJSON *spec = ju_obj(patch, "spec");
 		cJSON *pt = spec ? ju_obj(spec, "podTemplate") : NULL;
-		if (!pt || !ju_set(pt, "metadata", metadiff)) {
-			metadiff = NULL;
+		if (!pt)
+			goto nomem;   /* metadiff still ours: freed there */
+		if (!ju_set(pt, "metadata", metadiff)) {
+			metadiff = NULL;   /* ju_set took it */
 			goto nomem;
 		}
 	} else {

@@ -47,6 +47,7 @@ typedef struct obs_entry {
 	char *uid;
 	int64_t first_ns;     /* wall clock, ns since the epoch */
 	bool np_checked;      /* legacy NetworkPolicy looked at (§9.1 step 2) */
+	char *bound;          /* Sandbox this controller bound the claim to, or NULL */
 } obs_entry;
 
 struct wp_claim_controller {
@@ -98,6 +99,7 @@ static obs_entry *obs_find(wp_claim_controller *c, const char *key)
 
 static void obs_free(obs_entry *e)
 {
+	free(e->bound);
 	free(e->key);
 	free(e->uid);
 	free(e);
@@ -119,6 +121,8 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 			e->uid = u;
 			e->first_ns = now_ns();
 			e->np_checked = false;
+			free(e->bound);
+			e->bound = NULL;
 		}
 	} else if (!e) {
 		e = calloc(1, sizeof(*e));
@@ -171,6 +175,40 @@ static int64_t obs_get(wp_claim_controller *c, const char *key, const char *uid,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return t;
+}
+
+/*
+ * The Sandbox this controller last bound claim key+uid to (cold create or
+ * warm adoption), remembered so that a later pass whose caches lag behind
+ * that write (the claim's status write lost to a 409, the Sandbox not yet
+ * in the cache) does not bind the claim to a second Sandbox. `name` NULL
+ * forgets it. Out of memory only loses the guard.
+ */
+static void obs_set_bound(wp_claim_controller *c, const char *key, const char *uid,
+                          const char *name)
+{
+	char *v = name ? strdup(name) : NULL;
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && ju_str_eq(e->uid, uid)) {
+		free(e->bound);
+		e->bound = v;
+		v = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(v);
+}
+
+/* A copy of the remembered bound Sandbox name (caller frees), or NULL. */
+static char *obs_get_bound(wp_claim_controller *c, const char *key, const char *uid)
+{
+	char *v = NULL;
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && ju_str_eq(e->uid, uid) && e->bound)
+		v = strdup(e->bound);
+	pthread_mutex_unlock(&c->lock);
+	return v;
 }
 
 /* ---- handlers ---- */
@@ -492,6 +530,7 @@ typedef struct {
 	long pending_ms;      /* > 0: warm candidates pending network */
 	int64_t now_ms;
 	char first_observed[48];  /* the controller-first-observed-at value of this pass */
+	char *bound_missing;  /* status.sandbox.name the Sandbox cache did not have */
 } pass;
 
 static void pass_set_claim(pass *p, cJSON *claim)
@@ -1064,6 +1103,7 @@ static int try_warm(pass *p, int *pending_network)
 			result = -1;
 		} else {
 			result = 1;
+			obs_set_bound(c, p->key, k8s_obj_uid(p->claim), sname);
 			char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
 			event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
 			free(note);
@@ -1112,6 +1152,7 @@ static void create_cold(pass *p)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "sandbox create error: %s", api_msg());
 		} else {
 			pass_set_sbx(p, out);
+			obs_set_bound(c, p->key, k8s_obj_uid(p->claim), p->name);
 			char *note = ju_printf("Created Sandbox \"%s\"", p->name);
 			event(p, "SandboxProvisioned", "Provisioning", note ? note : "Created Sandbox");
 			free(note);
@@ -1135,6 +1176,42 @@ static int64_t claim_age_ms(pass *p)
 	return NETWORK_GRACE_MS;
 }
 
+/*
+ * Cache-lag guard for get_or_create: when this controller bound the claim
+ * to a Sandbox earlier (or `status_name`, the claim's status.sandbox.name
+ * the Sandbox cache missed, names one: a bind by an earlier run) and the
+ * caches do not show it, re-reads that Sandbox from the API server. Returns true
+ * when the pass is decided (p->sbx set, or p->err set on a read error);
+ * false when the Sandbox is gone or no longer the claim's (then forgotten).
+ */
+static bool recall_bound(pass *p, const char *status_name)
+{
+	char *name = obs_get_bound(p->c, p->key, k8s_obj_uid(p->claim));
+	if (!name && status_name && !(name = strdup(status_name)))
+		return false;
+	if (!name)
+		return false;
+	cJSON *fresh = NULL;
+	int rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, name, &fresh);
+	bool decided = true;
+	if (rc == 0 && wp_controlled_by_claim(fresh, p->claim)) {
+		k8s_log(p->c->logger, K8S_LOG_DEBUG, "bound sandbox not yet in cache", "claim", p->key,
+		        "sandbox", name, NULL);
+		pass_set_sbx(p, fresh);
+		ensure_launch_type(p, strcmp(name, p->name) == 0 ? WP_LAUNCH_TYPE_COLD
+		                                                 : WP_LAUNCH_TYPE_WARM);
+	} else if (rc == 0 || rc == K8S_ENOTFOUND) {
+		cJSON_Delete(fresh);
+		obs_set_bound(p->c, p->key, k8s_obj_uid(p->claim), NULL);
+		decided = false;
+	} else {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to get sandbox \"%s\": %s", name,
+		                 api_msg());
+	}
+	free(name);
+	return decided;
+}
+
 /* §9.2 getOrCreateSandbox. */
 static void get_or_create(pass *p)
 {
@@ -1144,7 +1221,10 @@ static void get_or_create(pass *p)
 	/* 1. the bound name */
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *assigned = assigned_ref(p->claim, &from_label);
-	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) == 0) {
+	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) != 0) {
+		free(p->bound_missing);
+		p->bound_missing = strdup(bound);   /* NULL (out of memory): no guard */
+	} else if (!ju_empty(bound)) {
 		if (wp_controlled_by_claim(sbx, p->claim)) {
 			bool warm = ju_str_eq(bound, assigned) || strcmp(bound, p->name) != 0;
 			pass_set_sbx(p, sbx);
@@ -1183,7 +1263,8 @@ static void get_or_create(pass *p)
 		} else if (is_pool_ctrl(sbx)) {
 			if (wp_claim_candidate_ok(p->claim, sbx, NULL)) {
 				bool requeue;
-				finish_adoption(p, sbx, false, &requeue);
+				if (finish_adoption(p, sbx, false, &requeue) == 0)
+					obs_set_bound(c, p->key, k8s_obj_uid(p->claim), aname);
 				cJSON_Delete(sbx);
 				free(aname);
 				return;
@@ -1220,6 +1301,10 @@ static void get_or_create(pass *p)
 		                 "claim name or delete the sandbox manually", p->name, p->name);
 		return;
 	}
+	/* A Sandbox this controller bound the claim to that the caches do not
+	 * show yet: ask the API server before handing out a second one. */
+	if (recall_bound(p, p->bound_missing))
+		return;
 	/* 4.-6. warm */
 	if (!wp_claim_forces_cold(p->claim)) {
 		int pending = 0;
@@ -1592,6 +1677,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 	}
 out:
 	wp_claim_err_clear(&p.err);
+	free(p.bound_missing);
 	cJSON_Delete(p.claim);
 	cJSON_Delete(p.sbx);
 	free(p.ns);

@@ -24,6 +24,8 @@
 #define IDX_SANDBOX_POOL "wp-pool:warm-pool-sandbox"
 /* Most threads one slow-start batch runs at once. */
 #define MAX_PARALLEL 32
+/* Tries of a member delete whose resourceVersion precondition conflicts. */
+#define DELETE_ATTEMPTS 3
 
 typedef struct {
 	char *key;
@@ -373,9 +375,46 @@ static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
 		pass_fail(p, K8S_ENOMEM, why, m->name, "out of memory");
 		return false;
 	}
-	k8s_delete_options dopts = K8S_DELETE_OPTIONS_INIT;
-	dopts.precondition_uid = m->uid;
-	int rc = k8s_client_delete(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &dopts, NULL);
+	/* The resourceVersion precondition is what keeps a delete decided on
+	 * a lagging cache off a Sandbox a claim adopted meanwhile (§8.4
+	 * "claimed sandboxes are never touched by the pool"): the adoption
+	 * patch changes the version, the delete then gets 409, and a re-read
+	 * tells whether the member is still ours to delete. */
+	const cJSON *ref0 = k8s_obj_controller_ref(m->obj);
+	char *rv = strdup(ju_nz(k8s_obj_resource_version(m->obj)));
+	int rc = rv ? 0 : K8S_ENOMEM;
+	for (int attempt = 0; rc == 0 && attempt < DELETE_ATTEMPTS; attempt++) {
+		k8s_delete_options dopts = K8S_DELETE_OPTIONS_INIT;
+		dopts.precondition_uid = m->uid;
+		dopts.precondition_resource_version = rv;
+		rc = k8s_client_delete(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &dopts, NULL);
+		if (rc != K8S_ECONFLICT)
+			break;
+		cJSON *fresh = NULL;
+		int grc = k8s_client_get(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &fresh);
+		if (grc == 0 && !ju_str_eq(k8s_obj_uid(fresh), m->uid))
+			grc = K8S_ENOTFOUND;   /* recreated under the same name: ours is gone */
+		if (grc) {
+			cJSON_Delete(fresh);
+			rc = grc == K8S_ENOTFOUND ? K8S_ENOTFOUND : K8S_ECONFLICT;
+			break;
+		}
+		const cJSON *ref = k8s_obj_controller_ref(fresh);
+		bool same_owner = ref0 ? ju_str_eq(ju_str(ref, "uid"), ju_str(ref0, "uid")) : !ref;
+		if (!same_owner) {
+			/* adopted away (claimed) meanwhile: not ours to delete */
+			k8s_log(c->o.logger, K8S_LOG_INFO, "warm pool sandbox changed owner, not deleted",
+			        "pool", p->key, "sandbox", m->name, "reason", why, NULL);
+			cJSON_Delete(fresh);
+			rc = K8S_ENOTFOUND;
+			break;
+		}
+		free(rv);
+		rv = strdup(ju_nz(k8s_obj_resource_version(fresh)));
+		cJSON_Delete(fresh);
+		rc = rv ? K8S_ECONFLICT : K8S_ENOMEM;
+	}
+	free(rv);
 	if (rc == 0) {
 		k8s_log(c->o.logger, K8S_LOG_INFO, "deleted warm pool sandbox", "pool", p->key,
 		        "sandbox", m->name, "reason", why, NULL);
@@ -385,7 +424,7 @@ static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
 		wp_expectations_deletion_observed(c->exp, p->key, m->uid);
 	if (rc == K8S_ENOTFOUND)
 		return true;
-	pass_fail(p, rc, why, m->name, k8s_error_last()->message);
+	pass_fail(p, rc, why, m->name, rc == K8S_ENOMEM ? "out of memory" : k8s_error_last()->message);
 	return false;
 }
 

@@ -394,9 +394,10 @@ static int take_tokens(const wp_pool_input *in, wp_pool_state *st, int want, lon
 			st->tokens = cap;
 	}
 	st->tokens_at_ms = in->now_ms;
-	int grant = (int)floor_pos(st->tokens);
-	if (grant > want)
-		grant = want;
+	/* compared as doubles: a huge rate holds more tokens than an int (or
+	 * a long long) can, and converting that is undefined (it came out as
+	 * INT_MIN: a negative grant, no creates at all) */
+	int grant = st->tokens >= (double)want ? want : (int)floor_pos(st->tokens);
 	st->tokens -= grant;
 	if (grant < want)   /* wake when the next token is due */
 		*requeue = min_nonzero(*requeue, (long)ceil_pos((1.0 - (st->tokens - floor_pos(st->tokens))) / rate * 1000.0));

@@ -769,6 +769,34 @@ START_TEST(refill_token_bucket)
 }
 END_TEST
 
+/* A rate far above int range (the flag only asks for finite, >= 0) must
+ * behave as "plenty of tokens", not overflow the grant into a negative
+ * count that never creates anything. */
+START_TEST(refill_huge_rate)
+{
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(10));
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_plan p;
+	const double rates[] = { 3e9, 1e19, 1e300 };
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		wp_pool_state st = { 0 };
+		in.max_refill_rate = rates[i];
+		run_all(&m, &n, true, &st, &p);
+		ck_assert_int_eq(p.create, 10);
+		ck_assert_int_eq(p.tokens_granted, 10);
+		wp_pool_plan_clear(&p);
+		wp_pool_members_free(m, n);
+		/* and again later: the bucket refilled without overflowing */
+		in.now_ms += 3600 * 1000;
+		run_all(&m, &n, true, &st, &p);
+		ck_assert_int_eq(p.create, 10);
+		wp_pool_plan_clear(&p);
+		wp_pool_members_free(m, n);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("poolplan");
@@ -792,6 +820,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, excess_order);
 	tcase_add_test(tc, replenish_delay);
 	tcase_add_test(tc, refill_token_bucket);
+	tcase_add_test(tc, refill_huge_rate);
 	suite_add_tcase(s, tc);
 	return s;
 }
