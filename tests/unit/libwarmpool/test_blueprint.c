@@ -5,7 +5,7 @@
 #include "warmpool/blueprint.h"
 #include "k8s/common.h"
 #include "k8s/object.h"
-#include "test_pool_fixture.h"
+#include "fixture.h"
 
 static cJSON *spec_of(const char *json)
 {
@@ -338,9 +338,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_main(suite());
 }

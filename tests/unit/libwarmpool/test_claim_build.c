@@ -6,22 +6,22 @@
  * diff.
  */
 #include <string.h>
-#include "test_claim_fixture.h"
+#include "fixture.h"
 #include "claim.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
 
 static cJSON *claim_with(const char *member, const char *json)
 {
-	cJSON *claim = cfx_load("claim.json");
-	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), member, cfx_json(json));
+	cJSON *claim = fx_load("claim.json");
+	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), member, fx_json(json));
 	return claim;
 }
 
 /* Injects `env` into the fixture template's pod spec under `policy`. */
 static cJSON *inject(const char *env, const char *policy, wp_claim_err *err, bool *ok)
 {
-	cJSON *tpl = cfx_load("claim-template.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	cJSON *spec = cJSON_Duplicate(k8s_obj_at(tpl, "spec.podTemplate.spec"), true);
 	cJSON *claim = claim_with("env", env);
 	*ok = wp_inject_env(spec, claim, policy, err);
@@ -47,12 +47,12 @@ START_TEST(env_routing_and_order)
 	                     WP_POLICY_OVERRIDES, &err, &ok);
 	ck_assert_msg(ok, "%s", err.msg);
 	/* main: named first (C), then unnamed (A, SECRET replaced in place, valueFrom dropped) */
-	cfx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "containers", 0), "env"),
+	fx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "containers", 0), "env"),
 	                    "[{\"name\":\"HOME\",\"value\":\"/root\"},{\"name\":\"SECRET\",\"value\":\"plain\"},"
 	                    "{\"name\":\"C\",\"value\":\"3\"},{\"name\":\"A\",\"value\":\"1\"}]");
-	cfx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "containers", 1), "env"),
+	fx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "containers", 1), "env"),
 	                    "[{\"name\":\"B\",\"value\":\"2\"}]");
-	cfx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "initContainers", 0), "env"),
+	fx_assert_json_str(cJSON_GetObjectItem(ctr(spec, "initContainers", 0), "env"),
 	                    "[{\"name\":\"MODE\",\"value\":\"init\"},{\"name\":\"D\",\"value\":\"4\"}]");
 	cJSON_Delete(spec);
 	wp_claim_err_clear(&err);
@@ -103,10 +103,10 @@ END_TEST
 
 START_TEST(env_envfrom)
 {
-	cJSON *tpl = cfx_load("claim-template.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	cJSON *spec = cJSON_Duplicate(k8s_obj_at(tpl, "spec.podTemplate.spec"), true);
 	cJSON_AddItemToObject((cJSON *)ctr(spec, "containers", 1), "envFrom",
-	                      cfx_json("[{\"configMapRef\":{\"name\":\"c\"}}]"));
+	                      fx_json("[{\"configMapRef\":{\"name\":\"c\"}}]"));
 	cJSON *claim = claim_with("env", "[{\"name\":\"A\",\"value\":\"1\"}]");
 	wp_claim_err err = { 0 };
 	/* sidecar receives nothing: its envFrom does not matter */
@@ -131,21 +131,21 @@ END_TEST
 
 START_TEST(vct_merge)
 {
-	cJSON *tpl = cfx_json("[" VCT("data", "1Gi") "," VCT("logs", "1Gi") "]");
-	cJSON *claim = cfx_json("[" VCT("cache", "2Gi") "," VCT("data", "5Gi") "]");
+	cJSON *tpl = fx_json("[" VCT("data", "1Gi") "," VCT("logs", "1Gi") "]");
+	cJSON *claim = fx_json("[" VCT("cache", "2Gi") "," VCT("data", "5Gi") "]");
 	wp_claim_err err = { 0 };
 	cJSON *m = wp_merge_vcts(tpl, claim, WP_POLICY_OVERRIDES, &err);
 	ck_assert_ptr_nonnull(m);
-	cfx_assert_json_str(m, "[" VCT("data", "5Gi") "," VCT("logs", "1Gi") "," VCT("cache", "2Gi") "]");
+	fx_assert_json_str(m, "[" VCT("data", "5Gi") "," VCT("logs", "1Gi") "," VCT("cache", "2Gi") "]");
 	cJSON_Delete(m);
 	ck_assert_ptr_null(wp_merge_vcts(tpl, claim, WP_POLICY_ALLOWED, &err));
 	ck_assert_int_eq(err.kind, WP_CLAIM_E_VCT);
 	ck_assert_str_eq(err.msg, "failed to merge volume claim templates: overriding volume claim "
 	                          "templates is forbidden by the template: cannot override template "
 	                          "volume \"data\"");
-	cJSON *claim2 = cfx_json("[" VCT("cache", "2Gi") "]");
+	cJSON *claim2 = fx_json("[" VCT("cache", "2Gi") "]");
 	m = wp_merge_vcts(tpl, claim2, WP_POLICY_ALLOWED, &err);
-	cfx_assert_json_str(m, "[" VCT("data", "1Gi") "," VCT("logs", "1Gi") "," VCT("cache", "2Gi") "]");
+	fx_assert_json_str(m, "[" VCT("data", "1Gi") "," VCT("logs", "1Gi") "," VCT("cache", "2Gi") "]");
 	cJSON_Delete(m);
 	ck_assert_ptr_null(wp_merge_vcts(tpl, claim2, NULL, &err));
 	ck_assert_str_eq(err.msg, "failed to merge volume claim templates: volume claim templates are "
@@ -155,8 +155,8 @@ START_TEST(vct_merge)
 	ck_assert_str_eq(err.msg, "failed to merge volume claim templates: unknown volume claim "
 	                          "templates policy \"Sometimes\"");
 	/* validation: template first, then claim */
-	cJSON *dup = cfx_json("[" VCT("x", "1Gi") "," VCT("x", "1Gi") "]");
-	cJSON *noname = cfx_json("[" VCT("x", "1Gi") ",{\"spec\":{}}]");
+	cJSON *dup = fx_json("[" VCT("x", "1Gi") "," VCT("x", "1Gi") "]");
+	cJSON *noname = fx_json("[" VCT("x", "1Gi") ",{\"spec\":{}}]");
 	ck_assert_ptr_null(wp_merge_vcts(noname, dup, WP_POLICY_OVERRIDES, &err));
 	ck_assert_str_eq(err.msg, "failed to merge volume claim templates: template: invalid volume "
 	                          "claim templates: name at index 1 is empty");
@@ -177,15 +177,15 @@ END_TEST
 
 START_TEST(adoption_patch_with_template)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata",
-	                      cfx_json("{\"labels\":{\"sandbox.users.io/t\":\"x\"}}"));
-	cJSON *sbx = cfx_load("sandbox-warm.json");
-	cJSON *tpl = cfx_load("claim-template.json");
+	                      fx_json("{\"labels\":{\"sandbox.users.io/t\":\"x\"}}"));
+	cJSON *sbx = fx_load("sandbox-warm.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	wp_claim_err err = { 0 };
 	cJSON *p = wp_claim_adoption_patch(claim, sbx, tpl, NULL, &err);
 	ck_assert_msg(p != NULL, "%s", err.msg);
-	cfx_assert_json_str(p,
+	fx_assert_json_str(p,
 		"{\"metadata\":{\"labels\":{"
 		"\"agents.x-k8s.io/warm-pool-sandbox\":null,"
 		"\"agents.x-k8s.io/sandbox-pod-template-hash\":null,"
@@ -209,7 +209,7 @@ START_TEST(adoption_patch_with_template)
 		"\"annotations\":{\"cluster-autoscaler.kubernetes.io/safe-to-evict\":null}}}}}");
 	/* applied, the podTemplate metadata is the template's + claim keys */
 	ck_assert(ju_merge_patch(sbx, p));
-	cfx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
+	fx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
 		"{\"labels\":{\"app\":\"demo\",\"agents.x-k8s.io/sandbox-template-ref-hash\":\"69155462\","
 		"\"agents.x-k8s.io/claim-uid\":\"c1a10000-0000-4000-8000-000000000001\","
 		"\"agents.x-k8s.io/created-by\":\"python-client\",\"sandbox.users.io/t\":\"x\"},"
@@ -219,9 +219,9 @@ START_TEST(adoption_patch_with_template)
 	cJSON_Delete(p);
 	/* a conflicting claim key fails */
 	cJSON_Delete(claim);
-	claim = cfx_load("claim.json");
+	claim = fx_load("claim.json");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata",
-	                      cfx_json("{\"annotations\":{\"team\":\"red\"}}"));
+	                      fx_json("{\"annotations\":{\"team\":\"red\"}}"));
 	ck_assert_ptr_null(wp_claim_adoption_patch(claim, sbx, tpl, NULL, &err));
 	ck_assert_ptr_nonnull(strstr(err.msg, "metadata override conflict: annotation \"team\""));
 	wp_claim_err_clear(&err);
@@ -233,11 +233,11 @@ END_TEST
 
 START_TEST(adoption_patch_without_template)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(claim, "metadata"), "labels");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "metadata"), "annotations",
-	                      cfx_json("{\"opentelemetry.io/trace-context\":\"{}\"}"));
-	cJSON *sbx = cfx_load("sandbox-warm.json");
+	                      fx_json("{\"opentelemetry.io/trace-context\":\"{}\"}"));
+	cJSON *sbx = fx_load("sandbox-warm.json");
 	/* no template-ref-hash label: computed from the template name */
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetObjectItem(sbx, "metadata"), "labels"),
 	                           "agents.x-k8s.io/sandbox-template-ref-hash");
@@ -253,7 +253,7 @@ START_TEST(adoption_patch_without_template)
 	                                     "opentelemetry.io/trace-context")->valuestring, "{}");
 	ck_assert(ju_merge_patch(sbx, p));
 	/* the Sandbox's own metadata (pool labels kept), safe-to-evict "true" gone */
-	cfx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
+	fx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
 		"{\"labels\":{\"app\":\"demo\",\"agents.x-k8s.io/warm-pool-sandbox\":\"59733166\","
 		"\"agents.x-k8s.io/sandbox-template-ref-hash\":\"69155462\","
 		"\"agents.x-k8s.io/sandbox-pod-template-hash\":\"11111111\","
@@ -268,8 +268,8 @@ END_TEST
 
 START_TEST(candidates)
 {
-	cJSON *claim = cfx_load("claim.json");
-	cJSON *sbx = cfx_load("sandbox-warm.json");
+	cJSON *claim = fx_load("claim.json");
+	cJSON *sbx = fx_load("sandbox-warm.json");
 	const char *why = "x";
 	ck_assert(wp_claim_candidate_ok(claim, sbx, &why));
 	ck_assert_ptr_null(why);
@@ -290,7 +290,7 @@ START_TEST(candidates)
 	cJSON_Delete(other);
 	ck_assert(!wp_claim_forces_cold(claim));
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "env",
-	                      cfx_json("[{\"name\":\"a\",\"value\":\"b\"}]"));
+	                      fx_json("[{\"name\":\"a\",\"value\":\"b\"}]"));
 	ck_assert(wp_claim_forces_cold(claim));
 	cJSON_Delete(claim);
 	cJSON_Delete(sbx);
@@ -299,15 +299,15 @@ END_TEST
 
 START_TEST(merge_diff)
 {
-	cJSON *a = cfx_json("{\"x\":1,\"y\":{\"a\":1,\"b\":2},\"z\":[1,2],\"gone\":true}");
-	cJSON *b = cfx_json("{\"x\":1,\"y\":{\"a\":1,\"c\":3},\"z\":[1],\"new\":\"n\"}");
+	cJSON *a = fx_json("{\"x\":1,\"y\":{\"a\":1,\"b\":2},\"z\":[1,2],\"gone\":true}");
+	cJSON *b = fx_json("{\"x\":1,\"y\":{\"a\":1,\"c\":3},\"z\":[1],\"new\":\"n\"}");
 	cJSON *d = wp_merge_patch_diff(a, b);
-	cfx_assert_json_str(d, "{\"gone\":null,\"y\":{\"b\":null,\"c\":3},\"z\":[1],\"new\":\"n\"}");
+	fx_assert_json_str(d, "{\"gone\":null,\"y\":{\"b\":null,\"c\":3},\"z\":[1],\"new\":\"n\"}");
 	ck_assert(ju_merge_patch(a, d));
-	cfx_assert_json(a, b);
+	fx_assert_json(a, b);
 	cJSON_Delete(d);
 	d = wp_merge_patch_diff(a, b);
-	cfx_assert_json_str(d, "{}");
+	fx_assert_json_str(d, "{}");
 	cJSON_Delete(d);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
@@ -332,5 +332,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

@@ -5,7 +5,7 @@
  * and the order of its steps (the first failure wins, nothing built).
  */
 #include <string.h>
-#include "test_claim_fixture.h"
+#include "fixture.h"
 #include "claim.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -15,23 +15,23 @@
 
 static void spec_add(cJSON *obj, const char *member, const char *json)
 {
-	cJSON_AddItemToObject(cJSON_GetObjectItem(obj, "spec"), member, cfx_json(json));
+	cJSON_AddItemToObject(cJSON_GetObjectItem(obj, "spec"), member, fx_json(json));
 }
 
 START_TEST(cold_sandbox_full)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "metadata"), "annotations",
-	                      cfx_json("{\"opentelemetry.io/trace-context\":\"{\\\"traceparent\\\":\\\"x\\\"}\"}"));
+	                      fx_json("{\"opentelemetry.io/trace-context\":\"{\\\"traceparent\\\":\\\"x\\\"}\"}"));
 	spec_add(claim, "additionalPodMetadata",
 	         "{\"labels\":{\"sandbox.users.io/team\":\"t\"},\"annotations\":{\"note\":\"n\"}}");
 	spec_add(claim, "env", "[{\"name\":\"A\",\"value\":\"1\"}]");
 	spec_add(claim, "volumeClaimTemplates", "[" VCT("data", "5Gi") "]");
-	cJSON *tpl = cfx_load("claim-template.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	wp_claim_err err = { 0 };
 	cJSON *sbx = wp_claim_cold_sandbox(claim, tpl, &err);
 	ck_assert_msg(sbx != NULL, "%s", err.msg);
-	cfx_assert_json_str(cJSON_GetObjectItem(sbx, "metadata"),
+	fx_assert_json_str(cJSON_GetObjectItem(sbx, "metadata"),
 		"{\"name\":\"my-claim\",\"namespace\":\"default\","
 		"\"labels\":{\"agents.x-k8s.io/claim-uid\":\"c1a10000-0000-4000-8000-000000000001\","
 		"\"agents.x-k8s.io/created-by\":\"python-client\",\"agents.x-k8s.io/launch-type\":\"cold\","
@@ -43,13 +43,13 @@ START_TEST(cold_sandbox_full)
 		"\"controller\":true,\"blockOwnerDeletion\":true}]}");
 	ck_assert_str_eq(ju_str(sbx, "apiVersion"), "agents.x-k8s.io/v1beta1");
 	ck_assert_str_eq(ju_str(sbx, "kind"), "Sandbox");
-	cfx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
+	fx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
 		"{\"labels\":{\"app\":\"demo\",\"agents.x-k8s.io/claim-uid\":\"c1a10000-0000-4000-8000-000000000001\","
 		"\"agents.x-k8s.io/sandbox-template-ref-hash\":\"69155462\","
 		"\"agents.x-k8s.io/created-by\":\"python-client\",\"sandbox.users.io/team\":\"t\"},"
 		"\"annotations\":{\"team\":\"blue\",\"note\":\"n\"}}");
 	/* VCT overridden by the claim (template policy Overrides) */
-	cfx_assert_json_str(k8s_obj_at(sbx, "spec.volumeClaimTemplates"), "[" VCT("data", "5Gi") "]");
+	fx_assert_json_str(k8s_obj_at(sbx, "spec.volumeClaimTemplates"), "[" VCT("data", "5Gi") "]");
 	/* env into the first main container */
 	const cJSON *main_env = cJSON_GetObjectItem(
 		cJSON_GetArrayItem(k8s_obj_at(sbx, "spec.podTemplate.spec.containers"), 0), "env");
@@ -58,7 +58,7 @@ START_TEST(cold_sandbox_full)
 	const cJSON *ps = k8s_obj_at(sbx, "spec.podTemplate.spec");
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(ps, "automountServiceAccountToken")));
 	ck_assert_str_eq(ju_str(ps, "dnsPolicy"), "None");
-	cfx_assert_json_str(cJSON_GetObjectItem(ps, "dnsConfig"),
+	fx_assert_json_str(cJSON_GetObjectItem(ps, "dnsConfig"),
 	                    "{\"nameservers\":[\"8.8.8.8\",\"1.1.1.1\"]}");
 	/* never lifecycle or operatingMode */
 	ck_assert_ptr_null(k8s_obj_at(sbx, "spec.shutdownTime"));
@@ -71,9 +71,9 @@ END_TEST
 
 START_TEST(cold_sandbox_plain)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(claim, "metadata"), "labels");
-	cJSON *tpl = cfx_load("claim-template.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	/* a custom network policy: DNS untouched */
 	spec_add(tpl, "networkPolicy", "{\"ingress\":[]}");
 	wp_claim_err err = { 0 };
@@ -82,7 +82,7 @@ START_TEST(cold_sandbox_plain)
 	ck_assert_ptr_null(k8s_obj_label(sbx, "agents.x-k8s.io/created-by"));
 	ck_assert_ptr_null(k8s_obj_annotation(sbx, "opentelemetry.io/trace-context"));
 	ck_assert_ptr_null(k8s_obj_at(sbx, "spec.podTemplate.spec.dnsPolicy"));
-	cfx_assert_json(k8s_obj_at(sbx, "spec.volumeClaimTemplates"),
+	fx_assert_json(k8s_obj_at(sbx, "spec.volumeClaimTemplates"),
 	                k8s_obj_at(tpl, "spec.volumeClaimTemplates"));
 	cJSON_Delete(sbx);
 	cJSON_Delete(claim);
@@ -92,10 +92,10 @@ END_TEST
 
 START_TEST(cold_sandbox_step_order)
 {
-	cJSON *tpl = cfx_load("claim-template.json");
+	cJSON *tpl = fx_load("claim-template.json");
 	wp_claim_err err = { 0 };
 	/* VCTs are checked before the metadata and env (all three bad here) */
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	spec_add(claim, "volumeClaimTemplates", "[{\"spec\":{}}]");
 	spec_add(claim, "additionalPodMetadata", "{\"labels\":{\"app\":\"other\"}}");
 	spec_add(claim, "env", "[{\"name\":\"A\",\"value\":\"1\",\"containerName\":\"x\"}]");
@@ -115,9 +115,9 @@ START_TEST(cold_sandbox_step_order)
 	                          "variable \"A\"");
 	cJSON_Delete(claim);
 	/* a template with a bad VCT list and no claim VCTs */
-	claim = cfx_load("claim.json");
+	claim = fx_load("claim.json");
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(tpl, "spec"), "volumeClaimTemplates",
-	                          cfx_json("[" VCT("d", "1Gi") "," VCT("d", "1Gi") "]"));
+	                          fx_json("[" VCT("d", "1Gi") "," VCT("d", "1Gi") "]"));
 	ck_assert_ptr_null(wp_claim_cold_sandbox(claim, tpl, &err));
 	ck_assert_int_eq(err.kind, WP_CLAIM_E_VCT);
 	ck_assert_str_eq(err.msg, "invalid volume claim templates in template: invalid volume claim "
@@ -145,5 +145,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

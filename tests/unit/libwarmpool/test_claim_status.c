@@ -6,7 +6,7 @@
  * the status-unchanged test and the RFC3339Nano format.
  */
 #include <string.h>
-#include "test_claim_fixture.h"
+#include "fixture.h"
 #include "claim.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -40,18 +40,18 @@ static cJSON *status_for(const cJSON *claim, const cJSON *sbx, wp_claim_err_kind
 
 START_TEST(expiry)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	int64_t at = 0;
 	ck_assert(!wp_claim_expiry(claim, NULL, &at));
 	ck_assert_str_eq(wp_claim_shutdown_policy(claim), "Retain");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "lifecycle",
-	                      cfx_json("{\"shutdownTime\":\"2026-01-02T04:00:00Z\","
+	                      fx_json("{\"shutdownTime\":\"2026-01-02T04:00:00Z\","
 	                               "\"ttlSecondsAfterFinished\":60,\"shutdownPolicy\":\"Delete\"}"));
 	ck_assert_str_eq(wp_claim_shutdown_policy(claim), "Delete");
 	ck_assert(wp_claim_expiry(claim, NULL, &at));
 	ck_assert_int_eq(at, 1767326400000LL);
 	/* Finished True: ltt + ttl, the earlier wins */
-	cJSON *st = cfx_json("{\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\","
+	cJSON *st = fx_json("{\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\","
 	                     "\"lastTransitionTime\":\"2026-01-02T03:00:00Z\"}]}");
 	ck_assert(wp_claim_expiry(claim, st, &at));
 	ck_assert_int_eq(at, 1767322860000LL);
@@ -62,7 +62,7 @@ START_TEST(expiry)
 	ck_assert_int_eq(at, 1767326400000LL);
 	/* ttl 0 and no shutdownTime: expires as soon as Finished */
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(claim, "spec"), "lifecycle",
-	                          cfx_json("{\"ttlSecondsAfterFinished\":0}"));
+	                          fx_json("{\"ttlSecondsAfterFinished\":0}"));
 	ck_assert(!wp_claim_expiry(claim, st, &at));
 	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "conditions"), 0),
 	                          "status", cJSON_CreateString("True"));
@@ -98,8 +98,8 @@ END_TEST
 
 START_TEST(ready_table)
 {
-	cJSON *claim = cfx_load("claim.json");
-	cJSON *sbx = cfx_load("sandbox-warm.json");
+	cJSON *claim = fx_load("claim.json");
+	cJSON *sbx = fx_load("sandbox-warm.json");
 	cJSON *st;
 	struct { wp_claim_err_kind k; const char *in, *reason, *msg; } rows[] = {
 		{ WP_CLAIM_E_TEMPLATE_NOT_FOUND, "SandboxTemplate \"t\" not found", "TemplateNotFound",
@@ -136,7 +136,7 @@ START_TEST(ready_table)
 	st = status_for(claim, sbx, WP_CLAIM_OK, NULL, false);
 	assert_ready(st, "True", "DependenciesReady", "Pod is Ready");
 	ck_assert_str_eq(ju_str(wp_condition(st, "Ready"), "lastTransitionTime"), "2026-01-02T03:00:02Z");
-	cfx_assert_json_str(cJSON_GetObjectItem(st, "sandbox"),
+	fx_assert_json_str(cJSON_GetObjectItem(st, "sandbox"),
 	                    "{\"name\":\"test-pool-abcde\",\"podIPs\":[\"127.0.1.5\"]}");
 	cJSON_Delete(st);
 	/* Sandbox expired on its own */
@@ -159,15 +159,15 @@ END_TEST
 
 START_TEST(binding_and_finished)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_AddItemToObject(claim, "status",
-	                      cfx_json("{\"sandbox\":{\"name\":\"old\",\"podIPs\":[\"1.2.3.4\"]},"
+	                      fx_json("{\"sandbox\":{\"name\":\"old\",\"podIPs\":[\"1.2.3.4\"]},"
 	                               "\"conditions\":[{\"type\":\"Finished\",\"status\":\"True\","
 	                               "\"reason\":\"PodSucceeded\",\"message\":\"m\","
 	                               "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}"));
 	/* cache lag with a bound name: untouched */
 	cJSON *st = status_for(claim, NULL, WP_CLAIM_E_CREATE_PENDING, "x", false);
-	cfx_assert_json(st, cJSON_GetObjectItem(claim, "status"));
+	fx_assert_json(st, cJSON_GetObjectItem(claim, "status"));
 	cJSON_Delete(st);
 	/* transient error: binding and Finished kept */
 	st = status_for(claim, NULL, WP_CLAIM_E_OTHER, "x", false);
@@ -193,12 +193,12 @@ START_TEST(binding_and_finished)
 	ck_assert_ptr_null(wp_condition(st, "Finished"));
 	cJSON_Delete(st);
 	/* Sandbox without Finished: removed; with: mirrored with its time */
-	cJSON *sbx = cfx_load("sandbox-warm.json");
+	cJSON *sbx = fx_load("sandbox-warm.json");
 	st = status_for(claim, sbx, WP_CLAIM_OK, NULL, false);
 	ck_assert_ptr_null(wp_condition(st, "Finished"));
 	cJSON_Delete(st);
 	cJSON_AddItemToArray(k8s_obj_at(sbx, "status.conditions") ? (cJSON *)k8s_obj_at(sbx, "status.conditions") : NULL,
-	                     cfx_json("{\"type\":\"Finished\",\"status\":\"True\",\"reason\":\"PodFailed\","
+	                     fx_json("{\"type\":\"Finished\",\"status\":\"True\",\"reason\":\"PodFailed\","
 	                              "\"message\":\"Pod failed\",\"observedGeneration\":1,"
 	                              "\"lastTransitionTime\":\"2026-01-02T03:01:00Z\"}"));
 	st = status_for(claim, sbx, WP_CLAIM_OK, NULL, false);
@@ -215,7 +215,7 @@ START_TEST(binding_and_finished)
 	cJSON_Delete(st);
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(sbx, "status"), "podIPs");
 	st = status_for(claim, sbx, WP_CLAIM_OK, NULL, false);
-	cfx_assert_json_str(cJSON_GetObjectItem(st, "sandbox"), "{\"name\":\"test-pool-abcde\"}");
+	fx_assert_json_str(cJSON_GetObjectItem(st, "sandbox"), "{\"name\":\"test-pool-abcde\"}");
 	cJSON_Delete(st);
 	cJSON_Delete(sbx);
 	cJSON_Delete(claim);
@@ -243,9 +243,9 @@ END_TEST
 
 START_TEST(status_equal_and_time)
 {
-	cJSON *a = cfx_json("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
+	cJSON *a = fx_json("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"},"
 	                    "{\"type\":\"Finished\",\"status\":\"True\"}],\"sandbox\":{\"name\":\"s\"}}");
-	cJSON *b = cfx_json("{\"sandbox\":{\"name\":\"s\",\"podIPs\":[]},\"conditions\":["
+	cJSON *b = fx_json("{\"sandbox\":{\"name\":\"s\",\"podIPs\":[]},\"conditions\":["
 	                    "{\"type\":\"Finished\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\"}]}");
 	ck_assert(wp_claim_status_equal(a, b));
 	cJSON *sorted = wp_claim_status_sorted(a);
@@ -274,7 +274,7 @@ END_TEST
 
 START_TEST(sandbox_update_filter)
 {
-	cJSON *a = cfx_load("sandbox-warm.json");
+	cJSON *a = fx_load("sandbox-warm.json");
 	cJSON *b = cJSON_Duplicate(a, true);
 	ck_assert(!wp_claim_sandbox_update_matters(a, b));
 	/* metadata/spec only: dropped */
@@ -289,13 +289,13 @@ START_TEST(sandbox_update_filter)
 	cJSON_Delete(b);
 	/* podIPs */
 	b = cJSON_Duplicate(a, true);
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "status"), "podIPs", cfx_json("[]"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "status"), "podIPs", fx_json("[]"));
 	ck_assert(wp_claim_sandbox_update_matters(a, b));
 	cJSON_Delete(b);
 	/* Finished appears */
 	b = cJSON_Duplicate(a, true);
 	cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "conditions"),
-	                     cfx_json("{\"type\":\"Finished\",\"status\":\"True\"}"));
+	                     fx_json("{\"type\":\"Finished\",\"status\":\"True\"}"));
 	ck_assert(wp_claim_sandbox_update_matters(a, b));
 	cJSON_Delete(b);
 	/* deletion starts */
@@ -324,5 +324,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "test_claim_fixture.h"
+#include "fixture.h"
 #include "claim.h"
 #include "k8s/common.h"
 
@@ -100,8 +100,8 @@ END_TEST
 /* Validates a claim with the given additionalPodMetadata; returns the message or NULL. */
 static char *validate(const char *apm, const char *domains)
 {
-	cJSON *claim = cfx_load("claim.json");
-	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata", cfx_json(apm));
+	cJSON *claim = fx_load("claim.json");
+	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata", fx_json(apm));
 	wp_domains d;
 	ck_assert_int_eq(wp_domains_parse(domains, &d), 0);
 	wp_claim_err err = { 0 };
@@ -171,24 +171,24 @@ END_TEST
 
 START_TEST(merge_no_override)
 {
-	cJSON *claim = cfx_load("claim.json");
+	cJSON *claim = fx_load("claim.json");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata",
-	                      cfx_json("{\"labels\":{\"app\":\"demo\",\"sandbox.users.io/t\":\"x\"},"
+	                      fx_json("{\"labels\":{\"app\":\"demo\",\"sandbox.users.io/t\":\"x\"},"
 	                               "\"annotations\":{\"note\":\"n\"}}"));
-	cJSON *meta = cfx_json("{\"labels\":{\"app\":\"demo\"}}");
+	cJSON *meta = fx_json("{\"labels\":{\"app\":\"demo\"}}");
 	wp_claim_err err = { 0 };
 	ck_assert(wp_merge_pod_metadata(meta, claim, &err));
-	cfx_assert_json_str(meta, "{\"labels\":{\"app\":\"demo\",\"sandbox.users.io/t\":\"x\"},"
+	fx_assert_json_str(meta, "{\"labels\":{\"app\":\"demo\",\"sandbox.users.io/t\":\"x\"},"
 	                          "\"annotations\":{\"note\":\"n\"}}");
 	cJSON_Delete(meta);
-	meta = cfx_json("{\"labels\":{\"app\":\"other\"}}");
+	meta = fx_json("{\"labels\":{\"app\":\"other\"}}");
 	ck_assert(!wp_merge_pod_metadata(meta, claim, &err));
 	ck_assert_int_eq(err.kind, WP_CLAIM_E_OTHER);
 	ck_assert(!wp_claim_err_suppressed(&err));
 	ck_assert_str_eq(err.msg, "metadata override conflict: label \"app\" is defined in template "
 	                          "with value \"other\", but claim requests \"demo\"");
 	cJSON_Delete(meta);
-	meta = cfx_json("{\"annotations\":{\"note\":\"m\"}}");
+	meta = fx_json("{\"annotations\":{\"note\":\"m\"}}");
 	ck_assert(!wp_merge_pod_metadata(meta, claim, &err));
 	ck_assert_str_eq(err.msg, "metadata override conflict: annotation \"note\" is defined in "
 	                          "template with value \"m\", but claim requests \"n\"");
@@ -214,5 +214,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

@@ -14,7 +14,7 @@
 #include "sandbox/api.h"
 #include "k8s/common.h"
 #include "k8s/config.h"
-#include "test_claim_fixture.h"
+#include "fixture.h"
 
 static const char kubeconfig[] =
 	"apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -186,5 +186,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "expectations.h"
 #include "k8s/common.h"
+#include "fixture.h"
 
 #define K "ns1/pool"
 #define T 300000L
@@ -181,9 +182,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_main(suite());
 }

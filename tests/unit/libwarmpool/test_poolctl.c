@@ -14,6 +14,7 @@
 #include "sandbox/reconciler.h"
 #include "k8s/common.h"
 #include "k8s/config.h"
+#include "fixture.h"
 
 static const char kubeconfig[] =
 	"apiVersion: v1\nkind: Config\ncurrent-context: c\n"
@@ -194,9 +195,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_main(suite());
 }

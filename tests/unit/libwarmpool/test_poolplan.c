@@ -6,7 +6,7 @@
 #include "warmpool/blueprint.h"
 #include "k8s/common.h"
 #include "k8s/object.h"
-#include "test_pool_fixture.h"
+#include "fixture.h"
 
 /* 2026-01-02T03:10:00Z; member.json was created at 03:00:00Z. */
 #define NOW_MS 1767323400000LL
@@ -827,9 +827,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_main(suite());
 }

@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 #include <string.h>
-#include "test_claim_fixture.h"
+#include "fixture.h"
 #include "warmqueue.h"
 #include "k8s/common.h"
 
@@ -124,7 +124,7 @@ END_TEST
 
 START_TEST(feeder_rules)
 {
-	cJSON *sb = cfx_load("sandbox-warm.json");
+	cJSON *sb = fx_load("sandbox-warm.json");
 	ck_assert(wp_warm_adoptable(sb));
 	ck_assert_str_eq(wp_warm_pool_owner(sb), "test-pool");
 	/* create event = update from "not adoptable" */
@@ -297,5 +297,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	return cfx_main(suite());
+	return fx_main(suite());
 }

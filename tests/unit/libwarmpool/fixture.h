@@ -1,12 +1,13 @@
 /*
- * test_pool_fixture.h - helpers of the template and pool unit tests: load a
- * JSON fixture from tests/unit/libwarmpool/fixtures/ and edit it by dotted
- * path. Header-only (static functions) so each test program stands alone.
+ * fixture.h - helpers of the libwarmpool unit tests: load a JSON fixture from
+ * tests/unit/libwarmpool/fixtures/, edit it by dotted path, compare JSON, run
+ * a suite. Header-only (static functions) so each test program stands alone.
  */
-#ifndef WP_TEST_POOL_FIXTURE_H
-#define WP_TEST_POOL_FIXTURE_H
+#ifndef WP_TEST_FIXTURE_H
+#define WP_TEST_FIXTURE_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,41 @@ static inline void fx_label(cJSON *obj, const char *key, const char *value)
 	cJSON_DeleteItemFromObjectCaseSensitive(l, key);
 	if (value)
 		cJSON_AddStringToObject(l, key, value);
+}
+
+/* Parses JSON text (fails the test when invalid). */
+static inline cJSON *fx_json(const char *text)
+{
+	cJSON *j = cJSON_Parse(text);
+	ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
+	return j;
+}
+
+/* Asserts JSON equality (cJSON_Compare, case-sensitive), printing both. */
+static inline void fx_assert_json(const cJSON *got, const cJSON *want)
+{
+	if (!cJSON_Compare(got, want, true)) {
+		char *g = got ? cJSON_Print(got) : NULL;
+		char *w = want ? cJSON_Print(want) : NULL;
+		ck_abort_msg("JSON differs.\ngot:  %s\nwant: %s", g ? g : "(null)", w ? w : "(null)");
+	}
+}
+
+static inline void fx_assert_json_str(const cJSON *got, const char *want)
+{
+	cJSON *w = fx_json(want);
+	fx_assert_json(got, w);
+	cJSON_Delete(w);
+}
+
+/* Runs a suite; returns the exit code. */
+static inline int fx_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif
