@@ -50,6 +50,12 @@ spec:
 ${2:-}
 EOF
 }
+# wh WANT JSONPATH OBJECT: a field of the object as the API server stored it
+wh() {
+    local want="$1" path="$2" obj="$3" got
+    got="$(kc -n agent-sandbox-system get "$obj" -o jsonpath="{$path}" 2>&1)"
+    [[ "$got" == "$want" ]] && ok "$obj $path = $want" || bad "$obj $path: got '$got', want '$want'"
+}
 apply_str() { kc apply -f - <<<"$1"; }
 create_str() { kc create -f - <<<"$1"; }
 
@@ -92,7 +98,7 @@ jp agent-sandbox-controller .spec.template.spec.serviceAccountName
 jp '{"app":"agent-sandbox-controller"}' .spec.selector.matchLabels
 jp agent-sandbox-controller .spec.template.metadata.labels.app
 jp agent-sandbox-controller:dev "$C.image"
-jp '["--leader-elect=true"]' "$C.args"
+jp '["--leader-elect=true","--extensions=true"]' "$C.args"
 jp 'metrics:8080 healthz:8081 webhook:9443 ' "range $C.ports[*]}{.name}:{.containerPort} {end"
 jp '/healthz healthz 15 20' "$C.livenessProbe.httpGet.path} {$C.livenessProbe.httpGet.port} {$C.livenessProbe.initialDelaySeconds} {$C.livenessProbe.periodSeconds"
 jp '/readyz healthz 5 10' "$C.readinessProbe.httpGet.path} {$C.readinessProbe.httpGet.port} {$C.readinessProbe.initialDelaySeconds} {$C.readinessProbe.periodSeconds"
@@ -136,6 +142,56 @@ for f in "$EXAMPLES"/*.yaml; do
     expect_ok "$(basename "$f"): apply" kc -n "$NS" apply -f - <<<"$m"
 done
 (( n > 0 )) && ok "$n upstream Sandbox manifests found" || bad "no upstream Sandbox manifest in $EXAMPLES"
+
+echo "== upstream examples of the extension kinds from $EXAMPLES"
+n=0
+for kind in SandboxTemplate SandboxWarmPool SandboxClaim; do   # referents first
+    for f in "$EXAMPLES"/*.yaml; do
+        grep -q "^kind: $kind\$" "$f" || continue
+        n=$((n + 1))
+        m="$(sed -e "s|\${IMAGE}|$IMAGE|g" -e "s|\${SANDBOX_NAMESPACE}|$NS|g" -e "s|^  namespace: default$|  namespace: $NS|" \
+                 -e 's|\${SANDBOX_TEMPLATE_NAME}|example-template|g' -e 's|\${SANDBOX_WARMPOOL_NAME}|example-pool|g' "$f")"
+        expect_ok "$(basename "$f"): apply --dry-run=server" kc -n "$NS" apply --dry-run=server -f - <<<"$m"
+    done
+done
+(( n >= 10 )) && ok "$n upstream extension manifests found" || bad "only $n upstream extension manifests in $EXAMPLES"
+X=extensions.agents.x-k8s.io
+for r in sandboxtemplates sandboxclaims sandboxwarmpools; do
+    c="crd/$r.$X"
+    wh 'true true' '.spec.versions[?(@.name=="v1beta1")].served} {.spec.versions[?(@.name=="v1beta1")].storage' "$c"
+    wh 'true false true' '.spec.versions[?(@.name=="v1alpha1")].served} {.spec.versions[?(@.name=="v1alpha1")].storage} {.spec.versions[?(@.name=="v1alpha1")].deprecated' "$c"
+    wh 'Webhook v1 v1beta1' '.spec.conversion.strategy} {.spec.conversion.webhook.conversionReviewVersions[0]} {.spec.conversion.webhook.conversionReviewVersions[1]' "$c"
+done
+wh 'sandboxwarmpool swp' '.spec.names.singular} {.spec.names.shortNames[0]' "crd/sandboxwarmpools.$X"
+wh '.spec.replicas .status.replicas .status.selector' '.spec.versions[?(@.name=="v1beta1")].subresources.scale.specReplicasPath} {.spec.versions[?(@.name=="v1beta1")].subresources.scale.statusReplicasPath} {.spec.versions[?(@.name=="v1beta1")].subresources.scale.labelSelectorPath' "crd/sandboxwarmpools.$X"
+wh 'Ready Desired Age' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[*].name' "crd/sandboxwarmpools.$X"
+wh 'Ready Sandbox Reason Age' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[*].name' "crd/sandboxclaims.$X"
+wh '' '.spec.versions[?(@.name=="v1beta1")].subresources' "crd/sandboxtemplates.$X"
+tpl() { printf 'apiVersion: %s/v1beta1\nkind: SandboxTemplate\nmetadata: {name: %s}\nspec:\n  podTemplate: {spec: {containers: [{name: c, image: %s}]}}\n%s\n' "$X" "$1" "$IMAGE" "${2:-}"; }
+pool() { printf 'apiVersion: %s/v1beta1\nkind: SandboxWarmPool\nmetadata: {name: %s}\nspec:\n%s\n' "$X" "$1" "$2"; }
+claim() { printf 'apiVersion: %s/v1beta1\nkind: SandboxClaim\nmetadata: {name: %s}\nspec:\n%s\n' "$X" "$1" "$2"; }
+expect_ok "minimal SandboxTemplate accepted" kc -n "$NS" apply --dry-run=server -f - <<<"$(tpl t1)"
+expect_reject "template networkPolicyManagement enum" "Unsupported value" kc -n "$NS" apply --dry-run=server -f - <<<"$(tpl t2 '  networkPolicyManagement: Sometimes')"
+expect_reject "template envVarsInjectionPolicy enum" "Unsupported value" kc -n "$NS" apply --dry-run=server -f - <<<"$(tpl t3 '  envVarsInjectionPolicy: Maybe')"
+expect_reject "template podTemplate required" "spec.podTemplate: Required value" kc -n "$NS" apply --dry-run=server -f - <<<"apiVersion: $X/v1beta1
+kind: SandboxTemplate
+metadata: {name: t4}
+spec: {}"
+expect_ok "minimal SandboxWarmPool accepted" kc -n "$NS" apply --dry-run=server -f - <<<"$(pool p1 '  sandboxTemplateRef: {name: t1}')"
+expect_reject "pool replicas >= 0" "should be greater than or equal to 0" kc -n "$NS" apply --dry-run=server -f - <<<"$(pool p2 '  replicas: -1
+  sandboxTemplateRef: {name: t1}')"
+expect_reject "pool sandboxTemplateRef required" "sandboxTemplateRef: Required value" kc -n "$NS" apply --dry-run=server -f - <<<"$(pool p3 '  replicas: 1')"
+expect_reject "pool updateStrategy enum" "Unsupported value" kc -n "$NS" apply --dry-run=server -f - <<<"$(pool p4 '  sandboxTemplateRef: {name: t1}
+  updateStrategy: {type: Rolling}')"
+got="$(kc -n "$NS" apply --dry-run=server -o jsonpath='{.spec.replicas} {.spec.updateStrategy.type}' -f - <<<"$(pool p5 '  sandboxTemplateRef: {name: t1}
+  updateStrategy: {}')" 2>&1)"
+[[ "$got" == "1 OnReplenish" ]] && ok "pool defaults: replicas 1, updateStrategy.type OnReplenish" || bad "pool defaults: got '$got'"
+expect_ok "minimal SandboxClaim accepted" kc -n "$NS" apply --dry-run=server -f - <<<"$(claim c1 '  warmPoolRef: {name: p1}')"
+expect_reject "claim warmPoolRef required" "warmPoolRef: Required value" kc -n "$NS" apply --dry-run=server -f - <<<"$(claim c2 '  lifecycle: {shutdownPolicy: Delete}')"
+expect_reject "claim shutdownPolicy enum" "Unsupported value" kc -n "$NS" apply --dry-run=server -f - <<<"$(claim c3 '  warmPoolRef: {name: p1}
+  lifecycle: {shutdownPolicy: Forever}')"
+expect_reject "claim ttlSecondsAfterFinished >= 0" "should be greater than or equal to 0" kc -n "$NS" apply --dry-run=server -f - <<<"$(claim c4 '  warmPoolRef: {name: p1}
+  lifecycle: {ttlSecondsAfterFinished: -1}')"
 
 echo "== defaults and validation"
 expect_ok "minimal Sandbox accepted" apply_str "$(sandbox s1)"
@@ -224,7 +280,7 @@ for verb in get list watch create update patch delete; do
         [[ "$(can "$verb" "$res" -n "$NS")" == yes ]] && ok "can $verb $res" || bad "cannot $verb $res"
     done
 done
-for verb in get list watch update patch delete; do
+for verb in get list watch create update patch delete; do
     [[ "$(can "$verb" sandboxes.agents.x-k8s.io -A)" == yes ]] && ok "can $verb sandboxes" || bad "cannot $verb sandboxes"
 done
 for verb in get update patch; do
@@ -238,8 +294,23 @@ for verb in get list watch create update patch; do
     [[ "$(can "$verb" leases.coordination.k8s.io -n agent-sandbox-system)" == yes ]] && ok "can $verb leases" || bad "cannot $verb leases"
 done
 [[ "$(can update sandboxes.agents.x-k8s.io --subresource=finalizers -n "$NS")" == yes ]] && ok "can update sandboxes/finalizers (blockOwnerDeletion)" || bad "cannot update sandboxes/finalizers"
+# The extension controllers (extensions_cluster_role.yaml).
+for verb in get list watch create update patch delete; do
+    for res in sandboxclaims sandboxtemplates sandboxwarmpools; do
+        [[ "$(can "$verb" "$res.extensions.agents.x-k8s.io" -A)" == yes ]] && ok "can $verb $res" || bad "cannot $verb $res"
+    done
+    [[ "$(can "$verb" networkpolicies.networking.k8s.io -n "$NS")" == yes ]] && ok "can $verb networkpolicies" || bad "cannot $verb networkpolicies"
+done
+for res in sandboxclaims sandboxwarmpools; do
+    for verb in get update patch; do
+        [[ "$(can "$verb" "$res.extensions.agents.x-k8s.io" --subresource=status -n "$NS")" == yes ]] && ok "can $verb $res/status" || bad "cannot $verb $res/status"
+    done
+done
+for res in sandboxclaims sandboxtemplates sandboxwarmpools; do
+    [[ "$(can update "$res.extensions.agents.x-k8s.io" --subresource=finalizers -n "$NS")" == yes ]] && ok "can update $res/finalizers" || bad "cannot update $res/finalizers"
+done
 # Things it must NOT be able to do.
-for args in "create sandboxes.agents.x-k8s.io" "get secrets" "list secrets" "create pods --subresource=exec" "get pods --subresource=exec" "create pods --subresource=eviction" \
+for args in "get secrets" "list secrets" "create pods --subresource=exec" "get pods --subresource=exec" "create pods --subresource=eviction" \
             "delete leases.coordination.k8s.io" "get nodes" "create sandboxes.agents.x-k8s.io --subresource=finalizers" \
             "update customresourcedefinitions.apiextensions.k8s.io" "create serviceaccounts --subresource=token" "list configmaps" \
             "create clusterrolebindings.rbac.authorization.k8s.io" "delete events" "escalate clusterroles"; do
@@ -248,12 +319,6 @@ for args in "create sandboxes.agents.x-k8s.io" "get secrets" "list secrets" "cre
 done
 
 echo "== conversion webhook: v1alpha1, CRD conversion, webhook Service, RBAC"
-# wh WANT JSONPATH OBJECT: a field of the object as the API server stored it
-wh() {
-    local want="$1" path="$2" obj="$3" got
-    got="$(kc -n agent-sandbox-system get "$obj" -o jsonpath="{$path}" 2>&1)"
-    [[ "$got" == "$want" ]] && ok "$obj $path = $want" || bad "$obj $path: got '$got', want '$want'"
-}
 crd=crd/sandboxes.agents.x-k8s.io
 A='.spec.versions[?(@.name=="v1alpha1")]'
 B='.spec.versions[?(@.name=="v1beta1")]'
@@ -328,7 +393,7 @@ spec:
 EOF
 expect_ok "SA patches Sandbox status" sak -n "$NS" patch sandbox s1 --subresource=status --type=merge -p '{"status":{"nodeName":"kwok-node-1"}}'
 expect_reject "SA cannot read secrets" "forbidden" sak -n "$NS" get secrets
-expect_reject "SA cannot create Sandboxes" "forbidden" sak create -f - <<<"$(sandbox bysa)"
+expect_reject "SA cannot read configmaps" "forbidden" sak -n "$NS" get configmaps
 if kc -n "$NS" wait --for=condition=Ready pod/s1 --timeout=60s >/dev/null 2>&1; then
     ip="$(kc -n "$NS" get pod s1 -o jsonpath='{.status.podIP}')"
     [[ "$ip" == 127.* ]] && ok "that Pod is Ready on a kwok node with IP $ip" || bad "pod IP $ip not in 127/8"
