@@ -194,9 +194,9 @@ def assert_end_state(kube, ns, claims):
     for n, sbn in bound.items():
         sb = sbs.get(sbn)
         assert sb is not None, f"claim {n}: Sandbox {sbn} missing"
-        refs = controller_refs(sb)
-        assert [(r["kind"], r["name"], r["uid"]) for r in refs] == [("SandboxClaim", n, claims[n]["metadata"]["uid"])], \
-            f"Sandbox {sbn} of claim {n}: controller refs {refs}"
+        refs = sb["metadata"].get("ownerReferences", [])
+        assert [(r["kind"], r["name"], r["uid"], r.get("controller")) for r in refs] == \
+            [("SandboxClaim", n, claims[n]["metadata"]["uid"], True)], f"Sandbox {sbn} of claim {n}: ownerReferences {refs}"
         launch = sb["metadata"].get("labels", {}).get(L_LAUNCH)
         if launch == "warm":
             warm += 1
