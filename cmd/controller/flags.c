@@ -85,9 +85,8 @@ static void usage(FILE *f)
 "Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight\n"
 "finish, the Lease is released, watches close).\n"
 "\n"
-"Extension controllers (SandboxClaim, SandboxTemplate, SandboxWarmPool) are not in\n"
-"this build yet: --extensions=true exits with an error; their other flags are\n"
-"validated as upstream does and otherwise unused, so existing Helm values work:\n"
+"Extension controllers (SandboxTemplate, SandboxWarmPool, SandboxClaim; the flags\n"
+"below take effect with --extensions and are validated either way):\n"
 "  --extensions[=B]                  run the extension controllers (default false)\n"
 "  --sandbox-claim-concurrent-workers N  concurrent SandboxClaim reconciles, > 0 (default 50)\n"
 "  --sandbox-warm-pool-concurrent-workers N  concurrent SandboxWarmPool reconciles, > 0 (default 1)\n"
@@ -585,12 +584,6 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 
 int controller_flags_validate(const controller_flags *f, char *err, size_t cap)
 {
-	if (f->extensions) {
-		snprintf(err, cap, "--extensions: the SandboxClaim, SandboxTemplate and "
-		         "SandboxWarmPool controllers are not in this build yet; run without "
-		         "--extensions (this build runs the Sandbox controller only)");
-		return -1;
-	}
 	if (webhook_flags_validate(&f->webhook, err, cap) < 0)
 		return -1;
 	return 0;

@@ -2,7 +2,9 @@
  * agent-sandbox-controller - runs the Sandbox reconciler against a cluster.
  *
  * Thin by design: parse flags (flags.c), build the client, the informers
- * (Sandboxes, Pods, Services), the event recorder and the controller; with
+ * (Sandboxes, Pods, Services; with --extensions also SandboxTemplates,
+ * SandboxWarmPools, SandboxClaims and NetworkPolicies), the event recorders
+ * and the controllers (libsandbox's, and libwarmpool's three); with
  * --leader-elect the workers start only once this process holds the Lease
  * (the caches fill meanwhile, so a new leader starts warm); wait for
  * SIGTERM/SIGINT (or a lost Lease), shut down in reverse order. All behaviour lives in libsandbox and libk8s.
@@ -30,6 +32,10 @@
 #include "sandbox/metrics.h"
 #include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
+#include "warmpool/api.h"
+#include "warmpool/claimctl.h"
+#include "warmpool/poolctl.h"
+#include "warmpool/templatectl.h"
 
 #include "flags.h"
 #include "webhook.h"
@@ -92,8 +98,10 @@ static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 	return sbx_reconciler_reconcile(*(sbx_reconciler **)ud, key, res);
 }
 
-/* Informers handed to the reconciler, created in this order and stopped in reverse. */
-enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_COUNT };
+/* Informers, created in this order and stopped in reverse; the extension
+ * ones (from INF_TEMPLATES on) only with --extensions. */
+enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_CORE_COUNT,
+       INF_TEMPLATES = INF_CORE_COUNT, INF_POOLS, INF_CLAIMS, INF_NETPOLS, INF_COUNT };
 
 /* ---- metrics and probe endpoints ---- */
 
@@ -158,12 +166,17 @@ static int ping(void *ud)
 	return 0;
 }
 
-/* Readiness: every informer has listed once (`ud` is the informer array). */
+typedef struct {
+	k8s_informer *inf[INF_COUNT];
+	int n;  /* INF_CORE_COUNT, or INF_COUNT with --extensions */
+} informer_set;
+
+/* Readiness: every informer has listed once (`ud` is the informer_set). */
 static int informers_synced(void *ud)
 {
-	k8s_informer **inf = ud;
-	for (int i = 0; i < INF_COUNT; i++)
-		if (!inf[i] || !k8s_informer_has_synced(inf[i]))
+	informer_set *set = ud;
+	for (int i = 0; i < set->n; i++)
+		if (!set->inf[i] || !k8s_informer_has_synced(set->inf[i]))
 			return 1;
 	return 0;
 }
@@ -185,16 +198,33 @@ static int new_server(k8s_http_server **out, const char *name, const char *addr,
 
 /* ---- leader election ---- */
 
+/* The controllers whose workers run only while leading. */
 typedef struct {
 	k8s_controller *ctrl;
+	wp_template_controller *templates;  /* NULL without --extensions */
+	wp_pool_controller *pools;
+	wp_claim_controller *claims;
 	k8s_logger *log;
 } leading_state;
+
+static int start_workers(leading_state *st)
+{
+	if (k8s_controller_start(st->ctrl) < 0)
+		return -1;
+	if (st->templates && wp_template_controller_start(st->templates) < 0)
+		return -1;
+	if (st->pools && wp_pool_controller_start(st->pools) < 0)
+		return -1;
+	if (st->claims && wp_claim_controller_start(st->claims) < 0)
+		return -1;
+	return 0;
+}
 
 static void started_leading(void *ud)
 {
 	leading_state *st = ud;
 	k8s_log(st->log, K8S_LOG_INFO, "became leader; starting workers", NULL);
-	if (k8s_controller_start(st->ctrl) < 0) {
+	if (start_workers(st) < 0) {
 		k8s_log(st->log, K8S_LOG_ERROR, "cannot start workers", "error", k8s_error_last()->message, NULL);
 		kill(getpid(), SIGUSR1);
 	}
@@ -227,6 +257,93 @@ static void identity(char *buf, size_t cap)
 	}
 	snprintf(buf, cap, "%s_%02x%02x%02x%02x%02x%02x%02x%02x", host,
 	         r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+}
+
+/* TRANSIENT (issue 5 in progress): the three libwarmpool controllers land
+ * one by one; until all are in, a missing one links as NULL and
+ * --extensions runs the ones present, with a warning. Remove with the last
+ * controller. */
+#pragma weak wp_template_controller_new
+#pragma weak wp_template_controller_start
+#pragma weak wp_template_controller_stop
+#pragma weak wp_template_controller_free
+#pragma weak wp_pool_controller_new
+#pragma weak wp_pool_controller_start
+#pragma weak wp_pool_controller_stop
+#pragma weak wp_pool_controller_free
+#pragma weak wp_claim_controller_new
+#pragma weak wp_claim_controller_start
+#pragma weak wp_claim_controller_stop
+#pragma weak wp_claim_controller_free
+
+/*
+ * --extensions: one event recorder per controller (each reports under its
+ * upstream name) and the three libwarmpool controllers, which register
+ * their handlers on the informers now, before these start.
+ */
+static int start_extensions(const controller_flags *f, k8s_client *client, k8s_informer **inf,
+                            k8s_metrics_registry *metrics, k8s_logger *log, const char *instance,
+                            k8s_event_recorder *events[3], leading_state *lead)
+{
+	if (!wp_template_controller_new || !wp_pool_controller_new || !wp_claim_controller_new)
+		k8s_log(log, K8S_LOG_WARN, "--extensions: this build lacks some extension controllers; running those it has",
+		        "template", wp_template_controller_new ? "yes" : "no",
+		        "pool", wp_pool_controller_new ? "yes" : "no",
+		        "claim", wp_claim_controller_new ? "yes" : "no", NULL);
+	static const char *const names[3] = {
+		WP_EVENT_CONTROLLER_TEMPLATE, WP_EVENT_CONTROLLER_POOL, WP_EVENT_CONTROLLER_CLAIM,
+	};
+	for (int i = 0; i < 3; i++) {
+		k8s_event_recorder_options eo = K8S_EVENT_RECORDER_OPTIONS_INIT;
+		eo.reporting_controller = names[i];
+		eo.reporting_instance = instance;
+		eo.logger = log;
+		if (k8s_event_recorder_new(&events[i], client, &eo) < 0)
+			return -1;
+	}
+	wp_template_controller_options to = WP_TEMPLATE_CONTROLLER_OPTIONS_INIT;
+	to.client = client;
+	to.templates = inf[INF_TEMPLATES];
+	to.networkpolicies = inf[INF_NETPOLS];
+	to.workers = f->sandbox_template_workers > 0 ? f->sandbox_template_workers : 1;
+	to.logger = log;
+	to.metrics = metrics;
+	to.events = events[0];
+	if (wp_template_controller_new && wp_template_controller_new(&lead->templates, &to) < 0)
+		return -1;
+
+	wp_pool_controller_options po = WP_POOL_CONTROLLER_OPTIONS_INIT;
+	po.client = client;
+	po.pools = inf[INF_POOLS];
+	po.sandboxes = inf[INF_SANDBOXES];
+	po.templates = inf[INF_TEMPLATES];
+	po.pods = inf[INF_PODS];
+	po.workers = f->sandbox_warm_pool_workers;
+	po.max_batch_size = f->warm_pool_max_batch_size;
+	po.replenish_delay_ms = f->warm_pool_replenish_delay_ms;
+	po.max_refill_rate = f->warm_pool_max_refill_rate;
+	po.readiness_grace_ms = f->warm_pool_readiness_grace_period_ms;
+	po.unschedulable_recheck_ms = f->warm_pool_unschedulable_recheck_ms;
+	po.enable_eviction = f->enable_warm_pool_eviction;
+	po.logger = log;
+	po.metrics = metrics;
+	po.events = events[1];
+	if (wp_pool_controller_new && wp_pool_controller_new(&lead->pools, &po) < 0)
+		return -1;
+
+	wp_claim_controller_options co = WP_CLAIM_CONTROLLER_OPTIONS_INIT;
+	co.client = client;
+	co.claims = inf[INF_CLAIMS];
+	co.sandboxes = inf[INF_SANDBOXES];
+	co.pools = inf[INF_POOLS];
+	co.templates = inf[INF_TEMPLATES];
+	co.workers = f->sandbox_claim_workers;
+	co.disable_events = f->disable_claim_events;
+	co.disable_observability_annotations = f->disable_claim_observability_annotations;
+	co.logger = log;
+	co.metrics = metrics;
+	co.events = events[2];
+	return wp_claim_controller_new ? wp_claim_controller_new(&lead->claims, &co) : 0;
 }
 
 int main(int argc, char **argv)
@@ -268,7 +385,9 @@ int main(int argc, char **argv)
 	k8s_client *client = NULL, *lease_client = NULL;
 	k8s_controller *ctrl = NULL;
 	sbx_reconciler *rec = NULL;
-	k8s_informer *inf[INF_COUNT] = { NULL };
+	informer_set infs = { { NULL }, f.extensions ? INF_COUNT : INF_CORE_COUNT };
+	k8s_informer **inf = infs.inf;
+	k8s_event_recorder *wp_events[3] = { NULL };  /* template, pool, claim */
 	k8s_metrics_registry *metrics = NULL;
 	k8s_metric *sandboxes_gauge = NULL;
 	k8s_health_checks *live = NULL, *ready = NULL;
@@ -286,7 +405,7 @@ int main(int argc, char **argv)
 	    k8s_health_checks_new(&live) < 0 || k8s_health_checks_new(&ready) < 0 ||
 	    k8s_health_checks_add(live, "ping", ping, NULL) < 0 ||
 	    k8s_health_checks_add(ready, "ping", ping, NULL) < 0 ||
-	    k8s_health_checks_add(ready, "informers-synced", informers_synced, inf) < 0 ||
+	    k8s_health_checks_add(ready, "informers-synced", informers_synced, &infs) < 0 ||
 	    k8s_http_server_handle_metrics(metrics_srv, "/metrics", metrics) < 0 ||
 	    k8s_http_server_handle_health(probe_srv, "/healthz", live) < 0 ||
 	    k8s_http_server_handle_health(probe_srv, "/readyz", ready) < 0) {
@@ -337,8 +456,10 @@ int main(int argc, char **argv)
 
 	const k8s_resource *resources[INF_COUNT] = {
 		&sbx_resource_sandboxes, &k8s_resource_pods, &k8s_resource_services,
+		&wp_resource_templates, &wp_resource_pools, &wp_resource_claims,
+		&wp_resource_networkpolicies,
 	};
-	for (int i = 0; i < INF_COUNT; i++) {
+	for (int i = 0; i < infs.n; i++) {
 		k8s_informer_options io = K8S_INFORMER_OPTIONS_INIT;
 		io.resource = resources[i];
 		io.userdata = ctrl;
@@ -347,6 +468,9 @@ int main(int argc, char **argv)
 			io.on_add = enqueue_self;
 			io.on_update = enqueue_self_update;
 			io.on_delete = enqueue_self;
+		} else if (i >= INF_CORE_COUNT) {
+			/* the extension controllers add their own handlers */
+			io.userdata = NULL;
 		} else {
 			io.on_add = enqueue_owner;
 			io.on_update = enqueue_owner_update;
@@ -358,7 +482,7 @@ int main(int argc, char **argv)
 			io.codec = sbx_pod_codec();
 		}
 		/* --cache-label-selectors (A.5): only children carrying the tracking label */
-		if (i != INF_SANDBOXES && f.cache_label_selectors)
+		if ((i == INF_PODS || i == INF_SERVICES) && f.cache_label_selectors)
 			io.label_selector = SBX_LABEL_NAME_HASH;
 		if (k8s_informer_new(&inf[i], client, &io) < 0)
 			goto fail;
@@ -391,6 +515,13 @@ int main(int argc, char **argv)
 		        "error", k8s_error_last()->message, NULL);
 		goto out;
 	}
+	lead.ctrl = ctrl;
+	lead.log = log;
+	if (f.extensions && start_extensions(&f, client, inf, metrics, log, instance, wp_events, &lead) < 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot create the extension controllers",
+		        "error", k8s_error_last()->message, NULL);
+		goto out;
+	}
 
 	char workers[16];
 	snprintf(workers, sizeof(workers), "%d", f.sandbox_workers);
@@ -400,12 +531,12 @@ int main(int argc, char **argv)
 	/* Probes answer while the caches fill: alive, not ready yet. */
 	if (k8s_http_server_start(metrics_srv) < 0 || k8s_http_server_start(probe_srv) < 0)
 		goto fail;
-	for (int i = 0; i < INF_COUNT; i++)
+	for (int i = 0; i < infs.n; i++)
 		if (k8s_informer_start(inf[i]) < 0)
 			goto fail;
 	/* Reconciling before the caches are full would create duplicates of
 	 * objects we simply have not seen yet. */
-	for (int i = 0; i < INF_COUNT; i++) {
+	for (int i = 0; i < infs.n; i++) {
 		while (k8s_informer_wait_synced(inf[i], 1000) == K8S_ETIMEOUT) {
 			struct timespec zero = { 0, 0 };
 			if (sigtimedwait(&sigs, NULL, &zero) > 0) {
@@ -424,8 +555,6 @@ int main(int argc, char **argv)
 			        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
 			goto out;
 		}
-		lead.ctrl = ctrl;
-		lead.log = log;
 		k8s_leader_options lo = K8S_LEADER_OPTIONS_INIT;
 		lo.lease_namespace = lease_ns;
 		lo.lease_name = LEASE_NAME;
@@ -448,7 +577,7 @@ int main(int argc, char **argv)
 		        LEASE_NAME, "namespace", lease_ns, "identity", instance, NULL);
 	} else {
 		k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
-		if (k8s_controller_start(ctrl) < 0)
+		if (start_workers(&lead) < 0)
 			goto fail;
 	}
 
@@ -479,15 +608,29 @@ out:
 	k8s_health_checks_free(ready);
 	if (ctrl)
 		k8s_controller_stop(ctrl);
+	if (lead.templates)
+		wp_template_controller_stop(lead.templates);
+	if (lead.pools)
+		wp_pool_controller_stop(lead.pools);
+	if (lead.claims)
+		wp_claim_controller_stop(lead.claims);
 	/* after the workers: nothing writes once the Lease is released */
 	k8s_leader_free(leader);
 	k8s_client_free(lease_client);
-	for (int i = INF_COUNT - 1; i >= 0; i--)
+	for (int i = infs.n - 1; i >= 0; i--)
 		k8s_informer_stop(inf[i]);
 	sbx_reconciler_free(rec);
+	if (lead.claims)
+		wp_claim_controller_free(lead.claims);
+	if (lead.pools)
+		wp_pool_controller_free(lead.pools);
+	if (lead.templates)
+		wp_template_controller_free(lead.templates);
 	k8s_event_recorder_free(events);  /* flushes what is queued, bounded */
+	for (int i = 0; i < 3; i++)
+		k8s_event_recorder_free(wp_events[i]);
 	k8s_controller_free(ctrl);
-	for (int i = 0; i < INF_COUNT; i++)
+	for (int i = 0; i < infs.n; i++)
 		k8s_informer_free(inf[i]);
 	k8s_client_free(client);
 	k8s_config_free(cfg);

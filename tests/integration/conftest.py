@@ -18,6 +18,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
+# the CRDs of deploy/ (the controller points their conversion webhook at itself)
+CRDS = ("sandboxes.agents.x-k8s.io", "sandboxtemplates.extensions.agents.x-k8s.io",
+        "sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io")
 
 
 # Modules of disruptive tests (kill -9, kube-apiserver restarts, 200-pod bursts).
@@ -140,8 +143,7 @@ def deployed(kube):
                     "name": "agent-sandbox-webhook-service", "namespace": "agent-sandbox-system",
                     "path": "/convert"}}}}}}))
     kube.run("apply", "-k", os.path.join(ROOT, "deploy"))
-    kube.run("wait", "--for=condition=Established", "--timeout=60s",
-             "crd/sandboxes.agents.x-k8s.io")
+    kube.run("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{c}" for c in CRDS])
     return kube
 
 
