@@ -35,9 +35,7 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=disruptive)
 
 
-# The CRDs of deploy/crds: the core kind, then the extension kinds (--extensions).
-CRDS = ("sandboxes.agents.x-k8s.io", "sandboxclaims.extensions.agents.x-k8s.io",
-        "sandboxtemplates.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io")
+# the extension kinds' CRDs (--extensions)
 EXTENSION_CRDS = CRDS[1:]
 
 
