@@ -68,7 +68,13 @@ WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE
  * lists (same length; index by index same name and semantically equal
  * spec; metadata ignored) and `service`. Pod template metadata and the
  * template's policies are ignored, so metadata-only edits never make a
- * Sandbox stale. Semantic equality: a missing member equals its zero value.
+ * Sandbox stale. Semantic equality: a missing member equals its zero value
+ * and nil lists/maps equal empty ones; `service` is a pointer (absent,
+ * false and true all differ). Limitation: resource quantities compare as
+ * JSON strings, not by value ("1Gi" differs from "1024Mi"); harmless for
+ * members copied from the template (custom resources keep quantities
+ * verbatim), but a Sandbox written with another spelling reads as stale.
+ * Out of memory reads as "differs".
  */
 WP_EXTERN bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx);
 

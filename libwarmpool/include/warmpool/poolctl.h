@@ -6,7 +6,15 @@
  * stuck/unschedulable member handling and the Recreate / OnReplenish
  * update strategies; writes status replicas/readyReplicas/selector.
  *
- * Lifecycle and thread-safety as templatectl.h.
+ * Lifecycle and thread-safety as templatectl.h. _new() adds two indexes
+ * (on the pools informer by spec.sandboxTemplateRef.name, on the Sandboxes
+ * informer by the warm-pool-sandbox label; names prefixed "wp-pool:") and
+ * handlers on the pools, Sandboxes and templates informers; the Pod
+ * informer is only read, and must cache sbx_pod structs (sbx_pod_codec()).
+ * Per-pool memory (expectations, replenish/refill state, the
+ * not-progressing flag) lives in the controller and is dropped when a pass
+ * finds the pool gone or deleting. Events: WarmPoolNotProgressing /
+ * WarmPoolProgressing through `events` (§8.2, §12).
  */
 #ifndef WARMPOOL_POOLCTL_H
 #define WARMPOOL_POOLCTL_H

@@ -1,0 +1,655 @@
+/*
+ * poolctl.c - the SandboxWarmPool controller's I/O glue (spec/api.md §8):
+ * informer handlers and indexes, the per-pool memory (expectations,
+ * replenish/refill state, event state), and a reconcile that reads the
+ * caches, runs the pure phases of poolplan.h and applies what they decide:
+ * member updates and deletes, slow-start batched creates, excess deletes,
+ * the status patch and the progressing events.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include "warmpool/poolctl.h"
+#include "warmpool/blueprint.h"
+#include "sandbox/podcache.h"
+#include "k8s/common.h"
+#include "k8s/object.h"
+#include "jsonutil.h"
+#include "expectations.h"
+#include "poolplan.h"
+
+/* Index names: distinct from other controllers' indexes on shared informers. */
+#define IDX_POOL_TEMPLATE "wp-pool:spec.sandboxTemplateRef.name"
+#define IDX_SANDBOX_POOL "wp-pool:warm-pool-sandbox"
+/* Most threads one slow-start batch runs at once. */
+#define MAX_PARALLEL 32
+
+typedef struct {
+	char *key;
+	wp_pool_state st;
+} state_entry;
+
+struct wp_pool_controller {
+	wp_pool_controller_options o;
+	k8s_controller *ctl;
+	wp_expectations *exp;
+	pthread_mutex_t mu;           /* guards states and seed */
+	state_entry *states;
+	size_t nstates, capstates;
+	unsigned int seed;
+	bool started;
+};
+
+/* ---- per-pool state ---- */
+
+static state_entry *state_find(wp_pool_controller *c, const char *key)
+{
+	for (size_t i = 0; i < c->nstates; i++)
+		if (strcmp(c->states[i].key, key) == 0)
+			return &c->states[i];
+	return NULL;
+}
+
+static void state_get(wp_pool_controller *c, const char *key, wp_pool_state *out)
+{
+	pthread_mutex_lock(&c->mu);
+	state_entry *e = state_find(c, key);
+	if (e)
+		*out = e->st;
+	else
+		memset(out, 0, sizeof(*out));
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Out of memory only loses pacing memory: the next pass starts afresh. */
+static void state_put(wp_pool_controller *c, const char *key, const wp_pool_state *st)
+{
+	pthread_mutex_lock(&c->mu);
+	state_entry *e = state_find(c, key);
+	if (!e && c->nstates == c->capstates) {
+		size_t cap = c->capstates ? c->capstates * 2 : 8;
+		state_entry *n = realloc(c->states, cap * sizeof(*n));
+		if (n) {
+			c->states = n;
+			c->capstates = cap;
+		}
+	}
+	if (!e && c->nstates < c->capstates) {
+		char *k = strdup(key);
+		if (k) {
+			e = &c->states[c->nstates++];
+			e->key = k;
+		}
+	}
+	if (e)
+		e->st = *st;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Pool deleted: forget all per-pool state (§8.5). */
+static void forget_pool(wp_pool_controller *c, const char *key)
+{
+	wp_expectations_forget(c->exp, key);
+	pthread_mutex_lock(&c->mu);
+	state_entry *e = state_find(c, key);
+	if (e) {
+		free(e->key);
+		*e = c->states[--c->nstates];
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static double next_jitter(wp_pool_controller *c)
+{
+	pthread_mutex_lock(&c->mu);
+	double j = (double)rand_r(&c->seed) / ((double)RAND_MAX + 1.0);
+	pthread_mutex_unlock(&c->mu);
+	return j;
+}
+
+/* ---- handlers and indexes ---- */
+
+static int index_pool_template(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	(void)ud;
+	const char *t = k8s_obj_str(obj, "spec.sandboxTemplateRef.name");
+	if (ju_empty(t) || cap < 1)
+		return 0;
+	keys[0] = t;
+	return 1;
+}
+
+/* "ns/pool" of the SandboxWarmPool controlling `sbx` (any version of the
+ * group, §1.5), or NULL. */
+static char *controlling_pool_key(const cJSON *sbx)
+{
+	const cJSON *ref = k8s_obj_controller_ref(sbx);
+	char group[128];
+	if (!ref || !ju_str_eq(ju_str(ref, "kind"), SBX_KIND_WARM_POOL) ||
+	    !ju_str_eq(ju_api_group(ju_str(ref, "apiVersion"), group, sizeof(group)),
+	               SBX_EXTENSIONS_GROUP) || ju_empty(ju_str(ref, "name")))
+		return NULL;
+	return ju_printf("%s/%s", ju_nz(k8s_obj_namespace(sbx)), ju_str(ref, "name"));
+}
+
+static void on_pool_event(wp_pool_controller *c, const cJSON *pool)
+{
+	char *key = k8s_obj_key(pool);
+	if (key)
+		k8s_controller_enqueue(c->ctl, key);
+	free(key);
+}
+static void on_pool_add(const cJSON *o, void *ud) { on_pool_event(ud, o); }
+static void on_pool_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; on_pool_event(ud, n); }
+static void on_pool_delete(const cJSON *o, void *ud) { on_pool_event(ud, o); }
+
+/* An orphan carrying a pool label wakes the pools of its namespace whose
+ * name hashes to it, so it is adopted (or deleted as stale) without
+ * waiting for another event of the pool. Orphans are rare: a list of the
+ * namespace's pools is affordable. */
+static void enqueue_orphan_pool(wp_pool_controller *c, const cJSON *sbx)
+{
+	const char *h = k8s_obj_label(sbx, SBX_LABEL_WARM_POOL_SANDBOX);
+	if (ju_empty(h) || k8s_obj_controller_ref(sbx))
+		return;
+	cJSON *pools = NULL;
+	if (k8s_informer_list(c->o.pools, k8s_obj_namespace(sbx), &pools))
+		return;
+	const cJSON *pool;
+	cJSON_ArrayForEach(pool, pools) {
+		char ph[SBX_NAME_HASH_SIZE];
+		wp_pool_hash(pool, ph);
+		if (strcmp(ph, h) == 0)
+			on_pool_event(c, pool);
+	}
+	cJSON_Delete(pools);
+}
+
+/* The expectation is lowered before the pool is enqueued (§8.5). */
+static void on_sbx_add(const cJSON *o, void *ud)
+{
+	wp_pool_controller *c = ud;
+	char *key = controlling_pool_key(o);
+	if (!key) {
+		enqueue_orphan_pool(c, o);
+		return;
+	}
+	wp_expectations_lower_creations(c->exp, key, 1);
+	k8s_controller_enqueue(c->ctl, key);
+	free(key);
+}
+
+static void on_sbx_update(const cJSON *o, const cJSON *n, void *ud)
+{
+	wp_pool_controller *c = ud;
+	char *ko = controlling_pool_key(o), *kn = controlling_pool_key(n);
+	if (kn)
+		k8s_controller_enqueue(c->ctl, kn);
+	if (ko && (!kn || strcmp(ko, kn) != 0))   /* adopted away by a claim */
+		k8s_controller_enqueue(c->ctl, ko);
+	if (!kn)
+		enqueue_orphan_pool(c, n);
+	free(ko);
+	free(kn);
+}
+
+static void on_sbx_delete(const cJSON *o, void *ud)
+{
+	wp_pool_controller *c = ud;
+	char *key = controlling_pool_key(o);
+	if (!key)
+		return;
+	wp_expectations_deletion_observed(c->exp, key, k8s_obj_uid(o));
+	k8s_controller_enqueue(c->ctl, key);
+	free(key);
+}
+
+typedef struct {
+	wp_pool_controller *c;
+	const char *ns;
+} tpl_walk;
+
+static int enqueue_pool_of_template(const void *obj, void *ud)
+{
+	tpl_walk *w = ud;
+	const cJSON *pool = obj;   /* the pools informer has no codec */
+	if (ju_str_eq(k8s_obj_namespace(pool), w->ns))
+		on_pool_event(w->c, pool);
+	return 0;
+}
+
+static void on_tpl_event(wp_pool_controller *c, const cJSON *tpl)
+{
+	tpl_walk w = { c, k8s_obj_namespace(tpl) };
+	const char *name = k8s_obj_name(tpl);
+	if (name)
+		k8s_informer_read_index(c->o.pools, IDX_POOL_TEMPLATE, name, enqueue_pool_of_template, &w);
+}
+static void on_tpl_add(const cJSON *o, void *ud) { on_tpl_event(ud, o); }
+static void on_tpl_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; on_tpl_event(ud, n); }
+static void on_tpl_delete(const cJSON *o, void *ud) { on_tpl_event(ud, o); }
+
+/* ---- lifecycle ---- */
+
+static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *ud)
+{
+	return wp_pool_controller_reconcile(ud, key, res);
+}
+
+int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_options *opts)
+{
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: NULL out");
+	*out = NULL;
+	if (!opts || opts->version != WP_POOL_CONTROLLER_OPTIONS_VERSION || !opts->client ||
+	    !opts->pools || !opts->sandboxes || !opts->templates || !opts->pods)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "pool controller: bad options (version, client, pools, sandboxes, templates, pods)");
+	if (opts->max_batch_size < 1 || opts->replenish_delay_ms < 0 || !(opts->max_refill_rate >= 0) ||
+	    opts->readiness_grace_ms < 0 || opts->unschedulable_recheck_ms < 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "pool controller: batch size < 1 or a negative delay, rate or period");
+	wp_pool_controller *c = calloc(1, sizeof(*c));
+	if (!c)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "pool controller: out of memory");
+	c->o = *opts;
+	c->seed = (unsigned int)k8s_monotonic_ms() ^ (unsigned int)(uintptr_t)c;
+	pthread_mutex_init(&c->mu, NULL);
+	int rc = wp_expectations_new(&c->exp, WP_EXPECTATIONS_TIMEOUT_MS);
+	if (rc)
+		goto fail;
+	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
+	co.name = "sandboxwarmpool";
+	co.workers = opts->workers > 0 ? opts->workers : 1;
+	co.reconcile = reconcile_fn;
+	co.userdata = c;
+	co.logger = opts->logger;
+	co.metrics = opts->metrics;
+	if ((rc = k8s_controller_new(&c->ctl, &co)))
+		goto fail;
+	if ((rc = k8s_informer_add_index(opts->pools, IDX_POOL_TEMPLATE, index_pool_template, NULL)) ||
+	    (rc = k8s_informer_add_index(opts->sandboxes, IDX_SANDBOX_POOL, k8s_index_by_label,
+	                                 (void *)SBX_LABEL_WARM_POOL_SANDBOX)) ||
+	    (rc = k8s_informer_add_handlers(opts->pools, on_pool_add, on_pool_update, on_pool_delete, c)) ||
+	    (rc = k8s_informer_add_handlers(opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, c)) ||
+	    (rc = k8s_informer_add_handlers(opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c))) {
+		/* Handlers may be in: the caller must not start the informers
+		 * after a failed _new(). */
+		rc = k8s_error_set(rc, 0, NULL, "pool controller: informer already started or index taken");
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	k8s_controller_free(c->ctl);
+	wp_expectations_free(c->exp);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return rc;
+}
+
+int wp_pool_controller_start(wp_pool_controller *c)
+{
+	if (!c || c->started)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: started twice");
+	int rc = k8s_controller_start(c->ctl);
+	if (rc == 0)
+		c->started = true;
+	return rc;
+}
+
+void wp_pool_controller_stop(wp_pool_controller *c)
+{
+	if (c)
+		k8s_controller_stop(c->ctl);
+}
+
+void wp_pool_controller_free(wp_pool_controller *c)
+{
+	if (!c)
+		return;
+	k8s_controller_free(c->ctl);
+	wp_expectations_free(c->exp);
+	for (size_t i = 0; i < c->nstates; i++)
+		free(c->states[i].key);
+	free(c->states);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* ---- a pass ---- */
+
+typedef struct {
+	wp_pool_controller *c;
+	const char *key, *ns;
+	int rc;                /* first error of the pass */
+	char *err;             /* its message */
+	pthread_mutex_t mu;    /* guards rc/err across batch threads */
+} pass;
+
+/* Collects an error of the pass (the first one is returned; each is logged). */
+static void pass_fail(pass *p, int rc, const char *what, const char *name, const char *msg)
+{
+	k8s_log(p->c->o.logger, K8S_LOG_WARN, "warm pool pass failed", "pool", p->key,
+	        "op", what, "object", name, "error", msg, NULL);
+	pthread_mutex_lock(&p->mu);
+	if (!p->rc) {
+		p->rc = rc;
+		p->err = ju_printf("failed to %s \"%s\": %s", what, ju_nz(name), ju_nz(msg));
+	}
+	pthread_mutex_unlock(&p->mu);
+}
+
+static bool deletion_pending_cb(void *ud, const char *uid)
+{
+	pass *p = ud;
+	return wp_expectations_deletion_pending(p->c->exp, p->key, uid, k8s_monotonic_ms());
+}
+
+static int pod_unschedulable_read(const void *obj, void *ud)
+{
+	(void)ud;
+	const sbx_pod *pod = obj;
+	if (pod->deletion_timestamp)
+		return 0;
+	const sbx_pod_condition *cond = sbx_pod_condition_get(pod, SBX_CONDITION_POD_SCHEDULED);
+	return cond && ju_str_eq(cond->status, "False") && ju_str_eq(cond->reason, "Unschedulable");
+}
+
+static bool pod_unschedulable_cb(void *ud, const char *ns, const char *name)
+{
+	pass *p = ud;
+	return k8s_informer_read(p->c->o.pods, ns, name, pod_unschedulable_read, NULL) == 1;
+}
+
+/* Deletes member `m` with its expectation recorded first; NotFound is
+ * success; on failure the expectation is rolled back. True on success. */
+static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
+{
+	wp_pool_controller *c = p->c;
+	bool track = m->owned;
+	if (track && wp_expectations_expect_deletion(c->exp, p->key, m->uid, k8s_monotonic_ms())) {
+		pass_fail(p, K8S_ENOMEM, why, m->name, "out of memory");
+		return false;
+	}
+	k8s_delete_options dopts = K8S_DELETE_OPTIONS_INIT;
+	dopts.precondition_uid = m->uid;
+	int rc = k8s_client_delete(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &dopts, NULL);
+	if (rc == 0) {
+		k8s_log(c->o.logger, K8S_LOG_INFO, "deleted warm pool sandbox", "pool", p->key,
+		        "sandbox", m->name, "reason", why, NULL);
+		return true;
+	}
+	if (track)   /* the delete event will never come: clear it ourselves */
+		wp_expectations_deletion_observed(c->exp, p->key, m->uid);
+	if (rc == K8S_ENOTFOUND)
+		return true;
+	pass_fail(p, rc, why, m->name, k8s_error_last()->message);
+	return false;
+}
+
+static bool update_member(pass *p, const wp_pool_member *m, const char *why)
+{
+	int rc = k8s_client_update(p->c->o.client, &sbx_resource_sandboxes, p->ns, m->body, NULL, NULL);
+	if (rc == 0) {
+		k8s_log(p->c->o.logger, K8S_LOG_INFO, "updated warm pool sandbox", "pool", p->key,
+		        "sandbox", m->name, "reason", why, NULL);
+		return true;
+	}
+	pass_fail(p, rc, why, m->name, k8s_error_last()->message);
+	return false;
+}
+
+/* ---- slow-start batches (§8.3): 1, 2, 4, ... jobs in parallel, stop at
+ * the first batch with a failure. ---- */
+
+typedef bool (*job_fn)(pass *p, size_t i, void *ud);
+
+typedef struct {
+	pass *p;
+	job_fn fn;
+	void *ud;
+	size_t from, to;
+	atomic_size_t next;
+	atomic_size_t ok;
+	atomic_bool failed;
+} batch;
+
+static void *batch_thread(void *arg)
+{
+	batch *b = arg;
+	size_t i;
+	while ((i = atomic_fetch_add(&b->next, 1)) < b->to) {
+		if (b->fn(b->p, i, b->ud))
+			atomic_fetch_add(&b->ok, 1);
+		else
+			atomic_store(&b->failed, true);
+	}
+	return NULL;
+}
+
+/* Runs jobs 0..n-1; returns how many succeeded, `*tried` how many ran. */
+static size_t slow_start(pass *p, size_t n, job_fn fn, void *ud, size_t *tried)
+{
+	size_t done = 0, ok = 0, size = 1;
+	while (done < n) {
+		size_t to = done + size < n ? done + size : n;
+		batch b = { .p = p, .fn = fn, .ud = ud, .from = done, .to = to };
+		atomic_init(&b.next, done);
+		atomic_init(&b.ok, 0);
+		atomic_init(&b.failed, false);
+		size_t nth = to - done < MAX_PARALLEL ? to - done : MAX_PARALLEL;
+		pthread_t th[MAX_PARALLEL];
+		size_t started = 0;
+		/* This thread is one of the workers; the others are extra. */
+		for (size_t t = 1; t < nth; t++)
+			if (pthread_create(&th[started], NULL, batch_thread, &b) == 0)
+				started++;
+		batch_thread(&b);
+		for (size_t t = 0; t < started; t++)
+			pthread_join(th[t], NULL);
+		ok += atomic_load(&b.ok);
+		done = to;
+		if (atomic_load(&b.failed))
+			break;
+		size *= 2;
+	}
+	*tried = done;
+	return ok;
+}
+
+typedef struct {
+	const cJSON *body;
+} create_ctx;
+
+static bool create_job(pass *p, size_t i, void *ud)
+{
+	(void)i;
+	create_ctx *cc = ud;
+	cJSON *made = NULL;
+	int rc = k8s_client_create(p->c->o.client, &sbx_resource_sandboxes, p->ns, cc->body, NULL, &made);
+	if (rc) {
+		pass_fail(p, rc, "create sandbox", k8s_obj_str(cc->body, "metadata.generateName"),
+		          k8s_error_last()->message);
+		return false;
+	}
+	k8s_log(p->c->o.logger, K8S_LOG_DEBUG, "created warm pool sandbox", "pool", p->key,
+	        "sandbox", k8s_obj_name(made), NULL);
+	cJSON_Delete(made);
+	return true;
+}
+
+typedef struct {
+	const wp_pool_member *m;
+	const size_t *idx;
+} excess_ctx;
+
+static bool excess_job(pass *p, size_t i, void *ud)
+{
+	excess_ctx *ec = ud;
+	return delete_member(p, &ec->m[ec->idx[i]], "delete excess sandbox");
+}
+
+static void record_event(wp_pool_controller *c, const cJSON *pool, const wp_pool_plan *plan)
+{
+	bool warn = plan->event == WP_POOL_EVENT_NOT_PROGRESSING;
+	const char *reason = warn ? "WarmPoolNotProgressing" : "WarmPoolProgressing";
+	k8s_log(c->o.logger, warn ? K8S_LOG_WARN : K8S_LOG_INFO, "warm pool event",
+	        "pool", k8s_obj_name(pool), "namespace", k8s_obj_namespace(pool),
+	        "reason", reason, "note", plan->event_note, NULL);
+	k8s_event_ref ref;
+	if (c->o.events && k8s_event_ref_from(pool, WP_API_VERSION, SBX_KIND_WARM_POOL, &ref) == 0)
+		/* best effort: an event never fails a reconcile */
+		k8s_event_record(c->o.events, &ref, NULL, warn ? K8S_EVENT_WARNING : K8S_EVENT_NORMAL,
+		                 reason, SBX_EVENT_ACTION_RECONCILING, plan->event_note);
+}
+
+int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_reconcile_result *res)
+{
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if (!c || !key)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool reconcile: NULL argument");
+	char *ns = NULL, *name = NULL;
+	cJSON *pool = NULL, *tpl = NULL, *members = NULL, *body = NULL;
+	wp_pool_member *m = NULL;
+	size_t n = 0;
+	wp_pool_plan plan = { 0 };
+	pass p = { .c = c, .key = key };
+	pthread_mutex_init(&p.mu, NULL);
+	int rc = k8s_key_split(key, &ns, &name);
+	if (rc)
+		goto out;
+	p.ns = ns;
+
+	rc = k8s_informer_get(c->o.pools, ns, name, &pool);
+	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(pool))) {
+		forget_pool(c, key);   /* members go by GC (§8.6) */
+		rc = 0;
+		goto out;
+	}
+	if (rc)
+		goto out;
+
+	/* The template: NotFound only means "no creates" (§8.3). */
+	const char *tpl_name = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+	char tpl_hash[SBX_NAME_HASH_SIZE];
+	bool have_hash = false;
+	if (!ju_empty(tpl_name)) {
+		int trc = k8s_informer_get(c->o.templates, ns, tpl_name, &tpl);
+		if (trc && trc != K8S_ENOTFOUND)
+			pass_fail(&p, trc, "get SandboxTemplate", tpl_name, k8s_error_last()->message);
+		if (tpl)
+			have_hash = wp_blueprint_hash(tpl, tpl_hash) == 0;
+	}
+
+	char h[SBX_NAME_HASH_SIZE];
+	wp_pool_hash(pool, h);
+	if ((rc = k8s_informer_by_index(c->o.sandboxes, IDX_SANDBOX_POOL, h, &members)))
+		goto out;
+
+	wp_pool_input in = {
+		.pool = pool, .tpl = tpl, .tpl_hash = have_hash ? tpl_hash : NULL,
+		.now_ms = k8s_now_ms(),
+		.readiness_grace_ms = c->o.readiness_grace_ms,
+		.unschedulable_recheck_ms = c->o.unschedulable_recheck_ms,
+		.replenish_delay_ms = c->o.replenish_delay_ms,
+		.max_refill_rate = c->o.max_refill_rate,
+		.max_batch = c->o.max_batch_size,
+		.jitter = next_jitter(c),
+		.deletion_pending = deletion_pending_cb,
+		.pod_unschedulable = pod_unschedulable_cb,
+		.ud = &p,
+	};
+
+	/* Phase 1: stale deletes, launch-type fixes, adoptions (§8.1, §8.4). */
+	if ((rc = wp_pool_classify(&in, members, &m, &n)))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		switch (m[i].action) {
+		case WP_MEMBER_DELETE_STALE:
+			m[i].failed = !delete_member(&p, &m[i], "delete stale sandbox");
+			break;
+		case WP_MEMBER_SET_LAUNCH_TYPE:
+			m[i].failed = !update_member(&p, &m[i], "set launch-type of sandbox");
+			break;
+		case WP_MEMBER_ADOPT:
+			m[i].failed = !update_member(&p, &m[i], "adopt sandbox");
+			break;
+		default:
+			break;
+		}
+	}
+	wp_pool_classify_failed(m, n);
+
+	/* Phase 2: stuck members (§8.2); not gated by the expectations. */
+	long grace_requeue = 0;
+	wp_pool_stuck(&in, m, n, &grace_requeue);
+	for (size_t i = 0; i < n; i++)
+		if (m[i].action == WP_MEMBER_DELETE_STUCK)
+			m[i].failed = !delete_member(&p, &m[i], "delete stuck sandbox");
+	wp_pool_stuck_failed(m, n);
+
+	/* Phase 3: sizing. */
+	wp_pool_state st;
+	state_get(c, key, &st);
+	bool gate = wp_expectations_satisfied(c->exp, key, k8s_monotonic_ms());
+	if ((rc = wp_pool_size(&in, m, n, gate, grace_requeue, &st, &plan)))
+		goto out;
+	if (plan.event)
+		record_event(c, pool, &plan);
+
+	long requeue = plan.requeue_after_ms;
+	if (plan.create > 0) {
+		body = wp_pool_member_new(pool, tpl, c->o.enable_eviction);
+		if (!body) {
+			pass_fail(&p, k8s_error_last()->code, "build a sandbox for pool", name, k8s_error_last()->message);
+			st.tokens += plan.tokens_granted;
+		} else if (!wp_expectations_expect_creations(c->exp, key, plan.create, k8s_monotonic_ms())) {
+			st.tokens += plan.tokens_granted;     /* gated out: refund */
+			if (!requeue || requeue > WP_POOL_EXPECTATIONS_REQUEUE_MS)
+				requeue = WP_POOL_EXPECTATIONS_REQUEUE_MS;
+		} else {
+			create_ctx cc = { body };
+			size_t tried = 0;
+			size_t ok = slow_start(&p, (size_t)plan.create, create_job, &cc, &tried);
+			/* Creates that failed or never ran will never be observed. */
+			wp_expectations_lower_creations(c->exp, key, plan.create - (int)ok);
+			st.baseline += (int)ok;
+			k8s_log(c->o.logger, K8S_LOG_INFO, "warm pool refill", "pool", key,
+			        "created", ok == (size_t)plan.create ? "all" : "some", NULL);
+		}
+	}
+	if (plan.nexcess > 0) {
+		excess_ctx ec = { m, plan.excess };
+		size_t tried = 0;
+		slow_start(&p, plan.nexcess, excess_job, &ec, &tried);
+	}
+	state_put(c, key, &st);
+
+	/* The status is left alone on a pass with errors (§8.3). */
+	if (!p.rc && plan.status_patch) {
+		int src = k8s_client_patch(c->o.client, &wp_resource_pools, ns, name, "status",
+		                           K8S_PATCH_MERGE, plan.status_patch, NULL, NULL);
+		if (src && src != K8S_ENOTFOUND)
+			pass_fail(&p, src, "update status of SandboxWarmPool", name, k8s_error_last()->message);
+	}
+	if (res)
+		res->requeue_after_ms = requeue;
+	rc = p.rc;
+	if (rc)
+		k8s_error_set(rc, 0, NULL, "SandboxWarmPool \"%s\": %s", key, ju_nz(p.err));
+out:
+	wp_pool_plan_clear(&plan);
+	wp_pool_members_free(m, n);
+	cJSON_Delete(body);
+	cJSON_Delete(members);
+	cJSON_Delete(tpl);
+	cJSON_Delete(pool);
+	free(p.err);
+	pthread_mutex_destroy(&p.mu);
+	free(ns);
+	free(name);
+	return rc;
+}

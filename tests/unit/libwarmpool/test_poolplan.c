@@ -1,0 +1,777 @@
+/* Unit tests of libwarmpool/src/poolplan.c: the pure decisions of the
+ * SandboxWarmPool controller (spec/api.md §8.1-§8.4) on JSON fixtures. */
+#include <check.h>
+#include <string.h>
+#include "poolplan.h"
+#include "warmpool/blueprint.h"
+#include "k8s/common.h"
+#include "k8s/object.h"
+#include "test_pool_fixture.h"
+
+/* 2026-01-02T03:10:00Z; member.json was created at 03:00:00Z. */
+#define NOW_MS 1767323400000LL
+#define CREATED_MS 1767322800000LL
+#define GRACE_MS (5 * 60 * 1000L)
+#define POOL_UID "9c000000-0000-4000-8000-0000000000b1"
+
+/* ---- scripted callbacks ---- */
+
+static const char *pending_uids[8];
+static const char *unschedulable_pods[8];
+static int pod_calls;
+
+static bool fake_pending(void *ud, const char *uid)
+{
+	(void)ud;
+	for (int i = 0; i < 8 && pending_uids[i]; i++)
+		if (strcmp(pending_uids[i], uid) == 0)
+			return true;
+	return false;
+}
+
+static bool fake_unschedulable(void *ud, const char *ns, const char *name)
+{
+	(void)ud;
+	pod_calls++;
+	ck_assert_str_eq(ns, "ns1");
+	for (int i = 0; i < 8 && unschedulable_pods[i]; i++)
+		if (strcmp(unschedulable_pods[i], name) == 0)
+			return true;
+	return false;
+}
+
+static cJSON *pool, *tpl, *members;
+static char tpl_hash[SBX_NAME_HASH_SIZE];
+static wp_pool_input in;
+
+static void setup(void)
+{
+	pool = fx_load("pool.json");
+	tpl = fx_load("template.json");
+	members = cJSON_CreateArray();
+	ck_assert_int_eq(wp_blueprint_hash(tpl, tpl_hash), 0);
+	memset(pending_uids, 0, sizeof(pending_uids));
+	memset(unschedulable_pods, 0, sizeof(unschedulable_pods));
+	pod_calls = 0;
+	memset(&in, 0, sizeof(in));
+	in.pool = pool;
+	in.tpl = tpl;
+	in.tpl_hash = tpl_hash;
+	in.now_ms = NOW_MS;
+	in.readiness_grace_ms = GRACE_MS;
+	in.unschedulable_recheck_ms = 60000;
+	in.max_batch = 300;
+	in.deletion_pending = fake_pending;
+	in.pod_unschedulable = fake_unschedulable;
+}
+
+static void teardown(void)
+{
+	cJSON_Delete(pool);
+	cJSON_Delete(tpl);
+	cJSON_Delete(members);
+}
+
+/* Adds a fresh, owned, Ready member `name` (uid "uid-<name>") and returns it. */
+static cJSON *add_member(const char *name)
+{
+	cJSON *m = fx_load("member.json");
+	char uid[64];
+	snprintf(uid, sizeof(uid), "uid-%s", name);
+	fx_set_str(m, "metadata.name", name);
+	fx_set_str(m, "metadata.uid", uid);
+	fx_label(m, "agents.x-k8s.io/sandbox-template-hash", tpl_hash);
+	cJSON_AddItemToArray(members, m);
+	return m;
+}
+
+static void set_not_ready(cJSON *m)
+{
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(m, "status.conditions"), 0), "status", "False");
+}
+
+static wp_pool_member *find(wp_pool_member *m, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(m[i].name, name) == 0)
+			return &m[i];
+	ck_abort_msg("member %s not classified", name);
+	return NULL;
+}
+
+/* Runs the three phases with every write succeeding. */
+static void run_all(wp_pool_member **m, size_t *n, bool gate, wp_pool_state *st, wp_pool_plan *p)
+{
+	long gr = 0;
+	ck_assert_int_eq(wp_pool_classify(&in, members, m, n), 0);
+	wp_pool_classify_failed(*m, *n);
+	wp_pool_stuck(&in, *m, *n, &gr);
+	wp_pool_stuck_failed(*m, *n);
+	ck_assert_int_eq(wp_pool_size(&in, *m, *n, gate, gr, st, p), 0);
+}
+
+/* ---- basics ---- */
+
+START_TEST(desired_strategy_hash)
+{
+	char h[SBX_NAME_HASH_SIZE];
+	wp_pool_hash(pool, h);
+	ck_assert_str_eq(h, "91dd7983");
+	ck_assert_int_eq(wp_pool_desired(pool), 3);
+	fx_del(pool, "spec.replicas");
+	ck_assert_int_eq(wp_pool_desired(pool), 1);                 /* nil => 1 */
+	fx_set(pool, "spec.replicas", cJSON_CreateNull());
+	ck_assert_int_eq(wp_pool_desired(pool), 1);
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(0));
+	ck_assert_int_eq(wp_pool_desired(pool), 0);
+	ck_assert(!wp_pool_recreate(pool));
+	fx_set_str(pool, "spec.updateStrategy.type", "OnReplenish");
+	ck_assert(!wp_pool_recreate(pool));
+	fx_set_str(pool, "spec.updateStrategy.type", "bogus");
+	ck_assert(!wp_pool_recreate(pool));
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	ck_assert(wp_pool_recreate(pool));
+}
+END_TEST
+
+START_TEST(go_durations)
+{
+	char b[64];
+	ck_assert_str_eq(wp_go_duration(300000, b, sizeof(b)), "5m0s");
+	ck_assert_str_eq(wp_go_duration(30000, b, sizeof(b)), "30s");
+	ck_assert_str_eq(wp_go_duration(3600000, b, sizeof(b)), "1h0m0s");
+	ck_assert_str_eq(wp_go_duration(5400500, b, sizeof(b)), "1h30m0.5s");
+	ck_assert_str_eq(wp_go_duration(1500, b, sizeof(b)), "1.5s");
+	ck_assert_str_eq(wp_go_duration(90000, b, sizeof(b)), "1m30s");
+	ck_assert_str_eq(wp_go_duration(500, b, sizeof(b)), "500ms");
+	ck_assert_str_eq(wp_go_duration(0, b, sizeof(b)), "0s");
+	ck_assert_str_eq(wp_go_duration(1250, b, sizeof(b)), "1.25s");
+}
+END_TEST
+
+START_TEST(not_progressing_note)
+{
+	char *s = wp_pool_not_progressing_note(2, 5, GRACE_MS);
+	ck_assert_str_eq(s, "2/5 sandboxes are unschedulable past the 5m0s readiness grace period; "
+	                 "holding them instead of replacing (replacements would be equally unschedulable)");
+	free(s);
+}
+END_TEST
+
+/* ---- member builder (§8.3) ---- */
+
+START_TEST(member_object)
+{
+	cJSON *s = wp_pool_member_new(pool, tpl, true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(k8s_obj_str(s, "apiVersion"), "agents.x-k8s.io/v1beta1");
+	ck_assert_str_eq(k8s_obj_str(s, "kind"), "Sandbox");
+	ck_assert_str_eq(k8s_obj_str(s, "metadata.generateName"), "pool-");
+	ck_assert_ptr_null(k8s_obj_name(s));
+	ck_assert_str_eq(k8s_obj_namespace(s), "ns1");
+	char ph[SBX_NAME_HASH_SIZE];
+	ck_assert_int_eq(wp_pod_template_hash(tpl, ph), 0);
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/warm-pool-sandbox"), "91dd7983");
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/sandbox-template-ref-hash"), "9d22159f");
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/launch-type"), "warm");
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/sandbox-pod-template-hash"), ph);
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/sandbox-template-hash"), tpl_hash);
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/created-by"), "controller");
+	ck_assert_int_eq(cJSON_GetArraySize(k8s_obj_at(s, "metadata.labels")), 6);
+	ck_assert_str_eq(k8s_obj_annotation(s, "agents.x-k8s.io/sandbox-template-ref"), "tpl");
+
+	const cJSON *ref = k8s_obj_controller_ref(s);
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "apiVersion")->valuestring, "extensions.agents.x-k8s.io/v1beta1");
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "kind")->valuestring, "SandboxWarmPool");
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "name")->valuestring, "pool");
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "uid")->valuestring, POOL_UID);
+
+	const cJSON *ptl = k8s_obj_at(s, "spec.podTemplate.metadata.labels");
+	ck_assert_str_eq(cJSON_GetObjectItem(ptl, "app")->valuestring, "agent");
+	ck_assert_str_eq(cJSON_GetObjectItem(ptl, "agents.x-k8s.io/warm-pool-sandbox")->valuestring, "91dd7983");
+	ck_assert_str_eq(cJSON_GetObjectItem(ptl, "agents.x-k8s.io/sandbox-template-ref-hash")->valuestring, "9d22159f");
+	ck_assert_str_eq(cJSON_GetObjectItem(ptl, "agents.x-k8s.io/sandbox-pod-template-hash")->valuestring, ph);
+	ck_assert_str_eq(cJSON_GetObjectItem(ptl, "agents.x-k8s.io/sandbox-template-hash")->valuestring, tpl_hash);
+	const cJSON *pta = k8s_obj_at(s, "spec.podTemplate.metadata.annotations");
+	ck_assert_str_eq(cJSON_GetObjectItem(pta, "cluster-autoscaler.kubernetes.io/safe-to-evict")->valuestring, "true");
+	ck_assert_str_eq(cJSON_GetObjectItem(pta, "note")->valuestring, "x");
+
+	/* Secure defaults in secure-by-default mode. */
+	ck_assert(cJSON_IsFalse(k8s_obj_at(s, "spec.podTemplate.spec.automountServiceAccountToken")));
+	ck_assert_str_eq(k8s_obj_str(s, "spec.podTemplate.spec.dnsPolicy"), "None");
+	/* The blueprint's VCTs; no operatingMode or lifecycle. */
+	ck_assert_int_eq(cJSON_GetArraySize(k8s_obj_at(s, "spec.volumeClaimTemplates")), 1);
+	ck_assert_ptr_null(k8s_obj_at(s, "spec.operatingMode"));
+	ck_assert_ptr_null(k8s_obj_at(s, "spec.shutdownPolicy"));
+	/* The template is untouched. */
+	ck_assert_ptr_null(k8s_obj_at(tpl, "spec.podTemplate.spec.dnsPolicy"));
+
+	/* A member just built is never stale against its template. */
+	fx_set_str(s, "metadata.name", "pool-xyz12");
+	ck_assert(!wp_sandbox_is_stale(tpl, tpl_hash, s, true));
+	ck_assert(!wp_sandbox_is_stale(tpl, tpl_hash, s, false));
+	cJSON_Delete(s);
+}
+END_TEST
+
+START_TEST(member_eviction_annotation)
+{
+	cJSON *s = wp_pool_member_new(pool, tpl, false);
+	ck_assert_ptr_null(cJSON_GetObjectItem(k8s_obj_at(s, "spec.podTemplate.metadata.annotations"),
+	                                       "cluster-autoscaler.kubernetes.io/safe-to-evict"));
+	cJSON_Delete(s);
+	/* An explicit template value is kept. */
+	cJSON_AddStringToObject((cJSON *)k8s_obj_at(tpl, "spec.podTemplate.metadata.annotations"),
+	                        "cluster-autoscaler.kubernetes.io/safe-to-evict", "false");
+	s = wp_pool_member_new(pool, tpl, true);
+	ck_assert_str_eq(cJSON_GetObjectItem(k8s_obj_at(s, "spec.podTemplate.metadata.annotations"),
+	                                     "cluster-autoscaler.kubernetes.io/safe-to-evict")->valuestring, "false");
+	cJSON_Delete(s);
+	/* No podTemplate metadata at all: created. */
+	fx_del(tpl, "spec.podTemplate.metadata");
+	s = wp_pool_member_new(pool, tpl, true);
+	ck_assert_str_eq(cJSON_GetObjectItem(k8s_obj_at(s, "spec.podTemplate.metadata.annotations"),
+	                                     "cluster-autoscaler.kubernetes.io/safe-to-evict")->valuestring, "true");
+	ck_assert_str_eq(cJSON_GetObjectItem(k8s_obj_at(s, "spec.podTemplate.metadata.labels"),
+	                                     "agents.x-k8s.io/warm-pool-sandbox")->valuestring, "91dd7983");
+	cJSON_Delete(s);
+	/* Custom network policy: no DNS override. */
+	fx_set_json(tpl, "spec.networkPolicy", "{\"egress\":[]}");
+	s = wp_pool_member_new(pool, tpl, true);
+	ck_assert_ptr_null(k8s_obj_at(s, "spec.podTemplate.spec.dnsPolicy"));
+	ck_assert(cJSON_IsFalse(k8s_obj_at(s, "spec.podTemplate.spec.automountServiceAccountToken")));
+	cJSON_Delete(s);
+	fx_del(tpl, "spec.podTemplate");
+	ck_assert_ptr_null(wp_pool_member_new(pool, tpl, true));
+	ck_assert_int_eq(k8s_error_last()->code, K8S_EINVAL);
+}
+END_TEST
+
+/* ---- phase 1: classification (§8.1, §8.4) ---- */
+
+START_TEST(classify_kinds)
+{
+	add_member("a");                                            /* active */
+	fx_set_str(add_member("b"), "metadata.deletionTimestamp", "2026-01-02T03:09:00Z");  /* terminating */
+	add_member("c");
+	pending_uids[0] = "uid-c";                                  /* deletion pending: terminating */
+	cJSON *d = add_member("d");                                 /* claimed: ignored */
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(d, "metadata.ownerReferences"), 0), "uid", "claim-uid");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(d, "metadata.ownerReferences"), 0), "kind", "SandboxClaim");
+	fx_set_str(add_member("e"), "metadata.namespace", "other"); /* other namespace: dropped */
+	cJSON *f = add_member("f");                                 /* launch-type missing */
+	fx_label(f, "agents.x-k8s.io/launch-type", NULL);
+
+	wp_pool_member *m;
+	size_t n;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(n, 5);
+	ck_assert_int_eq(find(m, n, "a")->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_NONE);
+	ck_assert(find(m, n, "a")->owned);
+	ck_assert(find(m, n, "a")->ready);
+	ck_assert(find(m, n, "a")->created_ms == CREATED_MS);
+	ck_assert_int_eq(find(m, n, "b")->cls, WP_MEMBER_TERMINATING);
+	ck_assert_int_eq(find(m, n, "c")->cls, WP_MEMBER_TERMINATING);
+	ck_assert_int_eq(find(m, n, "d")->cls, WP_MEMBER_IGNORED);
+	wp_pool_member *x = find(m, n, "f");
+	ck_assert_int_eq(x->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(x->action, WP_MEMBER_SET_LAUNCH_TYPE);
+	ck_assert_str_eq(k8s_obj_label(x->body, "agents.x-k8s.io/launch-type"), "warm");
+	ck_assert_str_eq(k8s_obj_resource_version(x->body), "200");   /* optimistic Update */
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(classify_orphans)
+{
+	cJSON *o1 = add_member("o1");                               /* fresh orphan: adopt */
+	fx_del(o1, "metadata.ownerReferences");
+	fx_label(o1, "agents.x-k8s.io/launch-type", "cold");
+	fx_label(o1, "agents.x-k8s.io/sandbox-template-hash", "00000000");  /* orphans: content only */
+	cJSON *o2 = add_member("o2");                               /* stale orphan: delete, uncounted */
+	fx_set_json(o2, "metadata.ownerReferences", "[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\",\"uid\":\"cm\"}]");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(o2, "spec.podTemplate.spec.containers"), 0), "image", "old");
+	cJSON *o3 = add_member("o3");                               /* deleting orphan: ignored */
+	fx_del(o3, "metadata.ownerReferences");
+	fx_set_str(o3, "metadata.deletionTimestamp", "2026-01-02T03:09:00Z");
+
+	wp_pool_member *m;
+	size_t n;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	wp_pool_member *x = find(m, n, "o1");
+	ck_assert_int_eq(x->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(x->action, WP_MEMBER_ADOPT);
+	ck_assert(!x->owned);
+	const cJSON *ref = k8s_obj_controller_ref(x->body);
+	ck_assert_ptr_nonnull(ref);
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "uid")->valuestring, POOL_UID);
+	ck_assert_str_eq(cJSON_GetObjectItem(ref, "kind")->valuestring, "SandboxWarmPool");
+	ck_assert_str_eq(k8s_obj_label(x->body, "agents.x-k8s.io/launch-type"), "warm");
+	x = find(m, n, "o2");
+	ck_assert_int_eq(x->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(x->cls, WP_MEMBER_IGNORED);
+	ck_assert_int_eq(find(m, n, "o3")->cls, WP_MEMBER_IGNORED);
+	ck_assert_int_eq(find(m, n, "o3")->action, WP_MEMBER_NONE);
+	/* Adoption keeps the other (non-controller) references. */
+	wp_pool_members_free(m, n);
+
+	fx_set_json(o1, "metadata.ownerReferences", "[{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"x\",\"uid\":\"cm\"}]");
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(k8s_obj_at(find(m, n, "o1")->body, "metadata.ownerReferences")), 2);
+	wp_pool_members_free(m, n);
+
+	/* Without a template: orphans adopted unchecked, nothing stale. */
+	in.tpl = NULL;
+	in.tpl_hash = NULL;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "o2")->action, WP_MEMBER_ADOPT);
+	ck_assert_int_eq(find(m, n, "o2")->cls, WP_MEMBER_ACTIVE);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(classify_stale_by_strategy)
+{
+	cJSON *s = add_member("s");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(s, "spec.podTemplate.spec.containers"), 0), "image", "old");
+	fx_label(s, "agents.x-k8s.io/sandbox-template-hash", "00000000");
+	cJSON *r = add_member("r");                 /* template renamed: ref-hash differs */
+	fx_label(r, "agents.x-k8s.io/sandbox-template-ref-hash", "11111111");
+	cJSON *u = add_member("u");                 /* upgrade: hash differs, content equal */
+	fx_label(u, "agents.x-k8s.io/sandbox-template-hash", "00000000");
+
+	wp_pool_member *m;
+	size_t n;
+	/* OnReplenish: stale members stay. */
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(m[i].cls, WP_MEMBER_ACTIVE);
+		ck_assert_int_eq(m[i].action, WP_MEMBER_NONE);
+	}
+	wp_pool_members_free(m, n);
+	/* Recreate: stale owned members deleted and counted terminating. */
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "s")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "s")->cls, WP_MEMBER_TERMINATING);
+	ck_assert_int_eq(find(m, n, "r")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "u")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "u")->cls, WP_MEMBER_ACTIVE);
+	/* A failed stale delete: counted neither active nor terminating. */
+	find(m, n, "s")->failed = true;
+	wp_pool_classify_failed(m, n);
+	ck_assert_int_eq(find(m, n, "s")->cls, WP_MEMBER_SKIPPED);
+	ck_assert_int_eq(find(m, n, "r")->cls, WP_MEMBER_TERMINATING);
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	ck_assert_int_eq(wp_pool_size(&in, m, n, true, 0, &st, &p), 0);
+	ck_assert_int_eq(p.current, 1);
+	ck_assert_int_eq(p.terminating, 1);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Metadata-only template edits never make members stale. */
+	fx_set_json(tpl, "spec.podTemplate.metadata.labels", "{\"new\":\"label\"}");
+	char h2[SBX_NAME_HASH_SIZE];
+	ck_assert_int_eq(wp_blueprint_hash(tpl, h2), 0);
+	in.tpl_hash = h2;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "u")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "u")->cls, WP_MEMBER_ACTIVE);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(classify_update_failed)
+{
+	cJSON *f = add_member("f");
+	fx_label(f, "agents.x-k8s.io/launch-type", NULL);
+	wp_pool_member *m;
+	size_t n;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	m[0].failed = true;
+	wp_pool_classify_failed(m, n);
+	ck_assert_int_eq(m[0].cls, WP_MEMBER_SKIPPED);
+	ck_assert_int_eq(m[0].action, WP_MEMBER_NONE);
+	ck_assert(!m[0].failed);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+/* ---- phase 2: stuck / unschedulable (§8.2) ---- */
+
+START_TEST(stuck_and_unschedulable)
+{
+	set_not_ready(add_member("old1"));                    /* past grace, schedulable: stuck */
+	cJSON *u = add_member("old2");                        /* past grace, unschedulable pod */
+	set_not_ready(u);
+	cJSON_AddStringToObject((cJSON *)k8s_obj_at(u, "metadata.annotations"), "agents.x-k8s.io/pod-name", "pod-of-old2");
+	unschedulable_pods[0] = "pod-of-old2";
+	cJSON *y = add_member("young");                       /* inside grace */
+	set_not_ready(y);
+	fx_set_str(y, "metadata.creationTimestamp", "2026-01-02T03:08:00Z");
+	cJSON *z = add_member("nots");                        /* no creationTimestamp: never stuck */
+	set_not_ready(z);
+	fx_del(z, "metadata.creationTimestamp");
+	add_member("ready");                                  /* Ready: not looked at */
+
+	wp_pool_member *m;
+	size_t n;
+	long gr = -1;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(wp_pool_stuck(&in, m, n, &gr), 1);
+	ck_assert_int_eq(find(m, n, "old1")->action, WP_MEMBER_DELETE_STUCK);
+	ck_assert_int_eq(find(m, n, "old1")->cls, WP_MEMBER_TERMINATING);
+	ck_assert(find(m, n, "old2")->unschedulable);
+	ck_assert_int_eq(find(m, n, "old2")->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(find(m, n, "young")->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(find(m, n, "young")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "nots")->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(pod_calls, 2);   /* only the two past the grace period */
+	/* young: deadline 03:13:00, now 03:10:00, + 2 s, no jitter. */
+	ck_assert_int_eq(gr, 182000);
+
+	/* Stuck delete failed: active again. */
+	find(m, n, "old1")->failed = true;
+	wp_pool_stuck_failed(m, n);
+	ck_assert_int_eq(find(m, n, "old1")->cls, WP_MEMBER_ACTIVE);
+
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	ck_assert_int_eq(wp_pool_size(&in, m, n, true, gr, &st, &p), 0);
+	ck_assert_int_eq(p.unschedulable, 1);
+	ck_assert_int_eq(p.event, WP_POOL_EVENT_NOT_PROGRESSING);
+	ck_assert_str_eq(p.event_note, "1/3 sandboxes are unschedulable past the 5m0s readiness grace period; "
+	                 "holding them instead of replacing (replacements would be equally unschedulable)");
+	ck_assert(st.not_progressing);
+	ck_assert_int_eq(p.requeue_after_ms, 60000);   /* recheck < grace requeue */
+	wp_pool_plan_clear(&p);
+	/* Still unschedulable: no second event. */
+	ck_assert_int_eq(wp_pool_size(&in, m, n, true, gr, &st, &p), 0);
+	ck_assert_int_eq(p.event, WP_POOL_EVENT_NONE);
+	wp_pool_plan_clear(&p);
+	/* Out of that state: the Normal event once. */
+	find(m, n, "old2")->unschedulable = false;
+	ck_assert_int_eq(wp_pool_size(&in, m, n, true, gr, &st, &p), 0);
+	ck_assert_int_eq(p.event, WP_POOL_EVENT_PROGRESSING);
+	ck_assert_str_eq(p.event_note, "Warm pool is progressing again");
+	ck_assert(!st.not_progressing);
+	ck_assert_int_eq(p.requeue_after_ms, 182000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(grace_boundary_and_jitter)
+{
+	cJSON *y = add_member("edge");
+	set_not_ready(y);
+	fx_set_str(y, "metadata.creationTimestamp", "2026-01-02T03:05:00Z");   /* age == grace: inside */
+	wp_pool_member *m;
+	size_t n;
+	long gr;
+	in.jitter = 0.5;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(wp_pool_stuck(&in, m, n, &gr), 0);
+	ck_assert_int_eq(m[0].action, WP_MEMBER_NONE);
+	ck_assert_int_eq(pod_calls, 0);
+	ck_assert_int_eq(gr, 2500);   /* (0 + 2 s) * 1.25 */
+	wp_pool_members_free(m, n);
+	/* One millisecond later it is past the grace period. */
+	in.now_ms += 1;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	wp_pool_stuck(&in, m, n, &gr);
+	ck_assert_int_eq(m[0].action, WP_MEMBER_DELETE_STUCK);
+	ck_assert_int_eq(gr, 0);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+/* ---- phase 3: sizing and status (§8.3) ---- */
+
+START_TEST(status_unchanged_no_patch)
+{
+	add_member("a");
+	add_member("b");
+	add_member("c");
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.current, 3);
+	ck_assert_int_eq(p.ready, 3);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_int_eq(p.nexcess, 0);
+	ck_assert_ptr_null(p.status_patch);
+	ck_assert_int_eq(p.requeue_after_ms, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(status_patch_values)
+{
+	set_not_ready(add_member("a"));
+	fx_set_str(members->child, "metadata.creationTimestamp", "2026-01-02T03:09:00Z");
+	fx_set(pool, "metadata.generation", cJSON_CreateNumber(3));
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	cJSON *want = cJSON_Parse("{\"status\":{\"replicas\":1,\"readyReplicas\":null,"
+	                          "\"selector\":\"agents.x-k8s.io/warm-pool-sandbox=91dd7983\",\"observedGeneration\":3}}");
+	ck_assert(cJSON_Compare(p.status_patch, want, true));
+	cJSON_Delete(want);
+	ck_assert_int_eq(p.create, 2);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* Empty pool, status absent: zeros as null, selector set. */
+	cJSON_DeleteItemFromArray(members, 0);
+	fx_del(pool, "status");
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(0));
+	run_all(&m, &n, true, &st, &p);
+	want = cJSON_Parse("{\"status\":{\"replicas\":null,\"readyReplicas\":null,"
+	                   "\"selector\":\"agents.x-k8s.io/warm-pool-sandbox=91dd7983\",\"observedGeneration\":3}}");
+	ck_assert(cJSON_Compare(p.status_patch, want, true));
+	cJSON_Delete(want);
+	ck_assert_int_eq(p.create, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(creates_bounded)
+{
+	add_member("a");
+	fx_set_str(add_member("t"), "metadata.deletionTimestamp", "2026-01-02T03:09:00Z");
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(10));
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.desired, 10);
+	ck_assert_int_eq(p.current, 1);
+	ck_assert_int_eq(p.terminating, 1);
+	ck_assert_int_eq(p.create, 8);        /* desired - total */
+	ck_assert(!p.gated);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	in.max_batch = 3;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 3);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Gate closed: nothing, requeue in 30 s. */
+	run_all(&m, &n, false, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert(p.gated);
+	ck_assert_int_eq(p.requeue_after_ms, 30000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Template missing: no creates, not gated. */
+	in.tpl = NULL;
+	run_all(&m, &n, false, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert(!p.gated);
+	ck_assert_int_eq(p.requeue_after_ms, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(excess_order)
+{
+	cJSON *a = add_member("a-ready-old");
+	fx_set_str(a, "metadata.creationTimestamp", "2026-01-02T02:00:00Z");
+	cJSON *b = add_member("b-ready-new");
+	fx_set_str(b, "metadata.creationTimestamp", "2026-01-02T03:09:00Z");
+	cJSON *c = add_member("c-notready-old");
+	set_not_ready(c);
+	fx_set_str(c, "metadata.creationTimestamp", "2026-01-02T03:07:00Z");
+	cJSON *d = add_member("d-notready-new");
+	set_not_ready(d);
+	fx_set_str(d, "metadata.creationTimestamp", "2026-01-02T03:08:00Z");
+	add_member("e-ready-mid");
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(1));
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.nexcess, 4);
+	ck_assert_str_eq(m[p.excess[0]].name, "d-notready-new");
+	ck_assert_str_eq(m[p.excess[1]].name, "c-notready-old");
+	ck_assert_str_eq(m[p.excess[2]].name, "b-ready-new");
+	ck_assert_str_eq(m[p.excess[3]].name, "e-ready-mid");
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	in.max_batch = 2;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.nexcess, 2);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Gated. */
+	run_all(&m, &n, false, &st, &p);
+	ck_assert_int_eq(p.nexcess, 0);
+	ck_assert(p.gated);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* replicas 0 drains. */
+	in.max_batch = 300;
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(0));
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.nexcess, 5);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(replenish_delay)
+{
+	add_member("a");
+	add_member("b");
+	add_member("c");
+	in.replenish_delay_ms = 10000;
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	/* First observation: baseline only (even when short). */
+	cJSON_DeleteItemFromArray(members, 2);
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 1);
+	ck_assert_int_eq(st.baseline, 2);
+	st.baseline += p.create;          /* what poolctl.c does after creating */
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* The new member shows up: full, no hold. */
+	add_member("c");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(st.hold_until_ms, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* A drop (claimed): refills held for the delay. */
+	cJSON_DeleteItemFromArray(members, 0);
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_int_eq(p.requeue_after_ms, 10000);
+	ck_assert(st.hold_until_ms == NOW_MS + 10000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Still held 4 s later (no new drop: not re-armed). */
+	in.now_ms = NOW_MS + 4000;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_int_eq(p.requeue_after_ms, 6000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Another drop re-arms. */
+	cJSON_DeleteItemFromArray(members, 0);
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(st.hold_until_ms == NOW_MS + 14000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Past the hold: refill. */
+	in.now_ms = NOW_MS + 14000;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 2);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(refill_token_bucket)
+{
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(10));
+	in.max_refill_rate = 2;
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	/* Initially full: capacity max(1, rate) = 2. */
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 2);
+	ck_assert_int_eq(p.tokens_granted, 2);
+	ck_assert_int_eq(p.requeue_after_ms, 500);   /* next token at 2/s */
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* No time passed: nothing granted. */
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_int_eq(p.requeue_after_ms, 500);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* 750 ms later: 1.5 tokens, 1 granted, next in 250 ms. */
+	in.now_ms += 750;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 1);
+	ck_assert_int_eq(p.requeue_after_ms, 250);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Long idle: capped at capacity. */
+	in.now_ms += 60000;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 2);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* Gated passes take no tokens. */
+	in.now_ms += 60000;
+	run_all(&m, &n, false, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_int_eq(p.tokens_granted, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 2);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* A rate below 1 still holds one token. */
+	memset(&st, 0, sizeof(st));
+	in.max_refill_rate = 0.5;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 1);
+	ck_assert_int_eq(p.requeue_after_ms, 2000);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("poolplan");
+	TCase *tc = tcase_create("core");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, desired_strategy_hash);
+	tcase_add_test(tc, go_durations);
+	tcase_add_test(tc, not_progressing_note);
+	tcase_add_test(tc, member_object);
+	tcase_add_test(tc, member_eviction_annotation);
+	tcase_add_test(tc, classify_kinds);
+	tcase_add_test(tc, classify_orphans);
+	tcase_add_test(tc, classify_stale_by_strategy);
+	tcase_add_test(tc, classify_update_failed);
+	tcase_add_test(tc, stuck_and_unschedulable);
+	tcase_add_test(tc, grace_boundary_and_jitter);
+	tcase_add_test(tc, status_unchanged_no_patch);
+	tcase_add_test(tc, status_patch_values);
+	tcase_add_test(tc, creates_bounded);
+	tcase_add_test(tc, excess_order);
+	tcase_add_test(tc, replenish_delay);
+	tcase_add_test(tc, refill_token_bucket);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
