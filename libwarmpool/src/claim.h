@@ -1,0 +1,251 @@
+/*
+ * claim.h - the pure decisions of the SandboxClaim controller
+ * (spec/api.md §9): additionalPodMetadata validation and merge (§9.5), env
+ * injection (§9.7), volumeClaimTemplates merge (§9.8), the cold Sandbox
+ * (§9.4), the adoption patch (§9.3 step 2), candidate verification (§9.3),
+ * expiry (§9.9) and the claim status (§9.10). claimctl.c does the I/O.
+ *
+ * All functions are pure (no I/O, no global state; wp_label_domains_load()
+ * reads one file) and thread-safe on read-only arguments; they never modify
+ * their const arguments. Objects are whole Kubernetes objects as cJSON.
+ *
+ * Private to libwarmpool. The functions are exported from the shared
+ * library (WP_EXTERN) only so that the unit tests can call them.
+ */
+#ifndef WP_CLAIM_H
+#define WP_CLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "warmpool/api.h"
+
+/* ---- errors of a pass: the kind decides the Ready reason (§9.10) ---- */
+
+typedef enum {
+	WP_CLAIM_OK = 0,
+	WP_CLAIM_E_TEMPLATE_NOT_FOUND,   /**< TemplateNotFound */
+	WP_CLAIM_E_POOL_NOT_FOUND,       /**< WarmPoolNotFound */
+	WP_CLAIM_E_ADOPTION_CONFLICT,    /**< AdoptionConflict */
+	WP_CLAIM_E_CREATE_PENDING,       /**< SandboxCreatePending (cache lag) */
+	WP_CLAIM_E_INVALID_METADATA,     /**< InvalidMetadata (suppressed) */
+	WP_CLAIM_E_ENV_REJECTED,         /**< EnvVarsInjectionRejected (suppressed) */
+	WP_CLAIM_E_NOT_OWNED,            /**< expired, sandbox not owned: ClaimExpired (suppressed) */
+	WP_CLAIM_E_VCT,                  /**< VolumeClaimTemplatesError (suppressed) */
+	WP_CLAIM_E_OTHER                 /**< ReconcilerError ("Error seen: ...") */
+} wp_claim_err_kind;
+
+/** The error of a pass. Zero-initialise; release with wp_claim_err_clear(). */
+typedef struct {
+	wp_claim_err_kind kind;
+	char *msg;        /**< owned; the error text */
+	size_t api_tail;  /**< AdoptionConflict: offset of the ": <api error>"
+	                   *   tail in msg (0: the text has none) */
+} wp_claim_err;
+
+/** Sets `e` (replacing what it held) to `kind` and a printf message. Returns false. */
+WP_EXTERN bool wp_claim_err_set(wp_claim_err *e, wp_claim_err_kind kind, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/** Frees the message and resets `e` to WP_CLAIM_OK. */
+WP_EXTERN void wp_claim_err_clear(wp_claim_err *e);
+/** True for the "suppressed" user errors of §9.1 step 11 (no backoff). */
+WP_EXTERN bool wp_claim_err_suppressed(const wp_claim_err *e);
+
+/* ---- §9.5: allowed label domains, Kubernetes name validation ---- */
+
+/** Allowed label domains (lower case). */
+typedef struct {
+	char **items;
+	size_t n;
+} wp_domains;
+
+/** Default allowed label domain. */
+#define WP_DEFAULT_LABEL_DOMAIN "sandbox.users.io"
+/** Default path of the allowed label domains file. */
+#define WP_DEFAULT_LABEL_DOMAINS_FILE "/etc/sandbox-config/allowed-label-domains"
+
+/**
+ * Parses the domains file content `text` (NULL: none): comma or newline
+ * separated, trimmed, lower-cased, empty items skipped; an empty result
+ * means [WP_DEFAULT_LABEL_DOMAIN]. Returns 0 or K8S_ENOMEM.
+ */
+WP_EXTERN int wp_domains_parse(const char *text, wp_domains *out);
+/**
+ * Reads and parses the file `path` (NULL: the default path). A missing
+ * file gives the default domain. Returns 0, K8S_ERROR (unreadable, message
+ * recorded) or K8S_ENOMEM.
+ */
+WP_EXTERN int wp_domains_load(const char *path, wp_domains *out);
+WP_EXTERN void wp_domains_free(wp_domains *d);
+
+/**
+ * Kubernetes IsQualifiedName: NULL when `s` is valid, else a new string
+ * (caller frees) holding the upstream messages joined by "; ".
+ */
+WP_EXTERN char *wp_qualified_name_errors(const char *s);
+/** Kubernetes IsValidLabelValue, as wp_qualified_name_errors(). */
+WP_EXTERN char *wp_label_value_errors(const char *s);
+
+/**
+ * Validates the claim's spec.additionalPodMetadata (§9.5; labels first,
+ * then annotations, keys in sorted order, first failure reported). On
+ * failure sets `err` to InvalidMetadata, message `invalid
+ * additionalPodMetadata: failed to validate label "<k>": ...`, and returns
+ * false.
+ */
+WP_EXTERN bool wp_claim_validate_metadata(const cJSON *claim, const wp_domains *domains,
+                                          wp_claim_err *err);
+
+/**
+ * Merges the claim's additionalPodMetadata into `meta` ({labels,
+ * annotations}, modified in place) with the no-override rule of §9.5: a
+ * key already in `meta` with another value fails with ReconcilerError
+ * `metadata override conflict: label "<k>" is defined in template with
+ * value "<v1>", but claim requests "<v2>"` (labels first, sorted keys).
+ */
+WP_EXTERN bool wp_merge_pod_metadata(cJSON *meta, const cJSON *claim, wp_claim_err *err);
+
+/* ---- §9.7 env, §9.8 volumeClaimTemplates ---- */
+
+/**
+ * Injects the claim's spec.env into `pod_spec` (in place) under the
+ * template policy `policy` (NULL: Disallowed), §9.7. No env: true, nothing
+ * done. Errors: EnvVarsInjectionRejected, or ReconcilerError for an
+ * unknown container or a forbidden override.
+ */
+WP_EXTERN bool wp_inject_env(cJSON *pod_spec, const cJSON *claim, const char *policy,
+                             wp_claim_err *err);
+
+/**
+ * Checks a VCT list (every name non-empty, unique). NULL when valid, else
+ * a new string `invalid volume claim templates: name at index <i> is
+ * empty` / `... duplicate name "<n>"`.
+ */
+WP_EXTERN char *wp_vct_errors(const cJSON *vcts);
+
+/**
+ * The merged VCT list (new array, caller frees) of the template's `tpl_vcts`
+ * and the claim's `claim_vcts` under `policy` (§9.8); NULL with `err` set
+ * (VolumeClaimTemplatesError, or ReconcilerError for an unknown policy;
+ * every message prefixed `failed to merge volume claim templates: `).
+ */
+WP_EXTERN cJSON *wp_merge_vcts(const cJSON *tpl_vcts, const cJSON *claim_vcts,
+                               const char *policy, wp_claim_err *err);
+
+/* ---- §9.4 cold Sandbox, §9.3 adoption ---- */
+
+/** A new controller ownerReference to the SandboxClaim `claim`. */
+WP_EXTERN cJSON *wp_claim_owner_ref(const cJSON *claim);
+
+/** True when `obj`'s controller reference is the claim `claim` (UID). */
+WP_EXTERN bool wp_controlled_by_claim(const cJSON *obj, const cJSON *claim);
+/** True when `obj`'s controller reference is any SandboxClaim of the extensions group. */
+WP_EXTERN bool wp_controlled_by_any_claim(const cJSON *obj);
+
+/** True when the claim sets spec.env or spec.volumeClaimTemplates (cold only). */
+WP_EXTERN bool wp_claim_forces_cold(const cJSON *claim);
+
+/**
+ * Adds to meta.labels (created) claim-uid, sandbox-template-ref-hash =
+ * `ref_hash` and created-by (the claim's; removed when it has none).
+ * Returns false on allocation failure.
+ */
+WP_EXTERN bool wp_claim_add_labels(cJSON *meta, const cJSON *claim, const char *ref_hash);
+
+/**
+ * The podTemplate metadata ({labels, annotations}, new object) a
+ * claim-owned Sandbox should carry (§9.3 step 2, §9.5 fast path): the
+ * template's podTemplate metadata (or, `tpl` NULL, the Sandbox `sbx`'s
+ * own, without a safe-to-evict "true"), plus labels claim-uid,
+ * sandbox-template-ref-hash = `tpl_ref_hash`, created-by (the claim's, else
+ * removed), plus the claim's additionalPodMetadata. NULL with `err` set on
+ * an override conflict.
+ */
+WP_EXTERN cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *sbx,
+                                       const char *tpl_ref_hash, wp_claim_err *err);
+
+/**
+ * The cold Sandbox for `claim` built from template `tpl` (§9.4, steps in
+ * the spec's order: VCTs, labels, metadata merge, env, secure defaults).
+ * New object, or NULL with `err` set.
+ */
+WP_EXTERN cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err);
+
+/**
+ * The merge patch adopting the warm Sandbox `sbx` for `claim` (§9.3 step
+ * 2), computed from `sbx` as read (its resourceVersion is the
+ * precondition). `tpl` may be NULL (template unreadable); `tpl_name` is the
+ * template name (NULL: from the Sandbox's sandbox-template-ref annotation).
+ * New object, or NULL with `err` set.
+ */
+WP_EXTERN cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
+                                         const char *tpl_name, wp_claim_err *err);
+
+/**
+ * Candidate verification of §9.3: same namespace as the claim, not
+ * deleting, warm-pool-sandbox and sandbox-template-ref-hash labels, and a
+ * SandboxWarmPool controller reference named like spec.warmPoolRef.name.
+ * On failure `*reason` (may be NULL) gets a static description.
+ */
+WP_EXTERN bool wp_claim_candidate_ok(const cJSON *claim, const cJSON *sbx, const char **reason);
+
+/**
+ * The merge patch turning `old_obj` into `new_obj` (RFC 7386: removed
+ * members become null, arrays replaced whole); new object, empty ({})
+ * when equal. NULL on allocation failure.
+ */
+WP_EXTERN cJSON *wp_merge_patch_diff(const cJSON *old_obj, const cJSON *new_obj);
+
+/* ---- §9.9 expiry, §9.10 status ---- */
+
+/**
+ * The claim's expiry time in ms since the epoch into `*at_ms`: the earliest
+ * of lifecycle.shutdownTime and, with ttlSecondsAfterFinished, the
+ * `status` Finished=True lastTransitionTime + ttl. `status` is the claim
+ * status to read Finished from (NULL: the claim's own). False when it never
+ * expires.
+ */
+WP_EXTERN bool wp_claim_expiry(const cJSON *claim, const cJSON *status, int64_t *at_ms);
+
+/** lifecycle.shutdownPolicy, "Retain" when unset. Borrowed or static. */
+WP_EXTERN const char *wp_claim_shutdown_policy(const cJSON *claim);
+
+/** The condition `type` of `status` (status.conditions), or NULL. */
+WP_EXTERN const cJSON *wp_condition(const cJSON *status, const char *type);
+
+/**
+ * Set-condition semantics (meta.SetStatusCondition) on `status` (in
+ * place): an existing condition of `type` keeps its lastTransitionTime
+ * unless its status flips; then, and for a new one, lastTransitionTime is
+ * `ltt` when given (a copied condition) else now (`now_ms`). Reason,
+ * message and observedGeneration are always set. Returns false on
+ * allocation failure.
+ */
+WP_EXTERN bool wp_set_condition(cJSON *status, const char *type, const char *cstatus,
+                                const char *reason, const char *message,
+                                int64_t observed_generation, const char *ltt, int64_t now_ms);
+
+/** The Ready message of an AdoptionConflict error (§9.10; new string). */
+WP_EXTERN char *wp_adoption_conflict_message(const wp_claim_err *e);
+
+/**
+ * The new claim status (§9.10) from the claim's current status, the bound
+ * Sandbox `sbx` (NULL: none), this pass's error `err` (NULL or
+ * WP_CLAIM_OK: none), whether the claim is `expired`, and now. A
+ * cache-lag pass with an existing bound name returns the status unchanged.
+ * New object (caller frees), NULL on allocation failure.
+ */
+WP_EXTERN cJSON *wp_claim_status(const cJSON *claim, const cJSON *sbx, const wp_claim_err *err,
+                                 bool expired, int64_t now_ms);
+
+/** True when two claim statuses are semantically equal (conditions compared sorted by type). */
+WP_EXTERN bool wp_claim_status_equal(const cJSON *a, const cJSON *b);
+
+/** created-by normalized for metrics: go-client, python-client, controller or unknown. */
+WP_EXTERN const char *wp_normalize_created_by(const char *v);
+
+/** Formats ns since the epoch as RFC 3339 with nanoseconds (Go's RFC3339Nano, UTC) into buf (>= 40 bytes). */
+WP_EXTERN char *wp_format_rfc3339nano(int64_t ns, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,1592 @@
+/*
+ * claimctl.c - the SandboxClaim controller (spec/api.md §9, §10): the I/O
+ * around the pure claim logic of claim.h and the warm queue of
+ * warmqueue.h: informer handlers, the reconcile outline of §9.1,
+ * getOrCreateSandbox (§9.2), warm adoption with its compare-and-swap
+ * (§9.3), cold creation (§9.4), expiry (§9.9), the status write (§9.10),
+ * the claim metrics (§11) and events (§12).
+ *
+ * Reads come from the informer caches; the authoritative re-reads that
+ * §9.3 names (claim after a 409 on the adoption Update, Sandbox after a
+ * 404/409 on the adoption patch, claim before clearing its reference) go
+ * to the API server.
+ *
+ * The one-warm-Sandbox-one-claim invariant does not rest on the queue (a
+ * key may be popped by two workers after a push back raced a re-list):
+ * it rests on the two optimistic-lock writes. The claim Update carries
+ * the claim's resourceVersion, so a claim names one Sandbox; the Sandbox
+ * patch carries the Sandbox's resourceVersion and moves its controller
+ * reference from the pool to the claim, so only one claim's patch can
+ * apply to the pool-owned version; the loser re-reads, sees another
+ * controller, clears its reference and reports AdoptionConflict.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "warmpool/claimctl.h"
+#include "warmpool/blueprint.h"
+#include "claim.h"
+#include "warmqueue.h"
+#include "jsonutil.h"
+#include "k8s/object.h"
+#include "sandbox/namehash.h"
+
+#define INDEX_POOL_REF "claimctl:spec.warmPoolRef.name"
+#define OBS_BUCKETS 1024
+#define ADOPTION_ATTEMPTS 5
+#define NETWORK_GRACE_MS 2000
+#define CREATE_PENDING_REQUEUE_MS 200
+#define NOT_FOUND_REQUEUE_MS 60000
+
+/* In-memory first observation of a claim ("ns/name" + UID), §9.1 step 4. */
+typedef struct obs_entry {
+	struct obs_entry *next;
+	char *key;
+	char *uid;
+	int64_t first_ns;     /* wall clock, ns since the epoch */
+	bool np_checked;      /* legacy NetworkPolicy looked at (§9.1 step 2) */
+} obs_entry;
+
+struct wp_claim_controller {
+	k8s_client *client;
+	k8s_informer *claims, *sandboxes, *pools, *templates;
+	k8s_controller *ctl;
+	wp_warm_queue *queue;
+	k8s_logger *logger;
+	k8s_event_recorder *events;
+	bool disable_events;
+	bool disable_obs;
+	bool started;
+	wp_domains domains;
+	k8s_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
+	pthread_mutex_t lock;          /* guards obs */
+	obs_entry *obs[OBS_BUCKETS];
+};
+
+static const double claim_buckets[] = { 100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000,
+                                        10000, 30000, 60000, 120000, 240000 };
+static const double creation_buckets[] = { 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000,
+                                           60000, 120000, 240000, 300000, 600000 };
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- first observations ---- */
+
+static unsigned obs_bucket(const char *key)
+{
+	uint32_t h = 0x811c9dc5u;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x01000193u;
+	return h % OBS_BUCKETS;
+}
+
+/* The entry of `key` (lock held), or NULL. */
+static obs_entry *obs_find(wp_claim_controller *c, const char *key)
+{
+	for (obs_entry *e = c->obs[obs_bucket(key)]; e; e = e->next)
+		if (strcmp(e->key, key) == 0)
+			return e;
+	return NULL;
+}
+
+static void obs_free(obs_entry *e)
+{
+	free(e->key);
+	free(e->uid);
+	free(e);
+}
+
+/* Records the first observation of `claim` (a newer UID overwrites). */
+static void obs_record(wp_claim_controller *c, const cJSON *claim)
+{
+	char *key = k8s_obj_key(claim);
+	const char *uid = ju_nz(k8s_obj_uid(claim));
+	if (!key)
+		return;
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && strcmp(e->uid, uid) != 0) {
+		char *u = strdup(uid);
+		if (u) {
+			free(e->uid);
+			e->uid = u;
+			e->first_ns = now_ns();
+			e->np_checked = false;
+		}
+	} else if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (e && (e->uid = strdup(uid))) {
+			e->key = key;
+			key = NULL;
+			e->first_ns = now_ns();
+			unsigned b = obs_bucket(e->key);
+			e->next = c->obs[b];
+			c->obs[b] = e;
+		} else if (e) {
+			free(e);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	free(key);
+}
+
+static void obs_forget(wp_claim_controller *c, const char *key)
+{
+	pthread_mutex_lock(&c->lock);
+	obs_entry **pp = &c->obs[obs_bucket(key)];
+	while (*pp) {
+		if (strcmp((*pp)->key, key) == 0) {
+			obs_entry *e = *pp;
+			*pp = e->next;
+			obs_free(e);
+			break;
+		}
+		pp = &(*pp)->next;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* First observation of key+uid in ns (0: unknown); marks the NP check done
+ * when `np_check` and returns in *np_todo whether it was still to do. */
+static int64_t obs_get(wp_claim_controller *c, const char *key, const char *uid, bool *np_todo)
+{
+	int64_t t = 0;
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && ju_str_eq(e->uid, uid)) {
+		t = e->first_ns;
+		if (np_todo) {
+			*np_todo = !e->np_checked;
+			e->np_checked = true;
+		}
+	} else if (np_todo) {
+		*np_todo = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return t;
+}
+
+/* ---- handlers ---- */
+
+static void enqueue_obj(wp_claim_controller *c, const cJSON *obj)
+{
+	char *key = k8s_obj_key(obj);
+	if (key)
+		k8s_controller_enqueue(c->ctl, key);
+	free(key);
+}
+
+static void on_claim_add(const cJSON *obj, void *ud)
+{
+	obs_record(ud, obj);
+	enqueue_obj(ud, obj);
+}
+
+static void on_claim_update(const cJSON *o, const cJSON *n, void *ud)
+{
+	(void)o;
+	obs_record(ud, n);
+	enqueue_obj(ud, n);
+}
+
+static void on_claim_delete(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
+
+static int index_pool_ref(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	(void)ud;
+	const char *p = k8s_obj_str(obj, "spec.warmPoolRef.name");
+	if (cap < 1 || ju_empty(p))
+		return 0;
+	keys[0] = p;
+	return 1;
+}
+
+/* Enqueues the non-deleting claims of pool ns/pool (only unbound ones when `unbound_only`). */
+static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const char *pool,
+                                bool unbound_only)
+{
+	cJSON *list = NULL;
+	if (ju_empty(pool) || k8s_informer_by_index(c->claims, INDEX_POOL_REF, pool, &list) != 0)
+		return;
+	const cJSON *cl;
+	cJSON_ArrayForEach(cl, list) {
+		if (!ju_str_eq(k8s_obj_namespace(cl), ns) || k8s_obj_is_deleting(cl))
+			continue;
+		if (unbound_only && !ju_empty(k8s_obj_str(cl, "status.sandbox.name")))
+			continue;
+		enqueue_obj(c, cl);
+	}
+	cJSON_Delete(list);
+}
+
+static bool is_claim_ref(const cJSON *ref)
+{
+	char group[128];
+	return ref && ju_str_eq(ju_str(ref, "kind"), SBX_KIND_CLAIM) &&
+	       strcmp(ju_api_group(ju_str(ref, "apiVersion"), group, sizeof(group)),
+	              SBX_EXTENSIONS_GROUP) == 0;
+}
+
+/* True when `obj` is controlled by a SandboxWarmPool (any version). */
+static bool is_pool_ctrl(const cJSON *obj)
+{
+	const cJSON *ref = k8s_obj_controller_ref(obj);
+	char group[128];
+	return ref && ju_str_eq(ju_str(ref, "kind"), SBX_KIND_WARM_POOL) &&
+	       strcmp(ju_api_group(ju_str(ref, "apiVersion"), group, sizeof(group)),
+	              SBX_EXTENSIONS_GROUP) == 0;
+}
+
+static void enqueue_owner_claim(wp_claim_controller *c, const cJSON *sbx)
+{
+	const cJSON *ref = k8s_obj_controller_ref(sbx);
+	if (!is_claim_ref(ref))
+		return;
+	char *key = ju_printf("%s/%s", ju_nz(k8s_obj_namespace(sbx)), ju_nz(ju_str(ref, "name")));
+	if (key)
+		k8s_controller_enqueue(c->ctl, key);
+	free(key);
+}
+
+static void feed_queue(wp_claim_controller *c, const cJSON *old_obj, const cJSON *new_obj)
+{
+	if (!wp_warm_should_push(old_obj, new_obj))
+		return;
+	char *pk = wp_warm_pool_key(k8s_obj_namespace(new_obj), wp_warm_pool_owner(new_obj));
+	if (pk)
+		wp_warm_queue_push(c->queue, pk, k8s_obj_namespace(new_obj), k8s_obj_name(new_obj),
+		                   k8s_obj_str(new_obj, "status.nodeName"));
+	free(pk);
+}
+
+static void on_sbx_add(const cJSON *obj, void *ud)
+{
+	enqueue_owner_claim(ud, obj);
+	feed_queue(ud, NULL, obj);
+}
+
+/* The update filter of §9: deletionTimestamp toggles, podIPs, or the
+ * whole Ready or Finished condition changed. */
+static bool sbx_update_matters(const cJSON *o, const cJSON *n)
+{
+	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
+		return true;
+	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
+		return true;
+	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");
+	const char *types[] = { SBX_CONDITION_READY, SBX_CONDITION_FINISHED };
+	for (int i = 0; i < 2; i++) {
+		const cJSON *a = wp_condition(os, types[i]), *b = wp_condition(ns, types[i]);
+		if ((a == NULL) != (b == NULL) || (a && !cJSON_Compare(a, b, true)))
+			return true;
+	}
+	return false;
+}
+
+static void on_sbx_update(const cJSON *o, const cJSON *n, void *ud)
+{
+	if (sbx_update_matters(o, n)) {
+		enqueue_owner_claim(ud, n);
+		if (!ju_str_eq(ju_str(k8s_obj_controller_ref(o), "uid"),
+		               ju_str(k8s_obj_controller_ref(n), "uid")))
+			enqueue_owner_claim(ud, o);
+	}
+	feed_queue(ud, o, n);
+}
+
+static void on_sbx_delete(const cJSON *obj, void *ud)
+{
+	wp_claim_controller *c = ud;
+	enqueue_owner_claim(c, obj);
+	const char *pool = wp_warm_pool_owner(obj);
+	if (!pool)
+		return;
+	char *pk = wp_warm_pool_key(k8s_obj_namespace(obj), pool);
+	if (pk)
+		wp_warm_queue_remove(c->queue, pk, k8s_obj_namespace(obj), k8s_obj_name(obj));
+	free(pk);
+}
+
+static void on_pool_add(const cJSON *obj, void *ud)
+{
+	enqueue_pool_claims(ud, k8s_obj_namespace(obj), k8s_obj_name(obj), true);
+}
+
+static void on_pool_update(const cJSON *o, const cJSON *n, void *ud)
+{
+	if (k8s_obj_generation(o) != k8s_obj_generation(n))
+		enqueue_pool_claims(ud, k8s_obj_namespace(n), k8s_obj_name(n), true);
+}
+
+static void on_pool_delete(const cJSON *obj, void *ud)
+{
+	wp_claim_controller *c = ud;
+	char *pk = wp_warm_pool_key(k8s_obj_namespace(obj), k8s_obj_name(obj));
+	if (pk)
+		wp_warm_queue_drop(c->queue, pk);
+	free(pk);
+	enqueue_pool_claims(c, k8s_obj_namespace(obj), k8s_obj_name(obj), true);
+}
+
+/* Template create only: the claims of the pools that reference it. */
+static void on_tpl_add(const cJSON *obj, void *ud)
+{
+	wp_claim_controller *c = ud;
+	cJSON *pools = NULL;
+	if (k8s_informer_list(c->pools, k8s_obj_namespace(obj), &pools) != 0)
+		return;
+	const cJSON *p;
+	cJSON_ArrayForEach(p, pools)
+		if (ju_str_eq(k8s_obj_str(p, "spec.sandboxTemplateRef.name"), k8s_obj_name(obj)))
+			enqueue_pool_claims(c, k8s_obj_namespace(p), k8s_obj_name(p), false);
+	cJSON_Delete(pools);
+}
+
+/* ---- life cycle ---- */
+
+static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *ud)
+{
+	return wp_claim_controller_reconcile(ud, key, res);
+}
+
+static int register_metrics(wp_claim_controller *c, k8s_metrics_registry *reg)
+{
+	static const char *const hist_labels[] = { "launch_type", "sandbox_template", NULL };
+	static const char *const creation_labels[] = { "namespace", "launch_type", "sandbox_template", NULL };
+	static const char *const total_labels[] = { "namespace", "sandbox_template", "launch_type",
+	                                            "warmpool_name", "pod_condition", "created_by", NULL };
+	struct {
+		k8s_metric **out;
+		k8s_metric_type type;
+		const char *name, *help;
+		const char *const *labels;
+		const double *buckets;
+		size_t nbuckets;
+	} defs[] = {
+		{ &c->m_claim, K8S_METRIC_HISTOGRAM, "agent_sandbox_claim_startup_latency_ms",
+		  "End-to-end latency from SandboxClaim creation (webhook first observation) to Ready, in milliseconds.",
+		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
+		{ &c->m_ctrl, K8S_METRIC_HISTOGRAM, "agent_sandbox_claim_controller_startup_latency_ms",
+		  "Latency from the controller's first observation of a SandboxClaim to Ready, in milliseconds.",
+		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
+		{ &c->m_client, K8S_METRIC_HISTOGRAM, "agent_sandbox_client_claim_startup_latency_ms",
+		  "Latency from the client's first request of a SandboxClaim to Ready, in milliseconds.",
+		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
+		{ &c->m_creation, K8S_METRIC_HISTOGRAM, "agent_sandbox_creation_latency_ms",
+		  "Latency from Sandbox creation to its Ready condition, in milliseconds.",
+		  creation_labels, creation_buckets, sizeof(creation_buckets) / sizeof(double) },
+		{ &c->m_total, K8S_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
+		  "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
+		  total_labels, NULL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		k8s_metric_options mo = K8S_METRIC_OPTIONS_INIT;
+		mo.type = defs[i].type;
+		mo.name = defs[i].name;
+		mo.help = defs[i].help;
+		mo.label_names = defs[i].labels;
+		mo.buckets = defs[i].buckets;
+		mo.nbuckets = defs[i].nbuckets;
+		int rc = k8s_metrics_register(defs[i].out, reg, &mo);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts)
+{
+	if (!out)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL out");
+	*out = NULL;
+	if (!opts || opts->version != WP_CLAIM_CONTROLLER_OPTIONS_VERSION || !opts->client ||
+	    !opts->claims || !opts->sandboxes || !opts->pools || !opts->templates)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "claim controller: bad options (version, client, claims, sandboxes, "
+		                     "pools, templates)");
+	wp_claim_controller *c = calloc(1, sizeof(*c));
+	if (!c)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "claim controller: out of memory");
+	c->client = opts->client;
+	c->claims = opts->claims;
+	c->sandboxes = opts->sandboxes;
+	c->pools = opts->pools;
+	c->templates = opts->templates;
+	c->logger = opts->logger;
+	c->events = opts->events;
+	c->disable_events = opts->disable_events;
+	c->disable_obs = opts->disable_observability_annotations;
+	pthread_mutex_init(&c->lock, NULL);
+	int rc = wp_domains_load(opts->allowed_label_domains_file, &c->domains);
+	if (rc)
+		goto fail;
+	if ((rc = wp_warm_queue_new(&c->queue)))
+		goto fail;
+	if (opts->metrics && (rc = register_metrics(c, opts->metrics)))
+		goto fail;
+	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
+	co.name = "sandboxclaim";
+	co.workers = opts->workers > 0 ? opts->workers : 50;
+	co.reconcile = reconcile_fn;
+	co.userdata = c;
+	co.logger = opts->logger;
+	co.metrics = opts->metrics;
+	if ((rc = k8s_controller_new(&c->ctl, &co)))
+		goto fail;
+	/* Handlers before the informers start (documented contract); a
+	 * failure here leaves earlier handler sets in: the caller must not
+	 * start the informers after a failed _new(). */
+	if ((rc = k8s_informer_add_index(c->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
+	    (rc = k8s_informer_add_handlers(c->claims, on_claim_add, on_claim_update,
+	                                    on_claim_delete, c)) ||
+	    (rc = k8s_informer_add_handlers(c->sandboxes, on_sbx_add, on_sbx_update,
+	                                    on_sbx_delete, c)) ||
+	    (rc = k8s_informer_add_handlers(c->pools, on_pool_add, on_pool_update,
+	                                    on_pool_delete, c)) ||
+	    (rc = k8s_informer_add_handlers(c->templates, on_tpl_add, NULL, NULL, c))) {
+		rc = k8s_error_set(rc, 0, NULL, "claim controller: informer already started");
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	k8s_controller_free(c->ctl);
+	wp_warm_queue_free(c->queue);
+	wp_domains_free(&c->domains);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return rc;
+}
+
+int wp_claim_controller_start(wp_claim_controller *c)
+{
+	if (!c || c->started)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: started twice");
+	int rc = k8s_controller_start(c->ctl);
+	if (rc == 0)
+		c->started = true;
+	return rc;
+}
+
+void wp_claim_controller_stop(wp_claim_controller *c)
+{
+	if (c)
+		k8s_controller_stop(c->ctl);
+}
+
+void wp_claim_controller_free(wp_claim_controller *c)
+{
+	if (!c)
+		return;
+	k8s_controller_free(c->ctl);
+	wp_warm_queue_free(c->queue);
+	wp_domains_free(&c->domains);
+	for (size_t i = 0; i < OBS_BUCKETS; i++) {
+		while (c->obs[i]) {
+			obs_entry *e = c->obs[i];
+			c->obs[i] = e->next;
+			obs_free(e);
+		}
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* ---- one pass ---- */
+
+typedef struct {
+	wp_claim_controller *c;
+	char *ns, *name, *key;
+	cJSON *claim;         /* latest known copy; replaced by what writes return */
+	cJSON *sbx;           /* the Sandbox the claim is bound to (owned), or NULL */
+	wp_claim_err err;
+	long pending_ms;      /* > 0: warm candidates pending network */
+	int64_t now_ms;
+} pass;
+
+static void pass_set_claim(pass *p, cJSON *claim)
+{
+	if (claim) {
+		cJSON_Delete(p->claim);
+		p->claim = claim;
+	}
+}
+
+static void pass_set_sbx(pass *p, cJSON *sbx)
+{
+	cJSON_Delete(p->sbx);
+	p->sbx = sbx;
+}
+
+static void event(pass *p, const char *reason, const char *action, const char *note)
+{
+	wp_claim_controller *c = p->c;
+	k8s_log(c->logger, K8S_LOG_INFO, "claim event", "claim", p->key, "reason", reason,
+	        "note", note, NULL);
+	k8s_event_ref ref;
+	if (c->events && !c->disable_events &&
+	    k8s_event_ref_from(p->claim, WP_API_VERSION, SBX_KIND_CLAIM, &ref) == 0)
+		k8s_event_record(c->events, &ref, NULL, K8S_EVENT_NORMAL, reason, action, note);
+}
+
+static const char *api_msg(void)
+{
+	return k8s_error_last()->message;
+}
+
+/* Merge-patches the claim's metadata with `md` (taken); updates p->claim. */
+static int patch_claim_metadata(pass *p, cJSON *md)
+{
+	cJSON *patch = cJSON_CreateObject();
+	if (!patch || !ju_set(patch, "metadata", md)) {
+		cJSON_Delete(patch);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	cJSON *out = NULL;
+	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, NULL,
+	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	cJSON_Delete(patch);
+	pass_set_claim(p, out);
+	return rc;
+}
+
+/* Sets one claim annotation (value NULL: removes it), also a legacy label removal. */
+static int patch_claim_annotation(pass *p, const char *k, const char *v, const char *label_rm)
+{
+	cJSON *md = cJSON_CreateObject();
+	cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+	if (!ann || !(v ? ju_set_str(ann, k, v) : ju_set_null(ann, k)) ||
+	    (label_rm && !ju_set_null(ju_obj(md, "labels"), label_rm))) {
+		cJSON_Delete(md);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	return patch_claim_metadata(p, md);
+}
+
+/* Merge-patches Sandbox ns/name with `patch`; *out (may be NULL) the result. */
+static int patch_sandbox(pass *p, const char *name, const cJSON *patch, cJSON **out)
+{
+	return k8s_client_patch(p->c->client, &sbx_resource_sandboxes, p->ns, name, NULL,
+	                        K8S_PATCH_MERGE, patch, NULL, out);
+}
+
+/* Ensures the launch-type label exists on the bound Sandbox (only adds). */
+static int ensure_launch_type(pass *p, const char *value)
+{
+	if (!ju_empty(k8s_obj_label(p->sbx, SBX_LABEL_LAUNCH_TYPE)))
+		return 0;
+	cJSON *patch = cJSON_CreateObject();
+	cJSON *labels = patch ? ju_obj(ju_obj(patch, "metadata"), "labels") : NULL;
+	if (!labels || !ju_set_str(labels, SBX_LABEL_LAUNCH_TYPE, value)) {
+		cJSON_Delete(patch);
+		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), K8S_ENOMEM;
+	}
+	cJSON *out = NULL;
+	int rc = patch_sandbox(p, k8s_obj_name(p->sbx), patch, &out);
+	cJSON_Delete(patch);
+	if (rc) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to set launch-type on sandbox "
+		                 "\"%s\": %s", k8s_obj_name(p->sbx), api_msg());
+		return rc;
+	}
+	pass_set_sbx(p, out);
+	return 0;
+}
+
+/* The claim's pool and its template from the caches (either may come
+ * back NULL). `*tpl_name` borrows from the pool. */
+static void load_pool_template(pass *p, cJSON **pool, cJSON **tpl)
+{
+	*pool = NULL;
+	*tpl = NULL;
+	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
+	if (ju_empty(pname) || k8s_informer_get(p->c->pools, p->ns, pname, pool) != 0)
+		return;
+	const char *tname = k8s_obj_str(*pool, "spec.sandboxTemplateRef.name");
+	if (!ju_empty(tname))
+		k8s_informer_get(p->c->templates, p->ns, tname, tpl);
+}
+
+static bool claim_has_apm(const cJSON *claim)
+{
+	const cJSON *apm = k8s_obj_at(claim, "spec.additionalPodMetadata");
+	return cJSON_GetArraySize(cJSON_GetObjectItem(apm, "labels")) > 0 ||
+	       cJSON_GetArraySize(cJSON_GetObjectItem(apm, "annotations")) > 0;
+}
+
+/* §9.5 fast path: re-derive the bound Sandbox's podTemplate metadata and
+ * patch it when it differs. */
+static int ensure_pod_metadata(pass *p)
+{
+	cJSON *pool, *tpl;
+	load_pool_template(p, &pool, &tpl);
+	int rc = 0;
+	if (!tpl) {
+		if (claim_has_apm(p->claim)) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER,
+			                 "cannot apply additionalPodMetadata: template of SandboxWarmPool "
+			                 "\"%s\" not found", ju_nz(k8s_obj_str(p->claim, "spec.warmPoolRef.name")));
+			rc = K8S_ENOTFOUND;
+		}
+		goto out;
+	}
+	char hash[SBX_NAME_HASH_SIZE];
+	const char *ref_hash = k8s_obj_label(p->sbx, SBX_LABEL_TEMPLATE_REF_HASH);
+	if (ju_empty(ref_hash))
+		ref_hash = sbx_name_hash(ju_nz(k8s_obj_name(tpl)), hash);
+	cJSON *want = wp_claim_pod_metadata(p->claim, tpl, p->sbx, ref_hash, &p->err);
+	if (!want) {
+		rc = K8S_ERROR;
+		goto out;
+	}
+	const cJSON *curmeta = k8s_obj_at(p->sbx, "spec.podTemplate.metadata");
+	cJSON *cur = cJSON_CreateObject();
+	const cJSON *l = cJSON_GetObjectItem(curmeta, "labels");
+	const cJSON *a = cJSON_GetObjectItem(curmeta, "annotations");
+	if (cur && l)
+		ju_set(cur, "labels", cJSON_Duplicate(l, true));
+	if (cur && a)
+		ju_set(cur, "annotations", cJSON_Duplicate(a, true));
+	if (cur && !ju_semantic_equal(cur, want)) {
+		cJSON *diff = wp_merge_patch_diff(cur, want);
+		cJSON *patch = cJSON_CreateObject();
+		cJSON *pt = patch ? ju_obj(ju_obj(patch, "spec"), "podTemplate") : NULL;
+		if (diff && pt && ju_set(pt, "metadata", diff)) {
+			cJSON *outobj = NULL;
+			rc = patch_sandbox(p, k8s_obj_name(p->sbx), patch, &outobj);
+			if (rc)
+				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to update pod metadata "
+				                 "of sandbox \"%s\": %s", k8s_obj_name(p->sbx), api_msg());
+			else
+				pass_set_sbx(p, outobj);
+		} else {
+			if (!pt)
+				cJSON_Delete(diff);
+			rc = K8S_ENOMEM;
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
+		}
+		cJSON_Delete(patch);
+	}
+	cJSON_Delete(cur);
+	cJSON_Delete(want);
+out:
+	cJSON_Delete(pool);
+	cJSON_Delete(tpl);
+	return rc;
+}
+
+/* The claim's assigned reference (§9.2 step 2); *from_label when legacy. */
+static const char *assigned_ref(const cJSON *claim, bool *from_label)
+{
+	const char *a = k8s_obj_annotation(claim, WP_ANNOTATION_SANDBOX_NAME);
+	*from_label = false;
+	if (!ju_empty(a))
+		return a;
+	a = k8s_obj_label(claim, WP_LABEL_SANDBOX_NAME);
+	if (!ju_empty(a)) {
+		*from_label = true;
+		return a;
+	}
+	return NULL;
+}
+
+/* Clears the claim's reference to `sbx_name` on a fresh copy from the API
+ * server (only the forms that still name it). */
+static int clear_reference(pass *p, const char *sbx_name)
+{
+	cJSON *fresh = NULL;
+	int rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+	if (rc)
+		return rc == K8S_ENOTFOUND ? 0 : rc;
+	bool ann = ju_str_eq(k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME), sbx_name);
+	bool lab = ju_str_eq(k8s_obj_label(fresh, WP_LABEL_SANDBOX_NAME), sbx_name);
+	if (!ann && !lab) {
+		pass_set_claim(p, fresh);
+		return 0;
+	}
+	cJSON *md = cJSON_CreateObject();
+	if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(fresh))) ||
+	    (ann && !ju_set_null(ju_obj(md, "annotations"), WP_ANNOTATION_SANDBOX_NAME)) ||
+	    (lab && !ju_set_null(ju_obj(md, "labels"), WP_LABEL_SANDBOX_NAME))) {
+		cJSON_Delete(md);
+		cJSON_Delete(fresh);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	cJSON_Delete(fresh);
+	rc = patch_claim_metadata(p, md);
+	return rc == K8S_ENOTFOUND ? 0 : rc;
+}
+
+static void conflict(pass *p, const char *fmt, const char *a, const char *b)
+{
+	wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, fmt, a, b);
+}
+
+/* Sets an AdoptionConflict "<prefix>: <api error>" with the api tail marked. */
+static void conflict_api(pass *p, char *prefix, const char *apierr)
+{
+	if (!prefix) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
+		return;
+	}
+	wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", prefix, apierr);
+	p->err.api_tail = strlen(prefix);
+	free(prefix);
+}
+
+static const char *pool_template_name(const cJSON *pool, const cJSON *sbx)
+{
+	const char *t = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+	return !ju_empty(t) ? t : k8s_obj_annotation(sbx, SBX_ANNOTATION_SANDBOX_TEMPLATE_REF);
+}
+
+/*
+ * §9.3 step 2 (and §9.2 step 2): the Sandbox patch with its 404/409
+ * resolution. `sbx` is the pool-owned copy (borrowed). On success p->sbx
+ * is the claim-owned Sandbox. Returns 0, or -1 with p->err set; *requeue_key
+ * tells the caller whether the candidate key may go back to the queue.
+ */
+static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *requeue_key)
+{
+	const char *sname = k8s_obj_name(sbx);
+	cJSON *pool, *tpl;
+	load_pool_template(p, &pool, &tpl);
+	const char *tname = pool_template_name(pool, sbx);
+	cJSON *cur = cJSON_Duplicate(sbx, true);
+	int result = -1;
+	*requeue_key = false;
+	for (int attempt = 0; attempt < ADOPTION_ATTEMPTS; attempt++) {
+		cJSON *patch = wp_claim_adoption_patch(p->claim, cur, tpl, tname, &p->err);
+		if (!patch) {
+			*requeue_key = from_queue;
+			goto out;
+		}
+		cJSON *out = NULL;
+		int rc = patch_sandbox(p, sname, patch, &out);
+		cJSON_Delete(patch);
+		if (rc == 0) {
+			pass_set_sbx(p, out);
+			result = 0;
+			goto out;
+		}
+		if (rc != K8S_ENOTFOUND && rc != K8S_ECONFLICT) {
+			if (from_queue) {
+				*requeue_key = true;
+				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "%s", api_msg());
+			} else {
+				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER,
+				                 "failed to complete adoption of \"%s\": %s", sname, api_msg());
+			}
+			goto out;
+		}
+		char *apierr = strdup(api_msg());
+		/* authoritative re-read */
+		cJSON *fresh = NULL;
+		rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, sname, &fresh);
+		if (rc == K8S_ENOTFOUND) {
+			free(apierr);
+			if (clear_reference(p, sname))
+				conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
+				         "failed%s", sname, "");
+			else
+				conflict(p, "adoption write conflict: sandbox %s deleted before adoption "
+				         "completed%s", sname, "");
+			goto out;
+		}
+		if (rc) {
+			free(apierr);
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read sandbox \"%s\": %s",
+			                 sname, api_msg());
+			goto out;
+		}
+		if (wp_controlled_by_claim(fresh, p->claim)) {
+			free(apierr);
+			pass_set_sbx(p, fresh);
+			result = 0;
+			goto out;
+		}
+		const char *why = NULL;
+		bool pool_owned = is_pool_ctrl(fresh);
+		if (!pool_owned) {
+			free(apierr);
+			cJSON_Delete(fresh);
+			if (clear_reference(p, sname))
+				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+				         "reference cleanup failed%s", sname, "");
+			else
+				conflict(p, "adoption write conflict: sandbox %s is no longer pool-owned and not "
+				         "controlled by claim %s", sname, p->name);
+			goto out;
+		}
+		if (!wp_claim_candidate_ok(p->claim, fresh, &why)) {
+			free(apierr);
+			cJSON_Delete(fresh);
+			if (clear_reference(p, sname)) {
+				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+				         "reference cleanup failed%s", sname, "");
+			} else {
+				char *pfx = ju_printf("adoption write conflict: sandbox %s is no longer adoptable "
+				                      "by claim %s", sname, p->name);
+				wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", ju_nz(pfx), why);
+				free(pfx);
+			}
+			goto out;
+		}
+		/* still pool-owned and adoptable: re-patch on the fresh copy */
+		cJSON_Delete(cur);
+		cur = fresh;
+		if (attempt == ADOPTION_ATTEMPTS - 1) {
+			conflict_api(p, ju_printf("adoption write conflict: completing adoption of %s for "
+			                          "claim %s", sname, p->name), ju_nz(apierr));
+			free(apierr);
+			goto out;
+		}
+		free(apierr);
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+out:
+	cJSON_Delete(cur);
+	cJSON_Delete(pool);
+	cJSON_Delete(tpl);
+	return result;
+}
+
+/* §9.3 step 1: the optimistic-lock Update of the claim naming `sname`. */
+static int assign_sandbox(pass *p, const char *sname)
+{
+	for (int attempt = 0; attempt < ADOPTION_ATTEMPTS; attempt++) {
+		cJSON *copy = cJSON_Duplicate(p->claim, true);
+		cJSON *md = copy ? cJSON_GetObjectItem(copy, "metadata") : NULL;
+		cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+		/* cached objects may lack apiVersion/kind; a PUT needs them */
+		if (!ann || !ju_set_str(ann, WP_ANNOTATION_SANDBOX_NAME, sname) ||
+		    !ju_set_str(copy, "apiVersion", WP_API_VERSION) ||
+		    !ju_set_str(copy, "kind", SBX_KIND_CLAIM)) {
+			cJSON_Delete(copy);
+			return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
+		}
+		cJSON *out = NULL;
+		int rc = k8s_client_update(p->c->client, &wp_resource_claims, p->ns, copy, NULL, &out);
+		cJSON_Delete(copy);
+		if (rc == 0) {
+			pass_set_claim(p, out);
+			return 0;
+		}
+		if (rc != K8S_ECONFLICT) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to assign sandbox \"%s\" to "
+			                 "claim: %s", sname, api_msg());
+			return -1;
+		}
+		if (attempt == ADOPTION_ATTEMPTS - 1) {
+			conflict_api(p, ju_printf("adoption write conflict: claim %s", p->name), api_msg());
+			return -1;
+		}
+		cJSON *fresh = NULL;
+		rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+		if (rc == K8S_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
+			cJSON_Delete(fresh);
+			conflict(p, "adoption write conflict: claim %s was deleted and recreated during "
+			         "adoption%s", p->name, "");
+			return -1;
+		}
+		if (rc) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read claim: %s", api_msg());
+			return -1;
+		}
+		const char *other = k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME);
+		if (ju_empty(other))
+			other = k8s_obj_label(fresh, WP_LABEL_SANDBOX_NAME);
+		if (!ju_empty(other) && strcmp(other, sname) != 0) {
+			conflict(p, "adoption write conflict: claim %s already assigned sandbox %s",
+			         p->name, other);
+			cJSON_Delete(fresh);
+			return -1;
+		}
+		pass_set_claim(p, fresh);
+		struct timespec ts = { 0, 10 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static bool sbx_ready(const cJSON *sbx)
+{
+	return ju_str_eq(ju_str(wp_condition(cJSON_GetObjectItem(sbx, "status"), SBX_CONDITION_READY),
+	                        "status"), "True");
+}
+
+static const char *template_label(const cJSON *sbx)
+{
+	const char *t = k8s_obj_annotation(sbx, SBX_ANNOTATION_SANDBOX_TEMPLATE_REF);
+	return ju_empty(t) ? "__unknown__" : t;
+}
+
+static void count_creation(pass *p, const char *tpl, const char *launch, const char *pool,
+                           const char *pod_condition)
+{
+	if (!p->c->m_total)
+		return;
+	const char *v[] = { p->ns, ju_nz(tpl), launch, ju_nz(pool), pod_condition,
+	                    wp_normalize_created_by(k8s_obj_label(p->claim, SBX_LABEL_CREATED_BY)) };
+	k8s_metric_add(p->c->m_total, v, 6, 1);
+}
+
+/* Item list for push back. */
+typedef struct {
+	wp_warm_item *items;
+	size_t n, cap;
+} item_list;
+
+static void items_add(item_list *l, wp_warm_item *it)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		wp_warm_item *ni = realloc(l->items, cap * sizeof(*ni));
+		if (!ni) {
+			wp_warm_item_clear(it);  /* lost key: re-fed by its next update */
+			return;
+		}
+		l->items = ni;
+		l->cap = cap;
+	}
+	l->items[l->n++] = *it;
+	memset(it, 0, sizeof(*it));
+}
+
+/*
+ * §9.3 candidate selection and adoption. Returns 1 adopted (p->sbx set),
+ * 0 none adoptable (*pending_network = candidates without IPs), -1 error
+ * (p->err set).
+ */
+static int try_warm(pass *p, int *pending_network)
+{
+	wp_claim_controller *c = p->c;
+	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
+	char *qkey = wp_warm_pool_key(p->ns, pname);
+	if (!qkey)
+		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
+	item_list skipped = { 0 };
+	wp_warm_item chosen_it = { 0 }, fallback_it = { 0 };
+	cJSON *chosen = NULL, *fallback = NULL;
+	bool pool_loaded = false, recreate = false, recreate_ok = false;
+	cJSON *tpl = NULL;
+	char tpl_hash[SBX_NAME_HASH_SIZE] = "";
+	*pending_network = 0;
+	wp_warm_item it;
+	while (wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
+		cJSON *sbx = NULL;
+		if (k8s_informer_get(c->sandboxes, it.namespace_, it.name, &sbx) != 0) {
+			wp_warm_item_clear(&it);  /* gone: discard */
+			continue;
+		}
+		if (!ju_str_eq(k8s_obj_namespace(sbx), p->ns)) {
+			items_add(&skipped, &it);
+			cJSON_Delete(sbx);
+			continue;
+		}
+		if (!wp_claim_candidate_ok(p->claim, sbx, NULL)) {
+			wp_warm_item_clear(&it);
+			cJSON_Delete(sbx);
+			continue;
+		}
+		if (!pool_loaded) {
+			pool_loaded = true;
+			cJSON *pool = NULL;
+			if (k8s_informer_get(c->pools, p->ns, pname, &pool) == 0 &&
+			    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
+			              WP_UPDATE_STRATEGY_RECREATE)) {
+				recreate = true;
+				const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+				if (!ju_empty(tn) && k8s_informer_get(c->templates, p->ns, tn, &tpl) == 0 &&
+				    wp_blueprint_hash(tpl, tpl_hash) == 0)
+					recreate_ok = true;
+			}
+			cJSON_Delete(pool);
+		}
+		bool has_ips = cJSON_GetArraySize(k8s_obj_at(sbx, "status.podIPs")) > 0;
+		if (recreate) {
+			if (!recreate_ok) {
+				if (!has_ips)
+					(*pending_network)++;
+				items_add(&skipped, &it);
+				cJSON_Delete(sbx);
+				continue;
+			}
+			if (!ju_str_eq(k8s_obj_label(sbx, WP_LABEL_TEMPLATE_HASH), tpl_hash) &&
+			    wp_blueprint_differs(tpl, sbx)) {
+				/* stale: the pool is deleting it, never hand it out */
+				wp_warm_item_clear(&it);
+				cJSON_Delete(sbx);
+				continue;
+			}
+		}
+		if (!has_ips) {
+			const char *node = k8s_obj_str(sbx, "status.nodeName");
+			if (!ju_empty(node)) {
+				char *nd = strdup(node);
+				if (nd) {
+					free(it.node_name);
+					it.node_name = nd;
+				}
+			}
+			(*pending_network)++;
+			items_add(&skipped, &it);
+			cJSON_Delete(sbx);
+			continue;
+		}
+		if (sbx_ready(sbx)) {
+			chosen = sbx;
+			chosen_it = it;
+			break;
+		}
+		if (!fallback) {
+			fallback = sbx;
+			fallback_it = it;
+		} else {
+			items_add(&skipped, &it);
+			cJSON_Delete(sbx);
+		}
+	}
+	if (!chosen && fallback) {
+		chosen = fallback;
+		chosen_it = fallback_it;
+		fallback = NULL;
+		memset(&fallback_it, 0, sizeof(fallback_it));
+	}
+	if (fallback)
+		items_add(&skipped, &fallback_it);
+	cJSON_Delete(fallback);
+	for (size_t i = 0; i < skipped.n; i++) {
+		wp_warm_queue_push(c->queue, qkey, skipped.items[i].namespace_, skipped.items[i].name,
+		                   skipped.items[i].node_name);
+		wp_warm_item_clear(&skipped.items[i]);
+	}
+	free(skipped.items);
+	cJSON_Delete(tpl);
+	int result = 0;
+	if (chosen) {
+		const char *sname = k8s_obj_name(chosen);
+		bool requeue = true;
+		if (assign_sandbox(p, sname) != 0) {
+			result = -1;
+		} else if (finish_adoption(p, chosen, true, &requeue) != 0) {
+			result = -1;
+		} else {
+			result = 1;
+			char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
+			event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
+			free(note);
+			const char *owner = wp_warm_pool_owner(chosen);
+			count_creation(p, template_label(chosen), WP_LAUNCH_TYPE_WARM,
+			               owner ? owner : "none", sbx_ready(chosen) ? "ready" : "not_ready");
+			k8s_log(c->logger, K8S_LOG_INFO, "warm sandbox adopted", "claim", p->key,
+			        "sandbox", sname, NULL);
+		}
+		if (result < 0 && requeue)
+			wp_warm_queue_push(c->queue, qkey, chosen_it.namespace_, chosen_it.name,
+			                   chosen_it.node_name);
+		wp_warm_item_clear(&chosen_it);
+		cJSON_Delete(chosen);
+	}
+	free(qkey);
+	return result;
+}
+
+/* §9.4: the cold path (pool, template, create). */
+static void create_cold(pass *p)
+{
+	wp_claim_controller *c = p->c;
+	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
+	cJSON *pool = NULL, *tpl = NULL;
+	if (k8s_informer_get(c->pools, p->ns, ju_nz(pname), &pool) != 0) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND, "SandboxWarmPool \"%s\" not found",
+		                 ju_nz(pname));
+		return;
+	}
+	const char *tname = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+	if (k8s_informer_get(c->templates, p->ns, ju_nz(tname), &tpl) != 0) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
+		                 "SandboxTemplate \"%s\" not found", ju_nz(tname));
+		cJSON_Delete(pool);
+		return;
+	}
+	cJSON *want = wp_claim_cold_sandbox(p->claim, tpl, &p->err);
+	if (want) {
+		cJSON *out = NULL;
+		int rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
+		if (rc == K8S_EALREADYEXISTS) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_CREATE_PENDING, "sandbox \"%s\" already exists",
+			                 p->name);
+		} else if (rc) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "sandbox create error: %s", api_msg());
+		} else {
+			pass_set_sbx(p, out);
+			char *note = ju_printf("Created Sandbox \"%s\"", p->name);
+			event(p, "SandboxProvisioned", "Provisioning", note ? note : "Created Sandbox");
+			free(note);
+			count_creation(p, tname, WP_LAUNCH_TYPE_COLD, pname, "not_ready");
+			k8s_log(c->logger, K8S_LOG_INFO, "cold sandbox created", "claim", p->key, NULL);
+		}
+		cJSON_Delete(want);
+	}
+	cJSON_Delete(pool);
+	cJSON_Delete(tpl);
+}
+
+static int64_t claim_age_ms(pass *p)
+{
+	int64_t first = obs_get(p->c, p->key, k8s_obj_uid(p->claim), NULL);
+	if (first > 0)
+		return p->now_ms - first / 1000000;
+	int64_t created;
+	if (k8s_time_parse(ju_nz(k8s_obj_str(p->claim, "metadata.creationTimestamp")), &created) == 0)
+		return p->now_ms - created;
+	return NETWORK_GRACE_MS;
+}
+
+/* §9.2 getOrCreateSandbox. */
+static void get_or_create(pass *p)
+{
+	wp_claim_controller *c = p->c;
+	cJSON *sbx = NULL;
+	bool from_label;
+	/* 1. the bound name */
+	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
+	const char *assigned = assigned_ref(p->claim, &from_label);
+	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) == 0) {
+		if (wp_controlled_by_claim(sbx, p->claim)) {
+			bool warm = ju_str_eq(bound, assigned) || strcmp(bound, p->name) != 0;
+			pass_set_sbx(p, sbx);
+			if (ensure_launch_type(p, warm ? WP_LAUNCH_TYPE_WARM : WP_LAUNCH_TYPE_COLD) == 0)
+				ensure_pod_metadata(p);
+			return;
+		}
+		cJSON_Delete(sbx);
+		sbx = NULL;
+	}
+	/* 2. the assigned reference */
+	if (assigned) {
+		char *aname = strdup(assigned);
+		if (!aname) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
+			return;
+		}
+		if (k8s_informer_get(c->sandboxes, p->ns, aname, &sbx) != 0) {
+			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
+			    k8s_error_last()->code != K8S_ENOTFOUND) {
+				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
+				                 "reference: %s", api_msg());
+				free(aname);
+				return;
+			}
+		} else if (wp_controlled_by_claim(sbx, p->claim)) {
+			if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
+			                                         WP_LABEL_SANDBOX_NAME) != 0)
+				k8s_log(c->logger, K8S_LOG_WARN, "legacy sandbox-name label migration failed",
+				        "claim", p->key, "error", api_msg(), NULL);
+			pass_set_sbx(p, sbx);
+			ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
+			free(aname);
+			return;
+		} else if (is_pool_ctrl(sbx)) {
+			if (wp_claim_candidate_ok(p->claim, sbx, NULL)) {
+				bool requeue;
+				finish_adoption(p, sbx, false, &requeue);
+				cJSON_Delete(sbx);
+				free(aname);
+				return;
+			}
+			cJSON_Delete(sbx);
+			sbx = NULL;
+			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
+				k8s_log(c->logger, K8S_LOG_WARN, "cannot remove sandbox reference", "claim",
+				        p->key, "error", api_msg(), NULL);
+		} else if (wp_controlled_by_any_claim(sbx)) {
+			cJSON_Delete(sbx);
+			sbx = NULL;
+			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
+				k8s_log(c->logger, K8S_LOG_WARN, "cannot remove sandbox reference", "claim",
+				        p->key, "error", api_msg(), NULL);
+		} else {
+			cJSON_Delete(sbx);
+			sbx = NULL;
+		}
+		free(aname);
+	}
+	/* 3. the claim's own name */
+	if (k8s_informer_get(c->sandboxes, p->ns, p->name, &sbx) == 0) {
+		if (wp_controlled_by_claim(sbx, p->claim)) {
+			pass_set_sbx(p, sbx);
+			ensure_launch_type(p, WP_LAUNCH_TYPE_COLD);
+			return;
+		}
+		cJSON_Delete(sbx);
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER,
+		                 "sandbox \"%s\" is not controlled by claim \"%s\". Please use a different "
+		                 "claim name or delete the sandbox manually", p->name, p->name);
+		return;
+	}
+	/* 4.-6. warm */
+	if (!wp_claim_forces_cold(p->claim)) {
+		int pending = 0;
+		int r = try_warm(p, &pending);
+		if (r != 0)
+			return;
+		if (pending > 0) {
+			int64_t age = claim_age_ms(p);
+			if (age < NETWORK_GRACE_MS) {
+				int64_t left = NETWORK_GRACE_MS - age;
+				p->pending_ms = left < 500 ? (long)left : 500;
+				if (p->pending_ms < 1)
+					p->pending_ms = 1;
+				return;
+			}
+		}
+	}
+	/* 7. cold */
+	create_cold(p);
+}
+
+/* §9.9 Retain: delete the bound Sandbox if ours. */
+static void reconcile_expired(pass *p)
+{
+	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
+	const char *sname = !ju_empty(bound) ? bound : p->name;
+	cJSON *sbx = NULL;
+	if (k8s_informer_get(p->c->sandboxes, p->ns, sname, &sbx) != 0)
+		return;
+	if (!wp_controlled_by_claim(sbx, p->claim)) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_NOT_OWNED,
+		                 "Claim expired. sandbox not owned by this claim: sandbox \"%s\" is not "
+		                 "owned by claim \"%s\"; deletion skipped.", sname, p->name);
+		cJSON_Delete(sbx);
+		return;
+	}
+	if (!k8s_obj_is_deleting(sbx)) {
+		int rc = k8s_client_delete(p->c->client, &sbx_resource_sandboxes, p->ns, sname, NULL, NULL);
+		if (rc && rc != K8S_ENOTFOUND)
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to delete sandbox \"%s\": %s",
+			                 sname, api_msg());
+	}
+	pass_set_sbx(p, sbx);
+}
+
+/*
+ * Writes `st` as the claim status (optimistic-lock merge patch) unless
+ * unchanged. Returns 0 (also for a swallowed 409 or NotFound; *authoritative
+ * false after a 409) or the error.
+ */
+static int write_status(pass *p, const cJSON *st, bool *authoritative)
+{
+	*authoritative = true;
+	const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
+	if (wp_claim_status_equal(old, st))
+		return 0;
+	cJSON *diff = wp_merge_patch_diff(cJSON_IsObject(old) ? old : NULL, st);
+	cJSON *patch = cJSON_CreateObject();
+	cJSON *md = patch ? ju_obj(patch, "metadata") : NULL;
+	if (!diff || !md || !ju_set_str(md, "resourceVersion",
+	                                ju_nz(k8s_obj_resource_version(p->claim))) ||
+	    !ju_set(patch, "status", diff)) {
+		if (!cJSON_GetObjectItem(patch, "status"))
+			cJSON_Delete(diff);
+		cJSON_Delete(patch);
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	}
+	cJSON *out = NULL;
+	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, "status",
+	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	cJSON_Delete(patch);
+	if (rc == K8S_ECONFLICT) {
+		*authoritative = false;
+		k8s_log(p->c->logger, K8S_LOG_DEBUG, "claim status write conflict", "claim", p->key, NULL);
+		return 0;
+	}
+	if (rc == K8S_ENOTFOUND)
+		return 0;
+	if (rc)
+		return rc;
+	const cJSON *r = wp_condition(cJSON_GetObjectItem(out, "status"), SBX_CONDITION_READY);
+	k8s_log(p->c->logger, K8S_LOG_DEBUG, "claim status written", "claim", p->key,
+	        "ready", ju_str(r, "status"), "reason", ju_str(r, "reason"), NULL);
+	pass_set_claim(p, out);
+	return 0;
+}
+
+static void observe_since(k8s_metric *m, const char *const *labels, size_t n, const char *stamp,
+                          int64_t now, bool guard_negative)
+{
+	int64_t t;
+	if (!m || ju_empty(stamp) || k8s_time_parse(stamp, &t) != 0)
+		return;
+	int64_t d = now - t;
+	if (guard_negative && d < 0)
+		return;
+	k8s_metric_observe(m, labels, n, (double)d);
+}
+
+/* §11 first-Ready recording and the claim-first-ready-at stamp. */
+static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritative)
+{
+	wp_claim_controller *c = p->c;
+	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CLAIM_FIRST_READY)))
+		return 0;
+	if (was_ready) {
+		/* Backfill under the resourceVersion read: a cache that has our
+		 * Ready status but not yet our own stamp of the same pass must not
+		 * overwrite the stamp with "unknown" (409, ignored; the next pass
+		 * reads the stamp). */
+		cJSON *md = cJSON_CreateObject();
+		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim))) ||
+		    !ju_set_str(ju_obj(md, "annotations"), WP_ANNOTATION_CLAIM_FIRST_READY, "unknown")) {
+			cJSON_Delete(md);
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		}
+		int rc = patch_claim_metadata(p, md);
+		return rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND ? 0 : rc;
+	}
+	bool now_ready = ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "status"), "True");
+	if (!now_ready || !authoritative)
+		return 0;
+	int64_t now = k8s_now_ms();
+	const char *launch = !p->sbx ? "unknown"
+	                     : ju_str_eq(k8s_obj_label(p->sbx, SBX_LABEL_LAUNCH_TYPE), WP_LAUNCH_TYPE_WARM)
+	                       ? WP_LAUNCH_TYPE_WARM : WP_LAUNCH_TYPE_COLD;
+	const char *tpl = p->sbx ? template_label(p->sbx) : "__unknown__";
+	const char *hl[] = { launch, tpl };
+	observe_since(c->m_claim, hl, 2, k8s_obj_annotation(p->claim, WP_ANNOTATION_WEBHOOK_FIRST_OBSERVED),
+	              now, true);
+	observe_since(c->m_ctrl, hl, 2,
+	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED), now, false);
+	if (c->m_creation && p->sbx) {
+		const cJSON *r = wp_condition(cJSON_GetObjectItem(p->sbx, "status"), SBX_CONDITION_READY);
+		int64_t created, readyt;
+		if (ju_str_eq(ju_str(r, "status"), "True") &&
+		    k8s_time_parse(ju_nz(k8s_obj_str(p->sbx, "metadata.creationTimestamp")), &created) == 0 &&
+		    k8s_time_parse(ju_nz(ju_str(r, "lastTransitionTime")), &readyt) == 0 &&
+		    readyt >= created) {
+			const char *cl[] = { ju_nz(k8s_obj_namespace(p->sbx)), launch, tpl };
+			k8s_metric_observe(c->m_creation, cl, 3, (double)(readyt - created));
+		}
+	}
+	observe_since(c->m_client, hl, 2,
+	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CLIENT_FIRST_REQUESTED), now, true);
+	char buf[48];
+	return patch_claim_annotation(p, WP_ANNOTATION_CLAIM_FIRST_READY,
+	                              wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)), NULL);
+}
+
+/* §9.1 step 2, once per claim UID: the legacy per-claim NetworkPolicy. */
+static void delete_legacy_np(pass *p)
+{
+	bool todo = true;
+	obs_get(p->c, p->key, k8s_obj_uid(p->claim), &todo);
+	if (!todo)
+		return;
+	char *np = ju_printf("%s-network-policy", p->name);
+	cJSON *obj = NULL;
+	if (np && k8s_client_get(p->c->client, &wp_resource_networkpolicies, p->ns, np, &obj) == 0) {
+		const cJSON *ref = k8s_obj_controller_ref(obj);
+		if (is_claim_ref(ref) && ju_str_eq(ju_str(ref, "uid"), k8s_obj_uid(p->claim))) {
+			int rc = k8s_client_delete(p->c->client, &wp_resource_networkpolicies, p->ns, np,
+			                           NULL, NULL);
+			if (rc && rc != K8S_ENOTFOUND)
+				k8s_log(p->c->logger, K8S_LOG_WARN, "legacy network policy delete failed",
+				        "claim", p->key, "error", api_msg(), NULL);
+		}
+	}
+	cJSON_Delete(obj);
+	free(np);
+}
+
+/* §9.1 step 4: the controller-first-observed-at stamp. */
+static int stamp_observed(pass *p)
+{
+	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED)))
+		return 0;
+	int64_t t = obs_get(p->c, p->key, k8s_obj_uid(p->claim), NULL);
+	char buf[48];
+	wp_format_rfc3339nano(t > 0 ? t : now_ns(), buf, sizeof(buf));
+	if (p->c->disable_obs) {
+		cJSON *ann = ju_obj(ju_obj(p->claim, "metadata"), "annotations");
+		if (ann)
+			ju_set_str(ann, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf);
+		return 0;
+	}
+	int rc = patch_claim_annotation(p, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf, NULL);
+	if (rc)
+		return k8s_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		                     WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, api_msg());
+	return 0;
+}
+
+static const char *ready_reason(const cJSON *claim)
+{
+	return ju_str(wp_condition(cJSON_GetObjectItem(claim, "status"), SBX_CONDITION_READY), "reason");
+}
+
+/* Persists Ready=ClaimExpired (+ event) and requeues 1 ms (§9.1 steps 5, 9). */
+static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
+{
+	bool auth;
+	int rc = write_status(p, st, &auth);
+	if (rc)
+		return k8s_error_set(rc, 0, NULL, "claim %s: status write: %s", p->key, api_msg());
+	event(p, WP_REASON_CLAIM_EXPIRED, "Claim Expired", "Claim expired");
+	res->requeue_after_ms = 1;
+	return 0;
+}
+
+static int do_reconcile(pass *p, k8s_reconcile_result *res)
+{
+	wp_claim_controller *c = p->c;
+	delete_legacy_np(p);
+	if (k8s_obj_is_deleting(p->claim))
+		return 0;
+	int rc = stamp_observed(p);
+	if (rc)
+		return rc;
+	p->now_ms = k8s_now_ms();
+	int64_t gen = k8s_obj_generation(p->claim);
+	int64_t at = 0;
+	bool has_expiry = wp_claim_expiry(p->claim, NULL, &at);
+	bool expired = has_expiry && p->now_ms >= at;
+	if (expired && !ju_str_eq(ready_reason(p->claim), WP_REASON_CLAIM_EXPIRED)) {
+		const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
+		cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
+		if (!st || !wp_set_condition(st, SBX_CONDITION_READY, "False", WP_REASON_CLAIM_EXPIRED,
+		                             "Claim expired. Sandbox cleanup initiated.", gen, NULL,
+		                             p->now_ms)) {
+			cJSON_Delete(st);
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		}
+		rc = mark_expired(p, st, res);
+		cJSON_Delete(st);
+		return rc;
+	}
+	const char *policy = wp_claim_shutdown_policy(p->claim);
+	if (expired && (ju_str_eq(policy, SBX_SHUTDOWN_POLICY_DELETE) ||
+	                ju_str_eq(policy, WP_SHUTDOWN_POLICY_DELETE_FOREGROUND))) {
+		bool fg = ju_str_eq(policy, WP_SHUTDOWN_POLICY_DELETE_FOREGROUND);
+		event(p, WP_REASON_CLAIM_EXPIRED, "Deleting",
+		      fg ? "Deleting Claim (ShutdownPolicy=DeleteForeground)"
+		         : "Deleting Claim (ShutdownPolicy=Delete)");
+		k8s_delete_options dopt = K8S_DELETE_OPTIONS_INIT;
+		dopt.propagation_policy = fg ? "Foreground" : NULL;
+		dopt.precondition_uid = k8s_obj_uid(p->claim);
+		rc = k8s_client_delete(c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
+		if (rc && rc != K8S_ENOTFOUND)
+			return rc;
+		return 0;
+	}
+	bool was_ready = ju_str_eq(ju_str(wp_condition(cJSON_GetObjectItem(p->claim, "status"),
+	                                               SBX_CONDITION_READY), "status"), "True");
+	if (expired) {
+		reconcile_expired(p);
+	} else {
+		if (wp_claim_validate_metadata(p->claim, &c->domains, &p->err))
+			get_or_create(p);
+	}
+	if (p->pending_ms > 0) {
+		res->requeue_after_ms = p->pending_ms;
+		return 0;
+	}
+	cJSON *st = wp_claim_status(p->claim, p->sbx, &p->err, expired, p->now_ms);
+	if (!st)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	int64_t at2;
+	if (!expired && wp_claim_expiry(p->claim, st, &at2) && p->now_ms >= at2 &&
+	    !ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "reason"),
+	               WP_REASON_CLAIM_EXPIRED)) {
+		/* the freshly mirrored Finished started a TTL that is already over */
+		cJSON *tmp = cJSON_Duplicate(p->claim, true);
+		cJSON *st2 = NULL;
+		if (tmp && ju_set(tmp, "status", st)) {
+			st = NULL;
+			st2 = wp_claim_status(tmp, p->sbx, &p->err, true, p->now_ms);
+		}
+		cJSON_Delete(st);
+		cJSON_Delete(tmp);
+		if (!st2)
+			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = mark_expired(p, st2, res);
+		cJSON_Delete(st2);
+		return rc;
+	}
+	bool authoritative;
+	rc = write_status(p, st, &authoritative);
+	if (rc) {
+		cJSON_Delete(st);
+		return k8s_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
+		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
+	}
+	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
+	          p->err.kind == WP_CLAIM_E_TEMPLATE_NOT_FOUND;
+	rc = first_ready(p, was_ready, st, authoritative);
+	cJSON_Delete(st);
+	if (rc && !nf)
+		return k8s_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
+	if (rc)
+		k8s_log(c->logger, K8S_LOG_WARN, "first-ready stamp failed", "claim", p->key,
+		        "error", api_msg(), NULL);
+	long expiry_wait = 0;
+	if (has_expiry && !expired)
+		expiry_wait = (long)(at - p->now_ms) > 0 ? (long)(at - p->now_ms) : 1;
+	if (nf) {
+		res->requeue_after_ms = expiry_wait > 0 && expiry_wait < NOT_FOUND_REQUEUE_MS
+		                        ? expiry_wait : NOT_FOUND_REQUEUE_MS;
+		return 0;
+	}
+	if (p->err.kind == WP_CLAIM_E_CREATE_PENDING) {
+		res->requeue_after_ms = CREATE_PENDING_REQUEUE_MS;
+		return 0;
+	}
+	if (p->err.kind != WP_CLAIM_OK && !wp_claim_err_suppressed(&p->err))
+		return k8s_error_set(p->err.kind == WP_CLAIM_E_ADOPTION_CONFLICT ? K8S_ECONFLICT
+		                                                                 : K8S_ERROR,
+		                     0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
+	if (expiry_wait > 0)
+		res->requeue_after_ms = expiry_wait;
+	return 0;
+}
+
+int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
+                                  k8s_reconcile_result *res)
+{
+	if (!c || !key || !res)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL argument");
+	memset(res, 0, sizeof(*res));
+	pass p = { .c = c };
+	int rc = k8s_key_split(key, &p.ns, &p.name);
+	if (rc)
+		return rc;
+	p.key = strdup(key);
+	if (!p.key) {
+		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		goto out;
+	}
+	if (k8s_informer_get(c->claims, p.ns, p.name, &p.claim) != 0) {
+		obs_forget(c, key);
+		goto out;
+	}
+	rc = do_reconcile(&p, res);
+out:
+	wp_claim_err_clear(&p.err);
+	cJSON_Delete(p.claim);
+	cJSON_Delete(p.sbx);
+	free(p.ns);
+	free(p.name);
+	free(p.key);
+	return rc;
+}
