@@ -628,6 +628,18 @@ def main(argv):
     try:
         kc = Kubeconfig(kubeconfig)
         kubectl = kubectl_bin()
+        # a controller run with --webhook-url left a CRD's conversion on a URL;
+        # `apply` would add the Service beside it (refused): put the Service back
+        for crd in ["sandboxes.agents.x-k8s.io"] + [f"{p}.{GROUP}" for p in EXT_CRDS]:
+            status, body = request(kc, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+            if status == 200 and ((json.loads(body)["spec"].get("conversion") or {}).get("webhook") or {}).get(
+                    "clientConfig", {}).get("url"):
+                subprocess.run([kubectl, "--kubeconfig", kubeconfig, "patch", "crd", crd, "--type=merge", "-p",
+                                json.dumps({"spec": {"conversion": {"webhook": {"clientConfig": {
+                                    "url": None, "service": {"name": "agent-sandbox-webhook-service",
+                                                             "namespace": "agent-sandbox-system",
+                                                             "path": "/convert"}}}}}})],
+                               check=True, stdout=subprocess.DEVNULL)
         subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-k", os.path.join(ROOT, "deploy")],
                        check=True, stdout=subprocess.DEVNULL)
         subprocess.run([kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "--timeout=60s"]
