@@ -107,9 +107,12 @@ def burst_ns(deployed):
     try:
         yield ns
     finally:
-        kube.run("delete", "namespace", ns, "--wait=true", "--timeout=240s", check=False)
-        for name in added:
-            kube.run("delete", "node", name, "--wait=false", check=False)
+        kube.run("delete", "namespace", ns, "--wait=false", check=False)
+        try:
+            wait_for(lambda: kube.get("namespace", ns) is None, timeout=300, interval=2, desc=f"namespace {ns} gone")
+        finally:
+            for name in added:
+                kube.run("delete", "node", name, "--wait=false", check=False)
 
 
 def setup_pool(kube, ns):
