@@ -605,20 +605,21 @@ def test_claim_expiry_uses_the_earlier_of_shutdown_time_and_ttl(kube, ns):
     never before; one with a late shutdownTime and a short TTL expires after
     its TTL, long before the shutdownTime."""
     setup_pool(kube, ns, 0)
-    t0 = now().replace(microsecond=0)
-    early = t0 + datetime.timedelta(seconds=10)
+    late = now().replace(microsecond=0) + datetime.timedelta(seconds=600)
     create_all(kube, ns,
-               claim("by-time", "pool", lifecycle={"shutdownTime": rfc3339(early), "ttlSecondsAfterFinished": 600}),
-               claim("by-ttl", "pool", lifecycle={"shutdownTime": rfc3339(t0 + datetime.timedelta(seconds=600)),
-                                                  "ttlSecondsAfterFinished": 1}))
+               claim("by-time", "pool", lifecycle={"ttlSecondsAfterFinished": 600}),
+               claim("by-ttl", "pool", lifecycle={"shutdownTime": rfc3339(late), "ttlSecondsAfterFinished": 1}))
     for n in ("by-time", "by-ttl"):
         wait_claim_ready(kube, n, ns)
         complete_pod(kube, n, ns)
+    # finished, with a long TTL: the shutdownTime, set now, is the earlier
+    early = now().replace(microsecond=0) + datetime.timedelta(seconds=3)
+    kube.patch(CLAIM, "by-time", ns, {"spec": {"lifecycle": {"shutdownTime": rfc3339(early)}}})
 
     c = wait_claim_reason(kube, "by-ttl", ns, "ClaimExpired", timeout=30)
     assert cond(c, "Ready") == ("False", "ClaimExpired", EXPIRED_MSG)
     assert cond(c, "Finished") == ("True", "PodSucceeded", "Pod completed successfully")
-    assert now() < t0 + datetime.timedelta(seconds=600)
+    assert now() < late
 
     def expired_by_time():
         c = kube.get(CLAIM, "by-time", ns)
