@@ -597,6 +597,8 @@ def test_claim_ttl_after_finished(kube, ns, policy):
     wait_for(gone, timeout=60, desc="the claim deleted after its TTL")
     wait_for(lambda: all(kube.get(k, "ttl", ns) is None for k in ("sandbox", "pod", "service")),
              timeout=60, desc="Sandbox, pod and service deleted")
+    ev = wait_event(kube, ns, "ClaimExpired", "ttl", f"Deleting Claim (ShutdownPolicy={policy})")[0]
+    assert (ev["type"], ev.get("action")) == ("Normal", "Deleting")
 
 
 def test_claim_expiry_uses_the_earlier_of_shutdown_time_and_ttl(kube, ns):
