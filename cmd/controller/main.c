@@ -259,23 +259,6 @@ static void identity(char *buf, size_t cap)
 	         r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
 }
 
-/* TRANSIENT (issue 5 in progress): the three libwarmpool controllers land
- * one by one; until all are in, a missing one links as NULL and
- * --extensions runs the ones present, with a warning. Remove with the last
- * controller. */
-#pragma weak wp_template_controller_new
-#pragma weak wp_template_controller_start
-#pragma weak wp_template_controller_stop
-#pragma weak wp_template_controller_free
-#pragma weak wp_pool_controller_new
-#pragma weak wp_pool_controller_start
-#pragma weak wp_pool_controller_stop
-#pragma weak wp_pool_controller_free
-#pragma weak wp_claim_controller_new
-#pragma weak wp_claim_controller_start
-#pragma weak wp_claim_controller_stop
-#pragma weak wp_claim_controller_free
-
 /*
  * --extensions: one event recorder per controller (each reports under its
  * upstream name) and the three libwarmpool controllers, which register
@@ -285,11 +268,6 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
                             k8s_metrics_registry *metrics, k8s_logger *log, const char *instance,
                             k8s_event_recorder *events[3], leading_state *lead)
 {
-	if (!wp_template_controller_new || !wp_pool_controller_new || !wp_claim_controller_new)
-		k8s_log(log, K8S_LOG_WARN, "--extensions: this build lacks some extension controllers; running those it has",
-		        "template", wp_template_controller_new ? "yes" : "no",
-		        "pool", wp_pool_controller_new ? "yes" : "no",
-		        "claim", wp_claim_controller_new ? "yes" : "no", NULL);
 	static const char *const names[3] = {
 		WP_EVENT_CONTROLLER_TEMPLATE, WP_EVENT_CONTROLLER_POOL, WP_EVENT_CONTROLLER_CLAIM,
 	};
@@ -309,7 +287,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	to.logger = log;
 	to.metrics = metrics;
 	to.events = events[0];
-	if (wp_template_controller_new && wp_template_controller_new(&lead->templates, &to) < 0)
+	if (wp_template_controller_new(&lead->templates, &to) < 0)
 		return -1;
 
 	wp_pool_controller_options po = WP_POOL_CONTROLLER_OPTIONS_INIT;
@@ -328,7 +306,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	po.logger = log;
 	po.metrics = metrics;
 	po.events = events[1];
-	if (wp_pool_controller_new && wp_pool_controller_new(&lead->pools, &po) < 0)
+	if (wp_pool_controller_new(&lead->pools, &po) < 0)
 		return -1;
 
 	wp_claim_controller_options co = WP_CLAIM_CONTROLLER_OPTIONS_INIT;
@@ -343,7 +321,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	co.logger = log;
 	co.metrics = metrics;
 	co.events = events[2];
-	return wp_claim_controller_new ? wp_claim_controller_new(&lead->claims, &co) : 0;
+	return wp_claim_controller_new(&lead->claims, &co);
 }
 
 int main(int argc, char **argv)

@@ -4,14 +4,14 @@
  * staleness test of §8.4. Shared by the pool and the claim controllers.
  *
  * Semantic comparison uses ju_semantic_equal() (a missing member equals its
- * zero value, nil lists/maps equal empty ones). Known limitation: resource
- * quantities are compared as JSON, not by value ("1Gi" and "1024Mi"
- * differ). Both the template and its Sandboxes are custom resources, whose
- * quantities the API server stores verbatim, and members are deep copies of
- * the template, so a copy never differs from its source; only Sandboxes
- * written by another implementation in a different quantity spelling would
- * be judged stale.
+ * zero value, nil lists/maps equal empty ones) on copies whose resource
+ * quantities were rewritten to one canonical spelling, so "1Gi" equals
+ * "1024Mi" and "0.5" equals "500m", as Go's Quantity comparison says
+ * (§15). Only the places where PodSpec and PersistentVolumeClaimSpec hold
+ * quantities are rewritten: container (init, ephemeral) and pod-level
+ * resources limits/requests, pod overhead, VCT resources.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "warmpool/blueprint.h"
@@ -112,6 +112,136 @@ int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE])
 	return hash_json(pt, out);
 }
 
+/* ---- quantities ---- */
+
+/* The value of a Kubernetes quantity string ("1Gi", "500m", "1e3", "2"),
+ * or false when `s` is not one. */
+static bool quantity_value(const char *s, long double *out)
+{
+	const char *p = s;
+	if (*p == '+' || *p == '-')
+		p++;
+	const char *digits = p;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p == '.')
+		p++;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == digits || (p == digits + 1 && *digits == '.'))
+		return false;
+	char num[64];
+	size_t len = (size_t)(p - s);
+	if (len >= sizeof(num))
+		return false;
+	memcpy(num, s, len);
+	num[len] = '\0';
+	long double v = strtold(num, NULL);
+	static const struct { const char *sfx; int base2; int exp10; } sfx[] = {
+		{ "Ki", 10, 0 }, { "Mi", 20, 0 }, { "Gi", 30, 0 }, { "Ti", 40, 0 },
+		{ "Pi", 50, 0 }, { "Ei", 60, 0 }, { "n", 0, -9 }, { "u", 0, -6 },
+		{ "m", 0, -3 }, { "", 0, 0 }, { "k", 0, 3 }, { "M", 0, 6 },
+		{ "G", 0, 9 }, { "T", 0, 12 }, { "P", 0, 15 }, { "E", 0, 18 },
+	};
+	int base2 = 0, exp10 = 0;
+	bool found = false;
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]) && !found; i++) {
+		if (strcmp(p, sfx[i].sfx) == 0) {
+			base2 = sfx[i].base2;
+			exp10 = sfx[i].exp10;
+			found = true;
+		}
+	}
+	if (!found && (*p == 'e' || *p == 'E')) {
+		const char *q = p + 1;
+		if (*q == '+' || *q == '-')
+			q++;
+		if (!*q || strspn(q, "0123456789") != strlen(q) || strlen(q) > 3)
+			return false;
+		exp10 = atoi(p + 1);
+		found = true;
+	}
+	if (!found)
+		return false;
+	for (int i = 0; i < base2; i++)
+		v *= 2;
+	/* Divide for negative exponents: 500 / 1000 is exact where
+	 * 500 * 0.001 is not. */
+	for (int i = 0; i < exp10; i++)
+		v *= 10;
+	for (int i = 0; i > exp10; i--)
+		v /= 10;
+	*out = v;
+	return true;
+}
+
+/* Rewrites every member of the quantity map `m` to a canonical string. */
+static void canon_quantity_map(cJSON *m)
+{
+	cJSON *q;
+	cJSON_ArrayForEach(q, m) {
+		long double v;
+		char buf[64];
+		if (cJSON_IsNumber(q))
+			v = (long double)q->valuedouble;
+		else if (!cJSON_IsString(q) || !quantity_value(q->valuestring, &v))
+			continue;
+		/* 15 significant digits absorb the binary rounding of decimals. */
+		snprintf(buf, sizeof(buf), "%.15Lg", v);
+		cJSON *c = cJSON_CreateString(buf);
+		if (!c || (q->type & cJSON_StringIsConst)) {
+			cJSON_Delete(c);
+			continue;
+		}
+		/* The key moves to the new item (ReplaceItemViaPointer keeps none). */
+		c->string = q->string;
+		q->string = NULL;
+		cJSON_ReplaceItemViaPointer(m, q, c);
+		q = c;
+	}
+}
+
+static void canon_resources(cJSON *res)
+{
+	canon_quantity_map(cJSON_GetObjectItemCaseSensitive(res, "limits"));
+	canon_quantity_map(cJSON_GetObjectItemCaseSensitive(res, "requests"));
+}
+
+static void canon_pod_spec(cJSON *spec)
+{
+	static const char *const lists[] = { "containers", "initContainers", "ephemeralContainers" };
+	for (size_t i = 0; i < 3; i++) {
+		cJSON *c;
+		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, lists[i]))
+			canon_resources(cJSON_GetObjectItemCaseSensitive(c, "resources"));
+	}
+	canon_resources(cJSON_GetObjectItemCaseSensitive(spec, "resources"));
+	canon_quantity_map(cJSON_GetObjectItemCaseSensitive(spec, "overhead"));
+}
+
+/* Semantic equality of two pod specs / PVC specs, quantities by value. A
+ * copy that cannot be made reads as "different". */
+static bool spec_equal(const cJSON *a, const cJSON *b, void (*canon)(cJSON *))
+{
+	cJSON *x = a ? cJSON_Duplicate(a, true) : NULL, *y = b ? cJSON_Duplicate(b, true) : NULL;
+	if ((a && !x) || (b && !y)) {
+		cJSON_Delete(x);
+		cJSON_Delete(y);
+		return false;
+	}
+	canon(x);
+	canon(y);
+	bool eq = ju_semantic_equal(x, y);
+	cJSON_Delete(x);
+	cJSON_Delete(y);
+	return eq;
+}
+
+static void canon_pvc_spec(cJSON *spec)
+{
+	canon_resources(cJSON_GetObjectItemCaseSensitive(spec, "resources"));
+}
+
 /* VCT lists: same length, index by index same name and semantically equal
  * spec; metadata otherwise ignored (§8.4). */
 static bool vcts_equal(const cJSON *a, const cJSON *b)
@@ -124,8 +254,8 @@ static bool vcts_equal(const cJSON *a, const cJSON *b)
 	for (; x && y; x = x->next, y = y->next) {
 		if (!ju_str_eq(k8s_obj_name(x), k8s_obj_name(y)))
 			return false;
-		if (!ju_semantic_equal(cJSON_GetObjectItemCaseSensitive(x, "spec"),
-		                       cJSON_GetObjectItemCaseSensitive(y, "spec")))
+		if (!spec_equal(cJSON_GetObjectItemCaseSensitive(x, "spec"),
+		                cJSON_GetObjectItemCaseSensitive(y, "spec"), canon_pvc_spec))
 			return false;
 	}
 	return true;
@@ -152,7 +282,7 @@ bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx)
 		cJSON_Delete(want);
 		return true;
 	}
-	bool same = ju_semantic_equal(want, k8s_obj_at(sspec, "podTemplate.spec"));
+	bool same = spec_equal(want, k8s_obj_at(sspec, "podTemplate.spec"), canon_pod_spec);
 	cJSON_Delete(want);
 	return !(same &&
 	         vcts_equal(cJSON_GetObjectItemCaseSensitive(tspec, "volumeClaimTemplates"),

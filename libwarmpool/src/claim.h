@@ -239,8 +239,18 @@ WP_EXTERN char *wp_adoption_conflict_message(const wp_claim_err *e);
 WP_EXTERN cJSON *wp_claim_status(const cJSON *claim, const cJSON *sbx, const wp_claim_err *err,
                                  bool expired, int64_t now_ms);
 
+/** A copy of status `st` (NULL: {}) with its conditions sorted by type; NULL on allocation failure. */
+WP_EXTERN cJSON *wp_claim_status_sorted(const cJSON *st);
+
 /** True when two claim statuses are semantically equal (conditions compared sorted by type). */
 WP_EXTERN bool wp_claim_status_equal(const cJSON *a, const cJSON *b);
+
+/**
+ * The owned-Sandbox update filter of §9: true when deletionTimestamp
+ * toggles, status.podIPs change, or the whole Ready or Finished condition
+ * object changes (metadata/spec-only updates do not wake the claim).
+ */
+WP_EXTERN bool wp_claim_sandbox_update_matters(const cJSON *old_sbx, const cJSON *new_sbx);
 
 /** created-by normalized for metrics: go-client, python-client, controller or unknown. */
 WP_EXTERN const char *wp_normalize_created_by(const char *v);

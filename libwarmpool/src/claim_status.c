@@ -225,8 +225,7 @@ static int cond_cmp(const void *a, const void *b)
 	return strcmp(ju_nz(ju_str(x, "type")), ju_nz(ju_str(y, "type")));
 }
 
-/* A copy of `st` with its conditions sorted by type. */
-static cJSON *sorted_status(const cJSON *st)
+cJSON *wp_claim_status_sorted(const cJSON *st)
 {
 	cJSON *c = cJSON_IsObject(st) ? cJSON_Duplicate(st, true) : cJSON_CreateObject();
 	cJSON *conds = c ? cJSON_GetObjectItem(c, "conditions") : NULL;
@@ -249,11 +248,27 @@ static cJSON *sorted_status(const cJSON *st)
 
 bool wp_claim_status_equal(const cJSON *a, const cJSON *b)
 {
-	cJSON *x = sorted_status(a), *y = sorted_status(b);
+	cJSON *x = wp_claim_status_sorted(a), *y = wp_claim_status_sorted(b);
 	bool eq = x && y && ju_semantic_equal(x, y);
 	cJSON_Delete(x);
 	cJSON_Delete(y);
 	return eq;
+}
+
+bool wp_claim_sandbox_update_matters(const cJSON *o, const cJSON *n)
+{
+	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
+		return true;
+	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
+		return true;
+	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");
+	const char *types[] = { SBX_CONDITION_READY, SBX_CONDITION_FINISHED };
+	for (int i = 0; i < 2; i++) {
+		const cJSON *a = wp_condition(os, types[i]), *b = wp_condition(ns, types[i]);
+		if ((a == NULL) != (b == NULL) || (a && !cJSON_Compare(a, b, true)))
+			return true;
+	}
+	return false;
 }
 
 const char *wp_normalize_created_by(const char *v)

@@ -21,6 +21,7 @@
  * controller, clears its reference and reports AdoptionConflict.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -271,27 +272,9 @@ static void on_sbx_add(const cJSON *obj, void *ud)
 	feed_queue(ud, NULL, obj);
 }
 
-/* The update filter of §9: deletionTimestamp toggles, podIPs, or the
- * whole Ready or Finished condition changed. */
-static bool sbx_update_matters(const cJSON *o, const cJSON *n)
-{
-	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
-		return true;
-	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
-		return true;
-	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");
-	const char *types[] = { SBX_CONDITION_READY, SBX_CONDITION_FINISHED };
-	for (int i = 0; i < 2; i++) {
-		const cJSON *a = wp_condition(os, types[i]), *b = wp_condition(ns, types[i]);
-		if ((a == NULL) != (b == NULL) || (a && !cJSON_Compare(a, b, true)))
-			return true;
-	}
-	return false;
-}
-
 static void on_sbx_update(const cJSON *o, const cJSON *n, void *ud)
 {
-	if (sbx_update_matters(o, n)) {
+	if (wp_claim_sandbox_update_matters(o, n)) {
 		enqueue_owner_claim(ud, n);
 		if (!ju_str_eq(ju_str(k8s_obj_controller_ref(o), "uid"),
 		               ju_str(k8s_obj_controller_ref(n), "uid")))
@@ -508,6 +491,7 @@ typedef struct {
 	wp_claim_err err;
 	long pending_ms;      /* > 0: warm candidates pending network */
 	int64_t now_ms;
+	char first_observed[48];  /* the controller-first-observed-at value of this pass */
 } pass;
 
 static void pass_set_claim(pass *p, cJSON *claim)
@@ -1292,7 +1276,11 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 	const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
 	if (wp_claim_status_equal(old, st))
 		return 0;
-	cJSON *diff = wp_merge_patch_diff(cJSON_IsObject(old) ? old : NULL, st);
+	/* conditions of both sides sorted by type first (§9.1 step 9) */
+	cJSON *olds = wp_claim_status_sorted(old), *news = wp_claim_status_sorted(st);
+	cJSON *diff = olds && news ? wp_merge_patch_diff(olds, news) : NULL;
+	cJSON_Delete(olds);
+	cJSON_Delete(news);
 	cJSON *patch = cJSON_CreateObject();
 	cJSON *md = patch ? ju_obj(patch, "metadata") : NULL;
 	if (!diff || !md || !ju_set_str(md, "resourceVersion",
@@ -1366,8 +1354,7 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	const char *hl[] = { launch, tpl };
 	observe_since(c->m_claim, hl, 2, k8s_obj_annotation(p->claim, WP_ANNOTATION_WEBHOOK_FIRST_OBSERVED),
 	              now, true);
-	observe_since(c->m_ctrl, hl, 2,
-	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED), now, false);
+	observe_since(c->m_ctrl, hl, 2, p->first_observed, now, false);
 	if (c->m_creation && p->sbx) {
 		const cJSON *r = wp_condition(cJSON_GetObjectItem(p->sbx, "status"), SBX_CONDITION_READY);
 		int64_t created, readyt;
@@ -1386,7 +1373,10 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	                              wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)), NULL);
 }
 
-/* §9.1 step 2, once per claim UID: the legacy per-claim NetworkPolicy. */
+/* §9.1 step 2, once per claim UID (not on every pass: nothing creates
+ * these any more, so one look per claim and controller start is enough):
+ * the legacy per-claim NetworkPolicy, deleted only if this claim controls
+ * it. Errors are only logged. */
 static void delete_legacy_np(pass *p)
 {
 	bool todo = true;
@@ -1412,12 +1402,17 @@ static void delete_legacy_np(pass *p)
 /* §9.1 step 4: the controller-first-observed-at stamp. */
 static int stamp_observed(pass *p)
 {
-	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED)))
+	const char *have = k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED);
+	if (!ju_empty(have)) {
+		snprintf(p->first_observed, sizeof(p->first_observed), "%s", have);
 		return 0;
+	}
 	int64_t t = obs_get(p->c, p->key, k8s_obj_uid(p->claim), NULL);
-	char buf[48];
-	wp_format_rfc3339nano(t > 0 ? t : now_ns(), buf, sizeof(buf));
+	char *buf = p->first_observed;
+	wp_format_rfc3339nano(t > 0 ? t : now_ns(), buf, sizeof(p->first_observed));
 	if (p->c->disable_obs) {
+		/* in memory only; p->first_observed survives the claim copies
+		 * that later writes return, for the controller latency metric */
 		cJSON *ann = ju_obj(ju_obj(p->claim, "metadata"), "annotations");
 		if (ann)
 			ju_set_str(ann, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf);
@@ -1450,7 +1445,6 @@ static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 static int do_reconcile(pass *p, k8s_reconcile_result *res)
 {
 	wp_claim_controller *c = p->c;
-	delete_legacy_np(p);
 	if (k8s_obj_is_deleting(p->claim))
 		return 0;
 	int rc = stamp_observed(p);
@@ -1581,6 +1575,21 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		goto out;
 	}
 	rc = do_reconcile(&p, res);
+	/* §9.1 step 2 after the pass, not before it: its result is only
+	 * logged, and a new claim's first pass (the warm hand-out) should not
+	 * wait for the extra request */
+	if (rc == 0) {
+		delete_legacy_np(&p);
+	} else {
+		/* keep this pass's error as the thread's last error */
+		const k8s_error *e = k8s_error_last();
+		int http = e->http_status;
+		char *reason = strdup(e->reason), *msg = strdup(e->message);
+		delete_legacy_np(&p);
+		k8s_error_set(rc, http, reason, "%s", msg ? msg : "");
+		free(reason);
+		free(msg);
+	}
 out:
 	wp_claim_err_clear(&p.err);
 	cJSON_Delete(p.claim);

@@ -94,6 +94,37 @@ static cJSON *adopted(const cJSON *pool, const cJSON *sbx)
 	return o;
 }
 
+/* Semantic verdicts of one pass, per old blueprint-hash label of owned
+ * members (§8.4: members built from the same template version share it). */
+typedef struct {
+	char hash[SBX_NAME_HASH_SIZE];
+	bool stale;
+} verdict;
+
+#define MAX_VERDICTS 16
+
+/* wp_sandbox_is_stale() with the per-pass cache of hash-mismatch results. */
+static bool member_stale(const wp_pool_input *in, const cJSON *s, bool owned,
+                         verdict *cache, size_t *ncache)
+{
+	const char *old = k8s_obj_label(s, WP_LABEL_TEMPLATE_HASH);
+	char ref[SBX_NAME_HASH_SIZE];
+	sbx_name_hash(k8s_obj_name(in->tpl), ref);
+	if (!owned || !in->tpl_hash || ju_empty(old) || strlen(old) >= SBX_NAME_HASH_SIZE ||
+	    strcmp(old, in->tpl_hash) == 0 ||
+	    !ju_str_eq(k8s_obj_label(s, SBX_LABEL_TEMPLATE_REF_HASH), ref))
+		return wp_sandbox_is_stale(in->tpl, in->tpl_hash, s, owned);
+	for (size_t i = 0; i < *ncache; i++)
+		if (strcmp(cache[i].hash, old) == 0)
+			return cache[i].stale;
+	bool stale = wp_blueprint_differs(in->tpl, s);
+	if (*ncache < MAX_VERDICTS) {
+		strcpy(cache[*ncache].hash, old);
+		cache[(*ncache)++].stale = stale;
+	}
+	return stale;
+}
+
 int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
                      wp_pool_member **out, size_t *n)
 {
@@ -105,6 +136,8 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "warm pool: out of memory");
 	const char *ns = k8s_obj_namespace(in->pool), *pool_uid = k8s_obj_uid(in->pool);
 	bool recreate = wp_pool_recreate(in->pool);
+	verdict cache[MAX_VERDICTS];
+	size_t ncache = 0;
 	size_t k = 0;
 	const cJSON *s;
 	cJSON_ArrayForEach(s, members) {
@@ -137,7 +170,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 		/* Without a template nothing is judged stale: orphans are
 		 * adopted unchecked (§8.1). */
 		if (in->tpl && (recreate || !x->owned) &&
-		    wp_sandbox_is_stale(in->tpl, in->tpl_hash, s, x->owned)) {
+		    member_stale(in, s, x->owned, cache, &ncache)) {
 			x->action = WP_MEMBER_DELETE_STALE;
 			x->cls = x->owned ? WP_MEMBER_TERMINATING : WP_MEMBER_IGNORED;
 			continue;

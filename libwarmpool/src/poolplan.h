@@ -135,7 +135,10 @@ WP_EXTERN bool wp_pool_recreate(const cJSON *pool);
  * Phase 1 (§8.1, §8.4): classifies every Sandbox of `members` (a cJSON
  * array, borrowed; it must outlive the result) into a new array `*out` of
  * `*n` entries (free with wp_pool_members_free()). Members of another
- * namespace are ignored. @return 0 or K8S_ENOMEM.
+ * namespace are ignored. The semantic verdict of an owned member whose
+ * blueprint-hash label differs from the current hash is computed once per
+ * old hash value and reused for the other members carrying it (§8.4).
+ * @return 0 or K8S_ENOMEM.
  */
 WP_EXTERN int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
                                wp_pool_member **out, size_t *n);

@@ -70,11 +70,12 @@ WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE
  * template's policies are ignored, so metadata-only edits never make a
  * Sandbox stale. Semantic equality: a missing member equals its zero value
  * and nil lists/maps equal empty ones; `service` is a pointer (absent,
- * false and true all differ). Limitation: resource quantities compare as
- * JSON strings, not by value ("1Gi" differs from "1024Mi"); harmless for
- * members copied from the template (custom resources keep quantities
- * verbatim), but a Sandbox written with another spelling reads as stale.
- * Out of memory reads as "differs".
+ * false and true all differ). Resource quantities compare by value ("1Gi"
+ * equals "1024Mi", "0.5" equals "500m" and the number 1 equals "1") where
+ * PodSpec and PersistentVolumeClaimSpec hold them: container (init,
+ * ephemeral) and pod resources limits/requests, overhead, VCT resources;
+ * values equal to 15 significant digits are equal. Out of memory reads as
+ * "differs".
  */
 WP_EXTERN bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx);
 

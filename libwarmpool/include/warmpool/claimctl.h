@@ -60,7 +60,21 @@ WP_EXTERN int wp_claim_controller_start(wp_claim_controller *c);
 WP_EXTERN void wp_claim_controller_stop(wp_claim_controller *c);
 /** Frees; NULL accepted. Stop first. */
 WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
-/** Reconciles the SandboxClaim `key` ("namespace/name") once. */
+/**
+ * Reconciles the SandboxClaim `key` ("namespace/name") once (spec/api.md
+ * §9.1). Reads come from the informer caches; writes go to the API server.
+ * `res` receives the requeue: the remaining time to the claim's expiry,
+ * 1 ms after persisting ClaimExpired, 200 ms after a create that hit
+ * AlreadyExists (cache lag), at most 1 min for WarmPoolNotFound /
+ * TemplateNotFound, up to 500 ms while warm candidates wait for their pod
+ * IPs (2 s grace).
+ * @return 0 (also for the "suppressed" user errors of §9.1 step 11:
+ *         invalid metadata, sandbox not owned, env rejected, VCT errors,
+ *         which are reported in the Ready condition only); K8S_ECONFLICT
+ *         for an AdoptionConflict (retried with backoff); K8S_EINVAL (NULL
+ *         argument or bad key); another K8S_E* code for any other failure,
+ *         with the message in k8s_error_last().
+ */
 WP_EXTERN int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                             k8s_reconcile_result *res);
 

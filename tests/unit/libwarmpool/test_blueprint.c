@@ -216,6 +216,64 @@ START_TEST(differs_on_spec_vct_service)
 }
 END_TEST
 
+START_TEST(differs_quantities_by_value)
+{
+	cJSON *t = fx_load("template.json"), *m = fx_load("member.json");
+	cJSON *lim = (cJSON *)k8s_obj_at(cJSON_GetArrayItem(k8s_obj_at(m, "spec.podTemplate.spec.containers"), 0),
+	                                 "resources.limits");
+	/* Template says memory 1Gi, cpu 500m. */
+	fx_set_str(lim, "memory", "1024Mi");
+	fx_set_str(lim, "cpu", "0.5");
+	ck_assert(!wp_blueprint_differs(t, m));
+	fx_set_str(lim, "memory", "1073741824");
+	fx_set_str(lim, "cpu", "5e-1");
+	ck_assert(!wp_blueprint_differs(t, m));
+	fx_set_str(lim, "memory", "1.5Gi");
+	ck_assert(wp_blueprint_differs(t, m));
+	fx_set_str(lim, "memory", "1G");          /* decimal giga != Gi */
+	ck_assert(wp_blueprint_differs(t, m));
+	fx_set_str(lim, "memory", "1Gi");
+	fx_set_str(lim, "cpu", "501m");
+	ck_assert(wp_blueprint_differs(t, m));
+	/* A number equals its string form. */
+	fx_set_str(lim, "cpu", "500m");
+	cJSON_AddItemToObject((cJSON *)k8s_obj_at(cJSON_GetArrayItem(k8s_obj_at(t, "spec.podTemplate.spec.containers"), 0),
+	                                          "resources"), "requests", cJSON_Parse("{\"cpu\":2}"));
+	cJSON_AddItemToObject((cJSON *)k8s_obj_at(cJSON_GetArrayItem(k8s_obj_at(m, "spec.podTemplate.spec.containers"), 0),
+	                                          "resources"), "requests", cJSON_Parse("{\"cpu\":\"2000m\"}"));
+	ck_assert(!wp_blueprint_differs(t, m));
+	/* Not a quantity: compared as is. */
+	fx_set_str(lim, "cpu", "lots");
+	ck_assert(wp_blueprint_differs(t, m));
+	fx_set_str(lim, "cpu", "500m");
+	/* VCT storage by value too. */
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(m, "spec.volumeClaimTemplates"), 0),
+	           "spec.resources.requests.storage", "1024Mi");
+	ck_assert(!wp_blueprint_differs(t, m));
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(m, "spec.volumeClaimTemplates"), 0),
+	           "spec.resources.requests.storage", "1025Mi");
+	ck_assert(wp_blueprint_differs(t, m));
+	/* Quantities elsewhere are plain strings (an env value "1Gi"). */
+	cJSON_Delete(m);
+	m = fx_load("member.json");
+	fx_set_json(t, "spec.podTemplate.spec.containers",
+	            "[{\"name\":\"main\",\"image\":\"python:3.12\",\"env\":[{\"name\":\"X\",\"value\":\"1Gi\"}]}]");
+	fx_set_json(m, "spec.podTemplate.spec.containers",
+	            "[{\"name\":\"main\",\"image\":\"python:3.12\",\"env\":[{\"name\":\"X\",\"value\":\"1024Mi\"}]}]");
+	ck_assert(wp_blueprint_differs(t, m));
+	/* Pod overhead. */
+	fx_set_json(t, "spec.podTemplate.spec.containers", "[{\"name\":\"main\"}]");
+	fx_set_json(m, "spec.podTemplate.spec.containers", "[{\"name\":\"main\"}]");
+	fx_set_json(t, "spec.podTemplate.spec.overhead", "{\"memory\":\"1Ki\"}");
+	fx_set_json(m, "spec.podTemplate.spec.overhead", "{\"memory\":\"1024\"}");
+	ck_assert(!wp_blueprint_differs(t, m));
+	/* The template itself is not rewritten. */
+	ck_assert_str_eq(k8s_obj_str(t, "spec.podTemplate.spec.overhead.memory"), "1Ki");
+	cJSON_Delete(t);
+	cJSON_Delete(m);
+}
+END_TEST
+
 START_TEST(stale_ref_hash)
 {
 	cJSON *t = fx_load("template.json"), *m = fx_load("member.json");
@@ -271,6 +329,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, hashes);
 	tcase_add_test(tc, differs_not_for_defaults_and_metadata);
 	tcase_add_test(tc, differs_on_spec_vct_service);
+	tcase_add_test(tc, differs_quantities_by_value);
 	tcase_add_test(tc, stale_ref_hash);
 	tcase_add_test(tc, stale_owned_hash_then_semantic);
 	suite_add_tcase(s, tc);

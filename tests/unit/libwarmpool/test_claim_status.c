@@ -248,6 +248,12 @@ START_TEST(status_equal_and_time)
 	cJSON *b = cfx_json("{\"sandbox\":{\"name\":\"s\",\"podIPs\":[]},\"conditions\":["
 	                    "{\"type\":\"Finished\",\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\"}]}");
 	ck_assert(wp_claim_status_equal(a, b));
+	cJSON *sorted = wp_claim_status_sorted(a);
+	ck_assert_str_eq(ju_str(cJSON_GetArrayItem(cJSON_GetObjectItem(sorted, "conditions"), 0), "type"),
+	                 "Finished");
+	ck_assert_str_eq(ju_str(cJSON_GetArrayItem(cJSON_GetObjectItem(sorted, "conditions"), 1), "type"),
+	                 "Ready");
+	cJSON_Delete(sorted);
 	cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(b, "conditions"), 1),
 	                          "status", cJSON_CreateString("False"));
 	ck_assert(!wp_claim_status_equal(a, b));
@@ -266,6 +272,41 @@ START_TEST(status_equal_and_time)
 }
 END_TEST
 
+START_TEST(sandbox_update_filter)
+{
+	cJSON *a = cfx_load("sandbox-warm.json");
+	cJSON *b = cJSON_Duplicate(a, true);
+	ck_assert(!wp_claim_sandbox_update_matters(a, b));
+	/* metadata/spec only: dropped */
+	cJSON_AddStringToObject(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "metadata"), "annotations"), "x", "y");
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "metadata"), "resourceVersion", cJSON_CreateString("2"));
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "status"), "nodeName", cJSON_CreateString("n2"));
+	ck_assert(!wp_claim_sandbox_update_matters(a, b));
+	/* Ready message changed */
+	cJSON *r = (cJSON *)wp_condition(cJSON_GetObjectItem(b, "status"), "Ready");
+	cJSON_ReplaceItemInObject(r, "message", cJSON_CreateString("other"));
+	ck_assert(wp_claim_sandbox_update_matters(a, b));
+	cJSON_Delete(b);
+	/* podIPs */
+	b = cJSON_Duplicate(a, true);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "status"), "podIPs", cfx_json("[]"));
+	ck_assert(wp_claim_sandbox_update_matters(a, b));
+	cJSON_Delete(b);
+	/* Finished appears */
+	b = cJSON_Duplicate(a, true);
+	cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "status"), "conditions"),
+	                     cfx_json("{\"type\":\"Finished\",\"status\":\"True\"}"));
+	ck_assert(wp_claim_sandbox_update_matters(a, b));
+	cJSON_Delete(b);
+	/* deletion starts */
+	b = cJSON_Duplicate(a, true);
+	cJSON_AddStringToObject(cJSON_GetObjectItem(b, "metadata"), "deletionTimestamp", "2026-01-02T03:05:00Z");
+	ck_assert(wp_claim_sandbox_update_matters(a, b));
+	cJSON_Delete(b);
+	cJSON_Delete(a);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("claim_status");
@@ -276,6 +317,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, binding_and_finished);
 	tcase_add_test(tc, adoption_conflict_message);
 	tcase_add_test(tc, status_equal_and_time);
+	tcase_add_test(tc, sandbox_update_filter);
 	suite_add_tcase(s, tc);
 	return s;
 }

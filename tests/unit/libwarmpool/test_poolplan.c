@@ -340,7 +340,7 @@ START_TEST(classify_stale_by_strategy)
 	cJSON *r = add_member("r");                 /* template renamed: ref-hash differs */
 	fx_label(r, "agents.x-k8s.io/sandbox-template-ref-hash", "11111111");
 	cJSON *u = add_member("u");                 /* upgrade: hash differs, content equal */
-	fx_label(u, "agents.x-k8s.io/sandbox-template-hash", "00000000");
+	fx_label(u, "agents.x-k8s.io/sandbox-template-hash", "11110000");
 
 	wp_pool_member *m;
 	size_t n;
@@ -379,6 +379,34 @@ START_TEST(classify_stale_by_strategy)
 	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
 	ck_assert_int_eq(find(m, n, "u")->action, WP_MEMBER_NONE);
 	ck_assert_int_eq(find(m, n, "u")->cls, WP_MEMBER_ACTIVE);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+START_TEST(classify_verdict_cached_per_old_hash)
+{
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	cJSON *a = add_member("a");          /* old hash, content equal: fresh */
+	fx_label(a, "agents.x-k8s.io/sandbox-template-hash", "0ld0ld00");
+	cJSON *b = add_member("b");          /* same old hash, content differs: shares a's verdict */
+	fx_label(b, "agents.x-k8s.io/sandbox-template-hash", "0ld0ld00");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(b, "spec.podTemplate.spec.containers"), 0), "image", "old");
+	cJSON *c = add_member("c");          /* another old hash: its own verdict */
+	fx_label(c, "agents.x-k8s.io/sandbox-template-hash", "0ther000");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(c, "spec.podTemplate.spec.containers"), 0), "image", "old");
+	wp_pool_member *m;
+	size_t n;
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "c")->action, WP_MEMBER_DELETE_STALE);
+	wp_pool_members_free(m, n);
+	/* Order decides which member sets the verdict: b first => both stale. */
+	cJSON_DetachItemViaPointer(members, a);
+	cJSON_AddItemToArray(members, a);
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_DELETE_STALE);
 	wp_pool_members_free(m, n);
 }
 END_TEST
@@ -754,6 +782,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, classify_kinds);
 	tcase_add_test(tc, classify_orphans);
 	tcase_add_test(tc, classify_stale_by_strategy);
+	tcase_add_test(tc, classify_verdict_cached_per_old_hash);
 	tcase_add_test(tc, classify_update_failed);
 	tcase_add_test(tc, stuck_and_unschedulable);
 	tcase_add_test(tc, grace_boundary_and_jitter);
