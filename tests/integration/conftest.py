@@ -23,10 +23,20 @@ CRDS = ("sandboxes.agents.x-k8s.io", "sandboxtemplates.extensions.agents.x-k8s.i
         "sandboxclaims.extensions.agents.x-k8s.io", "sandboxwarmpools.extensions.agents.x-k8s.io")
 
 
+# Modules of disruptive tests (kill -9, kube-apiserver restarts, 200-pod bursts).
+DISRUPTIVE = ("test_chaos.py", "test_claim_burst.py")
+
+
 def pytest_collection_modifyitems(session, config, items):
-    """Disruptive tests (test_chaos: kill -9, kube-apiserver restarts, 200-pod
-    bursts) run last, so no other test runs on a cluster they just shook."""
-    items.sort(key=lambda item: item.nodeid.startswith("test_chaos.py") or "/test_chaos.py" in item.nodeid)
+    """Disruptive tests run last, so no other test runs on a cluster they just shook."""
+    def disruptive(item):
+        path = item.nodeid.split("::", 1)[0]
+        return os.path.basename(path) in DISRUPTIVE
+    items.sort(key=disruptive)
+
+
+# the extension kinds' CRDs (--extensions)
+EXTENSION_CRDS = CRDS[1:]
 
 
 class Kube:
@@ -120,7 +130,7 @@ def kube():
 @pytest.fixture(scope="session")
 def deployed(kube):
     """Installs the namespace, CRDs and RBAC of deploy/ and waits for the CRD."""
-    # A controller run with --webhook-url (below) left the CRD's conversion
+    # A controller run with --webhook-url (below) left the CRDs' conversion
     # clientConfig on a URL; `apply` would add the Service beside it, which the
     # API server refuses (exactly one of url and service): put the Service back.
     for crd in CRDS:
@@ -271,3 +281,49 @@ def exclusive_controller(controller):
                           webhook_url=c.webhook_url)
         c.wait_leading()
         assert not failures, failures
+
+
+def install_extension_crds(kube):
+    """The extension CRDs of deploy/crds, installed if missing (deploy/ may
+    not list them), and waited for. A CRD that is there is left alone: the
+    running controller may have pointed its conversion webhook at itself."""
+    for crd in EXTENSION_CRDS:
+        if not kube.get("crd", crd):
+            kube.run("apply", "-f", os.path.join(ROOT, "deploy", "crds", f"extensions.agents.x-k8s.io_{crd.split('.')[0]}.yaml"))
+    kube.run("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{c}" for c in EXTENSION_CRDS])
+
+
+@pytest.fixture(scope="module")
+def extensions_controller(controller, deployed):
+    """For a module whose tests need the extension controllers (SandboxClaim,
+    SandboxTemplate, SandboxWarmPool): installs their CRDs if deploy/ did
+    not, stops the session controller cleanly (SIGTERM, exit code checked),
+    runs one with --extensions in its place (same ServiceAccount, conversion
+    webhook for the four kinds on loopback) for the whole module, and
+    updates the `controller` dict in place. Afterwards: that process must
+    exit 0 on SIGTERM with no sanitizer report; a plain session controller
+    is started again."""
+    install_extension_crds(deployed)
+    old = controller["process"]
+    rc = old.stop()
+    old.assert_clean_log()
+    assert rc == 0, f"session controller exit code {rc} after SIGTERM:\n" + old.text()[-4000:]
+    logdir = os.path.dirname(old.log)
+
+    def swap(c):
+        controller.update(proc=c.proc, log=c.log, kubeconfig=c.kubeconfig, metrics_url=c.metrics_url,
+                          probe_url=c.probe_url, process=c, webhook_url=c.webhook_url)
+        c.wait_leading()
+        return c
+
+    ext = swap(ControllerProcess(logdir, controller["kubeconfig"], ["--extensions"],
+                                 name=f"extensions-{uuid.uuid4().hex[:6]}"))
+    try:
+        yield ext
+    finally:
+        ext = controller["process"]  # an exclusive_controller in the module may have replaced it
+        rc = ext.stop()
+        print("---- extensions controller log (tail) ----\n" + ext.text()[-6000:])
+        ext.assert_clean_log()
+        swap(ControllerProcess(logdir, controller["kubeconfig"], name=f"controller-{uuid.uuid4().hex[:6]}"))
+        assert rc == 0, f"extensions controller exit code {rc} (SIGTERM at the end of the module)"
