@@ -469,6 +469,21 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 		goto done;
 	if ((rc = wp_template_np_decide(tpl, np, &d)) == 0)
 		rc = apply_np(c, ns, key, np_name, &d);
+	if (rc == K8S_EALREADYEXISTS && d.verb == WP_NP_CREATE) {
+		/* The cache has not seen a policy that exists (ours, from a pass
+		 * whose watch event is still on its way, or a foreign one):
+		 * decide again on the API server's copy rather than fail the pass
+		 * and retry the create with backoff. */
+		cJSON_Delete(np);
+		np = NULL;
+		wp_np_decision_clear(&d);
+		rc = k8s_client_get(c->client, &wp_resource_networkpolicies, ns, np_name, &np);
+		if (rc)
+			rc = k8s_error_set(rc, 0, NULL, "SandboxTemplate \"%s\": NetworkPolicy \"%s\" exists "
+			                   "but cannot be read: %s", key, np_name, k8s_error_last()->message);
+		else if ((rc = wp_template_np_decide(tpl, np, &d)) == 0)
+			rc = apply_np(c, ns, key, np_name, &d);
+	}
 done:
 	wp_np_decision_clear(&d);
 	cJSON_Delete(patch);
