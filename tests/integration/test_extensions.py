@@ -413,6 +413,35 @@ def test_cold_claim_when_the_pool_is_empty(kube, ns):
     assert (ev["type"], ev.get("action")) == ("Normal", "Provisioning")
 
 
+def test_lost_status_write_after_a_cold_create_binds_the_existing_sandbox(kube, ns):
+    """Failure mode: the cold Sandbox was created but the claim's status
+    write was lost (simulated by clearing the claim's status as admin). The
+    next pass finds the Sandbox named like the claim and controlled by it
+    (§9.2 step 3, the resolution of AlreadyExists) and binds it again: no
+    second Sandbox, no second create, no error reason on the way."""
+    setup_pool(kube, ns, 0)
+    kube.create(claim("lost", "pool"), ns)
+    c = wait_claim_ready(kube, "lost", ns)
+    uid = c["metadata"]["uid"]
+    assert bound_sandbox(kube, c, ns)["metadata"]["name"] == "lost"
+    w = watch(kube, CLAIMS_API, ns)
+    try:
+        kube.run("patch", CLAIM, "lost", "-n", ns, "--subresource=status", "--type=merge",
+                 "-p", json.dumps({"status": {"sandbox": None, "conditions": None}}))
+        c = wait_obj(kube, CLAIM, "lost", ns,
+                     lambda o: is_ready(o) and (o.get("status", {}).get("sandbox") or {}).get("name") == "lost",
+                     "claim lost bound to Sandbox lost again")
+    finally:
+        w.stop()
+    reasons = {(condition(o, "Ready") or {}).get("reason") for o in w.objects("lost")} - {None}
+    assert reasons <= {"DependenciesReady"}, f"claim went through {reasons} while re-binding"
+    owned = [s for s in kube.list("sandboxes", ns)
+             if (controller_ref(s) or {}).get("uid") == uid]
+    assert [s["metadata"]["name"] for s in owned] == ["lost"], owned
+    assert labels(owned[0]).get(L_LAUNCH) == "cold"
+    assert len(wait_event(kube, ns, "SandboxProvisioned", "lost", 'Created Sandbox "lost"')) == 1
+
+
 def test_claim_observability_annotations(kube, ns):
     """TestSandboxClaimObservabilityAnnotation (§9.1 step 4, §11): the claim
     gets controller-first-observed-at, RFC 3339 with (non-zero) fractional
