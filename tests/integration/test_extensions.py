@@ -575,6 +575,12 @@ def test_claim_delete_foreground(kube, ns):
     kube.create(claim("fg", "pool", lifecycle={"shutdownPolicy": "DeleteForeground"}), ns)
     wait_for(lambda: kube.get("pod", "fg", ns), desc="the claim's pod")
     kube.patch("pod", "fg", ns, {"metadata": {"finalizers": ["agents.x-k8s.io/test-hold"]}})
+    # The garbage collector deletes the Sandbox in the foreground (so that it
+    # waits for the pod) only once its dependency graph holds the pod; that
+    # graph lags its watches and cannot be observed, and on a loaded machine
+    # an expiry 1 s after the pod's creation found it still without the pod
+    # (Sandbox deleted in the background, claim gone at once). Give it time.
+    time.sleep(3)
     kube.patch(CLAIM, "fg", ns, {"spec": {"lifecycle": {"shutdownTime": rfc3339(now() - datetime.timedelta(seconds=1))}}})
 
     c = wait_obj(kube, CLAIM, "fg", ns, lambda o: o["metadata"].get("deletionTimestamp"), "the claim deleting")
