@@ -380,8 +380,6 @@ int k8s_http_exchange_write(k8s_http_exchange *ex, const void *data, size_t len,
 	if (!ex->head_sent || ex->finished || !data || len == 0 || ex->no_body)
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
 		                     "http exchange write: needs a head sent, a response with a body, not finished, and bytes");
-	if (ex->head_only)
-		return post_done(ex, done, ud);  /* HEAD: the body is not sent */
 	if (ex->remaining >= 0 && !ex->tunnel) {
 		if ((uint64_t)ex->remaining < len)
 			return k8s_error_set(K8S_EINVAL, 0, NULL,
@@ -389,6 +387,8 @@ int k8s_http_exchange_write(k8s_http_exchange *ex, const void *data, size_t len,
 			                     len, ex->remaining);
 		ex->remaining -= (int64_t)len;
 	}
+	if (ex->head_only)
+		return post_done(ex, done, ud);  /* HEAD: the body is not sent */
 	char *buf;
 	size_t n;
 	if (ex->chunked) {
