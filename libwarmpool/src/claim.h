@@ -80,14 +80,6 @@ WP_EXTERN int wp_domains_load(const char *path, wp_domains *out);
 WP_EXTERN void wp_domains_free(wp_domains *d);
 
 /**
- * Kubernetes IsQualifiedName: NULL when `s` is valid, else a new string
- * (caller frees) holding the upstream messages joined by "; ".
- */
-WP_EXTERN char *wp_qualified_name_errors(const char *s);
-/** Kubernetes IsValidLabelValue, as wp_qualified_name_errors(). */
-WP_EXTERN char *wp_label_value_errors(const char *s);
-
-/**
  * Validates the claim's spec.additionalPodMetadata (§9.5; labels first,
  * then annotations, keys in sorted order, first failure reported). On
  * failure sets `err` to InvalidMetadata, message `invalid

@@ -1,9 +1,8 @@
 /*
  * claim_validate.c - the claim's additionalPodMetadata (spec/api.md §9.5):
- * Kubernetes qualified-name and label-value validation with the upstream
- * messages (k8s.io/apimachinery/pkg/util/validation), the allowed label
- * domains file, the restricted domains, and the no-override merge. Also
- * the error helpers of claim.h.
+ * keys and values checked with libk8s' validation.h (upstream apimachinery
+ * messages), the allowed label domains file, the restricted domains, and
+ * the no-override merge. Also the error helpers of claim.h.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include "jsonutil.h"
 #include "k8s/common.h"
 #include "k8s/object.h"
+#include "k8s/validation.h"
 
 /* ---- errors ---- */
 
@@ -150,134 +150,6 @@ int wp_domains_load(const char *path, wp_domains *out)
 	return rc;
 }
 
-/* ---- Kubernetes name validation (upstream texts) ---- */
-
-#define QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-#define QNAME_MSG "must consist of alphanumeric characters, '-', '_' or '.', " \
-	"and must start and end with an alphanumeric character"
-#define QNAME_REGEX_ERR QNAME_MSG " (e.g. 'MyName',  or 'my.name',  or '123-abc', " \
-	"regex used for validation is '" QNAME_FMT "')"
-#define DNS1123_SUBDOMAIN_ERR "a lowercase RFC 1123 subdomain must consist of lower case " \
-	"alphanumeric characters, '-' or '.', and must start and end with an alphanumeric " \
-	"character (e.g. 'example.com', regex used for validation is " \
-	"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-#define LABEL_VALUE_ERR "a valid label must be an empty string or consist of alphanumeric " \
-	"characters, '-', '_' or '.', and must start and end with an alphanumeric character " \
-	"(e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(" QNAME_FMT ")?')"
-
-/* ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9] over s[0..n). */
-static bool qname_match(const char *s, size_t n)
-{
-	if (n == 0 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
-
-static bool lower_alnum(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-static bool dns1123_subdomain_match(const char *s, size_t n)
-{
-	size_t start = 0;
-	for (size_t i = 0; i <= n; i++) {
-		if (i < n && s[i] != '.')
-			continue;
-		size_t len = i - start;
-		if (len == 0 || !lower_alnum(s[start]) || !lower_alnum(s[i - 1]))
-			return false;
-		for (size_t j = start; j < i; j++)
-			if (!lower_alnum(s[j]) && s[j] != '-')
-				return false;
-		start = i + 1;
-	}
-	return true;
-}
-
-static void msgs_add(strlist *l, char *m, char **owned, size_t *n_owned)
-{
-	if (m) {
-		owned[(*n_owned)++] = m;
-		strlist_add(l, m);
-	}
-}
-
-/* Joins the messages with "; " into a new string, frees the parts. */
-static char *msgs_join(strlist *l, char **owned, size_t n_owned)
-{
-	size_t len = 1;
-	for (size_t i = 0; i < l->len; i++)
-		len += strlen(l->items[i]) + 2;
-	char *out = l->len ? malloc(len) : NULL;
-	if (out) {
-		out[0] = '\0';
-		for (size_t i = 0; i < l->len; i++) {
-			if (i)
-				strcat(out, "; ");
-			strcat(out, l->items[i]);
-		}
-	}
-	for (size_t i = 0; i < n_owned; i++)
-		free(owned[i]);
-	strlist_free(l);
-	return out;
-}
-
-char *wp_qualified_name_errors(const char *value)
-{
-	strlist l = { 0 };
-	char *owned[8];
-	size_t n_owned = 0;
-	const char *s = ju_nz(value);
-	const char *slash = strchr(s, '/');
-	const char *name = s;
-	if (slash && strchr(slash + 1, '/')) {
-		msgs_add(&l, strdup("a qualified name " QNAME_REGEX_ERR
-		                    " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"),
-		         owned, &n_owned);
-		return msgs_join(&l, owned, n_owned);
-	}
-	if (slash) {
-		size_t plen = (size_t)(slash - s);
-		name = slash + 1;
-		if (plen == 0) {
-			msgs_add(&l, strdup("prefix part must be non-empty"), owned, &n_owned);
-		} else {
-			if (plen > 253)
-				msgs_add(&l, strdup("prefix part must be no more than 253 characters"),
-				         owned, &n_owned);
-			if (!dns1123_subdomain_match(s, plen))
-				msgs_add(&l, strdup("prefix part " DNS1123_SUBDOMAIN_ERR), owned, &n_owned);
-		}
-	}
-	size_t nlen = strlen(name);
-	if (nlen == 0)
-		msgs_add(&l, strdup("name part must be non-empty"), owned, &n_owned);
-	else if (nlen > 63)
-		msgs_add(&l, strdup("name part must be no more than 63 characters"), owned, &n_owned);
-	if (!qname_match(name, nlen))
-		msgs_add(&l, strdup("name part " QNAME_REGEX_ERR), owned, &n_owned);
-	return msgs_join(&l, owned, n_owned);
-}
-
-char *wp_label_value_errors(const char *value)
-{
-	strlist l = { 0 };
-	char *owned[4];
-	size_t n_owned = 0;
-	const char *s = ju_nz(value);
-	size_t n = strlen(s);
-	if (n > 63)
-		msgs_add(&l, strdup("must be no more than 63 characters"), owned, &n_owned);
-	if (n > 0 && !qname_match(s, n))
-		msgs_add(&l, strdup(LABEL_VALUE_ERR), owned, &n_owned);
-	return msgs_join(&l, owned, n_owned);
-}
-
 /* ---- additionalPodMetadata ---- */
 
 static bool domain_matches(const char *domain, const char *allowed)
@@ -310,12 +182,9 @@ static char *lower_dup(const char *s, size_t n)
 /* The inner failure of one label, or NULL (new string). */
 static char *label_problem(const char *k, const char *v, const wp_domains *domains)
 {
-	char *m = wp_qualified_name_errors(k);
-	if (m) {
-		char *r = ju_printf("invalid label key: \"%s\": %s", k, m);
-		free(m);
-		return r;
-	}
+	char m[K8S_VALIDATION_MSG_SIZE];
+	if (k8s_validate_qualified_name(k, m, sizeof(m)) != 0)
+		return ju_printf("invalid label key: \"%s\": %s", k, m);
 	if (strcasecmp(k, "app") == 0 && strcasecmp(v, "sandbox-router") == 0)
 		return ju_printf("restricted system label value: \"%s\"=\"%s\" is not allowed in "
 		                 "AdditionalPodMetadata", k, v);
@@ -336,23 +205,16 @@ static char *label_problem(const char *k, const char *v, const wp_domains *domai
 		return r;
 	}
 	free(domain);
-	m = wp_label_value_errors(v);
-	if (m) {
-		char *r = ju_printf("invalid label value: \"%s\" does not match allowed pattern: %s", v, m);
-		free(m);
-		return r;
-	}
+	if (k8s_validate_label_value(v, m, sizeof(m)) != 0)
+		return ju_printf("invalid label value: \"%s\" does not match allowed pattern: %s", v, m);
 	return NULL;
 }
 
 static char *annotation_problem(const char *k)
 {
-	char *m = wp_qualified_name_errors(k);
-	if (m) {
-		char *r = ju_printf("invalid annotation key: \"%s\": %s", k, m);
-		free(m);
-		return r;
-	}
+	char m[K8S_VALIDATION_MSG_SIZE];
+	if (k8s_validate_qualified_name(k, m, sizeof(m)) != 0)
+		return ju_printf("invalid annotation key: \"%s\": %s", k, m);
 	const char *slash = strchr(k, '/');
 	if (!slash || strcmp(k, WP_ANNOTATION_SAFE_TO_EVICT) == 0)
 		return NULL;

@@ -1,6 +1,5 @@
 /*
- * Unit tests of libwarmpool/src/claim_validate.c: spec/api.md §9.5 -
- * Kubernetes qualified-name and label-value messages (upstream texts), the
+ * Unit tests of libwarmpool/src/claim_validate.c: spec/api.md §9.5 - the
  * allowed label domains file, restricted label values and annotation
  * domains, the wrapped InvalidMetadata message, and the no-override merge.
  */
@@ -25,44 +24,6 @@ static void assert_errs(char *got, const char *want)
 	ck_assert_str_eq(got, want);
 	free(got);
 }
-
-START_TEST(qualified_names)
-{
-	assert_errs(wp_qualified_name_errors("app"), NULL);
-	assert_errs(wp_qualified_name_errors("sandbox.users.io/My_Label.1"), NULL);
-	assert_errs(wp_qualified_name_errors("-bad"), "name part " QNAME_ERR);
-	assert_errs(wp_qualified_name_errors(""), "name part must be non-empty; name part " QNAME_ERR);
-	assert_errs(wp_qualified_name_errors("/x"), "prefix part must be non-empty");
-	assert_errs(wp_qualified_name_errors("Example.com/x"),
-	            "prefix part a lowercase RFC 1123 subdomain must consist of lower case "
-	            "alphanumeric characters, '-' or '.', and must start and end with an "
-	            "alphanumeric character (e.g. 'example.com', regex used for validation is "
-	            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
-	assert_errs(wp_qualified_name_errors("a/b/c"),
-	            "a qualified name " QNAME_ERR " with an optional DNS subdomain prefix and '/' "
-	            "(e.g. 'example.com/MyName')");
-	char longname[80];
-	memset(longname, 'a', 64);
-	longname[64] = '\0';
-	assert_errs(wp_qualified_name_errors(longname), "name part must be no more than 63 characters");
-}
-END_TEST
-
-START_TEST(label_values)
-{
-	assert_errs(wp_label_value_errors(""), NULL);
-	assert_errs(wp_label_value_errors("v1.2_x-y"), NULL);
-	assert_errs(wp_label_value_errors("bad value"),
-	            "a valid label must be an empty string or consist of alphanumeric characters, "
-	            "'-', '_' or '.', and must start and end with an alphanumeric character (e.g. "
-	            "'MyValue',  or 'my_value',  or '12345', regex used for validation is "
-	            "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')");
-	char v[70];
-	memset(v, 'x', 64);
-	v[64] = '\0';
-	assert_errs(wp_label_value_errors(v), "must be no more than 63 characters");
-}
-END_TEST
 
 START_TEST(domains_file)
 {
@@ -203,8 +164,6 @@ static Suite *suite(void)
 {
 	Suite *s = suite_create("claim_validate");
 	TCase *tc = tcase_create("core");
-	tcase_add_test(tc, qualified_names);
-	tcase_add_test(tc, label_values);
 	tcase_add_test(tc, domains_file);
 	tcase_add_test(tc, metadata_rules);
 	tcase_add_test(tc, merge_no_override);
