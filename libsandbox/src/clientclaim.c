@@ -171,6 +171,23 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 		if (!ju_set(spec, "volumeClaimTemplates", vcts))
 			return K8S_ENOMEM;
 	}
+	if (o->nenv) {
+		cJSON *env = cJSON_CreateArray();
+		if (!env || !ju_set(spec, "env", env))
+			return K8S_ENOMEM;
+		for (size_t i = 0; i < o->nenv; i++) {
+			if (!o->env || ju_empty(o->env[i].key))
+				return k8s_error_set(K8S_EINVAL, 0, NULL, "env entry %zu has no name", i);
+			cJSON *e = cJSON_CreateObject();
+			if (e && !cJSON_AddItemToArray(env, e)) {
+				cJSON_Delete(e);
+				e = NULL;
+			}
+			if (!e || !ju_set_str(e, "name", o->env[i].key) ||
+			    !ju_set_str(e, "value", ju_nz(o->env[i].value)))
+				return K8S_ENOMEM;
+		}
+	}
 	cJSON *apm = cJSON_CreateObject();
 	if (!apm)
 		return K8S_ENOMEM;

@@ -10,12 +10,16 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The Python SDK from this tree (test_sdk*.py); it loads libsandbox from
+# $AGENT_SANDBOX_BUILD_DIR (see sdk-python/agent_sandbox_c/_native.py).
+sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
 # the CRDs of deploy/ (the controller points their conversion webhook at itself)

@@ -193,6 +193,10 @@ typedef struct {
 	size_t npod_labels;
 	const sbx_kv *pod_annotations; /**< spec.additionalPodMetadata.annotations */
 	size_t npod_annotations;
+	const sbx_kv *env;           /**< spec.env: {name, value} for the first
+	                              *   main container; forces a cold start and
+	                              *   needs a template that allows it (§9.7) */
+	size_t nenv;
 	const char *created_by;      /**< label agents.x-k8s.io/created-by; NULL:
 	                              *   "python-client", one of the values the
 	                              *   controller keeps on the Pod (§1.3) */
@@ -210,7 +214,7 @@ typedef struct {
 } sbx_claim_options;
 
 #define SBX_CLAIM_OPTIONS_INIT { SBX_CLAIM_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, \
-	NULL, 0, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 180000, false, NULL }
+	NULL, 0, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 180000, false, NULL }
 
 /** Fills `opts` with the defaults (K8S_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_claim_options_init(sbx_claim_options *opts, unsigned int version);

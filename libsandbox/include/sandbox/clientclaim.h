@@ -42,13 +42,15 @@ SBX_EXTERN int sbx_claim_name_generate(char out[SBX_CLAIM_NAME_SIZE]);
  * isoformat() writes) unless the caller supplied that key; spec
  * `warmPoolRef.name`, `lifecycle` {shutdownTime: now + N s as
  * "YYYY-MM-DDTHH:MM:SSZ", shutdownPolicy} when shutdown_after_seconds > 0,
- * `volumeClaimTemplates` when given, `additionalPodMetadata` {labels,
- * annotations} with empty sections left out.
+ * `volumeClaimTemplates` when given, `env` [{name, value}] when given,
+ * `additionalPodMetadata` {labels, annotations} with empty sections left
+ * out.
  *
  * Checked here, as upstream does client-side: warm_pool non-empty; label
  * keys and pod label keys are qualified names and their values label
  * values; annotation keys (claim and pod) qualified names;
- * shutdown_after_seconds >= 0; the templates JSON an array of objects.
+ * shutdown_after_seconds >= 0; the templates JSON an array of objects;
+ * env names non-empty.
  *
  * @param now_us  wall-clock time, microseconds since the Unix epoch.
  * @param out     receives the new object; the caller frees it with

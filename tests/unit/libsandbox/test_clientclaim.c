@@ -93,6 +93,14 @@ START_TEST(caller_timestamp_and_policy_are_kept)
 	ck_assert_str_eq(k8s_obj_str(c, "spec.lifecycle.shutdownTime"), "2026-01-02T03:04:06Z");
 	ck_assert_str_eq(k8s_obj_str(c, "spec.lifecycle.shutdownPolicy"), "Retain");
 	cJSON_Delete(c);
+	sbx_kv env[] = { { "A", "1" }, { "B", NULL } };
+	o.env = env;
+	o.nenv = 2;
+	ck_assert_int_eq(sbx_claim_build(&o, "ns", "n", NOW_US, &c), 0);
+	cJSON *want = cJSON_Parse("[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"B\",\"value\":\"\"}]");
+	assert_json_eq(k8s_obj_at(c, "spec.env"), want);
+	cJSON_Delete(want);
+	cJSON_Delete(c);
 }
 END_TEST
 
@@ -146,6 +154,13 @@ START_TEST(client_side_validation)
 	o.volume_claim_templates_json = "[";
 	assert_refused(&o, "volume claim templates must be a JSON array");
 	o.volume_claim_templates_json = NULL;
+
+	sbx_kv env[] = { { "", "v" } };
+	o.env = env;
+	o.nenv = 1;
+	assert_refused(&o, "env entry 0 has no name");
+	o.env = NULL;
+	o.nenv = 0;
 
 	o.created_by = "bad value";
 	assert_refused(&o, "invalid label value \"bad value\" for key \"agents.x-k8s.io/created-by\"");

@@ -1,0 +1,39 @@
+"""agent_sandbox_c: the Python SDK of agent-sandbox, over libsandbox's C core.
+
+A drop-in for upstream's ``k8s_agent_sandbox``: same classes, methods,
+arguments and exceptions (spec/surfaces.md D.1-D.10). Switching is one
+import line::
+
+    from k8s_agent_sandbox import SandboxClient      # upstream
+    from agent_sandbox_c import SandboxClient        # this package
+
+(models are importable from ``agent_sandbox_c`` directly as well as from
+``agent_sandbox_c.models``). See docs/sdk-python.md.
+"""
+from .async_client import AsyncCommandExecutor, AsyncFilesystem, AsyncSandbox, AsyncSandboxClient
+from .client import SandboxClient
+from .exceptions import (SandboxApiError, SandboxClaimFailedError, SandboxError,
+                         SandboxMetadataError, SandboxNoServiceError, SandboxNotFoundError,
+                         SandboxNotReadyError, SandboxPortForwardError, SandboxRequestError,
+                         SandboxServiceUnavailableError, SandboxTemplateNotFoundError,
+                         SandboxWarmPoolNotFoundError, SnapshotNotFoundError)
+from .models import (ExecutionResult, FileEntry, SandboxConnectionConfig,
+                     SandboxDirectConnectionConfig, SandboxdPodTunnelConnectionConfig,
+                     SandboxGatewayConnectionConfig, SandboxInClusterConnectionConfig,
+                     SandboxLocalTunnelConnectionConfig, SandboxTracerConfig)
+from .sandbox import CommandExecutor, Filesystem, Sandbox
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "SandboxClient", "AsyncSandboxClient", "Sandbox", "AsyncSandbox", "CommandExecutor",
+    "Filesystem", "AsyncCommandExecutor", "AsyncFilesystem", "ExecutionResult", "FileEntry",
+    "SandboxConnectionConfig", "SandboxDirectConnectionConfig",
+    "SandboxGatewayConnectionConfig", "SandboxLocalTunnelConnectionConfig",
+    "SandboxInClusterConnectionConfig", "SandboxdPodTunnelConnectionConfig",
+    "SandboxTracerConfig", "SandboxError", "SandboxNotFoundError",
+    "SandboxTemplateNotFoundError", "SandboxWarmPoolNotFoundError", "SandboxNotReadyError",
+    "SandboxClaimFailedError", "SandboxPortForwardError", "SandboxRequestError",
+    "SandboxMetadataError", "SnapshotNotFoundError", "SandboxApiError",
+    "SandboxNoServiceError", "SandboxServiceUnavailableError",
+]

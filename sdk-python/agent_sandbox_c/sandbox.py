@@ -1,0 +1,185 @@
+"""The handle on one sandbox (spec/surfaces.md D.6, D.8): ``commands.run``,
+``files.write / read / list / exists``, pod identity and status,
+``close_connection`` and ``terminate``. Each call is one C call of
+libsandbox (sandbox/handle.h), which does the HTTP through the router.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from typing import IO, Any, Optional, Union
+
+from . import _native
+from .models import (ExecutionResult, FileEntry, SandboxConnectionConfig,
+                     SandboxLocalTunnelConnectionConfig, SandboxTracerConfig, native_connection)
+
+#: what ``files.write`` accepts: bytes, text (sent as UTF-8), or a binary
+#: file object (streamed: by its file descriptor when it has one)
+Content = Union[bytes, bytearray, memoryview, str, IO[bytes]]
+
+_NO_TIMEOUT_S = 3600.0
+
+
+def timeout_ms(timeout: Any) -> int:
+    """A per-call timeout (seconds; a (connect, read) tuple counts by its
+    last element, as upstream's header does) in milliseconds."""
+    if isinstance(timeout, tuple):
+        timeout = timeout[-1] if timeout else None
+    if timeout is None or isinstance(timeout, bool):
+        timeout = _NO_TIMEOUT_S
+    t = float(timeout)
+    if not math.isfinite(t) or t <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return _native.ms(t)
+
+
+class CommandExecutor:
+    """``sandbox.commands``: runs commands in the sandbox."""
+
+    def __init__(self, handle: "_native.Handle") -> None:
+        self._h = handle
+
+    def run(self, command: str, timeout: float = 60) -> ExecutionResult:
+        """Runs ``command`` (split shell-style by the runtime, no shell) and
+        returns its stdout, stderr and exit code. Raises SandboxRequestError
+        when the sandbox can not be reached, SandboxNotFoundError when it was
+        deleted."""
+        out, err, code = self._h.run(command, timeout_ms(timeout))
+        return ExecutionResult(stdout=out, stderr=err, exit_code=code)
+
+
+class Filesystem:
+    """``sandbox.files``: moves files in and out of the sandbox. Bodies are
+    streamed by libsandbox, so a file object or a destination file moves in
+    bounded memory whatever its size."""
+
+    def __init__(self, handle: "_native.Handle") -> None:
+        self._h = handle
+
+    def write(self, path: str, content: Content, timeout: float = 60,
+              allow_unsafe_paths: bool = False) -> None:
+        """Writes ``content`` to ``path`` in the sandbox (parents created).
+        ``path`` is normalised and refused when it escapes the sandbox root,
+        unless ``allow_unsafe_paths``."""
+        self._h.write(path, content, timeout_ms(timeout),
+                      _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0)
+
+    def read(self, path: str, timeout: float = 60, allow_unsafe_paths: bool = False, *,
+             destination: Union[str, "os.PathLike[str]", IO[bytes], None] = None
+             ) -> Union[bytes, int]:
+        """Returns the bytes of ``path``; with ``destination`` (a file path or a
+        writable binary file object) streams them there instead and returns
+        the number of bytes written."""
+        flags = _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0
+        ms = timeout_ms(timeout)
+        if destination is None:
+            return self._h.read(path, ms, flags)
+        if isinstance(destination, (str, os.PathLike)):
+            with open(destination, "wb") as f:
+                return self._h.read_into(path, f, ms, flags)
+        return self._h.read_into(path, destination, ms, flags)
+
+    def list(self, path: str, timeout: float = 60) -> list[FileEntry]:
+        """Lists the directory ``path`` (sent as given)."""
+        import datetime as dt
+        return [FileEntry(name=n, size=s, type="directory" if d else "file",
+                          modified=dt.datetime.fromtimestamp(m, dt.timezone.utc))
+                for n, s, d, m in self._h.list(path, timeout_ms(timeout))]
+
+    def exists(self, path: str, timeout: float = 60) -> bool:
+        """Whether ``path`` exists in the sandbox."""
+        return self._h.exists(path, timeout_ms(timeout))
+
+    def delete(self, path: str, recursive: bool = False, timeout: float = 60) -> None:
+        """The python-runtime API has no delete (upstream raises the same)."""
+        raise NotImplementedError("the sandbox runtime reached through the router has no file "
+                                  "delete endpoint")
+
+
+class Sandbox:
+    """A handle on one sandbox, bound to the claim ``claim_name``.
+
+    Usually obtained from ``SandboxClient.create_sandbox`` or
+    ``get_sandbox``. As a context manager it terminates the sandbox (deletes
+    its claim) on exit.
+    """
+
+    def __init__(self, claim_name: str, sandbox_id: str, namespace: str = "default",
+                 connection_config: Optional[SandboxConnectionConfig] = None,
+                 tracer_config: Optional[SandboxTracerConfig] = None,
+                 k8s_helper: Optional["_native.Client"] = None, *,
+                 pod_ip: Optional[str] = None) -> None:
+        self.claim_name: Optional[str] = claim_name
+        self.sandbox_id = sandbox_id
+        self.namespace = namespace
+        self.connection_config = connection_config or SandboxLocalTunnelConnectionConfig()
+        self.tracer_config = tracer_config or SandboxTracerConfig()
+        self._client = k8s_helper or _native.Client()
+        self._handle = _native.Handle(self._client, namespace, claim_name, sandbox_id, pod_ip,
+                                      native_connection(self.connection_config))
+        self.connector = self._handle
+        self._commands: Optional[CommandExecutor] = CommandExecutor(self._handle)
+        self._files: Optional[Filesystem] = Filesystem(self._handle)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (f"Sandbox(claim_name={self.claim_name!r}, sandbox_id={self.sandbox_id!r}, "
+                f"namespace={self.namespace!r})")
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.terminate()
+
+    @property
+    def commands(self) -> Optional[CommandExecutor]:
+        """Runs commands; None once the connection is closed."""
+        return self._commands
+
+    @property
+    def files(self) -> Optional[Filesystem]:
+        """Moves files; None once the connection is closed."""
+        return self._files
+
+    @property
+    def is_active(self) -> bool:
+        """True until ``close_connection()`` or ``terminate()``."""
+        return self._commands is not None and self._handle.is_active()
+
+    def get_pod_name(self) -> str:
+        """The pod's name (its ``agents.x-k8s.io/pod-name`` annotation, else the
+        sandbox name)."""
+        return self._handle.pod_name()
+
+    def get_pod_ip(self) -> Optional[str]:
+        """The pod's IP from the Sandbox's status, read now (IPv4 preferred)."""
+        return self._handle.pod_ip()
+
+    def get_sandbox_name_hash(self) -> str:
+        """The 8-hex-digit name hash of the Sandbox (its tracking label value)."""
+        return _native.name_hash(self.sandbox_id)
+
+    def status(self) -> tuple[str, str]:
+        """(state, message): state is SandboxReady, SandboxNotReady or SandboxNotFound."""
+        return self._handle.status()
+
+    def close_connection(self) -> None:
+        """Closes the connection (tunnel, pooled connections) and disables
+        ``commands`` and ``files``; the sandbox keeps running. Idempotent."""
+        with self._lock:
+            self._commands = self._files = None
+        self._handle.close()
+
+    def terminate(self) -> None:
+        """Closes the connection and deletes the claim (a claim already gone is
+        fine). Idempotent."""
+        with self._lock:
+            self._commands = self._files = None
+            first = self.claim_name is not None
+            self.claim_name = None
+        if first:
+            self._handle.terminate()
+        else:
+            self._handle.close()

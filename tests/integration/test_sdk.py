@@ -1,0 +1,335 @@
+"""The Python SDK (sdk-python/, package agent_sandbox_c, over libsandbox's
+client C API) against the real control plane, with the extension
+controllers running (fixture `extensions_controller`): what does not need
+the router and sandboxd yet.
+
+- create from a warm pool and cold (a zero-replica pool), the claim the SDK
+  writes (spec/surfaces.md D.4: name, labels, UTC ISO-8601 annotation,
+  lifecycle, volume claim templates, additional pod metadata) and what the
+  controller makes of it;
+- the wait of D.5: fail-fast TemplateNotFound / WarmPoolNotFound (the
+  specific exception, long before the timeout), a ready timeout that leaves
+  no claim behind, an asyncio task cancelled mid-wait;
+- get / list / delete, status, pod name and IP;
+- a sandbox deleted under the client: the next call says so;
+- 50 sandboxes from 50 threads, then 50 from 50 asyncio tasks.
+
+The SDK talks to the API server as the cluster admin (a user's kubeconfig).
+Commands and files through the router are tested in test_sdk_wire.py
+against a stand-in until the router and sandboxd land.
+"""
+import asyncio
+import datetime
+import threading
+import time
+import uuid
+
+import pytest
+
+from conftest import condition, wait_for
+from test_sandbox import IMAGE
+
+import agent_sandbox_c as sdk
+
+pytestmark = pytest.mark.usefixtures("extensions_controller")
+
+EXT_API = "extensions.agents.x-k8s.io/v1beta1"
+CLAIM = "sandboxclaims.extensions.agents.x-k8s.io"
+POOL = "sandboxwarmpools.extensions.agents.x-k8s.io"
+A_REQUESTED = "agents.x-k8s.io/client-first-requested-at"
+# A router address nobody listens on: these tests make no data-path call
+# that should succeed.
+NOWHERE = sdk.SandboxDirectConnectionConfig(api_url="http://127.0.0.1:9", max_retries=0)
+
+
+def template(name, podspec=None, **fields):
+    spec = podspec or {"containers": [{"name": "main", "image": IMAGE}]}
+    return {"apiVersion": EXT_API, "kind": "SandboxTemplate", "metadata": {"name": name},
+            "spec": {"podTemplate": {"spec": spec}, **fields}}
+
+
+def pool(name, tpl, replicas):
+    return {"apiVersion": EXT_API, "kind": "SandboxWarmPool", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": tpl}}}
+
+
+def setup_pool(kube, ns, replicas, name="pool", tpl_fields=None, podspec=None):
+    """A template and a pool of `replicas`, waited until all are Ready."""
+    kube.create({"apiVersion": "v1", "kind": "List", "items": [
+        template(name + "-tpl", podspec, **(tpl_fields or {})),
+        pool(name, name + "-tpl", replicas)]}, ns)
+    if replicas:
+        wait_for(lambda: ((kube.get(POOL, name, ns) or {}).get("status") or {})
+                 .get("readyReplicas") == replicas, timeout=90, desc=f"pool {name} ready")
+    return name
+
+
+@pytest.fixture
+def client(kube):
+    c = sdk.SandboxClient(NOWHERE, kubeconfig=kube.kubeconfig)
+    yield c
+    c.delete_all()
+
+
+def claims(kube, ns):
+    return [c["metadata"]["name"] for c in kube.list(CLAIM, ns)]
+
+
+# ---------------------------------------------------------------- create
+
+
+def test_create_cold_from_zero_replica_pool(kube, ns, client):
+    setup_pool(kube, ns, 0)
+    before = datetime.datetime.now(datetime.timezone.utc)
+    sb = client.create_sandbox("pool", namespace=ns, sandbox_ready_timeout=60,
+                               labels={"app": "sdk-test"})
+    assert sb.claim_name.startswith("sandbox-claim-") and len(sb.claim_name) == 22
+    assert sb.sandbox_id == sb.claim_name  # cold: the Sandbox is named after the claim
+    assert sb.namespace == ns and sb.is_active
+    claim = kube.get(CLAIM, sb.claim_name, ns)
+    assert condition(claim, "Ready")["status"] == "True"
+    md = claim["metadata"]
+    assert md["labels"] == {"app": "sdk-test", "agents.x-k8s.io/created-by": "python-client"}
+    stamp = datetime.datetime.fromisoformat(md["annotations"][A_REQUESTED])
+    assert stamp.utcoffset() == datetime.timedelta(0), md["annotations"][A_REQUESTED]
+    assert before - datetime.timedelta(seconds=1) <= stamp <= datetime.datetime.now(
+        datetime.timezone.utc)
+    assert claim["spec"] == {"warmPoolRef": {"name": "pool"}}
+    sandbox = kube.get("sandbox", sb.sandbox_id, ns)
+    assert sandbox["metadata"]["labels"]["agents.x-k8s.io/launch-type"] == "cold"
+    assert sb.status() == ("SandboxReady", condition(sandbox, "Ready")["message"])
+    assert sb.get_pod_name() == sb.sandbox_id
+    pod = kube.get("pod", sb.sandbox_id, ns)
+    assert sb.get_pod_ip() == pod["status"]["podIP"] and sb.get_pod_ip().startswith("127.")
+    assert sb.get_sandbox_name_hash() == \
+        sandbox["status"]["selector"].split("=", 1)[1]
+    assert client.list_active_sandboxes() == [(ns, sb.claim_name)]
+
+
+def test_create_warm_adopts_a_pool_member(kube, ns, client):
+    setup_pool(kube, ns, 2)
+    members = {s["metadata"]["name"] for s in kube.list("sandbox", ns)}
+    sb = client.create_sandbox("pool", namespace=ns)
+    assert sb.sandbox_id in members and sb.sandbox_id != sb.claim_name
+    sandbox = kube.get("sandbox", sb.sandbox_id, ns)
+    assert sandbox["metadata"]["labels"]["agents.x-k8s.io/launch-type"] == "warm"
+    # the pod keeps its pool name (the Sandbox's pod-name annotation)
+    assert sb.get_pod_name() == \
+        sandbox["metadata"].get("annotations", {}).get("agents.x-k8s.io/pod-name", sb.sandbox_id)
+    assert kube.get("pod", sb.get_pod_name(), ns)["status"]["podIP"] == sb.get_pod_ip()
+    assert client.get_sandbox_claim_warmpool_name(sb.claim_name, ns) == "pool"
+
+
+def test_claim_options_reach_the_claim_and_the_pod(kube, ns, client):
+    setup_pool(kube, ns, 0, tpl_fields={"volumeClaimTemplatesPolicy": "Allowed"})
+    vct = {"metadata": {"name": "data"},
+           "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}}}
+    t0 = datetime.datetime.now(datetime.timezone.utc)
+    sb = client.create_sandbox(
+        "pool", ns, 90, {"team": "a"}, claim_name="my-claim", shutdown_after_seconds=3600,
+        volume_claim_templates=[vct], pod_labels={"sandbox.users.io/run": "r1"},
+        pod_annotations={"example.com/note": "hello"})
+    assert sb.claim_name == "my-claim"
+    spec = kube.get(CLAIM, "my-claim", ns)["spec"]
+    assert spec["lifecycle"]["shutdownPolicy"] == "Delete"
+    at = datetime.datetime.strptime(spec["lifecycle"]["shutdownTime"], "%Y-%m-%dT%H:%M:%SZ") \
+        .replace(tzinfo=datetime.timezone.utc)
+    assert t0 + datetime.timedelta(seconds=3598) <= at <= t0 + datetime.timedelta(seconds=3602)
+    assert spec["volumeClaimTemplates"] == [vct]
+    assert spec["additionalPodMetadata"] == {"labels": {"sandbox.users.io/run": "r1"},
+                                             "annotations": {"example.com/note": "hello"}}
+    pod = kube.get("pod", sb.get_pod_name(), ns)
+    assert pod["metadata"]["labels"]["sandbox.users.io/run"] == "r1"
+    assert pod["metadata"]["annotations"]["example.com/note"] == "hello"
+    pvc = kube.get("pvc", f"data-{sb.sandbox_id}", ns)
+    assert pvc is not None, "the claim's volume claim template made no PVC"
+    assert any(v.get("persistentVolumeClaim", {}).get("claimName") == f"data-{sb.sandbox_id}"
+               for v in pod["spec"].get("volumes", []))
+
+
+def test_bad_arguments_are_refused_before_anything_is_created(kube, ns, client):
+    cases = [
+        (dict(warmpool=""), "warmpool name cannot be empty"),
+        (dict(warmpool="p", labels={"-bad": "x"}), 'invalid label key "-bad"'),
+        (dict(warmpool="p", labels={"ok": "bad value"}), 'invalid label value "bad value"'),
+        (dict(warmpool="p", shutdown_after_seconds=0), "shutdown_after_seconds"),
+        (dict(warmpool="p", shutdown_after_seconds=True), "shutdown_after_seconds"),
+        (dict(warmpool="p", pod_labels={"a/b/c": "x"}), 'invalid pod label key "a/b/c"'),
+        (dict(warmpool="p", volume_claim_templates={"not": "a list"}), "must be a list"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+            client.create_sandbox(namespace=ns, **kwargs)
+    assert claims(kube, ns) == []
+
+
+# ---------------------------------------------------------------- failures of the wait
+
+
+def test_missing_template_fails_fast_and_cleans_up(kube, ns, client):
+    kube.create(pool("orphan", "no-such-template", 0), ns)
+    t0 = time.monotonic()
+    with pytest.raises(sdk.SandboxTemplateNotFoundError,
+                       match="SandboxTemplate requested does not exist: .*no-such-template"):
+        client.create_sandbox("orphan", ns, sandbox_ready_timeout=60)
+    elapsed = time.monotonic() - t0
+    print(f"TemplateNotFound raised after {elapsed:.3f} s (timeout 60 s)")
+    assert elapsed < 30, "raised at the timeout, not when the controller reported it"
+    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the failed claim deleted")
+
+
+def test_missing_pool_fails_fast_and_cleans_up(kube, ns, client):
+    t0 = time.monotonic()
+    with pytest.raises(sdk.SandboxWarmPoolNotFoundError,
+                       match="SandboxWarmPool requested does not exist: .*no-such-pool"):
+        client.create_sandbox("no-such-pool", ns, sandbox_ready_timeout=60)
+    elapsed = time.monotonic() - t0
+    print(f"WarmPoolNotFound raised after {elapsed:.3f} s (timeout 60 s)")
+    assert elapsed < 30, "raised at the timeout, not when the controller reported it"
+    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the failed claim deleted")
+
+
+def unschedulable(kube, ns):
+    """A pool whose pods can never run (no node matches): claims never get Ready."""
+    return setup_pool(kube, ns, 0, name="stuck", podspec={
+        "nodeSelector": {"no-such-label": "x"},
+        "containers": [{"name": "main", "image": IMAGE}]})
+
+
+def test_ready_timeout_raises_and_leaves_no_claim(kube, ns, client):
+    unschedulable(kube, ns)
+    with pytest.raises(TimeoutError, match=r"Could not resolve claim readiness from claim "
+                                           r"'sandbox-claim-[0-9a-f]{8}' within 2 seconds\."):
+        client.create_sandbox("stuck", ns, sandbox_ready_timeout=2)
+    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the timed-out claim deleted")
+    assert client.list_active_sandboxes() == []
+
+
+def test_terminal_reason_raises_claim_failed(kube, ns, client):
+    # VCTs on a template whose policy disallows them: VolumeClaimTemplatesError
+    setup_pool(kube, ns, 0)
+    vct = {"metadata": {"name": "data"},
+           "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    with pytest.raises(sdk.SandboxClaimFailedError,
+                       match="failed with terminal reason VolumeClaimTemplatesError: ") as e:
+        client.create_sandbox("pool", ns, 60, volume_claim_templates=[vct])
+    assert e.value.reason == "VolumeClaimTemplatesError"
+    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the failed claim deleted")
+
+
+def test_cancelled_async_create_deletes_its_claim(kube, ns):
+    unschedulable(kube, ns)
+
+    async def main():
+        async with sdk.AsyncSandboxClient(NOWHERE, kubeconfig=kube.kubeconfig) as c:
+            task = asyncio.create_task(c.create_sandbox("stuck", ns, sandbox_ready_timeout=60))
+            await asyncio.to_thread(wait_for, lambda: claims(kube, ns), 20, 0.1, "claim created")
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    asyncio.run(main())
+    wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="the cancelled claim deleted")
+
+
+# ---------------------------------------------------------------- get, list, delete
+
+
+def test_get_list_delete(kube, ns, client):
+    setup_pool(kube, ns, 1)
+    a = client.create_sandbox("pool", ns, labels={"batch": "one"})
+    b = client.create_sandbox("pool", ns, labels={"batch": "two"})
+    assert sorted(client.list_all_sandboxes(ns)) == sorted([a.claim_name, b.claim_name])
+    assert client.list_all_sandboxes(ns, label_selector="batch=two") == [b.claim_name]
+    assert client.get_sandbox(a.claim_name, ns) is a  # the tracked, active handle
+
+    other = sdk.SandboxClient(NOWHERE, kubeconfig=kube.kubeconfig)
+    again = other.get_sandbox(b.claim_name, ns)
+    assert again is not b and again.sandbox_id == b.sandbox_id and again.claim_name == b.claim_name
+    assert other.list_active_sandboxes() == [(ns, b.claim_name)]
+    with pytest.raises(sdk.SandboxNotFoundError):
+        other.get_sandbox("no-such-claim", ns)
+
+    client.delete_sandbox(a.claim_name, ns)
+    assert not a.is_active and a.commands is None and a.files is None
+    wait_for(lambda: claims(kube, ns) == [b.claim_name], timeout=10, desc="claim a deleted")
+    assert client.list_active_sandboxes() == [(ns, b.claim_name)]
+    client.delete_sandbox("no-such-claim", ns)  # logged, not raised
+
+    b.close_connection()  # keeps the claim
+    assert not b.is_active and claims(kube, ns) == [b.claim_name]
+    assert client.list_active_sandboxes() == []
+    reopened = client.get_sandbox(b.claim_name, ns)
+    assert reopened is not b and reopened.is_active
+    with reopened:
+        pass  # terminates on exit
+    reopened.terminate()  # idempotent
+    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="claim b deleted")
+
+
+def test_sandbox_deleted_under_the_client(kube, ns, client):
+    setup_pool(kube, ns, 0)
+    sb = client.create_sandbox("pool", ns)
+    kube.delete(CLAIM, sb.claim_name, ns)
+    wait_for(lambda: kube.get("sandbox", sb.sandbox_id, ns) is None, timeout=30,
+             desc="the Sandbox garbage-collected")
+    assert sb.status()[0] == "SandboxNotFound"
+    # the data path fails (nothing answers), and the error says why
+    with pytest.raises(sdk.SandboxNotFoundError, match="no longer exists: it was deleted"):
+        sb.commands.run("echo hi")
+    with pytest.raises(sdk.SandboxNotFoundError):
+        client.get_sandbox(sb.claim_name, ns)
+    sb.terminate()  # the claim is gone already: fine
+
+
+# ---------------------------------------------------------------- concurrency
+
+N = 50
+
+
+def test_fifty_threads_and_fifty_tasks_at_once(kube, ns, client):
+    """50 sandboxes from 50 threads (sync client) while 50 asyncio tasks
+    (async client) create 50 more: 100 claims in flight on a pool of 10."""
+    setup_pool(kube, ns, 10)
+    results, errors = [], []
+
+    def one(i):
+        try:
+            results.append(client.create_sandbox("pool", ns, 120, {"by": "thread"}))
+        except Exception as e:  # noqa: BLE001 - collected and reported below
+            errors.append(repr(e))
+
+    async def tasks():
+        c = sdk.AsyncSandboxClient(NOWHERE, kubeconfig=kube.kubeconfig)
+        handles = await asyncio.gather(*(c.create_sandbox("pool", ns, 120, {"by": "task"})
+                                         for _ in range(N)))
+        states = await asyncio.gather(*(h.status() for h in handles))
+        return c, handles, states
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(N)]
+    for t in threads:
+        t.start()
+    aclient, handles, states = asyncio.run(tasks())
+    for t in threads:
+        t.join()
+    print(f"{2 * N} sandboxes Ready in {time.monotonic() - t0:.1f} s")
+    assert errors == []
+    assert len(results) == N and len(handles) == N
+    assert len({s.sandbox_id for s in results} | {h.sandbox_id for h in handles}) == 2 * N
+    assert all(s.status()[0] == "SandboxReady" for s in results)
+    assert {st for st, _ in states} == {"SandboxReady"}
+    assert sorted(client.list_all_sandboxes(ns, "by=thread")) == \
+        sorted(s.claim_name for s in results)
+    assert sorted(client.list_all_sandboxes(ns, "by=task")) == \
+        sorted(h.claim_name for h in handles)
+    launch = [s["metadata"]["labels"]["agents.x-k8s.io/launch-type"]
+              for s in kube.list("sandbox", ns, selector="agents.x-k8s.io/claim-uid")]
+    print(f"{launch.count('warm')} warm, {launch.count('cold')} cold")
+
+    async def cleanup():
+        await aclient.delete_all()
+        await aclient.close()
+    client.delete_all()
+    asyncio.run(cleanup())
+    wait_for(lambda: claims(kube, ns) == [], timeout=30, desc="every claim deleted")
