@@ -169,6 +169,8 @@ int sbx_client_new(sbx_client **out, const sbx_client_options *opts)
 	ko.qps = o.qps;
 	ko.burst = o.burst;
 	ko.api_connections = o.api_connections > 0 ? o.api_connections : 1;
+	if (o.api_max_retries >= 0)
+		ko.max_retries = o.api_max_retries;
 	if ((rc = k8s_client_new(&c->k8s, c->config, &ko)) != 0) {
 		sbx__client_unref(c);
 		return rc;

@@ -167,7 +167,7 @@ class ClientOptions(Structure):
     _fields_ = [("version", c_uint), ("kubeconfig", c_char_p), ("context", c_char_p),
                 ("in_cluster", c_bool), ("request_timeout_ms", c_long),
                 ("api_connections", c_int), ("qps", c_double), ("burst", c_int),
-                ("logger", c_void_p), ("user_agent", c_char_p)]
+                ("logger", c_void_p), ("user_agent", c_char_p), ("api_max_retries", c_int)]
 
 
 class ClaimOptions(Structure):
@@ -318,11 +318,13 @@ class Client:
     """An sbx_client: one connection to a cluster, shared by handles."""
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
-                 in_cluster: bool = False, request_timeout: float = 30.0) -> None:
+                 in_cluster: bool = False, request_timeout: float = 30.0,
+                 api_max_retries: int = -1) -> None:
         o = ClientOptions()
         check(lib.sbx_client_options_init(ctypes.byref(o), CLIENT_OPTIONS_VERSION))
         o.kubeconfig, o.context, o.in_cluster = enc(kubeconfig), enc(context), in_cluster
         o.request_timeout_ms = ms(request_timeout)
+        o.api_max_retries = api_max_retries
         ptr = c_void_p()
         check(lib.sbx_client_new(ctypes.byref(ptr), ctypes.byref(o)))
         self.ptr: int | None = ptr.value

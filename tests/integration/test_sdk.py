@@ -28,6 +28,7 @@ import pytest
 
 from conftest import condition, wait_for
 from test_sandbox import IMAGE
+from test_sdk_wire import Standin, headers
 
 import agent_sandbox_c as sdk
 
@@ -230,6 +231,51 @@ def test_cancelled_async_create_deletes_its_claim(kube, ns):
                 await task
     asyncio.run(main())
     wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="the cancelled claim deleted")
+
+
+# ---------------------------------------------------------------- the data path
+
+
+def test_direct_mode_through_a_standin_router(kube, ns, tmp_path):
+    """create_sandbox, then the E.1 flow (echo, write/read) through a router
+    at a URL (here the stand-in of test_sdk_wire.py): the pod IP header comes
+    from the claim's status."""
+    setup_pool(kube, ns, 1)
+    router = Standin(tmp_path)
+    try:
+        with sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url=router.url),
+                               kubeconfig=kube.kubeconfig) as c:
+            sb = c.create_sandbox("pool", ns)
+            r = sb.commands.run("echo 'Hello from SDK'")
+            assert r.exit_code == 0 and r.stderr == ""
+            h = headers(router.last())
+            assert h["x-sandbox-id"] == sb.sandbox_id and h["x-sandbox-namespace"] == ns
+            assert h["x-sandbox-pod-ip"] == sb.get_pod_ip()
+            sb.files.write("test.txt", b"round trip")
+            assert sb.files.read("test.txt") == b"round trip"
+        wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="claim deleted on exit")
+    finally:
+        router.stop()
+
+
+def test_in_cluster_mode_reaches_the_pod_ip(kube, ns, tmp_path):
+    """SandboxInClusterConnectionConfig: straight to http://<pod IP>:<port>
+    from the Sandbox status, no router headers. The pod's loopback IP (kwok)
+    is served by the stand-in, as a runtime in the pod would."""
+    setup_pool(kube, ns, 0)
+    with sdk.SandboxClient(NOWHERE, kubeconfig=kube.kubeconfig) as c:
+        created = c.create_sandbox("pool", ns)
+        runtime = Standin(tmp_path, host=created.get_pod_ip(), port=8888)
+        try:
+            other = sdk.SandboxClient(sdk.SandboxInClusterConnectionConfig(),
+                                      kubeconfig=kube.kubeconfig)
+            sb = other.get_sandbox(created.claim_name, ns)
+            assert sb.commands.run("hostname").stdout == "ran: hostname\n"
+            h = headers(runtime.last())
+            assert not [k for k in h if k.startswith("x-sandbox")], h
+            assert h["host"] == f"{created.get_pod_ip()}:8888"
+        finally:
+            runtime.stop()
 
 
 # ---------------------------------------------------------------- get, list, delete

@@ -115,10 +115,13 @@ typedef struct {
 	int burst;                   /**< with qps > 0 (default 10) */
 	k8s_logger *logger;          /**< borrowed; NULL: silent */
 	const char *user_agent;      /**< NULL: "agent-sandbox-client/<version>" */
+	int api_max_retries;         /**< tries after the first of an API request
+	                              *   that failed retryably (k8s_client_options'
+	                              *   max_retries); < 0: libk8s' default (4) */
 } sbx_client_options;
 
 #define SBX_CLIENT_OPTIONS_INIT { SBX_CLIENT_OPTIONS_VERSION, NULL, NULL, false, \
-	30000, 2, -1, 10, NULL, NULL }
+	30000, 2, -1, 10, NULL, NULL, -1 }
 
 /** Fills `opts` with the defaults (K8S_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_client_options_init(sbx_client_options *opts, unsigned int version);
