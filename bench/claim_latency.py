@@ -354,14 +354,33 @@ def phase_sustained(kc, args, proc):
 
 # ---------------------------------------------------------------- one controller
 
-def run_one(kc, sa_path, cmd, args, logdir, index):
+def start_controller(cmd, sa_path, logdir, index):
+    """Starts controller command `cmd` ({kubeconfig}, {logdir} filled in) in a
+    session of its own; returns (proc, log file, log path, command line)."""
     cmd = [a.replace("{kubeconfig}", sa_path).replace("{logdir}", logdir) for a in cmd]
     logpath = os.path.join(logdir, f"controller-{index}.log")
     logf = open(logpath, "w")
     log("starting:", shlex.join(cmd), "(log:", logpath + ")")
     proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, KUBECONFIG=sa_path),
                             start_new_session=True)
-    res = {"command": shlex.join(cmd), "log": logpath}
+    return proc, logf, logpath, shlex.join(cmd)
+
+
+def stop_controller(proc, logf):
+    """SIGTERM to the controller's session, SIGKILL after 30 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    logf.close()
+
+
+def run_one(kc, sa_path, cmd, args, logdir, index):
+    proc, logf, logpath, line = start_controller(cmd, sa_path, logdir, index)
+    res = {"command": line, "log": logpath}
     try:
         # warm-up: one cold claim Ready means caches synced and workers running
         ns = new_ns(kc, "warmup")
@@ -390,16 +409,56 @@ def run_one(kc, sa_path, cmd, args, logdir, index):
         res["error"] = str(e)
         log("error:", e)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        logf.close()
+        stop_controller(proc, logf)
         res["exit_code"] = proc.returncode
     return res
+
+
+def default_command(build_dir, prog):
+    """Our controller from `build_dir` with --extensions, leader election and
+    endpoints off, the conversion webhook on a free loopback port."""
+    binary = os.path.join(os.path.abspath(build_dir), "cmd", "controller", "agent-sandbox-controller")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"{prog}: {binary} is not built (meson compile -C {build_dir})")
+    port = free_port()
+    return [binary, "--kubeconfig", "{kubeconfig}", "--extensions", "--leader-elect=false",
+            "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+            "--webhook-port", str(port), "--webhook-bind-address", "127.0.0.1",
+            "--webhook-cert-dir", "{logdir}/webhook-certs",
+            "--webhook-url", f"https://127.0.0.1:{port}/convert"]
+
+
+def prepare_cluster(kubeconfig, pods):
+    """Installs deploy/ (CRDs, RBAC) on the cluster of admin `kubeconfig` and
+    warns when another controller leads or the nodes lack room for `pods`.
+    Returns (Kubeconfig, kubectl path)."""
+    kc = Kubeconfig(kubeconfig)
+    kubectl = kubectl_bin()
+    # a controller run with --webhook-url left a CRD's conversion on a URL;
+    # `apply` would add the Service beside it (refused): put the Service back
+    for crd in ["sandboxes.agents.x-k8s.io"] + [f"{p}.{GROUP}" for p in EXT_CRDS]:
+        status, body = request(kc, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+        if status == 200 and ((json.loads(body)["spec"].get("conversion") or {}).get("webhook") or {}).get(
+                "clientConfig", {}).get("url"):
+            subprocess.run([kubectl, "--kubeconfig", kubeconfig, "patch", "crd", crd, "--type=merge", "-p",
+                            json.dumps({"spec": {"conversion": {"webhook": {"clientConfig": {
+                                "url": None, "service": {"name": "agent-sandbox-webhook-service",
+                                                         "namespace": "agent-sandbox-system",
+                                                         "path": "/convert"}}}}}})],
+                           check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-k", os.path.join(ROOT, "deploy")],
+                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "--timeout=60s"]
+                   + [f"crd/{p}.{GROUP}" for p in EXT_CRDS], check=True, stdout=subprocess.DEVNULL)
+    status, body = request(kc, "GET", f"/apis/coordination.k8s.io/v1/namespaces/agent-sandbox-system/leases/{LEASE}")
+    if status == 200 and json.loads(body)["spec"].get("holderIdentity"):
+        log("warning: the leader Lease is held by", json.loads(body)["spec"]["holderIdentity"],
+            "- another controller may be running on this cluster")
+    _, nodes = request(kc, "GET", "/api/v1/nodes")
+    alloc = sum(int(n["status"]["allocatable"].get("pods", "0")) for n in json.loads(nodes)["items"])
+    if alloc < pods:
+        log(f"warning: the nodes take {alloc} pods; this run may need {pods}")
+    return kc, kubectl
 
 
 def fmt(v, unit=""):
@@ -501,15 +560,7 @@ def main(argv):
     args.rate = args.rate or (5 if q else 10)
     args.duration = args.duration or (15 if q else 60)
     if not commands:
-        binary = os.path.join(os.path.abspath(args.build_dir), "cmd", "controller", "agent-sandbox-controller")
-        if not os.access(binary, os.X_OK):
-            sys.exit(f"claim_latency: {binary} is not built (meson compile -C {args.build_dir})")
-        port = free_port()
-        commands = [[binary, "--kubeconfig", "{kubeconfig}", "--extensions", "--leader-elect=false",
-                     "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-                     "--webhook-port", str(port), "--webhook-bind-address", "127.0.0.1",
-                     "--webhook-cert-dir", "{logdir}/webhook-certs",
-                     "--webhook-url", f"https://127.0.0.1:{port}/convert"]]
+        commands = [default_command(args.build_dir, "claim_latency")]
 
     # pods at once: the fill pool, or a full warm pool + a round of claims +
     # its refills, or the sustained pool + claims within dwell + refills
@@ -518,32 +569,7 @@ def main(argv):
     own_cluster, env, kubeconfig = cluster_for("bench-claims-cluster", 19, pods)
     results = []
     try:
-        kc = Kubeconfig(kubeconfig)
-        kubectl = kubectl_bin()
-        # a controller run with --webhook-url left a CRD's conversion on a URL;
-        # `apply` would add the Service beside it (refused): put the Service back
-        for crd in ["sandboxes.agents.x-k8s.io"] + [f"{p}.{GROUP}" for p in EXT_CRDS]:
-            status, body = request(kc, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
-            if status == 200 and ((json.loads(body)["spec"].get("conversion") or {}).get("webhook") or {}).get(
-                    "clientConfig", {}).get("url"):
-                subprocess.run([kubectl, "--kubeconfig", kubeconfig, "patch", "crd", crd, "--type=merge", "-p",
-                                json.dumps({"spec": {"conversion": {"webhook": {"clientConfig": {
-                                    "url": None, "service": {"name": "agent-sandbox-webhook-service",
-                                                             "namespace": "agent-sandbox-system",
-                                                             "path": "/convert"}}}}}})],
-                               check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([kubectl, "--kubeconfig", kubeconfig, "apply", "-k", os.path.join(ROOT, "deploy")],
-                       check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([kubectl, "--kubeconfig", kubeconfig, "wait", "--for=condition=Established", "--timeout=60s"]
-                       + [f"crd/{p}.{GROUP}" for p in EXT_CRDS], check=True, stdout=subprocess.DEVNULL)
-        status, body = request(kc, "GET", f"/apis/coordination.k8s.io/v1/namespaces/agent-sandbox-system/leases/{LEASE}")
-        if status == 200 and json.loads(body)["spec"].get("holderIdentity"):
-            log("warning: the leader Lease is held by", json.loads(body)["spec"]["holderIdentity"],
-                "- another controller may be running on this cluster")
-        _, nodes = request(kc, "GET", "/api/v1/nodes")
-        alloc = sum(int(n["status"]["allocatable"].get("pods", "0")) for n in json.loads(nodes)["items"])
-        if alloc < pods:
-            log(f"warning: the nodes take {alloc} pods; this run may need {pods}")
+        kc, kubectl = prepare_cluster(kubeconfig, pods)
         logdir = tempfile.mkdtemp(prefix="claim_latency-")
         sa = sa_kubeconfig(kc, kubectl, logdir)
         load0 = os.getloadavg()

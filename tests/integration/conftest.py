@@ -20,6 +20,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The Python SDK from this tree (test_sdk*.py); it loads libsandbox from
 # $AGENT_SANDBOX_BUILD_DIR (see sdk-python/agent_sandbox_c/_native.py).
 sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
+# In the sanitizer pass tools/test preloads libasan into pytest (the SDK
+# loads a sanitized libsandbox) with leak detection off: this process keeps
+# both, the processes it starts (controllers, kubectl) get the environment
+# they would have had. ASAN_PRELOAD stays set for tests that start python
+# children loading the SDK.
+if os.environ.get("AGENT_SANDBOX_ASAN_PRELOAD"):
+    os.environ.pop("LD_PRELOAD", None)
+    os.environ["ASAN_OPTIONS"] = os.environ.get("AGENT_SANDBOX_CHILD_ASAN_OPTIONS", "")
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
 # the CRDs of deploy/ (the controller points their conversion webhook at itself)
