@@ -40,7 +40,6 @@ import http.client
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,8 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from create_to_ready import (LEASE, LOCAL_CLUSTER, ROOT, FirstReady, Kubeconfig, cluster_for,  # noqa: E402
-                             free_port, is_ready, kubectl_bin, machine, pct, request, sa_kubeconfig, usage)
+                             free_port, is_ready, kubectl_bin, machine, pct, request, sa_kubeconfig,
+                             stop_controller, usage)
 
 GROUP = "extensions.agents.x-k8s.io"
 EXT = f"/apis/{GROUP}/v1beta1"
@@ -364,18 +364,6 @@ def start_controller(cmd, sa_path, logdir, index):
     proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ, KUBECONFIG=sa_path),
                             start_new_session=True)
     return proc, logf, logpath, shlex.join(cmd)
-
-
-def stop_controller(proc, logf):
-    """SIGTERM to the controller's session, SIGKILL after 30 s."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    logf.close()
 
 
 def run_one(kc, sa_path, cmd, args, logdir, index):

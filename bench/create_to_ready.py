@@ -308,6 +308,18 @@ def create_paced(kc, ns, names, rate, connections=16):
     return started, errors, t0
 
 
+def stop_controller(proc, logf):
+    """SIGTERM to the controller's session, SIGKILL after 30 s; closes its log."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    logf.close()
+
+
 def pct(sorted_vals, p):
     """Nearest-rank percentile."""
     if not sorted_vals:
@@ -372,14 +384,7 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
             alive=alive)
         watch.stop = True
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        logf.close()
+        stop_controller(proc, logf)
         result["exit_code"] = proc.returncode
         request(kc_admin, "DELETE", f"/api/v1/namespaces/{ns}")
     return result

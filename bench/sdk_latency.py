@@ -32,8 +32,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from claim_latency import (EXT, call, create, default_command, drop_ns, new_ns, pool,  # noqa: E402
-                           prepare_cluster, start_controller, stop_controller, template)
-from create_to_ready import ROOT, LOCAL_CLUSTER, cluster_for, machine, pct, sa_kubeconfig  # noqa: E402
+                           prepare_cluster, start_controller, template)
+from create_to_ready import (ROOT, LOCAL_CLUSTER, cluster_for, machine, pct, sa_kubeconfig,  # noqa: E402
+                             stop_controller)
 
 sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
 import agent_sandbox_c as sdk  # noqa: E402

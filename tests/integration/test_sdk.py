@@ -22,7 +22,6 @@ import asyncio
 import datetime
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -168,25 +167,20 @@ def test_bad_arguments_are_refused_before_anything_is_created(kube, ns, client):
 # ---------------------------------------------------------------- failures of the wait
 
 
-def test_missing_template_fails_fast_and_cleans_up(kube, ns, client):
+@pytest.mark.parametrize("pool_name,exc,message", [
+    ("orphan", sdk.SandboxTemplateNotFoundError,
+     "SandboxTemplate requested does not exist: .*no-such-template"),
+    ("no-such-pool", sdk.SandboxWarmPoolNotFoundError,
+     "SandboxWarmPool requested does not exist: .*no-such-pool"),
+])
+def test_missing_template_or_pool_fails_fast_and_cleans_up(kube, ns, client, pool_name, exc,
+                                                           message):
     kube.create(pool("orphan", "no-such-template", 0), ns)
     t0 = time.monotonic()
-    with pytest.raises(sdk.SandboxTemplateNotFoundError,
-                       match="SandboxTemplate requested does not exist: .*no-such-template"):
-        client.create_sandbox("orphan", ns, sandbox_ready_timeout=60)
+    with pytest.raises(exc, match=message):
+        client.create_sandbox(pool_name, ns, sandbox_ready_timeout=60)
     elapsed = time.monotonic() - t0
-    print(f"TemplateNotFound raised after {elapsed:.3f} s (timeout 60 s)")
-    assert elapsed < 30, "raised at the timeout, not when the controller reported it"
-    wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the failed claim deleted")
-
-
-def test_missing_pool_fails_fast_and_cleans_up(kube, ns, client):
-    t0 = time.monotonic()
-    with pytest.raises(sdk.SandboxWarmPoolNotFoundError,
-                       match="SandboxWarmPool requested does not exist: .*no-such-pool"):
-        client.create_sandbox("no-such-pool", ns, sandbox_ready_timeout=60)
-    elapsed = time.monotonic() - t0
-    print(f"WarmPoolNotFound raised after {elapsed:.3f} s (timeout 60 s)")
+    print(f"{exc.__name__} raised after {elapsed:.3f} s (timeout 60 s)")
     assert elapsed < 30, "raised at the timeout, not when the controller reported it"
     wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="the failed claim deleted")
 
