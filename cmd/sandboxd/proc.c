@@ -27,6 +27,8 @@ extern char **environ;
 #define DEFAULT_DRAIN_MS 5000
 /* chunks read per readiness callback before yielding to other handles */
 #define READS_PER_WAKEUP 16
+/* read size for output past the bound, which is dropped */
+#define DRAIN_BUF 65536
 
 /* A queued stdin write. */
 typedef struct wreq {
@@ -68,7 +70,7 @@ struct sbxd_proc {
 	bool stdin_closed;       /* close requested (or never opened) */
 	bool paused;
 	bool reaped, done, freed, killing, group_gone;
-	size_t chunk;
+	size_t chunk, buf_size;
 	uint64_t max_out;
 	long grace_ms, drain_ms;
 	sbxd_exit exit;
@@ -199,7 +201,8 @@ static void read_some(chan *c)
 		bool over = p->max_out && c->delivered >= p->max_out;
 		if (p->paused && !over)
 			return;
-		ssize_t n = read(c->fd, p->buf, p->chunk);
+		/* output past the bound is only counted: read it in big gulps */
+		ssize_t n = read(c->fd, p->buf, over ? p->buf_size : p->chunk);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -465,6 +468,9 @@ static void child(const sbxd_proc_options *o, const char *path, char **envp,
 		rc = errno;
 	if (!rc && tty_fd >= 0 && ioctl(tty_fd, TIOCSCTTY, 0) < 0)
 		rc = errno;
+	/* first: cwd_fd may be one of the numbers about to be reused */
+	if (!rc && o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0)
+		rc = errno;
 	/* Move every descriptor we need above 9 first, so that putting them in
 	 * place (0..2, and the error pipe at 3) never overwrites another. */
 	int ep = fcntl(errpipe, F_DUPFD_CLOEXEC, 10);
@@ -478,8 +484,6 @@ static void child(const sbxd_proc_options *o, const char *path, char **envp,
 	if (!rc && (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0))
 		rc = errno;
 	if (!rc && (dup2(ep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
-		rc = errno;
-	if (!rc && o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0)
 		rc = errno;
 	if (!rc && o->max_tasks > 0) {
 		struct rlimit rl = { (rlim_t)o->max_tasks, (rlim_t)o->max_tasks };
@@ -560,7 +564,8 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	char **envp = merge_env(o->env);
 	sbxd_proc *p = calloc(1, sizeof(*p));
 	size_t chunk = o->chunk_size ? o->chunk_size : DEFAULT_CHUNK;
-	char *buf = malloc(chunk);
+	size_t buf_size = chunk > DRAIN_BUF ? chunk : DRAIN_BUF;
+	char *buf = malloc(buf_size);
 	if (!envp || !p || !buf) {
 		free(path);
 		free(envp);
@@ -666,6 +671,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	p->freed = false;
 	p->pty = o->pty;
 	p->chunk = chunk;
+	p->buf_size = buf_size;
 	p->max_out = o->max_output_bytes;
 	p->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : DEFAULT_GRACE_MS;
 	p->drain_ms = o->drain_ms > 0 ? o->drain_ms : DEFAULT_DRAIN_MS;
