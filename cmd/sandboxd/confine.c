@@ -244,7 +244,8 @@ int sbxd_root_open(sbxd_root **out, const char *dir, bool create)
 	*out = NULL;
 	if (!dir || !*dir)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "the root directory must not be empty");
-	if (create) {
+	struct stat st;
+	if (create && stat(dir, &st) < 0) {
 		/* mkdir -p, each component in turn; EEXIST is fine */
 		char *tmp = strdup(dir);
 		if (!tmp)

@@ -29,6 +29,7 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 		.shutdown_timeout_ms = 10000,
 		.http_idle_timeout_ms = 60000,
 		.stream_chunk_size = 4096,
+		.stream_keepalive_ms = 10000,
 		.max_processes = 64,
 		.max_output_bytes = 8u << 20,
 		.max_tasks = 0,
@@ -61,6 +62,9 @@ static void usage(FILE *f)
 "  --http-idle-timeout D       keep-alive idle timeout (default 60s)\n"
 "  --stream-chunk-size N       bytes per streamed output event at most (default 4096;\n"
 "                              <= 0: 4096)\n"
+"  --stream-keepalive D        an empty event {} on a quiet process stream this often,\n"
+"                              to keep proxies open and notice clients gone (default\n"
+"                              10s; 0: off)\n"
 "  --max-processes N           processes running at once, all APIs (default 64)\n"
 "  --max-output-bytes SIZE     output kept per process and stream; the rest is\n"
 "                              dropped (default 8Mi)\n"
@@ -142,7 +146,7 @@ int sandboxd_parse_bytes(const char *s, uint64_t *out)
 
 int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 {
-	enum { HOST = 256, REST, RUNTIME, GRPC, ROOT, PREFIX, SHUTDOWN, IDLE, CHUNK, MAXPROC,
+	enum { HOST = 256, REST, RUNTIME, GRPC, ROOT, PREFIX, SHUTDOWN, IDLE, CHUNK, KEEPALIVE, MAXPROC,
 	       MAXOUT, MAXTASKS, GRACE, MAXUP, LOGFMT, LOGLVL, VERSION, HELP };
 	static const struct option opts[] = {
 		{ "listen-host", required_argument, NULL, HOST },
@@ -154,6 +158,7 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 		{ "shutdown-timeout", required_argument, NULL, SHUTDOWN },
 		{ "http-idle-timeout", required_argument, NULL, IDLE },
 		{ "stream-chunk-size", required_argument, NULL, CHUNK },
+		{ "stream-keepalive", required_argument, NULL, KEEPALIVE },
 		{ "max-processes", required_argument, NULL, MAXPROC },
 		{ "max-output-bytes", required_argument, NULL, MAXOUT },
 		{ "max-tasks", required_argument, NULL, MAXTASKS },
@@ -213,6 +218,10 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 			if (parse_long("stream-chunk-size", optarg, LONG_MIN, 1 << 20, &v) < 0)
 				return -1;
 			f->stream_chunk_size = v <= 0 ? 4096 : (size_t)v;
+			break;
+		case KEEPALIVE:
+			if (parse_ms("stream-keepalive", optarg, 0, &f->stream_keepalive_ms) < 0)
+				return -1;
 			break;
 		case MAXPROC:
 			if (parse_long("max-processes", optarg, 1, 100000, &v) < 0)

@@ -22,6 +22,7 @@ typedef struct {
 	long shutdown_timeout_ms;       /**< --shutdown-timeout, default 10s */
 	long http_idle_timeout_ms;      /**< --http-idle-timeout, default 60s */
 	size_t stream_chunk_size;       /**< --stream-chunk-size, <= 0 means 4096 */
+	long stream_keepalive_ms;       /**< --stream-keepalive, default 10s; 0: off */
 	int max_processes;              /**< --max-processes, default 64 */
 	uint64_t max_output_bytes;      /**< --max-output-bytes per stream, default 8 MiB */
 	long max_tasks;                 /**< --max-tasks (RLIMIT_NPROC of children), 0: inherited */

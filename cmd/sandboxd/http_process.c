@@ -20,7 +20,9 @@
  * upstream. Backpressure: while more than 1 MiB of events waits for the
  * client, the process's output is not read (the child then blocks on its
  * pipe); output past --max-output-bytes is dropped and the exit event
- * says so. A client that goes away kills the process group.
+ * says so. A client that goes away kills the process group (noticed at
+ * the next write: a quiet stream gets an empty event "{}" every
+ * --stream-keepalive).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,10 +71,18 @@ typedef struct {
 	bool streaming;          /* Start (events) or Execute (buffered) */
 	bool head_sent;
 	bytes out, err;
+	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
 } proc_req;
+
+static void keepalive_closed(uv_handle_t *h)
+{
+	free(h);
+}
 
 static void req_free(proc_req *r)
 {
+	if (r->keepalive)
+		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
 	sbxd_run_release(&r->run);
 	free(r->out.data);
 	free(r->err.data);
@@ -152,6 +162,19 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 }
 
 static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };
+
+/*
+ * An empty event ("{}", a StartResponse with no field set) on a quiet
+ * stream: proxies keep the stream open, and a client that went away is
+ * noticed by the failed write (the server cannot tell a closed client
+ * from a half-closed one until then), so its process is killed.
+ */
+static void on_keepalive(uv_timer_t *t)
+{
+	proc_req *r = t->data;
+	if (r->ex && r->head_sent && k8s_http_exchange_pending(r->ex) == 0)
+		k8s_http_exchange_write(r->ex, "{}\n", 3, NULL, NULL);
+}
 
 /* The working directory of a request, beneath the root (C.6: escape is
  * PERMISSION_DENIED with "cwd: ", missing is NOT_FOUND). */
@@ -238,6 +261,12 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	if (k8s_http_exchange_send_head(r->ex, -1) != 0)
 		return;
 	r->head_sent = true;
+	if (f->stream_keepalive_ms > 0 && (r->keepalive = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(k8s_http_exchange_loop(r->ex), r->keepalive);
+		r->keepalive->data = r;
+		uv_timer_start(r->keepalive, on_keepalive, (uint64_t)f->stream_keepalive_ms,
+		               (uint64_t)f->stream_keepalive_ms);
+	}
 	size_t len = 0;
 	char *line = sbxd_event_init(r->run.id, &len);
 	send_event(r, line, len);

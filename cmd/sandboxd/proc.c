@@ -73,6 +73,7 @@ struct sbxd_proc {
 	size_t chunk, buf_size;
 	uint64_t max_out;
 	long grace_ms, drain_ms;
+	bool has_timeout;
 	sbxd_exit exit;
 	char *buf;
 };
@@ -332,7 +333,12 @@ static void on_sigchld(uv_signal_t *h, int signum)
 		p->exit.exit_code = -1;
 		p->exit.signal = r > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
 	}
-	if (!p->done && !(p->ch[CH_OUT].eof && p->ch[CH_ERR].eof))
+	/* Output still open: a background child holds it. With a timeout we
+	 * wait for it up to the timeout, which then ends the whole group (as
+	 * upstream's python-runtime, whose communicate() waits for the pipes);
+	 * without one, up to drain_ms (as upstream sandboxd), and the child
+	 * lives on. */
+	if (!p->done && !(p->ch[CH_OUT].eof && p->ch[CH_ERR].eof) && !p->has_timeout)
 		uv_timer_start(&p->drain, on_drain_timeout, (uint64_t)p->drain_ms, 0);
 	maybe_finish(p);
 }
@@ -691,8 +697,10 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		chan_init(p, &p->ch[CH_ERR], fds[2], true, false, SBXD_STDERR);
 		chan_init(p, &p->ch[CH_IN], fds[0], false, true, SBXD_STDOUT);
 	}
-	if (o->timeout_ms > 0)
+	if (o->timeout_ms > 0) {
+		p->has_timeout = true;
 		uv_timer_start(&p->timeout, on_timeout, (uint64_t)o->timeout_ms, 0);
+	}
 	*out = p;
 	return 0;
 }

@@ -77,7 +77,11 @@ typedef struct {
 	 *  have at once, so a fork bomb fails with EAGAIN. 0: inherited. Has
 	 *  no effect for root (the kernel exempts CAP_SYS_RESOURCE). */
 	long max_tasks;
-	long drain_ms;               /**< after the exit, wait this long for output EOF; 0: 5000 */
+	/** After the exit, wait this long for the output's EOF (a background
+	 *  child may hold it), then stop reading and report; 0: 5000. Only
+	 *  without a timeout: with one, the output is awaited until the
+	 *  timeout, which then ends the whole group (timed_out is set). */
+	long drain_ms;
 } sbxd_proc_options;
 
 #define SBXD_PROC_OPTIONS_INIT { SBXD_PROC_OPTIONS_VERSION, NULL, NULL, -1, false, 0, 0, \

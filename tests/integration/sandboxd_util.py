@@ -141,6 +141,8 @@ def events(resp):
         if not line:
             continue
         ev = json.loads(line)
+        if not ev:
+            continue  # the keepalive event
         for k in ("stdout", "stderr"):
             if k in ev:
                 ev[k] = base64.b64decode(ev[k])

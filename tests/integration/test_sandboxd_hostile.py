@@ -156,7 +156,7 @@ def test_link_swapped_in_during_requests(env):
     seen = {"ok": 0, "refused": 0}
     try:
         with requests.Session() as sess:
-            for i in range(120):
+            for i in range(60):
                 for r in (sess.put(f"{s.rest}/v1/files/swap/secret", data=b"pwned"),
                           sess.put(f"{s.rest}/v1/files/swap/new{i}", data=b"pwned"),
                           sess.get(f"{s.rest}/v1/files/swap/secret"),
