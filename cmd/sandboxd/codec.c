@@ -604,6 +604,34 @@ int sbxd_percent_decode(const char *s, size_t n, char **out, size_t *olen)
 	return 0;
 }
 
+char *sbxd_query_param(const char *query, const char *name)
+{
+	size_t nl = strlen(name);
+	for (const char *q = query; q && *q;) {
+		const char *amp = strchr(q, '&');
+		size_t l = amp ? (size_t)(amp - q) : strlen(q);
+		if (l >= nl && strncmp(q, name, nl) == 0 && (l == nl || q[nl] == '=')) {
+			const char *v = l == nl ? q + l : q + nl + 1;
+			size_t vl = l == nl ? 0 : l - nl - 1;
+			/* '+' is a space in a form-encoded query */
+			char *raw = strndup(v, vl);
+			if (!raw)
+				return NULL;
+			for (char *c = raw; *c; c++)
+				if (*c == '+')
+					*c = ' ';
+			char *out;
+			size_t ol;
+			if (sbxd_percent_decode(raw, vl, &out, &ol) != 0)
+				out = raw, raw = NULL;
+			free(raw);
+			return out;
+		}
+		q += l + (amp ? 1 : 0);
+	}
+	return NULL;
+}
+
 /* Length of the valid UTF-8 sequence at `s` (n bytes left), 0 if invalid. */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {

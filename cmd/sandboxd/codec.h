@@ -111,6 +111,14 @@ void sbxd_rfc3339(time_t t, char *buf, size_t cap);
 int sbxd_percent_decode(const char *s, size_t n, char **out, size_t *olen);
 
 /**
+ * The value of query parameter `name` in the raw query `query` (without
+ * '?'; "a=1&b=2"), '+' read as a space and percent-decoded (a malformed
+ * escape leaves the raw text); a bare `name` gives "". Malloc'd (caller
+ * frees), NULL when absent or out of memory. The first occurrence wins.
+ */
+char *sbxd_query_param(const char *query, const char *name);
+
+/**
  * A NUL-terminated copy of `n` bytes of `s` as valid UTF-8: each invalid
  * sequence and each NUL byte (which a C string cannot hold) becomes U+FFFD,
  * as Python's decode(errors="replace") would for the former.

@@ -18,6 +18,7 @@
 #include "k8s/httpexchange.h"
 #include "k8s/httpserver.h"
 #include "k8s/log.h"
+#include "codec.h"
 #include "confine.h"
 #include "flags.h"
 #include "proc.h"
@@ -101,9 +102,6 @@ void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg);
  */
 int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
                       sbxd_clean_mode mode, char **rel, char **shown);
-
-/** A query parameter, percent-decoded (malloc'd), or NULL when absent. */
-char *sbxd_query_param(const char *query, const char *name);
 
 /** Reads a whole request body of at most `limit` bytes, then calls `done`
  *  (`body` NUL-terminated, valid during the call). Too large: 413. */
