@@ -21,6 +21,12 @@
  * with Transfer-Encoding and repeated Content-Length fields (request
  * smuggling, RFC 9112 §6.3): such requests get 400 before any handler.
  *
+ * A client that half-closes (ends its sending side) after a whole request
+ * still gets the answer, as RFC 9112 §9.6 allows; one that resets the
+ * connection ends the exchange at once (K8S_ETRANSPORT). A client that
+ * closes while the handler is silent is therefore noticed at the next
+ * write (which fails) or at the exchange's timeout.
+ *
  * Threads: every k8s_http_exchange_* function must be called on the
  * exchange's loop thread (the one its handler and callbacks run on; use
  * k8s_http_server_call() from other threads). Callbacks never run inside

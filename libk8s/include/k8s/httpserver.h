@@ -24,7 +24,8 @@
  *
  * HTTP or HTTPS: with a certificate and key (PEM files) the server speaks
  * TLS 1.2+ through mbedTLS (https://www.rfc-editor.org/rfc/rfc8446,
- * rfc5246), requests no client certificate, offers ALPN "http/1.1", and
+ * rfc5246), requests no client certificate unless a client CA is set
+ * (mutual TLS), offers ALPN "http/1.1", and
  * picks up new files when they change (checked at most once a second, at
  * a new connection; open connections keep the old certificate). A failed
  * handshake closes that connection only.
