@@ -107,6 +107,31 @@ static cJSON *member(const cJSON *o, const char *camel, const char *proto)
 	return m;
 }
 
+/* ---- byte buffers ---- */
+
+int sbxd_bytes_add(sbxd_bytes *b, const char *d, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t ncap = b->cap ? b->cap : 4096;
+		while (ncap < b->len + n)
+			ncap *= 2;
+		char *nd = realloc(b->data, ncap);
+		if (!nd)
+			return -1;
+		b->data = nd;
+		b->cap = ncap;
+	}
+	memcpy(b->data + b->len, d, n);
+	b->len += n;
+	return 0;
+}
+
+void sbxd_bytes_free(sbxd_bytes *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof(*b));
+}
+
 /* ---- process requests ---- */
 
 void sbxd_proc_request_clear(sbxd_proc_request *r)

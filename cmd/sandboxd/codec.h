@@ -24,6 +24,21 @@
 #include "fsops.h"
 #include "proc.h"
 
+/* ---- byte buffers ---- */
+
+/** A growable byte buffer (buffered command output). Zero-initialise. */
+typedef struct {
+	char *data;
+	size_t len, cap;
+} sbxd_bytes;
+
+/** Appends `n` bytes; out of memory drops them (the caller's bound is what
+ *  matters) and returns -1, else 0. */
+int sbxd_bytes_add(sbxd_bytes *b, const char *d, size_t n);
+
+/** Frees the data; the buffer is empty again. */
+void sbxd_bytes_free(sbxd_bytes *b);
+
 /* ---- process requests ---- */
 
 /** A StartRequest / ExecuteRequest, decoded. */

@@ -6,9 +6,8 @@
  * python-runtime's /download (sbxd_serve_file).
  *
  * Downloads and uploads stream: a download reads 256 KiB at a time and
- * waits while more than 1 MiB is queued for the socket; an upload writes
- * each piece as it arrives; the fsync + rename of the end runs on libuv's
- * worker pool so that the loop keeps serving.
+ * waits while more than 1 MiB is queued for the socket; an upload goes
+ * through http_upload.c.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -26,6 +25,7 @@
 #include "fsops.h"
 #include "http.h"
 #include "http_files.h"
+#include "http_upload.h"
 #include "multipart.h"
 
 #define FILES_PREFIX "/v1/files/"
@@ -246,119 +246,26 @@ static void files_get(k8s_http_exchange *ex, void *ud)
 
 /* ---- PUT ---- */
 
-typedef struct {
-	sbxd_daemon *d;
-	k8s_http_exchange *ex;   /* NULL once closed */
-	sbxd_writer *w;
-	sbxd_multipart *mp;
-	bool in_file, got_file, failed, working;
-	int commit_rc;
-	char commit_msg[256];
-	uv_work_t work;
-} upload;
-
-static void up_fail(upload *u, int rc)
+static void put_fail(k8s_http_exchange *ex, int rc, void *ud)
 {
-	if (u->failed || !u->ex)
-		return;
-	u->failed = true;
-	sbxd_respond_k8s_error(u->ex, rc);
+	sbxd_respond_k8s_error(ex, rc);
 }
 
-static void up_free(upload *u)
+static void put_no_file(k8s_http_exchange *ex, void *ud)
 {
-	sbxd_writer_free(u->w);
-	sbxd_multipart_free(u->mp);
-	free(u);
+	sbxd_respond_error(ex, 400, "INVALID_ARGUMENT",
+	                   "multipart body is missing the required \"file\" part");
 }
 
-static void up_close(k8s_http_exchange *ex, int reason, void *ud)
+static void put_done(k8s_http_exchange *ex, int rc, const char *msg, void *ud)
 {
-	upload *u = ud;
-	u->ex = NULL;
-	if (!u->working)
-		up_free(u);  /* else after_commit frees */
-}
-
-static int mp_begin(const char *name, const char *filename, void *ud)
-{
-	upload *u = ud;
-	u->in_file = !u->got_file && name && strcmp(name, "file") == 0;
-	return 0;
-}
-
-static int mp_data(const char *data, size_t len, void *ud)
-{
-	upload *u = ud;
-	return u->in_file ? sbxd_writer_write(u->w, data, len) : 0;
-}
-
-static int mp_end(void *ud)
-{
-	upload *u = ud;
-	if (u->in_file)
-		u->got_file = true;
-	u->in_file = false;
-	return 0;
-}
-
-static void up_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
-{
-	upload *u = ud;
-	if (u->failed)
-		return;
-	int rc = u->mp ? sbxd_multipart_feed(u->mp, data, len) : sbxd_writer_write(u->w, data, len);
 	if (rc)
-		up_fail(u, rc);
-}
-
-static void commit_work(uv_work_t *w)
-{
-	upload *u = w->data;
-	u->commit_rc = sbxd_writer_commit(u->w);
-	if (u->commit_rc)
-		snprintf(u->commit_msg, sizeof(u->commit_msg), "%s", k8s_error_last()->message);
-}
-
-static void after_commit(uv_work_t *w, int status)
-{
-	upload *u = w->data;
-	u->working = false;
-	if (!u->ex) {
-		up_free(u);
-		return;
-	}
-	if (u->commit_rc)
-		sbxd_respond_error(u->ex, 500, "INTERNAL", u->commit_msg);
+		sbxd_respond_error(ex, 500, "INTERNAL", msg);
 	else
-		k8s_http_exchange_respond(u->ex, 204, NULL, NULL, 0);
+		k8s_http_exchange_respond(ex, 204, NULL, NULL, 0);
 }
 
-static void up_end(k8s_http_exchange *ex, void *ud)
-{
-	upload *u = ud;
-	if (u->failed)
-		return;
-	if (u->mp) {
-		int rc = sbxd_multipart_finish(u->mp);
-		if (rc) {
-			up_fail(u, rc);
-			return;
-		}
-		if (!u->got_file) {
-			u->failed = true;
-			sbxd_respond_error(ex, 400, "INVALID_ARGUMENT",
-			                   "multipart body is missing the required \"file\" part");
-			return;
-		}
-	}
-	u->work.data = u;
-	u->working = true;
-	if (uv_queue_work(k8s_http_exchange_loop(ex), &u->work, commit_work, after_commit) != 0) {
-		u->working = false;
-		sbxd_respond_error(ex, 500, "INTERNAL", "cannot queue the write");
-	}
-}
+static const sbxd_upload_ops put_ops = { NULL, put_fail, put_no_file, put_done, NULL };
 
 static bool valid_mode(const char *m)
 {
@@ -390,18 +297,11 @@ static void files_put(k8s_http_exchange *ex, void *ud)
 		sbxd_respond_k8s_error(ex, rc);
 		return;
 	}
-	upload *u = calloc(1, sizeof(*u));
-	if (!u) {
-		free(rel);
-		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
-		return;
-	}
-	u->d = d;
-	u->ex = ex;
+	sbxd_writer *w = NULL;
 	if (strcmp(rel, ".") == 0)
 		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
 	else
-		rc = sbxd_writer_begin(&u->w, d->root, rel, mode);
+		rc = sbxd_writer_begin(&w, d->root, rel, mode);
 	free(rel);
 	char *boundary = NULL;
 	if (rc == 0) {
@@ -409,21 +309,13 @@ static void files_put(k8s_http_exchange *ex, void *ud)
 		if (rc == K8S_ENOTFOUND)
 			rc = 0;  /* not multipart: the raw body is the content */
 	}
-	if (rc == 0 && boundary) {
-		static const sbxd_multipart_callbacks cbs = { mp_begin, mp_data, mp_end };
-		rc = sbxd_multipart_new(&u->mp, boundary, &cbs, u);
-	}
-	free(boundary);
 	if (rc) {
+		sbxd_writer_free(w);
 		sbxd_respond_k8s_error(ex, rc);
-		up_free(u);
 		return;
 	}
-	k8s_http_exchange_on_close(ex, up_close, u);
-	k8s_http_exchange_set_timeout(ex, 0);
-	k8s_http_exchange_set_max_body(ex, d->flags->max_upload_bytes);
-	static const k8s_http_body_reader reader = { up_data, up_end, NULL };
-	k8s_http_exchange_read_start(ex, &reader, u);
+	sbxd_upload_start(ex, w, boundary, d->flags->max_upload_bytes, &put_ops, NULL);
+	free(boundary);
 }
 
 /* ---- DELETE ---- */

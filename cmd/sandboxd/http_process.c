@@ -42,27 +42,6 @@
 #define STDIN_HIGH (1024 * 1024)
 
 /* A growable byte buffer for Execute's output, bounded by the flag. */
-typedef struct {
-	char *data;
-	size_t len, cap;
-} bytes;
-
-static void bytes_add(bytes *b, const char *d, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t ncap = b->cap ? b->cap : 4096;
-		while (ncap < b->len + n)
-			ncap *= 2;
-		char *nd = realloc(b->data, ncap);
-		if (!nd)
-			return;  /* drop: memory is the bound that matters here */
-		b->data = nd;
-		b->cap = ncap;
-	}
-	memcpy(b->data + b->len, d, n);
-	b->len += n;
-}
-
 /* One Start or Execute request and its process. */
 typedef struct {
 	sbxd_run run;
@@ -70,7 +49,7 @@ typedef struct {
 	k8s_http_exchange *ex;   /* NULL once the exchange closed */
 	bool streaming;          /* Start (events) or Execute (buffered) */
 	bool head_sent;
-	bytes out, err;
+	sbxd_bytes out, err;
 	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
 } proc_req;
 
@@ -84,8 +63,8 @@ static void req_free(proc_req *r)
 	if (r->keepalive)
 		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
 	sbxd_run_release(&r->run);
-	free(r->out.data);
-	free(r->err.data);
+	sbxd_bytes_free(&r->out);
+	sbxd_bytes_free(&r->err);
 	free(r);
 }
 
@@ -122,7 +101,7 @@ static void on_output(sbxd_proc *p, sbxd_stream s, const char *data, size_t n, v
 	if (!r->ex)
 		return;
 	if (!r->streaming) {
-		bytes_add(s == SBXD_STDERR ? &r->err : &r->out, data, n);
+		sbxd_bytes_add(s == SBXD_STDERR ? &r->err : &r->out, data, n);
 		return;
 	}
 	size_t len = 0;

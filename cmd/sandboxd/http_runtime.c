@@ -24,6 +24,7 @@
 #include "fsops.h"
 #include "http.h"
 #include "http_files.h"
+#include "http_upload.h"
 #include "multipart.h"
 #include "shlex.h"
 
@@ -41,31 +42,10 @@ static void root_route(k8s_http_exchange *ex, void *ud)
 /* ---- POST /execute ---- */
 
 typedef struct {
-	char *data;
-	size_t len, cap;
-} text;
-
-static void text_add(text *t, const char *d, size_t n)
-{
-	if (t->len + n > t->cap) {
-		size_t ncap = t->cap ? t->cap : 4096;
-		while (ncap < t->len + n)
-			ncap *= 2;
-		char *nd = realloc(t->data, ncap);
-		if (!nd)
-			return;
-		t->data = nd;
-		t->cap = ncap;
-	}
-	memcpy(t->data + t->len, d, n);
-	t->len += n;
-}
-
-typedef struct {
 	sbxd_run run;
 	sbxd_daemon *d;
 	k8s_http_exchange *ex;
-	text out, err;
+	sbxd_bytes out, err;
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
 } exec_req;
@@ -73,8 +53,8 @@ typedef struct {
 static void exec_free(exec_req *r)
 {
 	sbxd_run_release(&r->run);
-	free(r->out.data);
-	free(r->err.data);
+	sbxd_bytes_free(&r->out);
+	sbxd_bytes_free(&r->err);
 	free(r->cmd_repr);
 	free(r);
 }
@@ -101,7 +81,7 @@ static void exec_failed(k8s_http_exchange *ex, const char *why)
 static void exec_output(sbxd_proc *p, sbxd_stream s, const char *d, size_t n, void *ud)
 {
 	exec_req *r = ud;
-	text_add(s == SBXD_STDERR ? &r->err : &r->out, d, n);
+	sbxd_bytes_add(s == SBXD_STDERR ? &r->err : &r->out, d, n);
 }
 
 static void exec_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
@@ -259,147 +239,69 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 
 typedef struct {
 	sbxd_daemon *d;
-	k8s_http_exchange *ex;
-	sbxd_multipart *mp;
-	sbxd_writer *w;
 	char *filename;
-	bool in_file, got_file, failed, working;
-	int commit_rc;
-	char commit_msg[256];
-	uv_work_t work;
-} upload;
+} upload_ctx;
 
-static void up_free(upload *u)
+static int up_open(const char *filename, sbxd_writer **w, void *ud)
 {
-	sbxd_writer_free(u->w);
-	sbxd_multipart_free(u->mp);
-	free(u->filename);
-	free(u);
-}
-
-static void up_close(k8s_http_exchange *ex, int reason, void *ud)
-{
-	upload *u = ud;
-	u->ex = NULL;
-	if (!u->working)
-		up_free(u);
-}
-
-static void up_fail(upload *u, int rc)
-{
-	if (u->failed)
-		return;
-	u->failed = true;
-	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
-		sbxd_respond_message(u->ex, 403, "Access denied");
-		return;
-	}
-	char msg[512];
-	snprintf(msg, sizeof(msg), "File upload failed: %s", k8s_error_last()->message);
-	sbxd_respond_message(u->ex, rc == K8S_EINVAL ? 400 : 500, msg);
-}
-
-static int up_begin(const char *name, const char *filename, void *ud)
-{
-	upload *u = ud;
-	if (u->got_file || !name || strcmp(name, "file") != 0)
-		return 0;
+	upload_ctx *c = ud;
 	if (!filename || !*filename)
 		return k8s_error_set(K8S_EINVAL, 400, NULL, "the file part has no filename");
-	u->filename = strdup(filename);
+	if (!(c->filename = strdup(filename)))
+		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
 	char *rel;
-	int rc = u->filename ? sbxd_path_clean(NULL, SBXD_CLEAN_LSTRIP, filename, strlen(filename),
-	                                       &rel)
-	                     : K8S_ENOMEM;
+	int rc = sbxd_path_clean(NULL, SBXD_CLEAN_LSTRIP, filename, strlen(filename), &rel);
 	if (rc)
 		return rc;
 	if (strcmp(rel, ".") == 0)
 		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "the filename names no file");
 	else
-		rc = sbxd_writer_begin(&u->w, u->d->root, rel, 0644);
+		rc = sbxd_writer_begin(w, c->d->root, rel, 0644);
 	free(rel);
-	if (rc == 0)
-		u->in_file = true;
 	return rc;
 }
 
-static int up_part_data(const char *data, size_t len, void *ud)
+static void up_fail(k8s_http_exchange *ex, int rc, void *ud)
 {
-	upload *u = ud;
-	return u->in_file ? sbxd_writer_write(u->w, data, len) : 0;
-}
-
-static int up_part_end(void *ud)
-{
-	upload *u = ud;
-	if (u->in_file)
-		u->got_file = true;
-	u->in_file = false;
-	return 0;
-}
-
-static void up_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
-{
-	upload *u = ud;
-	if (u->failed)
-		return;
-	int rc = sbxd_multipart_feed(u->mp, data, len);
-	if (rc)
-		up_fail(u, rc);
-}
-
-static void up_commit(uv_work_t *w)
-{
-	upload *u = w->data;
-	u->commit_rc = sbxd_writer_commit(u->w);
-	if (u->commit_rc)
-		snprintf(u->commit_msg, sizeof(u->commit_msg), "%s", k8s_error_last()->message);
-}
-
-static void up_committed(uv_work_t *w, int status)
-{
-	upload *u = w->data;
-	u->working = false;
-	if (!u->ex) {
-		up_free(u);
+	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
+		sbxd_respond_message(ex, 403, "Access denied");
 		return;
 	}
+	char msg[512];
+	snprintf(msg, sizeof(msg), "File upload failed: %s", k8s_error_last()->message);
+	sbxd_respond_message(ex, rc == K8S_EINVAL ? 400 : 500, msg);
+}
+
+static void up_no_file(k8s_http_exchange *ex, void *ud)
+{
+	size_t len;
+	char *b = sbxd_validation_body("body", "file", "Field required", &len);
+	if (b)
+		sbxd_respond_json(ex, 422, b, len);
+	free(b);
+}
+
+static void up_done(k8s_http_exchange *ex, int rc, const char *err, void *ud)
+{
+	upload_ctx *c = ud;
 	char msg[1024];
-	if (u->commit_rc) {
-		snprintf(msg, sizeof(msg), "File upload failed: %s", u->commit_msg);
-		sbxd_respond_message(u->ex, 500, msg);
+	if (rc) {
+		snprintf(msg, sizeof(msg), "File upload failed: %s", err);
+		sbxd_respond_message(ex, 500, msg);
 		return;
 	}
-	snprintf(msg, sizeof(msg), "File '%s' uploaded successfully.", u->filename);
-	sbxd_respond_message(u->ex, 200, msg);
+	snprintf(msg, sizeof(msg), "File '%s' uploaded successfully.", c->filename);
+	sbxd_respond_message(ex, 200, msg);
 }
 
-static void up_end(k8s_http_exchange *ex, void *ud)
+static void up_release(void *ud)
 {
-	upload *u = ud;
-	if (u->failed)
-		return;
-	int rc = sbxd_multipart_finish(u->mp);
-	if (rc) {
-		up_fail(u, rc);
-		return;
-	}
-	if (!u->got_file) {
-		u->failed = true;
-		size_t len;
-		char *b = sbxd_validation_body("body", "file", "Field required", &len);
-		if (b)
-			sbxd_respond_json(ex, 422, b, len);
-		free(b);
-		return;
-	}
-	u->work.data = u;
-	u->working = true;
-	if (uv_queue_work(k8s_http_exchange_loop(ex), &u->work, up_commit, up_committed) != 0) {
-		u->working = false;
-		sbxd_respond_message(ex, 500, "File upload failed: cannot queue the write");
-	}
+	upload_ctx *c = ud;
+	free(c->filename);
+	free(c);
 }
+
+static const sbxd_upload_ops upload_ops = { up_open, up_fail, up_no_file, up_done, up_release };
 
 static void upload_route(k8s_http_exchange *ex, void *ud)
 {
@@ -407,30 +309,15 @@ static void upload_route(k8s_http_exchange *ex, void *ud)
 	char *boundary = NULL;
 	int rc = sbxd_multipart_boundary(
 		k8s_http_request_header(k8s_http_exchange_request(ex), "Content-Type"), &boundary);
-	if (rc) {
-		size_t len;
-		char *b = sbxd_validation_body("body", "file", "Field required", &len);
-		if (b)
-			sbxd_respond_json(ex, 422, b, len);
-		free(b);
-		return;
-	}
-	upload *u = calloc(1, sizeof(*u));
-	static const sbxd_multipart_callbacks cbs = { up_begin, up_part_data, up_part_end };
-	if (!u || sbxd_multipart_new(&u->mp, boundary, &cbs, u) != 0) {
+	upload_ctx *c = rc ? NULL : calloc(1, sizeof(*c));
+	if (!c) {
 		free(boundary);
-		free(u);
-		sbxd_respond_message(ex, 500, "out of memory");
+		up_no_file(ex, NULL);
 		return;
 	}
+	c->d = d;
+	sbxd_upload_start(ex, NULL, boundary, d->flags->max_upload_bytes, &upload_ops, c);
 	free(boundary);
-	u->d = d;
-	u->ex = ex;
-	k8s_http_exchange_on_close(ex, up_close, u);
-	k8s_http_exchange_set_timeout(ex, 0);
-	k8s_http_exchange_set_max_body(ex, d->flags->max_upload_bytes);
-	static const k8s_http_body_reader reader = { up_data, up_end, NULL };
-	k8s_http_exchange_read_start(ex, &reader, u);
 }
 
 /* ---- GET /download, /list, /exists ---- */

@@ -202,6 +202,22 @@ START_TEST(percent_and_utf8)
 }
 END_TEST
 
+START_TEST(byte_buffer_grows)
+{
+	sbxd_bytes b = { 0 };
+	char chunk[3000];
+	memset(chunk, 'x', sizeof(chunk));
+	for (int i = 0; i < 10; i++)
+		ck_assert_int_eq(sbxd_bytes_add(&b, chunk, sizeof(chunk)), 0);
+	ck_assert_uint_eq(b.len, 30000);
+	ck_assert_uint_ge(b.cap, 30000);
+	ck_assert_int_eq(b.data[29999], 'x');
+	sbxd_bytes_free(&b);
+	ck_assert_ptr_null(b.data);
+	ck_assert_uint_eq(b.len, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandboxd_codec");
@@ -213,6 +229,7 @@ int main(void)
 	tcase_add_test(tc, runtime_and_error_bodies);
 	tcase_add_test(tc, listings);
 	tcase_add_test(tc, percent_and_utf8);
+	tcase_add_test(tc, byte_buffer_grows);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
