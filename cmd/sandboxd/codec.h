@@ -78,8 +78,12 @@ int sbxd_resize_request_parse(const char *json, size_t len, unsigned short *cols
 
 /* ---- process responses and stream events (each line ends with '\n') ---- */
 
+/** `{"init":{"processId":id}}` + newline (InitEvent). */
 char *sbxd_event_init(int32_t id, size_t *len);
+/** `{"stdout":"<b64>"}` or `{"stderr":"<b64>"}` + newline, `n` bytes of `data`. */
 char *sbxd_event_output(sbxd_stream s, const char *data, size_t n, size_t *len);
+/** `{"exit":{"exitCode":N[,"signal":S][,"timedOut":true][,"stdoutTruncated":true]
+ *  [,"stderrTruncated":true]}}` + newline (ExitEvent and our flags). */
 char *sbxd_event_exit(const sbxd_exit *ex, size_t *len);
 
 /** ExecuteResponse: exitCode, stdout and stderr (base64) and our flags. */

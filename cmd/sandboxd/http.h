@@ -61,7 +61,11 @@ int sbxd_metadata_build(sbxd_daemon *d);
 void sbxd_http_begin_shutdown(void *ud);
 
 /* ---- the process cap ---- */
+
+/** Takes a slot of --max-processes (any thread). 0, or K8S_ETOOMANYREQUESTS
+ *  with "too many processes: ..." as the last error. */
 int sbxd_cap_acquire(sbxd_daemon *d);
+/** Gives a slot back (any thread). */
 void sbxd_cap_release(sbxd_daemon *d);
 
 /* ---- runs: a process with its cap slot, on one server's list ---- */
@@ -103,8 +107,13 @@ void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg);
 int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
                       sbxd_clean_mode mode, char **rel, char **shown);
 
-/** Reads a whole request body of at most `limit` bytes, then calls `done`
- *  (`body` NUL-terminated, valid during the call). Too large: 413. */
+/**
+ * Reads a whole request body of at most `limit` bytes, then calls `done`
+ * (`body` NUL-terminated, valid during the call) on the loop. Too large:
+ * the server answers 413 and `on_fail` (may be NULL) gets the code, as it
+ * does for a client gone mid-body. Release state in the exchange's
+ * on_close, not here: it runs in every case.
+ */
 typedef void (*sbxd_body_fn)(k8s_http_exchange *ex, const char *body, size_t len, void *ud);
 void sbxd_read_body(k8s_http_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
                     void (*on_fail)(k8s_http_exchange *ex, int err, void *ud));
