@@ -11,6 +11,7 @@
  *   opens and on what (differential).
  */
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 static sbxd_root *root;
 static char root_path[PATH_MAX];
+static char base_dir[64];
 static bool have_openat2;
 
 static void mk(const char *base, const char *rel, bool dir)
@@ -48,11 +50,25 @@ static void ln(const char *base, const char *target, const char *rel)
 		abort();
 }
 
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+/* The scratch tree goes when the fuzzer exits. */
+static void cleanup(void)
+{
+	sbxd_root_free(root);
+	nftw(base_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char base[] = "/tmp/fuzz-sandboxd-XXXXXX";
+	char *base = base_dir;
+	snprintf(base_dir, sizeof(base_dir), "/tmp/fuzz-sandboxd-XXXXXX");
 	if (!mkdtemp(base))
 		abort();
+	atexit(cleanup);
 	mk(base, "root", true);
 	mk(base, "outside", true);
 	mk(base, "outside/secret", false);
