@@ -11,7 +11,7 @@ import time
 import pytest
 import requests
 
-from sandboxd_util import Sandboxd, is_asan_build
+from sandboxd_util import Sandboxd
 
 MB = 1024 * 1024
 
