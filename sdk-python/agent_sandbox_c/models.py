@@ -74,6 +74,8 @@ class SandboxInClusterConnectionConfig:
     """From inside the cluster: straight to the pod IP from the Sandbox's
     status, else to ``<sandbox>.<namespace>.svc.cluster.local``; no router."""
     server_port: int = 8888
+    max_retries: int = 5
+    retry_backoff: float = 0.5
 
     def __post_init__(self) -> None:
         _port("server_port", self.server_port)
@@ -157,7 +159,8 @@ def native_connection(cfg: object) -> "_native.ConnectionOptions":
             port_forward_ready_timeout_ms=_native.ms(cfg.port_forward_ready_timeout),
             server_port=cfg.server_port, **_retries(cfg))
     if isinstance(cfg, SandboxInClusterConnectionConfig):
-        return _native.connection_options(_native.MODE_IN_CLUSTER, server_port=cfg.server_port)
+        return _native.connection_options(_native.MODE_IN_CLUSTER, server_port=cfg.server_port,
+                                          **_retries(cfg))
     if isinstance(cfg, SandboxdPodTunnelConnectionConfig):
         raise NotImplementedError(
             "SandboxdPodTunnelConnectionConfig (gRPC to a sandboxd pod) is not supported by "

@@ -20,12 +20,15 @@ against a stand-in until the router and sandboxd land.
 """
 import asyncio
 import datetime
+import os
+import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import condition, wait_for
+from conftest import ROOT, condition, wait_for
 from test_sandbox import IMAGE
 from test_sdk_wire import Standin, headers
 
@@ -252,24 +255,60 @@ def test_direct_mode_through_a_standin_router(kube, ns, tmp_path):
         router.stop()
 
 
-def test_in_cluster_mode_reaches_the_pod_ip(kube, ns, tmp_path):
-    """SandboxInClusterConnectionConfig: straight to http://<pod IP>:<port>
-    from the Sandbox status, no router headers. The pod's loopback IP (kwok)
-    is served by the stand-in, as a runtime in the pod would."""
+def start_sandboxd(host, root, logdir):
+    """sandboxd (cmd/sandboxd) on a pod's loopback IP, as the pod would run
+    it: python-runtime API on 8888, REST on 8080 (each pod has its own IP)."""
+    binary = os.path.join(os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
+                          "cmd", "sandboxd", "sandboxd")
+    log = open(os.path.join(str(logdir), f"sandboxd-{host}.log"), "w")
+    proc = subprocess.Popen([binary, "--listen-host", host, "--runtime-port", "8888",
+                             "--rest-port", "8080", "--root-dir", str(root)],
+                            stdout=log, stderr=subprocess.STDOUT)
+
+    def up():
+        assert proc.poll() is None, f"sandboxd exited {proc.returncode}"
+        with socket.socket() as sock:
+            return sock.connect_ex((host, 8888)) == 0
+    wait_for(up, timeout=20, interval=0.05, desc=f"sandboxd on {host}:8888")
+    return proc
+
+
+def test_in_cluster_mode_against_sandboxd(kube, ns, tmp_path):
+    """SandboxInClusterConnectionConfig: straight to http://<pod IP>:8888 from
+    the Sandbox's status (no router), served by the real sandboxd on the
+    pod's loopback IP: the E.1 command and file round trip; then the sandbox
+    is deleted under the client (and its runtime stops, as the pod's would):
+    the next call says so."""
     setup_pool(kube, ns, 0)
     with sdk.SandboxClient(NOWHERE, kubeconfig=kube.kubeconfig) as c:
         created = c.create_sandbox("pool", ns)
-        runtime = Standin(tmp_path, host=created.get_pod_ip(), port=8888)
+        ip = created.get_pod_ip()
+        runtime = start_sandboxd(ip, tmp_path / "workspace", tmp_path)
         try:
-            other = sdk.SandboxClient(sdk.SandboxInClusterConnectionConfig(),
+            other = sdk.SandboxClient(sdk.SandboxInClusterConnectionConfig(max_retries=0),
                                       kubeconfig=kube.kubeconfig)
             sb = other.get_sandbox(created.claim_name, ns)
-            assert sb.commands.run("hostname").stdout == "ran: hostname\n"
-            h = headers(runtime.last())
-            assert not [k for k in h if k.startswith("x-sandbox")], h
-            assert h["host"] == f"{created.get_pod_ip()}:8888"
+            r = sb.commands.run("echo 'Hello from SDK'")
+            assert (r.stdout, r.stderr, r.exit_code) == ("Hello from SDK\n", "", 0)
+            sb.files.write("test.txt", b"Hello, file!")
+            assert sb.files.read("test.txt") == b"Hello, file!"
+            assert (tmp_path / "workspace" / "test.txt").read_bytes() == b"Hello, file!"
+            assert [(e.name, e.type, e.size) for e in sb.files.list(".")] == [
+                ("test.txt", "file", 12)]
+            assert sb.files.exists("test.txt") and not sb.files.exists("nope.txt")
+
+            c.delete_sandbox(created.claim_name, ns)
+            wait_for(lambda: kube.get("sandbox", created.sandbox_id, ns) is None, timeout=30,
+                     desc="the Sandbox garbage-collected")
+            runtime.terminate()
+            runtime.wait(20)
+            with pytest.raises(sdk.SandboxNotFoundError, match="deleted while this client"):
+                sb.commands.run("echo again")
         finally:
-            runtime.stop()
+            if runtime.poll() is None:
+                runtime.kill()
+                runtime.wait()
+        assert runtime.returncode == 0, "sandboxd did not exit cleanly on SIGTERM"
 
 
 # ---------------------------------------------------------------- get, list, delete
