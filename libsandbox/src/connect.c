@@ -105,7 +105,6 @@ static int gateway_url(sbx_handle *h, char **url)
 	char selector[300];
 	snprintf(selector, sizeof(selector), "metadata.name=%s", h->gateway_name);
 	int64_t deadline = k8s_monotonic_ms() + h->conn.gateway_ready_timeout_ms;
-	char *rv = NULL;
 	int rc = 0;
 	for (;;) {
 		long secs = (long)((deadline - k8s_monotonic_ms()) / 1000);
@@ -117,14 +116,13 @@ static int gateway_url(sbx_handle *h, char **url)
 		}
 		k8s_list_options lo = K8S_LIST_OPTIONS_INIT;
 		lo.field_selector = selector;
-		lo.resource_version = rv ? rv : "0";
+		lo.resource_version = "0";  /* the current object first, then changes */
 		lo.timeout_seconds = secs;
 		rc = k8s_client_watch(sbx_client_k8s(h->client), &gateways, h->gateway_ns, &lo,
 		                      on_gateway, &w, NULL);
 		if (w.addr[0] || (rc != 0 && rc != K8S_EGONE))
 			break;
 	}
-	free(rv);
 	if (!w.addr[0])
 		return rc;
 	bool v6 = strchr(w.addr, ':') != NULL;

@@ -156,6 +156,8 @@ int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubecon
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, t->err_fd, 2);
+	/* nothing else of this process (API connections, other tunnels) */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	int e = posix_spawnp(&t->pid, kubectl, &fa, NULL, (char *const *)argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (e != 0) {

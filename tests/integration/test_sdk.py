@@ -311,6 +311,63 @@ def test_in_cluster_mode_against_sandboxd(kube, ns, tmp_path):
         assert runtime.returncode == 0, "sandboxd did not exit cleanly on SIGTERM"
 
 
+GATEWAY_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gateways.gateway.networking.k8s.io",
+                 "annotations": {"api-approved.kubernetes.io":
+                                 "https://github.com/kubernetes-sigs/gateway-api/pull/891"}},
+    "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+             "names": {"plural": "gateways", "singular": "gateway", "kind": "Gateway"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the stand-in router must listen on port 80")
+def test_gateway_mode_waits_for_an_address(kube, ns, tmp_path):
+    """SandboxGatewayConnectionConfig: the first valid status.addresses[] of
+    the Gateway (a minimal Gateway CRD here: no Gateway API controller runs
+    on the local control plane), watched until it appears; invalid values
+    are skipped; requests go to http://<address> (port 80)."""
+    if not kube.get("crd", GATEWAY_CRD["metadata"]["name"]):
+        kube.apply(GATEWAY_CRD)
+        kube.run("wait", "--for=condition=Established", "--timeout=60s",
+                 "crd/" + GATEWAY_CRD["metadata"]["name"])
+    kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                 "metadata": {"name": "gw"}, "spec": {}}, ns)
+    router = Standin(tmp_path, host="127.0.0.77", port=80)
+    client = _native_client(kube)
+    sb = sdk.Sandbox("claim-x", "sbx-x", ns, sdk.SandboxGatewayConnectionConfig(
+        gateway_name="gw", gateway_namespace=ns, gateway_ready_timeout=30), k8s_helper=client,
+        pod_ip="10.0.0.9")
+
+    def publish():
+        time.sleep(1)
+        kube.patch("gateways.gateway.networking.k8s.io", "gw", ns, {"status": {"addresses": [
+            {"value": "0x7f000001"}, {"value": ""}, {"value": "127.0.0.77"}]}},
+            subresource="status")
+    t = threading.Thread(target=publish)
+    t.start()
+    try:
+        assert sb.commands.run("via gateway").stdout == "ran: via gateway\n"
+        assert headers(router.last())["host"] == "127.0.0.77"
+        assert headers(router.last())["x-sandbox-id"] == "sbx-x"
+    finally:
+        t.join()
+        router.stop()
+    sb2 = sdk.Sandbox("claim-y", "sbx-y", ns, sdk.SandboxGatewayConnectionConfig(
+        gateway_name="no-such-gw", gateway_namespace=ns, gateway_ready_timeout=2),
+        k8s_helper=client, pod_ip="10.0.0.9")
+    with pytest.raises(TimeoutError, match="no-such-gw got no address within 2 seconds"):
+        sb2.commands.run("never")
+
+
+def _native_client(kube):
+    from agent_sandbox_c import _native
+    return _native.Client(kube.kubeconfig)
+
+
 # ---------------------------------------------------------------- get, list, delete
 
 
