@@ -7,9 +7,8 @@
 
 struct rt_metrics {
 	k8s_metric *requests, *duration, *inflight, *upstream_errors, *retries,
-	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns,
-	           *client_conns;
-	k8s_metric_series *inflight_s, *client_conns_s;
+	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns;
+	k8s_metric_series *inflight_s;
 };
 
 static int reg(k8s_metrics_registry *r, k8s_metric **out, k8s_metric_type type,
@@ -62,9 +61,7 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 	              "Serving certificate reloads, by outcome.", outcome)) < 0 ||
 	    (rc = reg(r, &m->upstream_conns, K8S_METRIC_GAUGE, "sandbox_router_upstream_connections",
 	              "Connections to sandboxes, active (carrying a request) or idle (pooled).",
-	              state)) < 0 ||
-	    (rc = reg(r, &m->client_conns, K8S_METRIC_GAUGE, "sandbox_router_client_connections",
-	              "Client connections open on the proxy listeners.", NULL)) < 0)
+	              state)) < 0)
 		goto fail;
 	const char *const consts[] = {
 		"git_version", bi->version, "git_commit", bi->commit, "build_date", bi->date,
@@ -77,8 +74,7 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 	o.const_labels = consts;
 	if ((rc = k8s_metrics_register(&m->build_info, r, &o)) < 0 ||
 	    (rc = k8s_metric_set(m->build_info, NULL, 0, 1)) < 0 ||
-	    (rc = k8s_metric_series_get(&m->inflight_s, m->inflight, NULL, 0)) < 0 ||
-	    (rc = k8s_metric_series_get(&m->client_conns_s, m->client_conns, NULL, 0)) < 0)
+	    (rc = k8s_metric_series_get(&m->inflight_s, m->inflight, NULL, 0)) < 0)
 		goto fail;
 	/* the inflight and connection gauges show 0 before the first request */
 	k8s_metric_add(m->upstream_conns, (const char *[]){ "active" }, 1, 0);
@@ -128,9 +124,4 @@ void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow)
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta)
 {
 	k8s_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
-}
-
-void rt_metrics_client_conn(rt_metrics *m, int delta)
-{
-	k8s_metric_series_add(m->client_conns_s, delta);
 }

@@ -12,7 +12,6 @@
  *   sandbox_router_cert_reloads_total{outcome}
  *   sandbox_router_build_info{git_version,git_commit,build_date,go_version,compiler,platform}
  *   sandbox_router_upstream_connections{state="active"|"idle"} (ours)
- *   sandbox_router_client_connections (ours: open client connections)
  * No per-sandbox labels. The namespace label is "-" when the request had
  * no valid namespace. Recording is lock-free on a series found before;
  * every function is thread-safe.
@@ -47,7 +46,5 @@ void rt_metrics_retry(rt_metrics *m, const char *ns);
 void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow);
 /** Upstream connections: state "active" or "idle", delta +1/-1. */
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta);
-/** Client connections opened (+1) or closed (-1). */
-void rt_metrics_client_conn(rt_metrics *m, int delta);
 
 #endif

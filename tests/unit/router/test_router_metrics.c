@@ -25,7 +25,6 @@ START_TEST(exposition)
 	rt_metrics_retry(m, "team");
 	rt_metrics_authz(m, "team", false);
 	rt_metrics_upstream_conn(m, "idle", 1);
-	rt_metrics_client_conn(m, 2);
 	char *out;
 	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, NULL), 0);
 	static const char *const want[] = {
@@ -39,7 +38,6 @@ START_TEST(exposition)
 		"sandbox_router_authz_decisions_total{decision=\"deny\",sandbox_namespace=\"team\"} 1\n",
 		"sandbox_router_upstream_connections{state=\"idle\"} 1\n",
 		"sandbox_router_upstream_connections{state=\"active\"} 0\n",
-		"sandbox_router_client_connections 2\n",
 		"sandbox_router_build_info{build_date=\"2026-01-01\",compiler=\"gcc\",git_commit=\"abc\","
 		"git_version=\"0.1.0\",go_version=\"\",platform=\"linux/amd64\"} 1\n",
 		"# TYPE sandbox_router_request_duration_seconds histogram\n",
