@@ -171,9 +171,8 @@ void rt_headers_response(const rt_header *hs, size_t n, bool upgrade,
 			continue;
 		if (in_list(name, response_drop))
 			continue;
-		if (in_list(name, hop_by_hop) && !(upgrade && strcasecmp(name, "Upgrade") == 0))
-			continue;
-		if (rt_headers_connection_names(hs, n, name))
+		bool keep = upgrade && strcasecmp(name, "Upgrade") == 0;
+		if (!keep && (in_list(name, hop_by_hop) || rt_headers_connection_names(hs, n, name)))
 			continue;
 		emit(name, hs[i].value, ud);
 	}

@@ -150,7 +150,7 @@ static void collect(const char *name, const char *value, void *ud)
 START_TEST(response_filter)
 {
 	rt_header hs[] = {
-		{ "Content-Type", "text/plain" }, { "Connection", "close, X-Hop" }, { "X-Hop", "1" },
+		{ "Content-Type", "text/plain" }, { "Connection", "close, X-Hop, Upgrade" }, { "X-Hop", "1" },
 		{ "Keep-Alive", "x" }, { "Transfer-Encoding", "chunked" }, { "Content-Length", "5" },
 		{ "Date", "yesterday" }, { "Set-Cookie", "a=1" }, { "Set-Cookie", "b=2" },
 		{ "Upgrade", "websocket" }, { "X-Bad", "a\r\nb" }, { "Trailer", "X" },
