@@ -57,7 +57,7 @@ typedef struct rt_req {
 	int status;                  /* status sent to the client, 0: none yet */
 	bool head_sent, done, tunnel;
 	uint64_t bytes_out;
-	uint64_t start_ms;
+	uint64_t start_ns;
 	/* authorization on the thread pool */
 	uv_work_t work;
 	char *authorization;
@@ -83,9 +83,9 @@ static void req_unref(rt_req *r);
 
 /* ---- small helpers ---- */
 
-static uint64_t now_ms(void)
+static uint64_t now_ns(void)
 {
-	return (uint64_t)k8s_monotonic_ms();
+	return uv_hrtime();
 }
 
 static const char *ns_label(const rt_req *r)
@@ -605,7 +605,7 @@ static void on_close(k8s_http_exchange *ex, int reason, void *ud)
 		r->up = NULL;
 	}
 	int status = r->status ? r->status : 499;  /* 499: the client went first */
-	double secs = (double)(now_ms() - r->start_ms) / 1000.0;
+	double secs = (double)(now_ns() - r->start_ns) / 1e9;
 	if (r->head.path && strcmp(r->head.path, "/healthz") != 0)
 		rt_metrics_request(p->o.metrics, r->head.method, status, ns_label(r), secs);
 	rt_metrics_inflight(p->o.metrics, -1);
@@ -692,7 +692,7 @@ static void handle(k8s_http_exchange *ex, void *ud)
 	r->p = p;
 	r->ex = ex;
 	r->refs = 3;  /* the exchange, and the two timers until closed */
-	r->start_ms = now_ms();
+	r->start_ns = now_ns();
 	uv_timer_init(k8s_http_exchange_loop(ex), &r->phase);
 	uv_timer_init(k8s_http_exchange_loop(ex), &r->deadline);
 	r->phase.data = r->deadline.data = r;

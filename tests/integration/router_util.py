@@ -58,14 +58,17 @@ def wait_for(fn, timeout=30.0, interval=0.05, desc="condition"):
 class Router:
     """One sandbox-router process on free loopback ports, logging to `log`."""
 
-    def __init__(self, logdir, extra_args=(), env=None, name="router"):
+    def __init__(self, logdir, extra_args=(), env=None, name="router", allow_loopback=True):
         self.port, self.metrics_port, self.probe_port = free_port(), free_port(), free_port()
         self.log = os.path.join(str(logdir), f"{name}.log")
         self.args = [router_binary(),
                      "--http-bind-address", f"127.0.0.1:{self.port}",
                      "--metrics-bind-address", f"127.0.0.1:{self.metrics_port}",
                      "--health-probe-bind-address", f"127.0.0.1:{self.probe_port}",
-                     "--allow-loopback-pod-ip"] + list(extra_args)
+                     "--shutdown-timeout=5s"]
+        if allow_loopback:
+            self.args.append("--allow-loopback-pod-ip")
+        self.args += list(extra_args)
         e = dict(os.environ if env is None else env)
         # a small ASan quarantine, so memory figures mean something there too
         if "ASAN_OPTIONS" in e or asan_build():
@@ -158,6 +161,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def parse_request(self):
+        ok = super().parse_request()
+        if ok:
+            self.server.seen.append((self.command, self.path, list(self.headers.items())))
+        return ok
 
     def _send(self, status, body, ctype="application/json", extra=()):
         self.send_response(status)
@@ -260,6 +269,7 @@ class Backend:
 
     def __init__(self, host="127.0.0.1", port=0):
         self.server = _Server((host, port), _Handler)
+        self.server.seen = []  # (method, path, headers) of every request
         self.host, self.port = self.server.server_address[:2]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
