@@ -38,7 +38,6 @@ import argparse
 import heapq
 import http.client
 import json
-import math
 import os
 import shlex
 import signal
@@ -50,8 +49,8 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from create_to_ready import (LEASE, LOCAL_CLUSTER, PODS_PER_NODE, ROOT, Kubeconfig, free_port,  # noqa: E402
-                             kubectl_bin, machine, pct, request, sa_kubeconfig, usage)
+from create_to_ready import (LEASE, LOCAL_CLUSTER, ROOT, FirstReady, Kubeconfig, cluster_for,  # noqa: E402
+                             free_port, is_ready, kubectl_bin, machine, pct, request, sa_kubeconfig, usage)
 
 GROUP = "extensions.agents.x-k8s.io"
 EXT = f"/apis/{GROUP}/v1beta1"
@@ -72,13 +71,6 @@ def name_hash(s):
     return f"{h:08x}"
 
 
-def is_ready(obj):
-    for c in (obj.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Ready":
-            return c.get("status") == "True"
-    return False
-
-
 def call(kc, method, path, body=None, conn=None, ok=(200, 201, 202), tries=40):
     """request() retried on a lost connection, 429 and 5xx (a CRD change
     reloads its storage for a moment); returns (status, body)."""
@@ -93,89 +85,6 @@ def call(kc, method, path, body=None, conn=None, ok=(200, 201, 202), tries=40):
             return status, data
         time.sleep(0.25)
     return status, data
-
-
-# ---------------------------------------------------------------- watches
-
-class FirstReady(threading.Thread):
-    """Watches a collection (path, optional labelSelector) and records, on
-    the monotonic clock, the first time each object is seen Ready=True, and
-    the object as then seen. on_ready(name, obj, t) is called once per name."""
-
-    def __init__(self, kc, path, selector=None, on_ready=None):
-        super().__init__(daemon=True)
-        self.kc, self.path, self.on_ready = kc, path, on_ready
-        self.q = f"labelSelector={selector}&" if selector else ""
-        self.ready_at, self.obj = {}, {}
-        self.cond = threading.Condition()
-        self.stop = False
-        status, body = call(kc, "GET", f"{path}?{self.q}limit=1")
-        assert status == 200, body
-        self.rv = json.loads(body)["metadata"]["resourceVersion"]
-
-    def run(self):
-        while not self.stop:
-            conn = self.kc.connect(timeout=None)
-            try:
-                conn.request("GET", f"{self.path}?{self.q}watch=1&allowWatchBookmarks=false&resourceVersion="
-                             f"{self.rv}&timeoutSeconds=3600", headers=self.kc.headers())
-                r = conn.getresponse()
-                if r.status != 200:
-                    log("watch answered", r.status, r.read()[:300])
-                    time.sleep(1)
-                    continue
-                while not self.stop:
-                    line = r.readline()
-                    if not line:
-                        break
-                    t = time.monotonic()
-                    ev = json.loads(line)
-                    obj = ev.get("object", {})
-                    if ev.get("type") == "ERROR":  # 410 Gone: relist
-                        status, body = call(self.kc, "GET", f"{self.path}?{self.q}")
-                        lst = json.loads(body)
-                        self.rv = lst["metadata"]["resourceVersion"]
-                        for o in lst["items"]:
-                            self._seen(o, t)
-                        break
-                    self.rv = obj.get("metadata", {}).get("resourceVersion", self.rv)
-                    if ev.get("type") in ("ADDED", "MODIFIED"):
-                        self._seen(obj, t)
-            except (OSError, http.client.HTTPException, ValueError) as e:
-                if not self.stop:
-                    log("watch interrupted:", e)
-                    time.sleep(0.5)
-            finally:
-                conn.close()
-
-    def _seen(self, obj, t):
-        name = obj.get("metadata", {}).get("name")
-        if not name or not is_ready(obj) or name in self.ready_at:
-            return
-        with self.cond:
-            self.ready_at[name] = t
-            self.obj[name] = obj
-            self.cond.notify_all()
-        if self.on_ready:
-            self.on_ready(name, obj, t)
-
-    def wait(self, names, deadline):
-        with self.cond:
-            while not all(n in self.ready_at for n in names):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(min(left, 1.0))
-            return True
-
-    def wait_count(self, n, deadline):
-        with self.cond:
-            while len(self.ready_at) < n:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.cond.wait(min(left, 1.0))
-            return True
 
 
 # ---------------------------------------------------------------- objects
@@ -606,24 +515,7 @@ def main(argv):
     # its refills, or the sustained pool + claims within dwell + refills
     pods = max(args.fill, 2 * args.pool + max(args.concurrency),
                2 * args.pool + int(args.rate * (args.dwell + 10))) + 20
-    own_cluster = not os.environ.get("KUBECONFIG")
-    env = os.environ
-    if own_cluster:
-        env = dict(os.environ)
-        for k, v in (("CLUSTER_DIR", "/tmp/agent-sandbox-bench-claims-cluster"), ("APISERVER_PORT", "19443"),
-                     ("ETCD_PORT", "19379"), ("ETCD_PEER_PORT", "19380"), ("KCM_PORT", "19257"),
-                     ("SCHEDULER_PORT", "19259"), ("KWOK_PORT", "19247")):
-            env.setdefault("AGENT_SANDBOX_" + k, v)
-        env.setdefault("AGENT_SANDBOX_NODES", str(math.ceil(pods / PODS_PER_NODE) + 1))
-        env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
-        log(f"starting a private control plane in {env['AGENT_SANDBOX_CLUSTER_DIR']} "
-            f"({env['AGENT_SANDBOX_NODES']} kwok nodes)")
-        up = subprocess.run([LOCAL_CLUSTER, "up"], env=env, stdout=subprocess.PIPE, text=True)
-        if up.returncode != 0:
-            sys.exit("claim_latency: tools/local-cluster up failed")
-        kubeconfig = up.stdout.strip().splitlines()[-1]
-    else:
-        kubeconfig = os.environ["KUBECONFIG"]
+    own_cluster, env, kubeconfig = cluster_for("bench-claims-cluster", 19, pods)
     results = []
     try:
         kc = Kubeconfig(kubeconfig)

@@ -165,24 +165,28 @@ def sandbox(name):
 
 
 def is_ready(obj):
-    for c in obj.get("status", {}).get("conditions", []) or []:
+    for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == "Ready":
             return c.get("status") == "True"
     return False
 
 
-class ReadyWatch(threading.Thread):
-    """Watches the namespace's Sandboxes; records the first time each is seen
-    Ready=True (time.monotonic())."""
+class FirstReady(threading.Thread):
+    """Watches a collection (path, optional labelSelector) and records, on
+    the monotonic clock, the first time each object is seen Ready=True, and
+    the object as then seen. on_ready(name, obj, t) is called once per name.
+    Shared by this benchmark (Sandboxes) and claim_latency.py (claims, pool
+    members)."""
 
-    def __init__(self, kc, ns):
+    def __init__(self, kc, path, selector=None, on_ready=None):
         super().__init__(daemon=True)
-        self.kc, self.ns = kc, ns
-        self.ready_at = {}
+        self.kc, self.path, self.on_ready = kc, path, on_ready
+        self.q = f"labelSelector={selector}&" if selector else ""
+        self.ready_at, self.obj = {}, {}
         self.cond = threading.Condition()
         self.stop = False
         for _ in range(120):  # 429/503 while a CRD change reloads its storage
-            status, body = request(kc, "GET", f"{API}/namespaces/{ns}/sandboxes")
+            status, body = request(kc, "GET", f"{path}?{self.q}limit=1")
             if status == 200:
                 break
             time.sleep(0.5)
@@ -193,7 +197,7 @@ class ReadyWatch(threading.Thread):
         while not self.stop:
             conn = self.kc.connect(timeout=None)
             try:
-                conn.request("GET", f"{API}/namespaces/{self.ns}/sandboxes?watch=1&resourceVersion="
+                conn.request("GET", f"{self.path}?{self.q}watch=1&allowWatchBookmarks=false&resourceVersion="
                              f"{self.rv}&timeoutSeconds=3600", headers=self.kc.headers())
                 r = conn.getresponse()
                 if r.status != 200:
@@ -204,18 +208,19 @@ class ReadyWatch(threading.Thread):
                     line = r.readline()
                     if not line:
                         break
-                    now = time.monotonic()
+                    t = time.monotonic()
                     ev = json.loads(line)
                     obj = ev.get("object", {})
-                    if ev.get("type") == "ERROR":  # 410 Gone: relist (not expected within a run)
-                        status, body = request(self.kc, "GET", f"{API}/namespaces/{self.ns}/sandboxes")
+                    if ev.get("type") == "ERROR":  # 410 Gone: relist
+                        status, body = request(self.kc, "GET", f"{self.path}?{self.q}")
                         lst = json.loads(body)
                         self.rv = lst["metadata"]["resourceVersion"]
                         for o in lst["items"]:
-                            self._seen(o, now)
+                            self._seen(o, t)
                         break
                     self.rv = obj.get("metadata", {}).get("resourceVersion", self.rv)
-                    self._seen(obj, now)
+                    if ev.get("type") in ("ADDED", "MODIFIED"):
+                        self._seen(obj, t)
             except (OSError, http.client.HTTPException, ValueError) as e:
                 if not self.stop:
                     log("watch interrupted:", e)
@@ -223,16 +228,29 @@ class ReadyWatch(threading.Thread):
             finally:
                 conn.close()
 
-    def _seen(self, obj, now):
+    def _seen(self, obj, t):
         name = obj.get("metadata", {}).get("name")
-        if name and is_ready(obj) and name not in self.ready_at:
-            with self.cond:
-                self.ready_at[name] = now
-                self.cond.notify_all()
+        if not name or not is_ready(obj) or name in self.ready_at:
+            return
+        with self.cond:
+            self.ready_at[name] = t
+            self.obj[name] = obj
+            self.cond.notify_all()
+        if self.on_ready:
+            self.on_ready(name, obj, t)
 
     def wait(self, names, deadline):
         with self.cond:
             while not all(n in self.ready_at for n in names):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.cond.wait(min(left, 1.0))
+            return True
+
+    def wait_count(self, n, deadline):
+        with self.cond:
+            while len(self.ready_at) < n:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -313,7 +331,7 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
     result = {"command": shlex.join(cmd), "log": logpath}
     try:
         # warm-up: one Sandbox Ready means caches synced and workers running
-        watch = ReadyWatch(kc_admin, ns)
+        watch = FirstReady(kc_admin, f"{API}/namespaces/{ns}/sandboxes")
         watch.start()
         t = time.monotonic()
         # retried: the controller's startup patch of the CRD (conversion
@@ -438,6 +456,30 @@ def machine():
     return f"{platform.machine()}, {os.cpu_count()} cores ({model}), {mem:.0f} GiB"
 
 
+def cluster_for(name, port_prefix, pods):
+    """The cluster a benchmark runs on: KUBECONFIG's when set, else a private
+    control plane (tools/local-cluster) in /tmp/agent-sandbox-<name>, on ports
+    <port_prefix>xxx, with kwok nodes for `pods` pods; AGENT_SANDBOX_* in the
+    environment override each. Returns (own, env, kubeconfig): when `own`,
+    stop it with `tools/local-cluster down` under `env`."""
+    if os.environ.get("KUBECONFIG"):
+        return False, os.environ, os.environ["KUBECONFIG"]
+    env = dict(os.environ)
+    for k, v in (("CLUSTER_DIR", f"/tmp/agent-sandbox-{name}"), ("APISERVER_PORT", f"{port_prefix}443"),
+                 ("ETCD_PORT", f"{port_prefix}379"), ("ETCD_PEER_PORT", f"{port_prefix}380"),
+                 ("KCM_PORT", f"{port_prefix}257"), ("SCHEDULER_PORT", f"{port_prefix}259"),
+                 ("KWOK_PORT", f"{port_prefix}247")):
+        env.setdefault("AGENT_SANDBOX_" + k, v)
+    env.setdefault("AGENT_SANDBOX_NODES", str(math.ceil(pods / PODS_PER_NODE) + 1))
+    env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
+    log(f"starting a private control plane in {env['AGENT_SANDBOX_CLUSTER_DIR']} "
+        f"({env['AGENT_SANDBOX_NODES']} kwok nodes)")
+    up = subprocess.run([LOCAL_CLUSTER, "up"], env=env, stdout=subprocess.PIPE, text=True)
+    if up.returncode != 0:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: tools/local-cluster up failed")
+    return True, env, up.stdout.strip().splitlines()[-1]
+
+
 def main(argv):
     commands, own = [], argv
     if "--" in argv:
@@ -477,24 +519,7 @@ def main(argv):
                      "--webhook-cert-dir", "{logdir}/webhook-certs",
                      "--webhook-url", f"https://127.0.0.1:{port}/convert"]]
 
-    own_cluster = not os.environ.get("KUBECONFIG")
-    env = os.environ
-    if own_cluster:
-        env = dict(os.environ)
-        for k, v in (("CLUSTER_DIR", "/tmp/agent-sandbox-bench-cluster"), ("APISERVER_PORT", "18443"),
-                     ("ETCD_PORT", "18379"), ("ETCD_PEER_PORT", "18380"), ("KCM_PORT", "18257"),
-                     ("SCHEDULER_PORT", "18259"), ("KWOK_PORT", "18247")):
-            env.setdefault("AGENT_SANDBOX_" + k, v)
-        env.setdefault("AGENT_SANDBOX_NODES", str(math.ceil((args.count + 1) / PODS_PER_NODE) + 1))
-        env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
-        log(f"starting a private control plane in {env['AGENT_SANDBOX_CLUSTER_DIR']} "
-            f"({env['AGENT_SANDBOX_NODES']} kwok nodes)")
-        up = subprocess.run([LOCAL_CLUSTER, "up"], env=env, stdout=subprocess.PIPE, text=True)
-        if up.returncode != 0:
-            sys.exit("create_to_ready: tools/local-cluster up failed")
-        kubeconfig = up.stdout.strip().splitlines()[-1]
-    else:
-        kubeconfig = os.environ["KUBECONFIG"]
+    own_cluster, env, kubeconfig = cluster_for("bench-cluster", 18, args.count + 1)
     results = []
     try:
         kc = Kubeconfig(kubeconfig)

@@ -105,6 +105,7 @@ const char *k8s_strerror(int code)
 	case K8S_ESHUTDOWN: return "shut down";
 	case K8S_ECANCELED: return "canceled";
 	case K8S_ETIMEOUT: return "timed out";
+	case K8S_ETOOLARGE: return "too large";
 	case K8S_EBADREQUEST: return "bad request";
 	case K8S_EUNAUTHORIZED: return "unauthorized";
 	case K8S_EFORBIDDEN: return "forbidden";

@@ -1,19 +1,31 @@
 /*
  * httpserver.c - HTTP/1.1 server on libuv and http-parser (see httpserver.h).
  *
- * One loop thread per server owns everything below the public API: the
- * listener, the connections, their parsers and timers. Other threads talk
- * to it through one uv_async_t (shutdown) only; options and routes are
- * fixed before the thread starts.
+ * The server runs one or more loops (struct k8s__http_loop), each a thread
+ * with its own listener (SO_REUSEPORT when there are several) and its own
+ * connections, parsers and timers. Other threads talk to a loop through its
+ * uv_async_t only: a locked queue of posted calls (k8s_http_server_call,
+ * deferred callbacks) and the shutdown flag. Options and routes are fixed
+ * before the threads start.
  *
- * A connection (struct conn) goes through:
+ * A connection (struct k8s__http_conn) goes through:
  *   idle -> receiving a request (parser callbacks fill conn->req) ->
- *   handler -> response queued -> idle again (keep-alive), or
- *   -> closing. An answer that closes the connection (errors, Connection:
- *   close, shutdown) is followed by a "lingering close": the write side is
- *   shut down and what the client still sends is read and dropped for a
- *   moment, so that a client still sending a body gets our answer instead
- *   of a TCP reset (the same reason Go's server lingers).
+ *   buffered route: handler -> response queued -> idle again (keep-alive);
+ *   stream route: an exchange (httpexchange.c) gets the head, reads the
+ *   body through the parser as it asks for it, answers when it likes ->
+ *   idle again, or a tunnel after an upgrade; or -> closing.
+ * An answer that closes the connection (errors, Connection: close,
+ * shutdown) is followed by a "lingering close": the write side is shut
+ * down and what the client still sends is read and dropped for a moment,
+ * so that a client still sending a body gets our answer instead of a TCP
+ * reset (the same reason Go's server lingers).
+ *
+ * Input: received plaintext is consumed at once by the parser (or a
+ * tunnel) as long as the connection may parse; what it may not take yet
+ * (an exchange paused, or not reading its body, or still answering while
+ * the client pipelines) waits in conn->in, and reading from the socket
+ * stops once 64 KiB wait there: memory per connection stays bounded and
+ * TCP flow control holds the client back.
  *
  * Bytes move through a `transport`: plain TCP, or TLS (httpserver_tls.c),
  * which decrypts in on_read and encrypts in write.
@@ -27,57 +39,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <uv.h>
 #include <http_parser.h>
 #include "k8s/httpserver.h"
+#include "k8s/httpexchange.h"
 #include "httpserver_internal.h"
 #include "strbuf.h"
 
-#define READ_BUFFER_BYTES 65536
+#define READ_BUFFER_BYTES K8S__HTTP_READ_BUFFER_BYTES
+#define INPUT_HELD_BYTES 65536         /* unconsumed input before reading stops */
+#define DISCARD_MAX_BYTES (256 * 1024) /* unread body dropped after an early answer */
 #define LINGER_MS 500
+#define MAX_LOOPS 256
+
+typedef k8s__http_conn conn;
+typedef k8s__http_loop loop;
 
 typedef struct route {
 	char *method;                  /* NULL: any */
 	char *path;                    /* without the trailing '*' of a prefix */
 	size_t path_len;
 	bool prefix;
-	k8s_http_handler_fn fn;
+	k8s_http_handler_fn fn;        /* buffered; or */
+	k8s_http_stream_fn stream_fn;  /* streaming */
 	void *userdata;
 	void (*free_userdata)(void *);  /* NULL: the caller owns userdata */
 } route;
-
-
-typedef struct conn conn;
-
-/* How bytes move between a connection and its socket. */
-typedef struct {
-	/* bytes arrived from the socket */
-	void (*on_read)(conn *c, const char *data, size_t len);
-	/* sends `len` bytes of `data` (malloc'd; the transport frees it) */
-	int (*write)(conn *c, char *data, size_t len);
-} transport;
-
-typedef enum { CONN_OPEN, CONN_LINGER, CONN_CLOSING } conn_state;
-
-struct conn {
-	uv_tcp_t tcp;                  /* tcp.data == this */
-	uv_timer_t timer;              /* idle / read / linger deadline */
-	uv_shutdown_t shutdown_req;
-	k8s_http_server *srv;
-	const transport *tp;
-	http_parser parser;
-	conn *prev, *next;
-	conn_state state;
-	int open_handles;              /* tcp + timer; freed at 0 */
-
-	k8s_http_request req;
-	bool in_request;               /* bytes of a request received, not answered */
-	size_t header_bytes;
-	int reject_status;             /* 413/431 decided in a callback */
-	bool close_after;              /* answer with Connection: close, then close */
-	int pending_writes;
-	k8s__tls_conn *tls;            /* NULL on plain HTTP */
-};
 
 struct k8s_http_server {
 	char *name;
@@ -92,30 +80,19 @@ struct k8s_http_server {
 	route *routes;
 	size_t nroutes;
 
-	uv_loop_t loop;
-	uv_tcp_t listener;
-	uv_async_t wake;
-	uv_timer_t deadline;
-	pthread_t thread;
+	loop *loops;
+	unsigned int nloops;
 	bool started, joined;
 	int bound_port;
 	atomic_long shutdown_timeout_ms;
 	atomic_int shutdown_rc;
-
-	/* loop thread only */
-	http_parser_settings settings;
-	char read_buffer[READ_BUFFER_BYTES];
-	conn *conns;
-	unsigned int nconns;
-	bool accept_pending;           /* the listener holds a connection we did not take */
-	bool draining;
-	bool finished;                 /* the last handles are closing */
+	http_parser_settings settings; /* read-only once started */
 };
 
-static void conn_close(conn *c);
 static void conn_feed(conn *c, const char *data, size_t len);
-static void conn_finish(conn *c);
-static void maybe_accept_or_finish(k8s_http_server *s);
+static void conn_after_input(conn *c);
+static void conn_on_eof(conn *c);
+static void maybe_accept_or_finish(loop *lp);
 
 /* --- options and addresses -------------------------------------------------- */
 
@@ -124,9 +101,11 @@ int k8s_http_server_options_init(k8s_http_server_options *opts, unsigned int ver
 	k8s_http_server_options def = K8S_HTTP_SERVER_OPTIONS_INIT;
 	if (!opts || version < 1 || version > K8S_HTTP_SERVER_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server options: unknown version %u", version);
-	/* a version 1 caller's struct ends before the TLS fields */
+	/* an older caller's struct ends before the fields of later versions */
 	def.version = version;
-	memcpy(opts, &def, version == 1 ? offsetof(k8s_http_server_options, tls_cert_file) : sizeof(def));
+	size_t size = version == 1 ? offsetof(k8s_http_server_options, tls_cert_file)
+		: version == 2 ? offsetof(k8s_http_server_options, loops) : sizeof(def);
+	memcpy(opts, &def, size);
 	return 0;
 }
 
@@ -168,31 +147,84 @@ static int split_host_port(const char *addr, char **host, int *port)
 	return 0;
 }
 
-/* --- connections ---------------------------------------------------------------- */
+/* --- posted calls ------------------------------------------------------------------ */
 
-typedef struct {
-	uv_write_t req;
-	conn *c;
-	char *data;
-} write_req;
+int k8s__http_loop_post(loop *lp, void (*fn)(void *), void *ud)
+{
+	k8s__http_call *call = malloc(sizeof(*call));
+	if (!call)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "http server: out of memory");
+	call->fn = fn;
+	call->ud = ud;
+	call->next = NULL;
+	pthread_mutex_lock(&lp->calls_lock);
+	if (lp->calls_closed) {
+		pthread_mutex_unlock(&lp->calls_lock);
+		free(call);
+		return k8s_error_set(K8S_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
+		                     lp->srv->name, lp->index);
+	}
+	if (lp->calls_tail)
+		lp->calls_tail->next = call;
+	else
+		lp->calls = call;
+	lp->calls_tail = call;
+	pthread_mutex_unlock(&lp->calls_lock);
+	uv_async_send(&lp->wake);
+	return 0;
+}
+
+/* Runs the calls queued so far (later ones wait for the next wake-up). */
+static void run_calls(loop *lp, bool close)
+{
+	pthread_mutex_lock(&lp->calls_lock);
+	k8s__http_call *call = lp->calls;
+	lp->calls = lp->calls_tail = NULL;
+	if (close)
+		lp->calls_closed = true;
+	pthread_mutex_unlock(&lp->calls_lock);
+	while (call) {
+		k8s__http_call *next = call->next;
+		call->fn(call->ud);
+		free(call);
+		call = next;
+	}
+}
+
+int k8s_http_server_call(k8s_http_server *s, unsigned int loop_index, void (*fn)(void *ud), void *ud)
+{
+	if (!s || !fn || !s->started || loop_index >= s->nloops)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server call: no loop %u on a started server",
+		                     loop_index);
+	return k8s__http_loop_post(&s->loops[loop_index], fn, ud);
+}
+
+unsigned int k8s_http_server_loops(const k8s_http_server *s)
+{
+	return s && s->started ? s->nloops : 0;
+}
+
+/* --- connections: writes ------------------------------------------------------------ */
 
 static void on_write(uv_write_t *w, int status)
 {
-	write_req *wr = (write_req *)w;
+	k8s__http_write *wr = (k8s__http_write *)w;
 	conn *c = wr->c;
 	free(wr->data);
-	free(wr);
 	c->pending_writes--;
 	if (status < 0) {
 		k8s_log(c->srv->log, K8S_LOG_DEBUG, "http write failed", "server", c->srv->name,
 		        "error", uv_strerror(status), NULL);
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
 	}
+	if (wr->ex)
+		k8s__http_exchange_write_done(wr, status);  /* drops wr's reference */
+	free(wr);
 }
 
 static int plain_write(conn *c, char *data, size_t len)
 {
-	write_req *wr = malloc(sizeof(*wr));
+	k8s__http_write *wr = calloc(1, sizeof(*wr));
 	if (!wr) {
 		free(data);
 		return -1;
@@ -207,10 +239,44 @@ static int plain_write(conn *c, char *data, size_t len)
 		return -1;
 	}
 	c->pending_writes++;
+	if (c->wctx) {
+		/* part of an exchange's write: it learns when this one is out */
+		wr->ex = c->wctx;
+		k8s__http_exchange_ref(wr->ex);
+		wr->ex->writes_inflight++;
+		c->last_wr = wr;
+	}
 	return 0;
 }
 
-static const transport plain_transport = { conn_feed, plain_write };
+int k8s__http_conn_send(conn *c, k8s_http_exchange *ex, char *data, size_t len,
+                        void (*done)(k8s_http_exchange *, void *), void *ud)
+{
+	if (c->state != K8S__CONN_OPEN) {
+		free(data);
+		return -1;
+	}
+	c->wctx = ex;
+	c->last_wr = NULL;
+	int rc = c->tp->write(c, data, len);
+	k8s__http_write *last = c->last_wr;
+	c->wctx = NULL;
+	c->last_wr = NULL;
+	if (rc < 0) {
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
+		return -1;
+	}
+	if (ex && last) {
+		/* the last request of this write settles it (writes complete in order) */
+		ex->pending += len;
+		last->plain_len = len;
+		last->done = done;
+		last->done_ud = ud;
+	}
+	return 0;
+}
+
+static const k8s__http_transport plain_transport = { conn_feed, plain_write };
 
 /* TLS: ciphertext out through plain_write, plaintext in through conn_feed. */
 static int tls_send_raw(void *owner, char *data, size_t len)
@@ -222,23 +288,17 @@ static bool tls_deliver(void *owner, const char *data, size_t len)
 {
 	conn *c = owner;
 	conn_feed(c, data, len);
-	return c->state == CONN_OPEN && HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED;
+	/* decrypting on is bounded by what was read; conn->in keeps the rest */
+	return c->state == K8S__CONN_OPEN;
 }
 
 static void tls_on_read(conn *c, const char *data, size_t len)
 {
 	int rc = k8s__tls_conn_input(c->tls, data, len);
-	if (rc < 0) {
-		conn_close(c);
-	} else if (rc > 0 && c->state == CONN_OPEN) {
-		/* close_notify from the client: as a TCP EOF */
-		if (c->pending_writes > 0) {
-			c->close_after = true;
-			conn_finish(c);
-		} else {
-			conn_close(c);
-		}
-	}
+	if (rc < 0)
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
+	else if (rc > 0 && c->state == K8S__CONN_OPEN)
+		conn_on_eof(c);  /* close_notify from the client: as a TCP EOF */
 }
 
 static int tls_write(conn *c, char *data, size_t len)
@@ -246,33 +306,49 @@ static int tls_write(conn *c, char *data, size_t len)
 	return k8s__tls_conn_write(c->tls, data, len);
 }
 
-static const transport tls_transport = { tls_on_read, tls_write };
+static const k8s__http_transport tls_transport = { tls_on_read, tls_write };
+
+/* --- connections: lifecycle ----------------------------------------------------------- */
+
+static void conn_free(conn *c)
+{
+	loop *lp = c->lp;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		lp->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	lp->nconns--;
+	k8s__http_request_reset(&c->req);
+	k8s__tls_conn_free(c->tls);
+	k8s_strbuf_free(&c->in);
+	free(c);
+	maybe_accept_or_finish(lp);
+}
 
 static void on_conn_handle_closed(uv_handle_t *h)
 {
 	conn *c = h->data;
 	if (--c->open_handles > 0)
 		return;
-	k8s_http_server *s = c->srv;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	s->nconns--;
-	k8s__http_request_reset(&c->req);
-	k8s__tls_conn_free(c->tls);
-	free(c);
-	maybe_accept_or_finish(s);
+	if (c->kick_posted) {
+		c->free_pending = true;  /* the posted kick frees it */
+		return;
+	}
+	conn_free(c);
 }
 
-/* Closes at once: no more reads or writes; pending writes are cancelled. */
-static void conn_close(conn *c)
+/* Closes at once: no more reads or writes; pending writes are cancelled
+ * (their exchanges end with `reason`), and so is the exchange in progress. */
+void k8s__http_conn_close(conn *c, int reason)
 {
-	if (c->state == CONN_CLOSING)
+	if (c->state == K8S__CONN_CLOSING)
 		return;
-	c->state = CONN_CLOSING;
+	c->state = K8S__CONN_CLOSING;
+	c->close_reason = reason ? reason : K8S_ETRANSPORT;
+	if (c->ex)
+		k8s__http_exchange_end(c->ex, c->close_reason);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 }
@@ -280,39 +356,63 @@ static void conn_close(conn *c)
 static void on_timer(uv_timer_t *t)
 {
 	conn *c = t->data;
-	if (c->state == CONN_OPEN)
+	int reason = K8S_ETIMEOUT;
+	if (c->state == K8S__CONN_OPEN)
 		k8s_log(c->srv->log, K8S_LOG_DEBUG,
-		        c->in_request ? "http request not received in time; closing"
-		                      : "http connection idle; closing",
+		        c->ex ? "http exchange timed out; closing"
+		        : c->in_request ? "http request not received in time; closing"
+		        : "http connection idle; closing",
 		        "server", c->srv->name, NULL);
-	conn_close(c);
+	else
+		reason = K8S_ETRANSPORT;  /* the linger ended */
+	k8s__http_conn_close(c, reason);
+}
+
+void k8s__http_conn_set_timer(conn *c, long ms)
+{
+	if (c->state != K8S__CONN_OPEN)
+		return;
+	if (ms > 0)
+		uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+	else
+		uv_timer_stop(&c->timer);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
 	conn *c = req->data;
-	if (c->state != CONN_LINGER)
+	if (c->state != K8S__CONN_LINGER)
 		return;
 	if (status < 0) {
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
 		return;
 	}
 	/* the answer is out: drop what the client still sends, briefly */
 	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
 }
 
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
 /* After the last queued answer: shut the write side down, then linger. */
-static void conn_finish(conn *c)
+void k8s__http_conn_finish(conn *c)
 {
-	if (c->state != CONN_OPEN)
+	if (c->state != K8S__CONN_OPEN)
 		return;
-	c->state = CONN_LINGER;
+	c->state = K8S__CONN_LINGER;
 	uv_timer_stop(&c->timer);
+	k8s_strbuf_free(&c->in);
+	c->in_off = 0;
+	if (!c->reading && !c->peer_eof) {
+		/* lingering reads and drops what the client still sends */
+		if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+			c->reading = true;
+	}
 	if (c->tls)
 		k8s__tls_conn_close_notify(c->tls);
 	c->shutdown_req.data = c;
 	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
 }
 
 /* Serialises and queues a response. */
@@ -338,19 +438,18 @@ static void send_response(conn *c, k8s_http_response *res, bool head_only, bool 
 		k8s_strbuf_add(&out, res->body.data, res->body.len);
 	if (out.failed) {
 		k8s_strbuf_free(&out);
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ENOMEM);
 		return;
 	}
 	size_t len;
 	char *data = k8s_strbuf_detach(&out, &len);
-	if (c->tp->write(c, data, len) < 0)
-		conn_close(c);
+	k8s__http_conn_send(c, NULL, data, len, NULL, NULL);
 }
 
 /* An error answer (400, 413, 431, ...) that closes the connection. */
-static void send_error(conn *c, int status)
+void k8s__http_conn_send_error(conn *c, int status)
 {
-	if (c->state != CONN_OPEN)
+	if (c->state != K8S__CONN_OPEN)
 		return;
 	k8s_http_response res = { .status = status };
 	char body[96];
@@ -360,7 +459,7 @@ static void send_error(conn *c, int status)
 	send_response(c, &res, false, false);
 	k8s__http_response_free(&res);
 	c->in_request = false;
-	conn_finish(c);
+	k8s__http_conn_finish(c);
 }
 
 /* --- routing -------------------------------------------------------------------- */
@@ -373,23 +472,24 @@ static size_t route_specificity(const route *r, const char *path)
 	return strncmp(r->path, path, r->path_len) == 0 ? r->path_len + 1 : 0;
 }
 
-static void dispatch(conn *c, const k8s_http_request *req, k8s_http_response *res, bool *head_only)
+/*
+ * The route serving `req`, or NULL: then *found tells whether the path is
+ * known (405: `allow`, when not NULL, receives the methods) or not (404).
+ */
+static const route *route_find(const k8s_http_server *s, const k8s_http_request *req,
+                               bool *found, k8s_strbuf *allow)
 {
-	k8s_http_server *s = c->srv;
 	size_t best = 0;
 	for (size_t i = 0; i < s->nroutes; i++) {
 		size_t sp = route_specificity(&s->routes[i], req->path);
 		if (sp > best)
 			best = sp;
 	}
-	*head_only = strcmp(req->method, "HEAD") == 0;
-	if (best == 0) {
-		res->status = 404;
-		k8s_strbuf_adds(&res->body, "404 page not found\n");
-		return;
-	}
+	*found = best != 0;
+	if (best == 0)
+		return NULL;
+	bool head = strcmp(req->method, "HEAD") == 0;
 	const route *match = NULL, *get = NULL;
-	k8s_strbuf allow = K8S_STRBUF_INIT;
 	for (size_t i = 0; i < s->nroutes; i++) {
 		const route *r = &s->routes[i];
 		if (route_specificity(r, req->path) != best)
@@ -400,16 +500,34 @@ static void dispatch(conn *c, const k8s_http_request *req, k8s_http_response *re
 		}
 		if (strcmp(r->method, "GET") == 0)
 			get = r;
-		if (allow.len)
-			k8s_strbuf_add(&allow, ", ", 2);
-		k8s_strbuf_adds(&allow, r->method);
+		if (!allow)
+			continue;
+		if (allow->len)
+			k8s_strbuf_add(allow, ", ", 2);
+		k8s_strbuf_adds(allow, r->method);
 		if (strcmp(r->method, "GET") == 0)
-			k8s_strbuf_adds(&allow, ", HEAD");
+			k8s_strbuf_adds(allow, ", HEAD");
 	}
-	if (!match && *head_only && get)
+	if (!match && head && get)
 		match = get;
-	if (match) {
+	return match;
+}
+
+static void dispatch(conn *c, const k8s_http_request *req, k8s_http_response *res, bool *head_only)
+{
+	k8s_strbuf allow = K8S_STRBUF_INIT;
+	bool found;
+	const route *match = route_find(c->srv, req, &found, &allow);
+	*head_only = strcmp(req->method, "HEAD") == 0;
+	if (!found) {
+		res->status = 404;
+		k8s_strbuf_adds(&res->body, "404 page not found\n");
+	} else if (match && match->fn) {
 		match->fn(req, res, match->userdata);
+	} else if (match) {
+		/* a stream route found here: its head could not be handed over */
+		res->status = 500;
+		k8s_strbuf_adds(&res->body, "500 Internal Server Error\n");
 	} else {
 		res->status = 405;
 		if (allow.data && !allow.failed)
@@ -420,6 +538,23 @@ static void dispatch(conn *c, const k8s_http_request *req, k8s_http_response *re
 }
 
 /* --- parser callbacks --------------------------------------------------------------- */
+
+/* Whether the parser may take more input now. */
+bool k8s__http_conn_can_parse(const conn *c)
+{
+	if (c->state != K8S__CONN_OPEN || c->parse_done)
+		return false;
+	if (!c->stream_req)
+		return !c->ex;            /* the previous exchange must have finished */
+	const k8s_http_exchange *ex = c->ex;
+	if (!ex)
+		return true;              /* dropping the body of a finished exchange */
+	if (!ex->started)
+		return false;
+	if (!ex->has_body)
+		return true;              /* on to message_complete */
+	return ex->reading && !ex->paused;
+}
 
 static int count_header_bytes(conn *c, size_t n)
 {
@@ -438,6 +573,8 @@ static int on_message_begin(http_parser *p)
 	c->in_request = true;
 	c->header_bytes = 0;
 	c->reject_status = 0;
+	c->stream_req = false;
+	c->upgrade_req = false;
 	uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
 	return 0;
 }
@@ -470,12 +607,65 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
 	return k8s_strbuf_add(&c->req.value, at, len);
 }
 
+/*
+ * Request smuggling (RFC 9112 §6.3, §11.2): http-parser 2.9.4 refuses
+ * Content-Length with Transfer-Encoding and a repeated Content-Length
+ * itself (HPE_UNEXPECTED_CONTENT_LENGTH); this checks the parsed fields
+ * again so that the guarantee does not rest on the parser's version.
+ */
+static bool framing_ambiguous(const k8s_http_request *r)
+{
+	int cl = 0, te = 0;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+			cl++;
+		else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
+			te++;
+	}
+	return cl > 1 || (cl && te);
+}
+
+/* The head of a request on a stream route: an exchange takes over. */
+static int start_exchange(conn *c, http_parser *p, const route *rt)
+{
+	k8s_http_exchange *ex = k8s__http_exchange_new(c, rt->stream_fn, rt->userdata);
+	if (!ex)
+		return -1;
+	c->stream_req = true;
+	c->upgrade_req = p->upgrade;
+	c->ex = ex;
+	/* the head moves into the exchange; conn->req is free for the next one */
+	ex->req = c->req;
+	memset(&c->req, 0, sizeof(c->req));
+	ex->http_minor = p->http_minor;
+	ex->head_only = strcmp(ex->req.method, "HEAD") == 0;
+	ex->wants_upgrade = p->upgrade;
+	bool chunked = (p->flags & F_CHUNKED) != 0;
+	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
+	ex->content_length = chunked ? -1 : has_length ? (int64_t)p->content_length : 0;
+	ex->has_body = !p->upgrade && (chunked || ex->content_length > 0);
+	const char *expect = k8s_http_request_header(&ex->req, "Expect");
+	ex->expect_continue = expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1 &&
+	                      ex->has_body;
+	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
+	c->close_after = c->close_after || !keep_alive || c->lp->draining;
+	ex->keep_alive_10 = keep_alive && p->http_minor == 0;
+	ex->max_body = c->srv->max_body_bytes;
+	/* the handler is called outside the parser, once it has paused here */
+	http_parser_pause(p, 1);
+	return 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	conn *c = p->data;
 	k8s_http_request *r = &c->req;
 	if (k8s__http_request_end_header(r) < 0 || k8s_strbuf_add(&r->url, "", 0) < 0)
 		return -1;
+	if (framing_ambiguous(r)) {
+		c->reject_status = 400;
+		return -1;
+	}
 	r->method = http_method_str((enum http_method)p->method);
 	struct http_parser_url u;
 	http_parser_url_init(&u);
@@ -493,6 +683,10 @@ static int on_headers_complete(http_parser *p)
 		r->query = strdup("");
 	if (!r->path || !r->query)
 		return -1;
+	bool found;
+	const route *rt = route_find(c->srv, r, &found, NULL);
+	if (rt && rt->stream_fn)
+		return start_exchange(c, p, rt);
 	/* A declared body over the limit is refused before it is read. */
 	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
 	if (has_length && p->content_length > c->srv->max_body_bytes) {
@@ -507,7 +701,7 @@ static int on_headers_complete(http_parser *p)
 		if (!data)
 			return -1;
 		memcpy(data, cont, sizeof(cont) - 1);
-		if (c->tp->write(c, data, sizeof(cont) - 1) < 0)
+		if (k8s__http_conn_send(c, NULL, data, sizeof(cont) - 1, NULL, NULL) < 0)
 			return -1;
 	}
 	return 0;
@@ -516,21 +710,58 @@ static int on_headers_complete(http_parser *p)
 static int on_body(http_parser *p, const char *at, size_t len)
 {
 	conn *c = p->data;
-	if (c->req.body.len + len > c->srv->max_body_bytes) {
+	if (!c->stream_req) {
+		if (c->req.body.len + len > c->srv->max_body_bytes) {
+			c->reject_status = 413;
+			return -1;
+		}
+		return k8s_strbuf_add(&c->req.body, at, len);
+	}
+	k8s_http_exchange *ex = c->ex;
+	if (!ex || !ex->reading) {
+		/* the exchange finished without reading: drop, within bounds */
+		if (len > c->discard_left)
+			return -1;  /* cannot happen: the drop was sized at finish */
+		c->discard_left -= len;
+		return 0;
+	}
+	ex->body_received += len;
+	if (ex->max_body && ex->body_received > ex->max_body) {
 		c->reject_status = 413;
 		return -1;
 	}
-	return k8s_strbuf_add(&c->req.body, at, len);
+	k8s__http_exchange_deliver(ex, at, len);
+	if (!k8s__http_conn_can_parse(c))
+		http_parser_pause(p, 1);
+	return 0;
 }
 
 static int on_message_complete(http_parser *p)
 {
 	conn *c = p->data;
 	k8s_http_server *s = c->srv;
+	if (c->stream_req) {
+		c->stream_req = false;
+		c->in_request = false;
+		k8s_http_exchange *ex = c->ex;
+		if (p->upgrade)
+			c->parse_done = true;  /* what follows is another protocol */
+		if (ex) {
+			ex->body_done = true;
+			if (!ex->tunnel)
+				k8s__http_exchange_deliver_end(ex);
+		} else if (c->state == K8S__CONN_OPEN && !c->close_after) {
+			/* the dropped body is behind us: next request */
+			uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+		}
+		if (!k8s__http_conn_can_parse(c) && !p->upgrade)
+			http_parser_pause(p, 1);
+		return 0;
+	}
 	if (k8s_strbuf_add(&c->req.body, "", 0) < 0)
 		return -1;
 	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
-	c->close_after = !keep_alive || s->draining;
+	c->close_after = !keep_alive || c->lp->draining;
 
 	k8s_http_response res = { .status = 200 };
 	bool head_only = false;
@@ -539,10 +770,10 @@ static int on_message_complete(http_parser *p)
 	k8s__http_response_free(&res);
 	k8s__http_request_reset(&c->req);
 	c->in_request = false;
-	if (c->state != CONN_OPEN)
+	if (c->state != K8S__CONN_OPEN)
 		return -1;  /* the answer could not be queued: stop parsing */
 	if (c->close_after) {
-		conn_finish(c);
+		k8s__http_conn_finish(c);
 		/* nothing pipelined after this one is served */
 		http_parser_pause(p, 1);
 		return 0;
@@ -551,27 +782,231 @@ static int on_message_complete(http_parser *p)
 	return 0;
 }
 
-/* Feeds received bytes to the parser (the plain transport's on_read). */
-static void conn_feed(conn *c, const char *data, size_t len)
+/* --- input -------------------------------------------------------------------------- */
+
+/* A malformed or refused request: an error answer when none has begun. */
+static void conn_reject(conn *c, enum http_errno e)
+{
+	int status = c->reject_status ? c->reject_status : e == HPE_HEADER_OVERFLOW ? 431 : 400;
+	k8s_log(c->srv->log, K8S_LOG_DEBUG, "http request rejected", "server", c->srv->name,
+	        "error", http_errno_name(e), NULL);
+	k8s_http_exchange *ex = c->ex;
+	if (c->stream_req && (!ex || ex->head_sent)) {
+		/* an answer is (being) sent already: a second one would corrupt it */
+		k8s__http_conn_close(c, status == 413 ? K8S_ETOOLARGE : K8S_EBADREQUEST);
+		return;
+	}
+	if (ex) {
+		c->ex = NULL;
+		k8s__http_exchange_end(ex, status == 413 ? K8S_ETOOLARGE : K8S_EBADREQUEST);
+	}
+	k8s__http_conn_send_error(c, status);
+}
+
+/* Consumes what it may of `data`: parses, or hands bytes to a tunnel. */
+static size_t conn_consume(conn *c, const char *data, size_t len)
 {
 	size_t off = 0;
-	while (off < len && c->state == CONN_OPEN) {
+	while (c->state == K8S__CONN_OPEN) {
+		k8s_http_exchange *ex = c->ex;
+		if (ex && !ex->started) {
+			k8s__http_exchange_start(ex);
+			continue;
+		}
+		if (ex && ex->body_done && ex->reading && !ex->paused && !ex->end_delivered && !ex->tunnel)
+			k8s__http_exchange_deliver_end(ex);
+		if (off == len)
+			break;
+		if (c->parse_done) {
+			if (!ex)
+				return len;  /* past an upgrade that was refused: nothing more is served */
+			if (!ex->tunnel || !ex->reading || ex->paused)
+				break;
+			k8s__http_exchange_deliver(ex, data + off, len - off);
+			off = len;
+			continue;
+		}
+		if (!k8s__http_conn_can_parse(c))
+			break;
+		if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
+			http_parser_pause(&c->parser, 0);
 		size_t n = http_parser_execute(&c->parser, &c->srv->settings, data + off, len - off);
 		off += n;
 		enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-		if (e == HPE_PAUSED)
-			return;
-		if (e != HPE_OK) {
-			int status = c->reject_status ? c->reject_status
-				: e == HPE_HEADER_OVERFLOW ? 431 : 400;
-			k8s_log(c->srv->log, K8S_LOG_DEBUG, "http request rejected",
-			        "server", c->srv->name, "error", http_errno_name(e), NULL);
-			send_error(c, status);
+		if (e != HPE_OK && e != HPE_PAUSED) {
+			conn_reject(c, e);
+			return len;
+		}
+		if (c->parser.upgrade && !c->stream_req) {
+			c->parse_done = true;  /* upgrade asked of a buffered route: answered and closed */
+			continue;
+		}
+		if (n == 0) {
+			if (c->ex && !c->ex->started)
+				continue;  /* paused on the head's last byte: start the handler */
+			break;
+		}
+	}
+	return off;
+}
+
+/* Feeds the bytes held in conn->in. */
+static void conn_pump(conn *c)
+{
+	if (c->pumping)
+		return;
+	c->pumping = true;
+	for (;;) {
+		size_t avail = c->in.len - c->in_off;
+		size_t n = conn_consume(c, avail ? c->in.data + c->in_off : "", avail);
+		if (c->state != K8S__CONN_OPEN || n == 0)
+			break;
+		c->in_off += n;
+	}
+	if (c->in_off >= c->in.len) {
+		k8s_strbuf_free(&c->in);
+		c->in_off = 0;
+	}
+	c->pumping = false;
+	conn_after_input(c);
+}
+
+/* Plaintext arrived (the plain transport's on_read, TLS's deliver). */
+static void conn_feed(conn *c, const char *data, size_t len)
+{
+	if (c->state != K8S__CONN_OPEN)
+		return;
+	if (c->pumping || c->in.len > c->in_off) {
+		/* behind bytes already waiting */
+		if (c->in_off > 0 && c->in_off == c->in.len) {
+			c->in.len = 0;
+			c->in_off = 0;
+		}
+		if (k8s_strbuf_add(&c->in, data, len) < 0) {
+			k8s__http_conn_close(c, K8S_ENOMEM);
 			return;
 		}
-		if (c->parser.upgrade || n == 0)
-			return;  /* upgraded connections are answered and closed */
+		conn_pump(c);
+		return;
 	}
+	c->pumping = true;
+	size_t n = conn_consume(c, data, len);
+	c->pumping = false;
+	if (n < len && c->state == K8S__CONN_OPEN) {
+		k8s_strbuf_free(&c->in);
+		c->in_off = 0;
+		if (k8s_strbuf_add(&c->in, data + n, len - n) < 0) {
+			k8s__http_conn_close(c, K8S_ENOMEM);
+			return;
+		}
+	}
+	conn_after_input(c);
+}
+
+/* After input was consumed: what the client's EOF means now, and whether to read on. */
+static void conn_after_input(conn *c)
+{
+	if (c->state != K8S__CONN_OPEN)
+		return;
+	size_t held = c->in.len - c->in_off;
+	k8s_http_exchange *ex = c->ex;
+	if (c->peer_eof && held == 0) {
+		if (ex && ex->tunnel) {
+			if (ex->reading && !ex->paused && !ex->end_delivered)
+				k8s__http_exchange_deliver_end(ex);  /* the client is done sending */
+		} else if (c->stream_req && c->in_request) {
+			/* the client left in the middle of a request it streams */
+			k8s__http_conn_close(c, K8S_ETRANSPORT);
+			return;
+		} else if (ex) {
+			c->close_after = true;  /* half-close: the answer still goes out */
+		} else if (c->pending_writes > 0) {
+			/* half-closed client still gets the answers queued for it */
+			c->close_after = true;
+			k8s__http_conn_finish(c);
+			return;
+		} else {
+			k8s__http_conn_close(c, K8S_ETRANSPORT);
+			return;
+		}
+	}
+	if (c->state != K8S__CONN_OPEN)
+		return;
+	bool want = !c->peer_eof && held < INPUT_HELD_BYTES;
+	if (want && !c->reading) {
+		if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
+			k8s__http_conn_close(c, K8S_ETRANSPORT);
+			return;
+		}
+		c->reading = true;
+	} else if (!want && c->reading) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = false;
+	}
+}
+
+static void conn_on_eof(conn *c)
+{
+	c->peer_eof = true;
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = false;
+	}
+	conn_after_input(c);
+}
+
+static void on_kick(void *ud)
+{
+	conn *c = ud;
+	c->kick_posted = false;
+	if (c->free_pending) {
+		conn_free(c);
+		return;
+	}
+	if (c->state == K8S__CONN_OPEN)
+		conn_pump(c);
+}
+
+void k8s__http_conn_kick(conn *c)
+{
+	if (c->kick_posted || c->state != K8S__CONN_OPEN)
+		return;
+	if (k8s__http_loop_post(c->lp, on_kick, c) == 0)
+		c->kick_posted = true;
+	else
+		k8s__http_conn_close(c, K8S_ENOMEM);
+}
+
+void k8s__http_conn_exchange_done(conn *c, k8s_http_exchange *ex)
+{
+	if (c->ex == ex)
+		c->ex = NULL;
+	if (c->state != K8S__CONN_OPEN)
+		return;
+	if (ex->tunnel || c->parse_done) {
+		c->close_after = true;  /* a tunnel, or a refused upgrade: HTTP cannot go on */
+		k8s__http_conn_finish(c);
+		return;
+	}
+	if (c->stream_req && c->in_request) {
+		/* the handler answered without reading the whole body */
+		uint64_t left = ex->content_length >= 0 ? (uint64_t)ex->content_length - ex->body_received : 0;
+		bool drain = ex->content_length >= 0 && left <= DISCARD_MAX_BYTES &&
+		             !(ex->expect_continue && !ex->continue_sent) && !c->close_after;
+		if (!drain) {
+			c->close_after = true;
+			k8s__http_conn_finish(c);
+			return;
+		}
+		c->discard_left = left;
+		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
+	} else if (c->close_after) {
+		k8s__http_conn_finish(c);
+		return;
+	} else {
+		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->idle_timeout_ms, 0);
+	}
+	k8s__http_conn_kick(c);
 }
 
 /* --- sockets ---------------------------------------------------------------------- */
@@ -579,85 +1014,100 @@ static void conn_feed(conn *c, const char *data, size_t len)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	conn *c = h->data;
-	/* reads are consumed before the next one: one buffer per server */
-	*buf = uv_buf_init(c->srv->read_buffer, READ_BUFFER_BYTES);
+	/* reads are consumed (or copied into conn->in) before the next one */
+	*buf = uv_buf_init(c->lp->read_buffer, READ_BUFFER_BYTES);
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
 	conn *c = stream->data;
 	if (nread < 0) {
-		if (c->state == CONN_OPEN && c->pending_writes > 0 && nread == UV_EOF) {
-			/* half-closed client still gets the answers queued for it */
-			c->close_after = true;
-			conn_finish(c);
+		if (c->state == K8S__CONN_OPEN && nread == UV_EOF) {
+			conn_on_eof(c);
 			return;
 		}
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
 		return;
 	}
-	if (nread == 0 || c->state != CONN_OPEN)
+	if (nread == 0 || c->state != K8S__CONN_OPEN)
 		return;  /* lingering: drop */
 	c->tp->on_read(c, buf->base, (size_t)nread);
 }
 
-static void accept_one(k8s_http_server *s)
+static void accept_one(loop *lp)
 {
+	k8s_http_server *s = lp->srv;
 	conn *c = calloc(1, sizeof(*c));
 	if (!c) {
 		k8s_log(s->log, K8S_LOG_ERROR, "http: out of memory accepting a connection",
 		        "server", s->name, NULL);
-		s->accept_pending = true;  /* retried when a connection closes */
+		lp->accept_pending = true;  /* retried when a connection closes */
 		return;
 	}
 	c->srv = s;
+	c->lp = lp;
 	c->tp = &plain_transport;
-	uv_tcp_init(&s->loop, &c->tcp);
-	uv_timer_init(&s->loop, &c->timer);
+	uv_tcp_init(&lp->uv, &c->tcp);
+	uv_timer_init(&lp->uv, &c->timer);
 	c->tcp.data = c;
 	c->timer.data = c;
 	c->open_handles = 2;
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
-	s->nconns++;
+	c->next = lp->conns;
+	if (lp->conns)
+		lp->conns->prev = c;
+	lp->conns = c;
+	lp->nconns++;
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
-	if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)&c->tcp) < 0) {
-		conn_close(c);
+	if (uv_accept((uv_stream_t *)&lp->listener, (uv_stream_t *)&c->tcp) < 0) {
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
+	struct sockaddr_storage peer;
+	int plen = sizeof(peer);
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0) {
+		if (peer.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&peer;
+			uv_ip6_name(a6, c->peer_ip, sizeof(c->peer_ip));
+			c->peer_port = ntohs(a6->sin6_port);
+		} else {
+			struct sockaddr_in *a4 = (struct sockaddr_in *)&peer;
+			uv_ip4_name(a4, c->peer_ip, sizeof(c->peer_ip));
+			c->peer_port = ntohs(a4->sin_port);
+		}
+	}
 	if (s->tls) {
 		c->tp = &tls_transport;
-		if (k8s__tls_conn_new(&c->tls, s->tls, uv_now(&s->loop), c, tls_send_raw, tls_deliver) < 0) {
-			conn_close(c);
+		if (k8s__tls_conn_new(&c->tls, s->tls, uv_now(&lp->uv), c, tls_send_raw, tls_deliver) < 0) {
+			k8s__http_conn_close(c, K8S_ENOMEM);
 			return;
 		}
 	}
 	/* the handshake must also finish within the idle time */
 	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
-		conn_close(c);
+		k8s__http_conn_close(c, K8S_ETRANSPORT);
+	else
+		c->reading = true;
 }
 
 static void on_connection(uv_stream_t *listener, int status)
 {
-	k8s_http_server *s = listener->data;
+	loop *lp = listener->data;
 	if (status < 0) {
-		k8s_log(s->log, K8S_LOG_WARN, "http accept failed", "server", s->name,
+		k8s_log(lp->srv->log, K8S_LOG_WARN, "http accept failed", "server", lp->srv->name,
 		        "error", uv_strerror(status), NULL);
 		return;
 	}
-	if (s->nconns >= s->max_connections) {
+	if (lp->nconns >= lp->max_connections) {
 		/* Not accepting leaves the connection with libuv, which stops
 		 * watching the listener until we take it: the rest queue in the
 		 * kernel's backlog. */
-		s->accept_pending = true;
+		lp->accept_pending = true;
 		return;
 	}
-	accept_one(s);
+	accept_one(lp);
 }
 
 static void on_server_handle_closed(uv_handle_t *h)
@@ -665,64 +1115,75 @@ static void on_server_handle_closed(uv_handle_t *h)
 	(void)h;
 }
 
-/* Called whenever a connection goes away. */
-static void maybe_accept_or_finish(k8s_http_server *s)
+/* Called whenever a connection or an exchange goes away. */
+static void maybe_accept_or_finish(loop *lp)
 {
-	if (s->draining) {
-		if (s->nconns == 0 && !s->finished) {
-			s->finished = true;
-			uv_close((uv_handle_t *)&s->deadline, on_server_handle_closed);
-			uv_close((uv_handle_t *)&s->wake, on_server_handle_closed);
+	if (lp->draining) {
+		if (lp->nconns == 0 && lp->nexchanges == 0 && !lp->finished) {
+			lp->finished = true;
+			uv_close((uv_handle_t *)&lp->deadline, on_server_handle_closed);
+			uv_close((uv_handle_t *)&lp->wake, on_server_handle_closed);
 		}
 		return;
 	}
-	if (s->accept_pending && s->nconns < s->max_connections) {
-		s->accept_pending = false;
-		accept_one(s);
+	if (lp->accept_pending && lp->nconns < lp->max_connections) {
+		lp->accept_pending = false;
+		accept_one(lp);
 	}
+}
+
+/* An exchange's on_close has run (httpexchange.c). */
+void k8s__http_loop_exchange_gone(loop *lp)
+{
+	lp->nexchanges--;
+	maybe_accept_or_finish(lp);
 }
 
 static void on_deadline(uv_timer_t *t)
 {
-	k8s_http_server *s = t->data;
-	if (s->nconns > 0) {
-		atomic_store(&s->shutdown_rc, K8S_ETIMEOUT);
-		k8s_log(s->log, K8S_LOG_WARN, "http shutdown deadline passed; closing connections",
-		        "server", s->name, NULL);
+	loop *lp = t->data;
+	if (lp->nconns > 0) {
+		atomic_store(&lp->srv->shutdown_rc, K8S_ETIMEOUT);
+		k8s_log(lp->srv->log, K8S_LOG_WARN, "http shutdown deadline passed; closing connections",
+		        "server", lp->srv->name, NULL);
 	}
-	for (conn *c = s->conns; c; c = c->next)
-		conn_close(c);
+	for (conn *c = lp->conns; c; c = c->next)
+		k8s__http_conn_close(c, K8S_ESHUTDOWN);
 }
 
-/* The shutdown request, on the loop thread. */
-static void on_wake(uv_async_t *a)
+static void begin_drain(loop *lp)
 {
-	k8s_http_server *s = a->data;
-	if (s->draining)
-		return;
-	s->draining = true;
-	uv_close((uv_handle_t *)&s->listener, on_server_handle_closed);
-	for (conn *c = s->conns; c; c = c->next) {
-		if (c->state != CONN_OPEN)
+	lp->draining = true;
+	uv_close((uv_handle_t *)&lp->listener, on_server_handle_closed);
+	for (conn *c = lp->conns; c; c = c->next) {
+		if (c->state != K8S__CONN_OPEN)
 			continue;          /* already on its way out */
-		if (!c->in_request && c->pending_writes == 0)
-			conn_close(c);     /* idle */
+		if (!c->in_request && c->pending_writes == 0 && !c->ex)
+			k8s__http_conn_close(c, K8S_ESHUTDOWN);  /* idle */
 		else
 			c->close_after = true;
 	}
 	/* answers already queued on a keep-alive connection: close after them */
-	for (conn *c = s->conns; c; c = c->next)
-		if (c->state == CONN_OPEN && !c->in_request)
-			conn_finish(c);
-	long timeout = atomic_load(&s->shutdown_timeout_ms);
-	uv_timer_start(&s->deadline, on_deadline, (uint64_t)(timeout > 0 ? timeout : 0), 0);
-	if (s->nconns == 0)
-		maybe_accept_or_finish(s);
+	for (conn *c = lp->conns; c; c = c->next)
+		if (c->state == K8S__CONN_OPEN && !c->in_request && !c->ex)
+			k8s__http_conn_finish(c);
+	long timeout = atomic_load(&lp->srv->shutdown_timeout_ms);
+	uv_timer_start(&lp->deadline, on_deadline, (uint64_t)(timeout > 0 ? timeout : 0), 0);
+	maybe_accept_or_finish(lp);
+}
+
+/* Posted calls, and the shutdown request, on the loop thread. */
+static void on_wake(uv_async_t *a)
+{
+	loop *lp = a->data;
+	run_calls(lp, false);
+	if (atomic_load(&lp->shutdown_requested) && !lp->draining)
+		begin_drain(lp);
 }
 
 static void *loop_thread(void *arg)
 {
-	k8s_http_server *s = arg;
+	loop *lp = arg;
 	/* A client that hangs up while we write must cost an EPIPE, not the
 	 * process: SIGPIPE from a write is sent to the writing thread, and
 	 * blocking it here leaves the process's signal dispositions alone. */
@@ -730,7 +1191,20 @@ static void *loop_thread(void *arg)
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-	uv_run(&s->loop, UV_RUN_DEFAULT);
+	uv_run(&lp->uv, UV_RUN_DEFAULT);
+	/* Calls that came after the last wake-up still run, once; what their
+	 * functions close on the loop finishes closing here. */
+	for (;;) {
+		pthread_mutex_lock(&lp->calls_lock);
+		bool more = lp->calls != NULL;
+		pthread_mutex_unlock(&lp->calls_lock);
+		if (!more)
+			break;
+		run_calls(lp, false);
+		uv_run(&lp->uv, UV_RUN_DEFAULT);
+	}
+	run_calls(lp, true);
+	uv_run(&lp->uv, UV_RUN_DEFAULT);
 	return NULL;
 }
 
@@ -743,22 +1217,33 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 	*out = NULL;
 	if (o->version < 1 || o->version > K8S_HTTP_SERVER_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: unknown options version %u", o->version);
-	/* version 1 callers have no TLS fields */
+	/* fields of later versions are absent from an older caller's struct */
 	const char *cert = o->version >= 2 ? o->tls_cert_file : NULL;
 	const char *key = o->version >= 2 ? o->tls_key_file : NULL;
+	unsigned int loops = o->version >= 3 && o->loops > 1 ? o->loops : 1;
+	const char *client_ca = o->version >= 3 && o->tls_client_ca_file && *o->tls_client_ca_file
+		? o->tls_client_ca_file : NULL;
+	const char *name = o->name ? o->name : "http";
 	if ((cert && *cert) != (key && *key))
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server %s: TLS needs both a certificate and a key file",
-		                     o->name ? o->name : "http");
+		                     name);
+	if (client_ca && !(cert && *cert))
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     "http server %s: a client CA (mutual TLS) needs a TLS certificate and key", name);
+	if (loops > MAX_LOOPS)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server %s: %u loops; at most %d", name, loops,
+		                     MAX_LOOPS);
 	if (!o->address || !*o->address)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: an address is required (\"0\" disables)");
 	k8s_http_server *s = calloc(1, sizeof(*s));
 	if (!s)
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "http server: out of memory");
-	s->name = strdup(o->name ? o->name : "http");
+	s->name = strdup(name);
 	if (!s->name) {
 		free(s);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "http server: out of memory");
 	}
+	s->nloops = loops;
 	s->disabled = k8s_http_address_disabled(o->address);
 	if (!s->disabled) {
 		int rc = split_host_port(o->address, &s->host, &s->port);
@@ -767,7 +1252,7 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 			return rc == -2 ? k8s_error_set(K8S_ENOMEM, 0, NULL, "http server: out of memory")
 				: k8s_error_set(K8S_EINVAL, 0, NULL,
 				                "http server %s: invalid address \"%s\": want host:port, :port or 0",
-				                o->name ? o->name : "http", o->address);
+				                name, o->address);
 		}
 	}
 	s->max_header_bytes = o->max_header_bytes ? o->max_header_bytes : 64 * 1024;
@@ -777,7 +1262,7 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 	s->read_timeout_ms = o->read_timeout_ms > 0 ? o->read_timeout_ms : 30000;
 	s->log = o->logger;
 	if (cert && *cert && !s->disabled) {
-		int rc = k8s__tls_server_new(&s->tls, s->name, cert, key, o->logger);
+		int rc = k8s__tls_server_new(&s->tls, s->name, cert, key, client_ca, o->logger);
 		if (rc < 0) {
 			k8s_http_server_free(s);
 			return rc;
@@ -795,11 +1280,11 @@ int k8s_http_server_new(k8s_http_server **out, const k8s_http_server_options *o)
 	return 0;
 }
 
-int k8s__http_server_route_owned(k8s_http_server *s, const char *method, const char *path,
-                                 k8s_http_handler_fn fn, void *userdata,
-                                 void (*free_userdata)(void *))
+static int route_add(k8s_http_server *s, const char *method, const char *path,
+                     k8s_http_handler_fn fn, k8s_http_stream_fn stream_fn, void *userdata,
+                     void (*free_userdata)(void *))
 {
-	if (!s || !path || path[0] != '/' || !fn || s->started) {
+	if (!s || !path || path[0] != '/' || (!fn && !stream_fn) || s->started) {
 		if (free_userdata)
 			free_userdata(userdata);
 		return k8s_error_set(K8S_EINVAL, 0, NULL,
@@ -821,6 +1306,7 @@ int k8s__http_server_route_owned(k8s_http_server *s, const char *method, const c
 	r->path = strndup(path, r->path_len);
 	r->method = method ? strdup(method) : NULL;
 	r->fn = fn;
+	r->stream_fn = stream_fn;
 	r->userdata = userdata;
 	r->free_userdata = free_userdata;
 	if (!r->path || (method && !r->method)) {
@@ -834,10 +1320,32 @@ int k8s__http_server_route_owned(k8s_http_server *s, const char *method, const c
 	return 0;
 }
 
+int k8s__http_server_route_owned(k8s_http_server *s, const char *method, const char *path,
+                                 k8s_http_handler_fn fn, void *userdata,
+                                 void (*free_userdata)(void *))
+{
+	if (!fn) {
+		if (free_userdata)
+			free_userdata(userdata);
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "http route %s: a handler is required",
+		                     path ? path : "(null)");
+	}
+	return route_add(s, method, path, fn, NULL, userdata, free_userdata);
+}
+
 int k8s_http_server_route(k8s_http_server *s, const char *method, const char *path,
                           k8s_http_handler_fn fn, void *userdata)
 {
 	return k8s__http_server_route_owned(s, method, path, fn, userdata, NULL);
+}
+
+int k8s_http_server_route_stream(k8s_http_server *s, const char *method, const char *path,
+                                 k8s_http_stream_fn fn, void *userdata)
+{
+	if (!fn)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "http stream route %s: a handler is required",
+		                     path ? path : "(null)");
+	return route_add(s, method, path, NULL, fn, userdata, NULL);
 }
 
 /* Resolves host into `ss`: "" is every interface (IPv6 any, dual-stack). */
@@ -872,31 +1380,68 @@ static int resolve(const k8s_http_server *s, const char *host, struct sockaddr_s
 	return 0;
 }
 
+static void set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* Creates the listener's socket (SO_REUSEPORT when loops share the port) and binds it. */
+static int listener_bind(loop *lp, const struct sockaddr_storage *ss)
+{
+	int err = uv_tcp_init_ex(&lp->uv, &lp->listener, ss->ss_family);
+	if (err < 0)
+		return err;
+	lp->listening = true;
+	lp->listener.data = lp;
+	if (lp->srv->nloops > 1) {
+		uv_os_fd_t fd;
+		int one = 1;
+		if (uv_fileno((uv_handle_t *)&lp->listener, &fd) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+			return UV_EINVAL;
+	}
+	return uv_tcp_bind(&lp->listener, (const struct sockaddr *)ss, 0);
+}
+
 static int bind_and_listen(k8s_http_server *s)
 {
 	struct sockaddr_storage ss;
 	int rc = resolve(s, s->host, &ss);
 	if (rc < 0)
 		return rc;
-	uv_tcp_init(&s->loop, &s->listener);
-	s->listener.data = s;
-	int err = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
-	if (err == UV_EAFNOSUPPORT && !*s->host) {
-		/* no IPv6 on this host: every IPv4 interface then */
-		uv_ip4_addr("0.0.0.0", s->port, (struct sockaddr_in *)&ss);
-		err = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+	int err = 0;
+	for (unsigned int i = 0; i < s->nloops && err == 0; i++) {
+		loop *lp = &s->loops[i];
+		if (i > 0)
+			set_port(&ss, s->bound_port);  /* port 0: the others join the first's */
+		err = listener_bind(lp, &ss);
+		if (err == UV_EAFNOSUPPORT && !*s->host && ss.ss_family == AF_INET6) {
+			/* no IPv6 on this host: every IPv4 interface then */
+			if (lp->listening) {
+				uv_close((uv_handle_t *)&lp->listener, NULL);
+				uv_run(&lp->uv, UV_RUN_NOWAIT);
+				lp->listening = false;
+			}
+			uv_ip4_addr("0.0.0.0", i > 0 ? s->bound_port : s->port, (struct sockaddr_in *)&ss);
+			err = listener_bind(lp, &ss);
+		}
+		if (err == 0)
+			err = uv_listen((uv_stream_t *)&lp->listener, 511, on_connection);
+		if (err == 0 && i == 0) {
+			struct sockaddr_storage bound;
+			int len = sizeof(bound);
+			if (uv_tcp_getsockname(&lp->listener, (struct sockaddr *)&bound, &len) == 0)
+				s->bound_port = ntohs(bound.ss_family == AF_INET
+				                      ? ((struct sockaddr_in *)&bound)->sin_port
+				                      : ((struct sockaddr_in6 *)&bound)->sin6_port);
+		}
 	}
-	if (err == 0)
-		err = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
 	if (err < 0)
 		return k8s_error_set(K8S_ETRANSPORT, 0, NULL, "http server %s: cannot listen on %s:%d: %s",
 		                     s->name, *s->host ? s->host : "*", s->port, uv_strerror(err));
-	struct sockaddr_storage bound;
-	int len = sizeof(bound);
-	if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len) == 0)
-		s->bound_port = ntohs(bound.ss_family == AF_INET
-		                      ? ((struct sockaddr_in *)&bound)->sin_port
-		                      : ((struct sockaddr_in6 *)&bound)->sin6_port);
 	return 0;
 }
 
@@ -908,35 +1453,77 @@ static void close_all_walk(uv_handle_t *h, void *arg)
 		uv_close(h, NULL);
 }
 
+static void loops_destroy(k8s_http_server *s)
+{
+	for (unsigned int i = 0; s->loops && i < s->nloops; i++) {
+		loop *lp = &s->loops[i];
+		if (!lp->initialized)
+			continue;
+		uv_walk(&lp->uv, close_all_walk, NULL);
+		uv_run(&lp->uv, UV_RUN_DEFAULT);
+		uv_loop_close(&lp->uv);
+		pthread_mutex_destroy(&lp->calls_lock);
+		lp->initialized = false;
+	}
+	free(s->loops);
+	s->loops = NULL;
+}
+
 int k8s_http_server_start(k8s_http_server *s)
 {
 	if (!s || s->started)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "http server: already started");
 	if (s->disabled)
 		return 0;
-	int err = uv_loop_init(&s->loop);
-	if (err < 0)
-		return k8s_error_set(K8S_ERROR, 0, NULL, "http server %s: %s", s->name, uv_strerror(err));
-	/* The loop is set up here, on the caller's thread, before the loop
-	 * thread exists: bind errors come back to the caller. */
-	uv_async_init(&s->loop, &s->wake, on_wake);
-	s->wake.data = s;
-	uv_timer_init(&s->loop, &s->deadline);
-	s->deadline.data = s;
+	s->loops = calloc(s->nloops, sizeof(*s->loops));
+	if (!s->loops)
+		return k8s_error_set(K8S_ENOMEM, 0, NULL, "http server %s: out of memory", s->name);
+	unsigned int per_loop = (s->max_connections + s->nloops - 1) / s->nloops;
+	/* Loops are set up here, on the caller's thread, before their threads
+	 * exist: bind errors come back to the caller. */
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		loop *lp = &s->loops[i];
+		lp->srv = s;
+		lp->index = i;
+		lp->max_connections = per_loop;
+		int err = uv_loop_init(&lp->uv);
+		if (err < 0) {
+			loops_destroy(s);
+			return k8s_error_set(K8S_ERROR, 0, NULL, "http server %s: %s", s->name, uv_strerror(err));
+		}
+		pthread_mutex_init(&lp->calls_lock, NULL);
+		lp->initialized = true;
+		uv_async_init(&lp->uv, &lp->wake, on_wake);
+		lp->wake.data = lp;
+		uv_timer_init(&lp->uv, &lp->deadline);
+		lp->deadline.data = lp;
+	}
 	int rc = bind_and_listen(s);
-	if (rc == 0 && pthread_create(&s->thread, NULL, loop_thread, s) != 0)
-		rc = k8s_error_set(K8S_ERROR, 0, NULL, "http server %s: cannot start its thread", s->name);
+	for (unsigned int i = 0; rc == 0 && i < s->nloops; i++) {
+		if (pthread_create(&s->loops[i].thread, NULL, loop_thread, &s->loops[i]) != 0)
+			rc = k8s_error_set(K8S_ERROR, 0, NULL, "http server %s: cannot start its thread", s->name);
+		else
+			s->loops[i].thread_started = true;
+	}
 	if (rc < 0) {
-		uv_walk(&s->loop, close_all_walk, NULL);
-		uv_run(&s->loop, UV_RUN_DEFAULT);
-		uv_loop_close(&s->loop);
+		/* threads already running end at once: drained with nothing to do */
+		for (unsigned int i = 0; i < s->nloops; i++) {
+			loop *lp = &s->loops[i];
+			if (!lp->thread_started)
+				continue;
+			atomic_store(&lp->shutdown_requested, true);
+			uv_async_send(&lp->wake);
+			pthread_join(lp->thread, NULL);
+		}
+		loops_destroy(s);
 		return rc;
 	}
 	s->started = true;
-	char port[16];
+	char port[16], loops[16];
 	snprintf(port, sizeof(port), "%d", s->bound_port);
+	snprintf(loops, sizeof(loops), "%u", s->nloops);
 	k8s_log(s->log, K8S_LOG_INFO, s->tls ? "serving HTTPS" : "serving HTTP", "server", s->name,
-	        "host", *s->host ? s->host : "*", "port", port, NULL);
+	        "host", *s->host ? s->host : "*", "port", port, "loops", loops, NULL);
 	return 0;
 }
 
@@ -950,10 +1537,17 @@ int k8s_http_server_shutdown(k8s_http_server *s, long timeout_ms)
 	if (!s || !s->started || s->joined)
 		return 0;
 	atomic_store(&s->shutdown_timeout_ms, timeout_ms > 0 ? timeout_ms : 0);
-	uv_async_send(&s->wake);
-	pthread_join(s->thread, NULL);
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		atomic_store(&s->loops[i].shutdown_requested, true);
+		uv_async_send(&s->loops[i].wake);
+	}
+	for (unsigned int i = 0; i < s->nloops; i++)
+		pthread_join(s->loops[i].thread, NULL);
 	s->joined = true;
-	uv_loop_close(&s->loop);
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		uv_loop_close(&s->loops[i].uv);
+		/* the mutex stays: a late k8s_http_server_call() gets K8S_ESHUTDOWN */
+	}
 	int rc = atomic_load(&s->shutdown_rc);
 	if (rc < 0)
 		return k8s_error_set(rc, 0, NULL, "http server %s: connections cut at the shutdown deadline",
@@ -966,6 +1560,10 @@ void k8s_http_server_free(k8s_http_server *s)
 	if (!s)
 		return;
 	k8s_http_server_shutdown(s, 0);
+	for (unsigned int i = 0; s->loops && i < s->nloops; i++)
+		if (s->loops[i].initialized)
+			pthread_mutex_destroy(&s->loops[i].calls_lock);
+	free(s->loops);
 	for (size_t i = 0; i < s->nroutes; i++) {
 		free(s->routes[i].method);
 		free(s->routes[i].path);

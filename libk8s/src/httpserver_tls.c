@@ -17,9 +17,14 @@
  * key does not match the certificate (caught between the writes of the
  * two files), is ignored until the files change again.
  *
- * TLS 1.2 or later, no client certificate requested, ALPN "http/1.1".
- * Everything runs on the server's loop thread; nothing is locked.
+ * TLS 1.2 or later, ALPN "http/1.1"; a client certificate is required and
+ * verified against a CA bundle when one is configured (mutual TLS), not
+ * asked for otherwise. A server with several loop threads shares one
+ * k8s__tls_server: the current configuration, its reference counts and
+ * the reload check are guarded by a mutex (the DRBG locks itself,
+ * MBEDTLS_THREADING_C); connections are used by their own loop only.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +46,7 @@ typedef struct {
 	mbedtls_ssl_config conf;
 	mbedtls_x509_crt chain;
 	mbedtls_pk_context key;
+	mbedtls_x509_crt client_ca;    /* empty without mutual TLS */
 } tls_cfg;
 
 typedef struct {
@@ -51,6 +57,8 @@ typedef struct {
 
 struct k8s__tls_server {
 	char *cert_file, *key_file, *name;
+	char *client_ca_file;          /* NULL: no client certificate asked */
+	pthread_mutex_t lock;          /* guards cfg, its refs, the ids, last_check_ms */
 	k8s_logger *log;
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;
@@ -73,11 +81,13 @@ struct k8s__tls_conn {
 
 static const char *alpn_protocols[] = { "http/1.1", NULL };
 
+/* Called with the server's lock held (or before the server is shared). */
 static void cfg_unref(tls_cfg *c)
 {
 	if (!c || --c->refs > 0)
 		return;
 	mbedtls_ssl_config_free(&c->conf);
+	mbedtls_x509_crt_free(&c->client_ca);
 	mbedtls_x509_crt_free(&c->chain);
 	mbedtls_pk_free(&c->key);
 	free(c);
@@ -115,6 +125,7 @@ static int cfg_load(k8s__tls_server *s, tls_cfg **out)
 	mbedtls_ssl_config_init(&c->conf);
 	mbedtls_x509_crt_init(&c->chain);
 	mbedtls_pk_init(&c->key);
+	mbedtls_x509_crt_init(&c->client_ca);
 	char why[160];
 	int err = mbedtls_x509_crt_parse_file(&c->chain, s->cert_file);
 	if (err != 0) {
@@ -135,13 +146,28 @@ static int cfg_load(k8s__tls_server *s, tls_cfg **out)
 		return k8s_error_set(K8S_ECONFIG, 0, NULL, "https server %s: key %s does not match certificate %s",
 		                     s->name, s->key_file, s->cert_file);
 	}
+	if (s->client_ca_file) {
+		err = mbedtls_x509_crt_parse_file(&c->client_ca, s->client_ca_file);
+		if (err != 0) {
+			tls_strerror(err, why, sizeof(why));
+			cfg_unref(c);
+			return k8s_error_set(K8S_ECONFIG, 0, NULL, "https server %s: cannot load client CA %s: %s",
+			                     s->name, s->client_ca_file, why);
+		}
+	}
 	err = mbedtls_ssl_config_defaults(&c->conf, MBEDTLS_SSL_IS_SERVER, MBEDTLS_SSL_TRANSPORT_STREAM,
 	                                  MBEDTLS_SSL_PRESET_DEFAULT);
 	if (err == 0) {
 		mbedtls_ssl_conf_rng(&c->conf, mbedtls_ctr_drbg_random, &s->drbg);
 		/* TLS 1.2 is the floor (RFC 8996 retires 1.0 and 1.1) */
 		mbedtls_ssl_conf_min_version(&c->conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
-		mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_NONE);
+		if (s->client_ca_file) {
+			/* mutual TLS: no certificate, or one not from the CA, fails the handshake */
+			mbedtls_ssl_conf_ca_chain(&c->conf, &c->client_ca, NULL);
+			mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+		} else {
+			mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_NONE);
+		}
 		err = mbedtls_ssl_conf_alpn_protocols(&c->conf, alpn_protocols);
 	}
 	if (err == 0)
@@ -156,7 +182,7 @@ static int cfg_load(k8s__tls_server *s, tls_cfg **out)
 }
 
 int k8s__tls_server_new(k8s__tls_server **out, const char *name, const char *cert_file,
-                        const char *key_file, k8s_logger *log)
+                        const char *key_file, const char *client_ca_file, k8s_logger *log)
 {
 	*out = NULL;
 	k8s__tls_server *s = calloc(1, sizeof(*s));
@@ -164,11 +190,13 @@ int k8s__tls_server_new(k8s__tls_server **out, const char *name, const char *cer
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "https server: out of memory");
 	mbedtls_entropy_init(&s->entropy);
 	mbedtls_ctr_drbg_init(&s->drbg);
+	pthread_mutex_init(&s->lock, NULL);
 	s->log = log;
 	s->name = strdup(name);
 	s->cert_file = strdup(cert_file);
 	s->key_file = strdup(key_file);
-	if (!s->name || !s->cert_file || !s->key_file) {
+	s->client_ca_file = client_ca_file ? strdup(client_ca_file) : NULL;
+	if (!s->name || !s->cert_file || !s->key_file || (client_ca_file && !s->client_ca_file)) {
 		k8s__tls_server_free(s);
 		return k8s_error_set(K8S_ENOMEM, 0, NULL, "https server: out of memory");
 	}
@@ -196,6 +224,8 @@ void k8s__tls_server_free(k8s__tls_server *s)
 	cfg_unref(s->cfg);
 	mbedtls_ctr_drbg_free(&s->drbg);
 	mbedtls_entropy_free(&s->entropy);
+	pthread_mutex_destroy(&s->lock);
+	free(s->client_ca_file);
 	free(s->name);
 	free(s->cert_file);
 	free(s->key_file);
@@ -262,13 +292,15 @@ int k8s__tls_conn_new(k8s__tls_conn **out, k8s__tls_server *s, uint64_t now_ms, 
                       bool (*deliver)(void *owner, const char *data, size_t len))
 {
 	*out = NULL;
-	maybe_reload(s, now_ms);
 	k8s__tls_conn *t = calloc(1, sizeof(*t));
 	if (!t)
 		return K8S_ENOMEM;
 	mbedtls_ssl_init(&t->ssl);
+	pthread_mutex_lock(&s->lock);
+	maybe_reload(s, now_ms);
 	t->cfg = s->cfg;
 	t->cfg->refs++;
+	pthread_mutex_unlock(&s->lock);
 	t->srv = s;
 	t->owner = owner;
 	t->send_raw = send_raw;
@@ -287,7 +319,9 @@ void k8s__tls_conn_free(k8s__tls_conn *t)
 	if (!t)
 		return;
 	mbedtls_ssl_free(&t->ssl);
+	pthread_mutex_lock(&t->srv->lock);
 	cfg_unref(t->cfg);
+	pthread_mutex_unlock(&t->srv->lock);
 	k8s_strbuf_free(&t->in);
 	free(t);
 }

@@ -59,7 +59,6 @@ struct wp_claim_controller {
 	k8s_event_recorder *events;
 	bool disable_events;
 	bool disable_obs;
-	bool started;
 	wp_domains domains;
 	k8s_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
 	pthread_mutex_t lock;          /* guards obs */
@@ -487,12 +486,9 @@ fail:
 
 int wp_claim_controller_start(wp_claim_controller *c)
 {
-	if (!c || c->started)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: started twice");
-	int rc = k8s_controller_start(c->ctl);
-	if (rc == 0)
-		c->started = true;
-	return rc;
+	/* k8s_controller_start() refuses a second start itself */
+	return c ? k8s_controller_start(c->ctl)
+	         : k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL");
 }
 
 void wp_claim_controller_stop(wp_claim_controller *c)

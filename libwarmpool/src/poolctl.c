@@ -40,7 +40,6 @@ struct wp_pool_controller {
 	state_entry *states;
 	size_t nstates, capstates;
 	unsigned int seed;
-	bool started;
 };
 
 /* ---- per-pool state ---- */
@@ -293,12 +292,9 @@ fail:
 
 int wp_pool_controller_start(wp_pool_controller *c)
 {
-	if (!c || c->started)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: started twice");
-	int rc = k8s_controller_start(c->ctl);
-	if (rc == 0)
-		c->started = true;
-	return rc;
+	/* k8s_controller_start() refuses a second start itself */
+	return c ? k8s_controller_start(c->ctl)
+	         : k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: NULL");
 }
 
 void wp_pool_controller_stop(wp_pool_controller *c)

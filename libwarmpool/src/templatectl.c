@@ -278,7 +278,6 @@ struct wp_template_controller {
 	k8s_informer *nps;
 	k8s_logger *logger;
 	k8s_controller *ctl;
-	bool started;
 };
 
 static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *userdata)
@@ -365,12 +364,9 @@ int wp_template_controller_new(wp_template_controller **out,
 
 int wp_template_controller_start(wp_template_controller *c)
 {
-	if (!c || c->started)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "template controller: started twice");
-	int rc = k8s_controller_start(c->ctl);
-	if (rc == 0)
-		c->started = true;
-	return rc;
+	/* k8s_controller_start() refuses a second start itself */
+	return c ? k8s_controller_start(c->ctl)
+	         : k8s_error_set(K8S_EINVAL, 0, NULL, "template controller: NULL");
 }
 
 void wp_template_controller_stop(wp_template_controller *c)

@@ -164,6 +164,19 @@ class ControllerProcess:
     on free loopback ports, logging to `log`. Extra flags are appended last, so
     they override the defaults given here."""
 
+    # The conversion webhook's port, shared by the controllers of a session that
+    # run one after another. The controller points the CRDs at its URL when it
+    # starts; a new URL is a real CRD update, and the API server then rebuilds
+    # those kinds' storage and closes every watch on them. kube-controller-
+    # manager's garbage collector re-lists after a back-off that grows with each
+    # such close (seen: 20 s), and meanwhile works from a stale graph: a
+    # foreground delete of a SandboxClaim whose Sandbox it has not seen finishes
+    # at once (TestSandboxClaimDeleteForeground's flake). The same URL makes the
+    # patch a no-op. A controller started while another still runs (replicas)
+    # gets a port of its own.
+    _session_webhook_port = None
+    _running = []
+
     def __init__(self, logdir, kubeconfig, extra_args=(), name="controller"):
         self.log = os.path.join(str(logdir), f"{name}.log")
         self.kubeconfig = kubeconfig
@@ -172,7 +185,14 @@ class ControllerProcess:
         self.probe_url = f"http://127.0.0.1:{self.probe_port}"
         # the conversion webhook, reached by the API server on loopback; the
         # controller points the CRD at this URL when it starts
-        self.webhook_port = free_port()
+        cls = ControllerProcess
+        cls._running = [c for c in cls._running if c.proc.poll() is None]
+        if cls._session_webhook_port is None:
+            cls._session_webhook_port = free_port()
+        if any(c.webhook_port == cls._session_webhook_port for c in cls._running):
+            self.webhook_port = free_port()
+        else:
+            self.webhook_port = cls._session_webhook_port
         self.webhook_url = f"https://127.0.0.1:{self.webhook_port}/convert"
         self.webhook_cert_dir = os.path.join(str(logdir), f"{name}-webhook-certs")
         env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
@@ -186,6 +206,7 @@ class ControllerProcess:
                      # leader election on (the default), as in a cluster
                      "--leader-election-namespace", "agent-sandbox-system"] + list(extra_args)
         self.proc = subprocess.Popen(self.args, stdout=self._logf, stderr=subprocess.STDOUT, env=env)
+        ControllerProcess._running.append(self)
 
     def text(self):
         return open(self.log).read()

@@ -11,7 +11,6 @@ import os
 import stat
 import time
 
-import pytest
 
 from conftest import SHARED, condition, wait_for
 

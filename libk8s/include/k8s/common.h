@@ -38,6 +38,7 @@ typedef enum {
 	K8S_ESHUTDOWN = -7,        /**< the queue/informer/watch was shut down */
 	K8S_ECANCELED = -8,        /**< the operation was cancelled by the caller */
 	K8S_ETIMEOUT = -9,         /**< client-side timeout expired */
+	K8S_ETOOLARGE = -10,       /**< input beyond a configured size limit */
 	/* API errors (HTTP status in parentheses) */
 	K8S_EBADREQUEST = -20,     /**< BadRequest (400) */
 	K8S_EUNAUTHORIZED = -21,   /**< Unauthorized (401) */

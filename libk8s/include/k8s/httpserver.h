@@ -4,7 +4,7 @@
  * base the router and sandboxd build on.
  *
  * - Event-driven on libuv (https://libuv.org), one loop thread per
- *   server; requests are parsed by the packaged http-parser
+ *   server by default (options.loops for more); requests are parsed by the packaged http-parser
  *   (https://github.com/nodejs/http-parser), never by hand.
  * - Routes map a method and a path to a handler. The handler reads the
  *   request (method, path, query, headers, body) and fills a response
@@ -24,15 +24,23 @@
  *
  * HTTP or HTTPS: with a certificate and key (PEM files) the server speaks
  * TLS 1.2+ through mbedTLS (https://www.rfc-editor.org/rfc/rfc8446,
- * rfc5246), requests no client certificate, offers ALPN "http/1.1", and
+ * rfc5246), requests no client certificate unless a client CA is set
+ * (mutual TLS), offers ALPN "http/1.1", and
  * picks up new files when they change (checked at most once a second, at
  * a new connection; open connections keep the old certificate). A failed
  * handshake closes that connection only.
  *
+ * Streaming (httpexchange.h): routes added with
+ * k8s_http_server_route_stream() get the request head at once and read
+ * the body, write the response, answer later or tunnel bytes after an
+ * Upgrade, with backpressure both ways; they share the route table,
+ * limits and connections of the buffered routes.
+ *
  * Threads: k8s_http_server_* calls are made by the owner (one thread, or
- * serialised by the caller). Handlers run on the server's loop thread, one
- * at a time: they must not block for long (a slow handler delays every
- * other connection of that server) and must not call
+ * serialised by the caller), except k8s_http_server_call(). Handlers run
+ * on a loop thread of the server (options.loops, each with its own
+ * listener), one at a time per loop: they must not block for long (a slow
+ * handler delays every other connection of that loop) and must not call
  * k8s_http_server_shutdown() or _free() on their own server.
  */
 #ifndef K8S_HTTPSERVER_H
@@ -58,12 +66,12 @@ typedef struct k8s_http_response k8s_http_response;
 /**
  * Serves one request, on the server's loop thread. The response starts as
  * 200 with an empty body; whatever the handler sets is sent when it
- * returns (there is no streaming yet).
+ * returns. Streaming routes (httpexchange.h) answer piece by piece.
  */
 typedef void (*k8s_http_handler_fn)(const k8s_http_request *req,
                                     k8s_http_response *res, void *userdata);
 
-#define K8S_HTTP_SERVER_OPTIONS_VERSION 2
+#define K8S_HTTP_SERVER_OPTIONS_VERSION 3
 
 /** Server options; initialise with K8S_HTTP_SERVER_OPTIONS_INIT. */
 typedef struct {
@@ -98,9 +106,20 @@ typedef struct {
 	const char *tls_cert_file;
 	/** PEM private key (EC, RSA; PKCS#1, SEC1 or PKCS#8) matching it. */
 	const char *tls_key_file;
+	/* version 3 */
+	/** Loop threads, each with its own SO_REUSEPORT listener on the same
+	 *  address (the kernel spreads new connections over them); a
+	 *  connection stays on the loop that accepted it. 0 or 1: one loop,
+	 *  no SO_REUSEPORT. max_connections is split evenly between loops. */
+	unsigned int loops;
+	/** PEM CA bundle: when set (HTTPS only), clients must present a
+	 *  certificate that chains to it (mutual TLS, RFC 8446 §4.3.2) or
+	 *  the handshake fails; NULL: no client certificate is asked for.
+	 *  Read again whenever the certificate files are reloaded. */
+	const char *tls_client_ca_file;
 } k8s_http_server_options;
 
-#define K8S_HTTP_SERVER_OPTIONS_INIT { K8S_HTTP_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL }
+#define K8S_HTTP_SERVER_OPTIONS_INIT { K8S_HTTP_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL }
 
 /** Fills `opts` with defaults; K8S_EINVAL for an unknown version. */
 K8S_EXTERN int k8s_http_server_options_init(k8s_http_server_options *opts,
@@ -116,10 +135,11 @@ K8S_EXTERN bool k8s_http_address_disabled(const char *address);
  * Creates a server (not listening yet). `opts->address` is checked here:
  * a missing or malformed address or port gives K8S_EINVAL. With "0" the
  * server is created disabled: start() then does nothing. The TLS files,
- * when given, are loaded here. Options of version 1 (no TLS fields) are
- * accepted.
- * @return 0; K8S_EINVAL (address, version, only one of the TLS files);
- *         K8S_ECONFIG (a TLS file unreadable or not PEM, or the key does
+ * when given, are loaded here. Options of versions 1 (no TLS fields) and
+ * 2 (no loops, no client CA) are accepted.
+ * @return 0; K8S_EINVAL (address, version, only one of the TLS files, a
+ *         client CA without TLS, more than 256 loops);
+ *         K8S_ECONFIG (a TLS or CA file unreadable or not PEM, or the key does
  *         not match the certificate: the message names the file);
  *         K8S_ERROR (random generator); K8S_ENOMEM.
  */
@@ -145,8 +165,8 @@ K8S_EXTERN int k8s_http_server_route(k8s_http_server *s, const char *method,
                                      void *userdata);
 
 /**
- * Binds, listens and starts the loop thread. Bind errors are returned
- * here, not later. A disabled server returns 0 and does nothing.
+ * Binds, listens and starts the loop threads (one listener each). Bind
+ * errors are returned here, not later. A disabled server returns 0 and does nothing.
  * @return 0; K8S_EINVAL (started twice); K8S_ETRANSPORT (the address
  *         cannot be resolved, is in use or not available: the message
  *         names it and the system's reason); K8S_ERROR (thread).
@@ -160,11 +180,15 @@ K8S_EXTERN int k8s_http_server_start(k8s_http_server *s);
 K8S_EXTERN int k8s_http_server_port(const k8s_http_server *s);
 
 /**
- * Graceful shutdown; blocks until the loop thread has ended. New
+ * Graceful shutdown; blocks until the loop threads have ended. New
  * connections are refused at once; idle connections are closed; requests
- * being received or answered finish, with `Connection: close`. After
- * `timeout_ms` (<= 0: 0, i.e. close at once) every remaining connection is
- * closed. Does nothing on a server that is not running; safe to call twice.
+ * being received or answered finish, with `Connection: close`, and so do
+ * streaming exchanges and tunnels (they keep running until they finish).
+ * After `timeout_ms` (<= 0: 0, i.e. close at once) every remaining
+ * connection is closed and the exchanges on it end with K8S_ESHUTDOWN
+ * (their on_close runs before this returns). Calls posted with
+ * k8s_http_server_call() run before it returns. Does nothing on a server
+ * that is not running; safe to call twice.
  * @return 0 when everything finished in time, K8S_ETIMEOUT when
  *         connections had to be cut.
  */
