@@ -331,3 +331,14 @@ def test_config_errors_exit_2(tmp_path):
                        capture_output=True, text=True, timeout=30)
     s.close()
     assert p.returncode == 1, p.stderr
+
+
+def test_image_library_list_matches_router_ldd():
+    """The image (Dockerfile) ships /sandbox-router next to the controller:
+    the libraries it loads must be the image's list."""
+    import os
+    import subprocess
+    from router_util import ROOT, router_binary
+    p = subprocess.run([os.path.join(ROOT, "tools", "check-image-libs"), router_binary()],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
