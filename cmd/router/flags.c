@@ -43,7 +43,7 @@ int rt_flags_defaults(rt_flags *f)
 		.read_header_timeout_ms = 10000,
 		.idle_timeout_ms = 120000,
 		.max_connections = 65536,
-		.upstream_idle_per_host = 16,
+		.upstream_idle_per_host = 64,
 		.upstream_idle_timeout_ms = 90000,
 		.connect_timeout_ms = 30000,
 	};
@@ -230,7 +230,7 @@ const rt_flag_def rt_flag_table[] = {
 	{ "loops", RT_FT_INT, OFF(loops), "N",
 	  "event-loop threads of the proxy listeners; 0: one per CPU (default 0)" },
 	{ "upstream-max-idle-per-host", RT_FT_INT, OFF(upstream_idle_per_host), "N",
-	  "idle keep-alive connections kept per sandbox and loop thread (default 16)" },
+	  "idle keep-alive connections kept per sandbox and loop thread (default 64)" },
 	{ "upstream-idle-timeout", RT_FT_DUR, OFF(upstream_idle_timeout_ms), "D",
 	  "idle sandbox connections are closed after this (default 1m30s)" },
 	{ "upstream-connect-timeout", RT_FT_DUR, OFF(connect_timeout_ms), "D",

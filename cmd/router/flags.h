@@ -75,7 +75,7 @@ typedef struct {
 	long idle_timeout_ms;            /**< --idle-timeout (120s) */
 	int max_connections;             /**< --max-connections (65536) */
 	int loops;                       /**< --loops (0 = one per CPU) */
-	int upstream_idle_per_host;      /**< --upstream-max-idle-per-host (16) */
+	int upstream_idle_per_host;      /**< --upstream-max-idle-per-host (64) */
 	long upstream_idle_timeout_ms;   /**< --upstream-idle-timeout (90s) */
 	long connect_timeout_ms;         /**< --upstream-connect-timeout (30s) */
 } rt_flags;
