@@ -20,6 +20,7 @@
 
 #include "buildinfo.h"
 #include "builddate.h"
+#include "platform.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/httpserver.h"
@@ -35,22 +36,6 @@
 #define CACHE_SYNC_TIMEOUT_MS 60000
 #define TOKENREVIEW_TIMEOUT_MS 3000
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#if defined(__clang__)
-#define COMPILER "clang " STR(__clang_major__) "." STR(__clang_minor__) "." STR(__clang_patchlevel__)
-#elif defined(__GNUC__)
-#define COMPILER "gcc " __VERSION__
-#else
-#define COMPILER "unknown"
-#endif
-#if defined(__x86_64__)
-#define ARCH "amd64"
-#elif defined(__aarch64__)
-#define ARCH "arm64"
-#else
-#define ARCH "unknown"
-#endif
 
 static atomic_bool ready;
 

@@ -18,6 +18,8 @@ import subprocess
 import threading
 import time
 
+from conftest import free_port, wait_for
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -36,23 +38,6 @@ def asan_build():
     then include the sanitizer's quarantine and shadow memory)."""
     out = subprocess.run(["ldd", router_binary()], capture_output=True, text=True).stdout
     return "libasan" in out
-
-
-def free_port(host="127.0.0.1"):
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def wait_for(fn, timeout=30.0, interval=0.05, desc="condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {desc}; last value: {last!r}")
 
 
 class Router:
@@ -84,7 +69,7 @@ class Router:
                 return self.get_probe("/readyz")[0] == 200
             except OSError:
                 return False
-        wait_for(ready, timeout=timeout, desc="router /readyz")
+        wait_for(ready, timeout=timeout, interval=0.05, desc="router /readyz")
         return self
 
     def text(self):

@@ -342,3 +342,53 @@ def test_image_library_list_matches_router_ldd():
     p = subprocess.run([os.path.join(ROOT, "tools", "check-image-libs"), router_binary()],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+
+
+def _openssl(*args):
+    import subprocess
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def test_https_and_mtls(tmp_path, backend):
+    """The TLS listener (mbedTLS): X-Forwarded-Proto https; with
+    --mtls-mode=required a client without a certificate of the CA is refused
+    at the handshake, one with it is served."""
+    import ssl
+    d = tmp_path
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+             "-keyout", str(d / "ca.key"), "-out", str(d / "ca.crt"), "-days", "1", "-subj", "/CN=test-ca")
+    for name, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
+        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                 "-keyout", str(d / f"{name}.key"), "-out", str(d / f"{name}.csr"), "-subj", f"/CN={name}")
+        (d / f"{name}.ext").write_text(ext + "\n")
+        _openssl("x509", "-req", "-in", str(d / f"{name}.csr"), "-CA", str(d / "ca.crt"), "-CAkey", str(d / "ca.key"),
+                 "-CAcreateserial", "-out", str(d / f"{name}.crt"), "-days", "1", "-extfile", str(d / f"{name}.ext"))
+    from router_util import free_port
+    tls_port = free_port()
+    r = Router(d, [f"--https-bind-address=127.0.0.1:{tls_port}", f"--tls-cert-file={d / 'server.crt'}",
+                   f"--tls-key-file={d / 'server.key'}", f"--tls-client-ca-file={d / 'ca.crt'}",
+                   "--mtls-mode=required"]).wait_ready()
+    try:
+        def get(with_cert):
+            ctx = ssl.create_default_context(cafile=str(d / "ca.crt"))
+            if with_cert:
+                ctx.load_cert_chain(str(d / "client.crt"), str(d / "client.key"))
+            c = http.client.HTTPSConnection("127.0.0.1", tls_port, timeout=10, context=ctx)
+            try:
+                c.request("GET", "/echo", headers=sandbox_headers(port=backend.port))
+                resp = c.getresponse()
+                return resp.status, resp.read()
+            finally:
+                c.close()
+        st, body = get(True)
+        assert st == 200, body
+        got = {k.lower(): v for k, v in json.loads(body)["headers"]}
+        assert got["x-forwarded-proto"] == "https"
+        with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+            get(False)
+        # the plain listener is still there and says http
+        hdrs, seen = echo(r, backend)
+        assert {k.lower(): v for k, v in seen["headers"]}["x-forwarded-proto"] == "http"
+    finally:
+        assert r.stop() == 0
+        r.assert_clean_log()
