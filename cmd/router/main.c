@@ -26,6 +26,7 @@
 #include "k8s/httpserver.h"
 #include "k8s/log.h"
 #include "k8s/metrics.h"
+#include "k8s/object.h"
 #include "authz.h"
 #include "cache.h"
 #include "flags.h"
@@ -287,7 +288,12 @@ out:
 	atomic_store(&ready, false);
 	if (proxy)
 		rt_proxy_drain(proxy);
-	shutdown_all(srv, S_COUNT, f.shutdown_timeout_ms);
+	/* the proxy listeners drain first while /readyz answers 503
+	 * "draining" (so endpoints drop this replica), then the rest go */
+	int64_t t0 = k8s_monotonic_ms();
+	shutdown_all(srv, S_METRICS, f.shutdown_timeout_ms);
+	long left = f.shutdown_timeout_ms - (long)(k8s_monotonic_ms() - t0);
+	shutdown_all(srv + S_METRICS, S_COUNT - S_METRICS, left > 1000 ? left : 1000);
 	for (int i = 0; i < S_COUNT; i++)
 		k8s_http_server_free(srv[i]);
 	rt_proxy_free(proxy);

@@ -303,6 +303,8 @@ def test_graceful_shutdown_finishes_in_flight(tmp_path, backend):
     t.start()
     time.sleep(0.5)
     r.proc.send_signal(15)
+    # while requests drain, readiness says so (the probe listener goes last)
+    assert wait_for(lambda: r.get_probe("/readyz") == (503, "draining"), timeout=5, desc="503 draining")
     t.join()
     assert result["r"][0] == 200 and result["r"][2] == b"late"
     assert r.proc.wait(timeout=15) == 0
