@@ -476,41 +476,42 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 /* ---- connecting ---- */
 
+/* Ends a connect in progress: closing the socket makes libuv call
+ * on_connect with UV_ECANCELED, which closes the timer and reports. */
+static void abort_connect(rt_upconn *c)
+{
+	c->state = C_CLOSING;
+	set_metric(c, NULL);
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+}
+
 static void on_connect_timeout(uv_timer_t *t)
 {
 	rt_upconn *c = t->data;
 	c->timed_out = true;
-	/* closing the socket cancels the connect: its callback gets ECANCELED */
-	uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-	c->state = C_CLOSING;
+	abort_connect(c);
 }
 
 static void on_connect(uv_connect_t *req, int status)
 {
 	rt_upconn *c = req->data;
-	if (c->timed_out) {
-		status = UV_ETIMEDOUT;
-		uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-		if (c->cancelled)
-			status = UV_ECANCELED;
-	} else if (c->cancelled) {
-		conn_close(c);
-		c->connect_cb(NULL, UV_ECANCELED, c->connect_ud);
-		return;
-	} else {
-		uv_timer_stop(&c->timer);
-	}
 	void (*cb)(rt_upconn *, int, void *) = c->connect_cb;
 	void *ud = c->connect_ud;
-	if (status == 0 && c->state == C_CONNECTING) {
+	if (c->timed_out || c->cancelled) {
+		uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+		cb(NULL, c->cancelled ? UV_ECANCELED : UV_ETIMEDOUT, ud);
+		return;
+	}
+	uv_timer_stop(&c->timer);
+	if (status == 0) {
 		c->state = C_ACTIVE;
 		uv_tcp_nodelay(&c->tcp, 1);
 		cb(c, 0, ud);
 		return;
 	}
-	if (c->state != C_CLOSING)
-		conn_close(c);
-	cb(NULL, status ? status : UV_ECONNABORTED, ud);
+	conn_close(c);
+	cb(NULL, status, ud);
 }
 
 int rt_upconn_connect(rt_pool *p, const char *key, const struct sockaddr *addr, long timeout_ms,
@@ -550,8 +551,11 @@ void rt_upconn_cancel(rt_upconn *c)
 {
 	if (!c)
 		return;
+	bool connecting = c->state == C_CONNECTING;
 	c->cancelled = true;
-	if (c->state != C_CONNECTING)
+	if (connecting)
+		abort_connect(c);
+	else
 		conn_close(c);
 }
 
