@@ -135,7 +135,7 @@ static int parse_int(const char *flag, const char *s, int min, int *out)
 
 int controller_parse_duration(const char *s, int64_t *ns)
 {
-	return k8s_duration_parse(s, ns) < 0 ? -1 : 0;
+	return k8s_duration_parse(s, ns);
 }
 
 /* A duration flag in whole milliseconds (a fraction rounds up, so a tiny

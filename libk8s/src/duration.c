@@ -1,20 +1,16 @@
 /*
- * duration.c - Go's time.ParseDuration (duration.h), shared by every
- * command's duration flags.
+ * duration.c - Go's time.ParseDuration syntax (k8s/duration.h), used by
+ * every duration flag of the commands (controller, sandboxd) so that Helm
+ * values written for the Go binaries carry over.
  */
 #include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include "k8s/duration.h"
 
-static int invalid(const char *s)
-{
-	return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid duration \"%s\": want a Go duration such as 250ms, 30s or 1m30s",
-	                     s ? s : "");
-}
-
 int k8s_duration_parse(const char *s, int64_t *ns)
 {
-	const char *orig = s;
 	static const struct {
 		const char *unit;
 		uint64_t ns;
@@ -28,7 +24,7 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 	uint64_t total = 0;
 
 	if (!s || !*s)
-		return invalid(orig);
+		return -1;
 	if (*s == '+' || *s == '-')
 		neg = *s++ == '-';
 	if (strcmp(s, "0") == 0) {
@@ -36,7 +32,7 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 		return 0;
 	}
 	if (!*s)
-		return invalid(orig);
+		return -1;
 	while (*s) {
 		/* [0-9]*(\.[0-9]*)? with at least one digit, then a unit */
 		uint64_t whole = 0, frac = 0;
@@ -44,10 +40,10 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 		bool digits = false, overflow_frac = false;
 		for (; isdigit((unsigned char)*s); s++, digits = true) {
 			if (whole > limit / 10)
-				return invalid(orig);
+				return -1;
 			whole = whole * 10 + (uint64_t)(*s - '0');
 			if (whole > limit)
-				return invalid(orig);
+				return -1;
 		}
 		if (*s == '.') {
 			for (s++; isdigit((unsigned char)*s); s++, digits = true) {
@@ -60,7 +56,7 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 			}
 		}
 		if (!digits)
-			return invalid(orig);
+			return -1;
 		size_t best = 0;
 		uint64_t mult = 0;
 		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -71,19 +67,19 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 			}
 		}
 		if (!best)
-			return invalid(orig);
+			return -1;
 		s += best;
 		if (whole > limit / mult)
-			return invalid(orig);
+			return -1;
 		uint64_t v = whole * mult;
 		if (frac)
 			v += (uint64_t)((double)frac * ((double)mult / scale));
 		if (v > limit || total > limit - v)
-			return invalid(orig);
+			return -1;
 		total += v;
 	}
 	if (total > limit - (neg ? 0 : 1))
-		return invalid(orig);
+		return -1;
 	*ns = neg ? (int64_t)(0 - total) : (int64_t)total;
 	return 0;
 }

@@ -52,3 +52,11 @@ def test_controller_deployment_rolls_out_and_the_metrics_service_selects_it(depl
     sel = ",".join(f"{k}={v}" for k, v in svc["spec"]["selector"].items())
     pods = deployed.list("pods", NS, sel)
     assert pods and all(p["metadata"]["labels"]["app"] == "agent-sandbox-controller" for p in pods)
+
+
+def test_sandboxd_example_template_is_accepted(deployed):
+    """deploy/sandboxd/sandboxtemplate.yaml (docs/sandboxd.md) passes the API
+    server's validation against the SandboxTemplate CRD schema."""
+    path = os.path.join(ROOT, "deploy", "sandboxd", "sandboxtemplate.yaml")
+    p = deployed.run("apply", "--dry-run=server", "-n", "default", "-f", path)
+    assert "sandboxtemplate.extensions.agents.x-k8s.io/sandboxd created (server dry run)" in p.stdout

@@ -1,0 +1,121 @@
+/*
+ * http.h - sandboxd's HTTP surface on libk8s' server (httpexchange.h): the
+ * shared daemon state and the helpers the three handler files use.
+ *   http_files.c    sandboxd REST: /v1/files/..., /v1/health, /v1/metadata
+ *   http_process.c  processes over HTTP: /v1/processes, /v1/execute
+ *   http_runtime.c  the python-runtime API: /, /execute, /upload, ...
+ * Each server runs one loop thread; handlers and process callbacks run on
+ * it. The process cap is shared by both servers, so it is locked.
+ */
+#ifndef SBXD_HTTP_H
+#define SBXD_HTTP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "k8s/httpexchange.h"
+#include "k8s/httpserver.h"
+#include "k8s/log.h"
+#include "codec.h"
+#include "confine.h"
+#include "flags.h"
+#include "proc.h"
+#include "proctable.h"
+
+/** A process run for a request, linked into its server's list (for shutdown). */
+typedef struct sbxd_run sbxd_run;
+
+/** Per-server state: the loop's live runs (loop thread only). */
+typedef struct {
+	struct sbxd_daemon *d;
+	k8s_http_server *srv;
+	sbxd_run *runs;              /* every live run of this server's loop */
+	bool shutting_down;          /* set on the loop by sbxd_http_begin_shutdown */
+} sbxd_server;
+
+typedef struct sbxd_daemon {
+	const sandboxd_flags *flags;
+	sbxd_root *root;
+	k8s_logger *log;
+	pthread_mutex_t cap_lock;    /* guards `cap` (both loops take slots) */
+	sbxd_proctable *cap;         /* slots for both servers; ids for the REST loop */
+	atomic_bool shutting_down;   /* /v1/health answers 503 */
+	time_t started;
+	char *metadata;              /* /v1/metadata body, computed at start */
+	size_t metadata_len;
+	sbxd_server rest, runtime;
+} sbxd_daemon;
+
+/** Routes of each API on its server. Return 0 or a k8s_http_server_route error. */
+int sbxd_http_files_routes(sbxd_daemon *d, k8s_http_server *s);
+int sbxd_http_process_routes(sbxd_daemon *d, k8s_http_server *s);
+int sbxd_http_runtime_routes(sbxd_daemon *d, k8s_http_server *s);
+
+/** Builds the /v1/metadata body from the environment (C.3). */
+int sbxd_metadata_build(sbxd_daemon *d);
+
+/** Posted to each server's loop at shutdown: every run gets SIGTERM, then
+ *  SIGKILL after the grace period (`ud` is the sbxd_server). */
+void sbxd_http_begin_shutdown(void *ud);
+
+/* ---- the process cap ---- */
+
+/** Takes a slot of --max-processes (any thread). 0, or K8S_ETOOMANYREQUESTS
+ *  with "too many processes: ..." as the last error. */
+int sbxd_cap_acquire(sbxd_daemon *d);
+/** Gives a slot back (any thread). */
+void sbxd_cap_release(sbxd_daemon *d);
+
+/* ---- runs: a process with its cap slot, on one server's list ---- */
+
+struct sbxd_run {
+	sbxd_run *prev, *next;
+	sbxd_server *srv;
+	sbxd_proc *proc;
+	int32_t id;                  /* > 0 when registered for stdin/signal/resize */
+};
+
+/** Links `r` (its srv set) into its server's list. */
+void sbxd_run_link(sbxd_run *r);
+/** Unlinks, frees the process (killing it if it runs), releases the slot
+ *  and the id. Idempotent on the process part. Does not free `r`. */
+void sbxd_run_release(sbxd_run *r);
+
+/* ---- responses ---- */
+
+/** REST error: `{code, message}` JSON with `status`. */
+void sbxd_respond_error(k8s_http_exchange *ex, int status, const char *code, const char *msg);
+/** REST error from a libk8s code and the last error (status from the code;
+ *  confine.h reasons give upstream's fixed messages). */
+void sbxd_respond_k8s_error(k8s_http_exchange *ex, int rc);
+/** A JSON body with `status`. */
+void sbxd_respond_json(k8s_http_exchange *ex, int status, const char *body, size_t len);
+/** python-runtime: `{"message": msg}` with `status`. */
+void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg);
+
+/* ---- requests ---- */
+
+/**
+ * The client path after `prefix` in the raw request path, percent-decoded
+ * `decodes` times (1 for the REST API; 2 for the python-runtime, whose
+ * handlers decode the already decoded path once more), then cleaned
+ * (sbxd_path_clean) with `mode`. `*shown` (may be NULL) gets the decoded
+ * path as the client meant it (malloc'd). Returns 0 or the error.
+ */
+int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
+                      sbxd_clean_mode mode, char **rel, char **shown);
+
+/**
+ * Reads a whole request body of at most `limit` bytes, then calls `done`
+ * (`body` NUL-terminated, valid during the call) on the loop. Too large:
+ * the server answers 413 and `on_fail` (may be NULL) gets the code, as it
+ * does for a client gone mid-body. Release state in the exchange's
+ * on_close, not here: it runs in every case.
+ */
+typedef void (*sbxd_body_fn)(k8s_http_exchange *ex, const char *body, size_t len, void *ud);
+void sbxd_read_body(k8s_http_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
+                    void (*on_fail)(k8s_http_exchange *ex, int err, void *ud));
+
+#endif

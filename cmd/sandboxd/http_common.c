@@ -1,0 +1,244 @@
+/*
+ * http_common.c - what the sandboxd handlers share (http.h): the process
+ * cap, the list of runs for shutdown, error bodies, request paths and
+ * query parameters, and reading a small request body whole.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s/common.h"
+#include "codec.h"
+#include "http.h"
+
+/* ---- cap ---- */
+
+int sbxd_cap_acquire(sbxd_daemon *d)
+{
+	pthread_mutex_lock(&d->cap_lock);
+	int rc = sbxd_proctable_acquire(d->cap);
+	pthread_mutex_unlock(&d->cap_lock);
+	return rc;
+}
+
+void sbxd_cap_release(sbxd_daemon *d)
+{
+	pthread_mutex_lock(&d->cap_lock);
+	sbxd_proctable_release(d->cap);
+	pthread_mutex_unlock(&d->cap_lock);
+}
+
+/* ---- runs ---- */
+
+void sbxd_run_link(sbxd_run *r)
+{
+	r->prev = NULL;
+	r->next = r->srv->runs;
+	if (r->next)
+		r->next->prev = r;
+	r->srv->runs = r;
+}
+
+void sbxd_run_release(sbxd_run *r)
+{
+	if (!r->proc)
+		return;
+	sbxd_server *s = r->srv;
+	if (r->prev)
+		r->prev->next = r->next;
+	else if (s->runs == r)
+		s->runs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->prev = r->next = NULL;
+	if (r->id > 0) {
+		pthread_mutex_lock(&s->d->cap_lock);
+		sbxd_proctable_remove(s->d->cap, r->id);
+		pthread_mutex_unlock(&s->d->cap_lock);
+	}
+	sbxd_proc_free(r->proc);
+	r->proc = NULL;
+	sbxd_cap_release(s->d);
+}
+
+void sbxd_http_begin_shutdown(void *ud)
+{
+	sbxd_server *s = ud;
+	s->shutting_down = true;
+	for (sbxd_run *r = s->runs; r; r = r->next)
+		if (r->proc)
+			sbxd_proc_terminate(r->proc);
+}
+
+/* ---- responses ---- */
+
+void sbxd_respond_json(k8s_http_exchange *ex, int status, const char *body, size_t len)
+{
+	k8s_http_exchange_respond(ex, status, "application/json", body, len);
+}
+
+void sbxd_respond_error(k8s_http_exchange *ex, int status, const char *code, const char *msg)
+{
+	size_t len;
+	char *b = sbxd_error_body(code, msg, &len);
+	if (!b) {
+		k8s_http_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
+		return;
+	}
+	sbxd_respond_json(ex, status, b, len);
+	free(b);
+}
+
+void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg)
+{
+	size_t len;
+	char *b = sbxd_message_body(msg, &len);
+	if (!b) {
+		k8s_http_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
+		return;
+	}
+	sbxd_respond_json(ex, status, b, len);
+	free(b);
+}
+
+void sbxd_respond_k8s_error(k8s_http_exchange *ex, int rc)
+{
+	const k8s_error *e = k8s_error_last();
+	const char *msg = e->message[0] ? e->message : k8s_strerror(rc);
+	switch (rc) {
+	case K8S_EFORBIDDEN:
+		if (strcmp(e->reason, SBXD_REASON_ESCAPE) == 0)
+			msg = "path traversal outside sandbox root is forbidden";
+		else if (strcmp(e->reason, SBXD_REASON_DENIED) == 0)
+			msg = "permission denied";
+		sbxd_respond_error(ex, 403, "PERMISSION_DENIED", msg);
+		break;
+	case K8S_ENOTFOUND:
+		if (strcmp(e->reason, SBXD_REASON_MISSING) == 0)
+			msg = "path does not exist within the sandbox";
+		sbxd_respond_error(ex, 404, "NOT_FOUND", msg);
+		break;
+	case K8S_EINVAL:
+	case K8S_EBADREQUEST:
+		sbxd_respond_error(ex, 400, "INVALID_ARGUMENT", msg);
+		break;
+	case K8S_ECONFLICT:
+		sbxd_respond_error(ex, 409, "CONFLICT", msg);
+		break;
+	case K8S_ETOOMANYREQUESTS:
+		sbxd_respond_error(ex, 429, "RESOURCE_EXHAUSTED", msg);
+		break;
+	case K8S_ETOOLARGE:
+		sbxd_respond_error(ex, 413, "INVALID_ARGUMENT", "request body too large");
+		break;
+	case K8S_ESHUTDOWN:
+		sbxd_respond_error(ex, 503, "UNAVAILABLE", "sandboxd is shutting down");
+		break;
+	default:
+		sbxd_respond_error(ex, 500, "INTERNAL", msg);
+		break;
+	}
+}
+
+/* ---- requests ---- */
+
+int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
+                      sbxd_clean_mode mode, char **rel, char **shown)
+{
+	*rel = NULL;
+	if (shown)
+		*shown = NULL;
+	const char *raw = k8s_http_request_path(k8s_http_exchange_request(ex));
+	size_t pl = strlen(prefix);
+	const char *p = strncmp(raw, prefix, pl) == 0 ? raw + pl : "";
+	char *cur = strdup(p);
+	size_t len = strlen(p);
+	if (!cur)
+		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+	for (int i = 0; i < decodes; i++) {
+		char *next;
+		int rc = sbxd_percent_decode(cur, len, &next, &len);
+		free(cur);
+		if (rc)
+			return rc;
+		cur = next;
+	}
+	int rc = sbxd_path_clean(sbxd_root_path(d->root), mode, cur, len, rel);
+	if (rc == 0 && shown)
+		*shown = cur;
+	else
+		free(cur);
+	return rc;
+}
+
+typedef struct {
+	char *buf;
+	size_t len, cap, limit;
+	sbxd_body_fn done;
+	void (*on_fail)(k8s_http_exchange *ex, int err, void *ud);
+	void *ud;
+} body_state;
+
+static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+{
+	body_state *b = ud;
+	if (b->len + len + 1 > b->cap) {
+		size_t ncap = (b->len + len + 1) * 2;
+		if (ncap > b->limit + 1)
+			ncap = b->limit + 1;
+		char *nb = realloc(b->buf, ncap);
+		if (!nb) {
+			k8s_http_exchange_abort(ex);
+			return;
+		}
+		b->buf = nb;
+		b->cap = ncap;
+	}
+	memcpy(b->buf + b->len, data, len);
+	b->len += len;
+}
+
+static void body_end(k8s_http_exchange *ex, void *ud)
+{
+	body_state *b = ud;
+	if (!b->buf)
+		b->buf = calloc(1, 1);
+	if (b->buf)
+		b->buf[b->len] = '\0';
+	b->done(ex, b->buf ? b->buf : "", b->len, b->ud);
+	free(b->buf);
+	free(b);
+}
+
+static void body_error(k8s_http_exchange *ex, int err, void *ud)
+{
+	body_state *b = ud;
+	if (b->on_fail)
+		b->on_fail(ex, err, b->ud);
+	free(b->buf);
+	free(b);
+}
+
+void sbxd_read_body(k8s_http_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
+                    void (*on_fail)(k8s_http_exchange *ex, int err, void *ud))
+{
+	body_state *b = calloc(1, sizeof(*b));
+	if (!b) {
+		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+		if (on_fail)
+			on_fail(ex, K8S_ENOMEM, ud);
+		return;
+	}
+	b->limit = limit;
+	b->done = done;
+	b->on_fail = on_fail;
+	b->ud = ud;
+	static const k8s_http_body_reader reader = { body_data, body_end, body_error };
+	k8s_http_exchange_set_max_body(ex, limit);
+	int rc = k8s_http_exchange_read_start(ex, &reader, b);
+	if (rc) {
+		/* too large by its Content-Length: the server answered 413 */
+		if (on_fail)
+			on_fail(ex, rc, ud);
+		free(b);
+	}
+}

@@ -1,0 +1,477 @@
+/*
+ * http_files.c - sandboxd's REST API (spec/surfaces.md C.3): files under
+ * /v1/files/{path} (GET and HEAD: a file's bytes or a directory listing;
+ * PUT: an atomic write, raw or multipart; DELETE), /v1/health and
+ * /v1/metadata. Also the streamed file download shared with the
+ * python-runtime's /download (sbxd_serve_file).
+ *
+ * Downloads and uploads stream: a download reads 256 KiB at a time and
+ * waits while more than 1 MiB is queued for the socket; an upload goes
+ * through http_upload.c.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "k8s/common.h"
+#include "codec.h"
+#include "fsops.h"
+#include "http.h"
+#include "http_files.h"
+#include "http_upload.h"
+#include "multipart.h"
+
+#define FILES_PREFIX "/v1/files/"
+#define READ_CHUNK (256 * 1024)
+#define WRITE_HIGH (1024 * 1024)
+
+/* ---- downloads ---- */
+
+typedef struct {
+	k8s_http_exchange *ex;
+	int fd;
+	uint64_t off, remaining;
+	bool finished;
+	char *buf;
+} download;
+
+static void dl_pump(download *s);
+
+static void dl_written(k8s_http_exchange *ex, void *ud)
+{
+	dl_pump(ud);
+}
+
+static void dl_pump(download *s)
+{
+	while (s->remaining > 0 && k8s_http_exchange_pending(s->ex) < WRITE_HIGH) {
+		size_t want = s->remaining < READ_CHUNK ? (size_t)s->remaining : READ_CHUNK;
+		ssize_t n = pread(s->fd, s->buf, want, (off_t)s->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			/* the file shrank or failed under us: the length sent is a lie now */
+			k8s_http_exchange_abort(s->ex);
+			return;
+		}
+		if (k8s_http_exchange_write(s->ex, s->buf, (size_t)n, dl_written, s) != 0)
+			return;  /* the exchange ended; on_close frees */
+		s->off += (uint64_t)n;
+		s->remaining -= (uint64_t)n;
+	}
+	if (s->remaining == 0 && !s->finished) {
+		s->finished = true;
+		k8s_http_exchange_finish(s->ex);
+	}
+}
+
+static void dl_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	download *s = ud;
+	close(s->fd);
+	free(s->buf);
+	free(s);
+}
+
+static void http_date(time_t t, char *buf, size_t cap)
+{
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, cap, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* The single range of a Range header (RFC 9110 section 14.2): 1 with
+ * [*start, *end], 0 to serve the whole file (no header, several ranges,
+ * another unit), -1 unsatisfiable or malformed (416). */
+static int parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *end)
+{
+	if (!h || strncmp(h, "bytes=", 6) != 0)
+		return 0;
+	h += 6;
+	if (strchr(h, ','))
+		return 0;
+	while (*h == ' ')
+		h++;
+	char *e;
+	if (*h == '-') {
+		if (!isdigit((unsigned char)h[1]))
+			return -1;
+		errno = 0;
+		uint64_t n = strtoull(h + 1, &e, 10);
+		if (errno || *e || n == 0 || size == 0)
+			return -1;
+		*start = n >= size ? 0 : size - n;
+		*end = size - 1;
+		return 1;
+	}
+	if (!isdigit((unsigned char)*h))
+		return -1;
+	errno = 0;
+	uint64_t a = strtoull(h, &e, 10);
+	if (errno || *e != '-')
+		return -1;
+	h = e + 1;
+	uint64_t b = size ? size - 1 : 0;
+	if (*h) {
+		if (!isdigit((unsigned char)*h))
+			return -1;
+		b = strtoull(h, &e, 10);
+		if (errno || *e || b < a)
+			return -1;
+		if (b >= size)
+			b = size - 1;
+	}
+	if (a >= size)
+		return -1;
+	*start = a;
+	*end = b;
+	return 1;
+}
+
+void sbxd_serve_file(k8s_http_exchange *ex, int fd, const struct stat *st,
+                     const char *disposition)
+{
+	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	k8s_http_response *res = k8s_http_exchange_response(ex);
+	char date[64];
+	http_date(st->st_mtim.tv_sec, date, sizeof(date));
+	k8s_http_response_add_header(res, "Content-Type", "application/octet-stream");
+	k8s_http_response_add_header(res, "Last-Modified", date);
+	k8s_http_response_add_header(res, "Accept-Ranges", "bytes");
+	if (disposition)
+		k8s_http_response_add_header(res, "Content-Disposition", disposition);
+	uint64_t size = (uint64_t)st->st_size;
+	const char *ims = k8s_http_request_header(req, "If-Modified-Since");
+	if (ims && !k8s_http_request_header(req, "If-None-Match")) {
+		struct tm tm;
+		memset(&tm, 0, sizeof(tm));
+		const char *end = strptime(ims, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		if (end && !*end && st->st_mtim.tv_sec <= timegm(&tm)) {
+			close(fd);
+			k8s_http_response_set_status(res, 304);
+			k8s_http_exchange_finish(ex);
+			return;
+		}
+	}
+	uint64_t start = 0, last = size ? size - 1 : 0;
+	int r = parse_range(k8s_http_request_header(req, "Range"), size, &start, &last);
+	if (r < 0) {
+		char cr[64];
+		snprintf(cr, sizeof(cr), "bytes */%" PRIu64, size);
+		k8s_http_response_add_header(res, "Content-Range", cr);
+		close(fd);
+		k8s_http_exchange_respond(ex, 416, "text/plain; charset=utf-8",
+		                          "invalid range\n", 14);
+		return;
+	}
+	uint64_t len = size;
+	if (r > 0) {
+		char cr[96];
+		snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start, last, size);
+		k8s_http_response_add_header(res, "Content-Range", cr);
+		k8s_http_response_set_status(res, 206);
+		len = last - start + 1;
+	}
+	if (strcmp(k8s_http_request_method(req), "HEAD") == 0 || len == 0) {
+		close(fd);
+		k8s_http_exchange_send_head(ex, (int64_t)len);
+		k8s_http_exchange_finish(ex);
+		return;
+	}
+	download *s = calloc(1, sizeof(*s));
+	if (s)
+		s->buf = malloc(READ_CHUNK);
+	if (!s || !s->buf) {
+		free(s);
+		close(fd);
+		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+		return;
+	}
+	s->ex = ex;
+	s->fd = fd;
+	s->off = start;
+	s->remaining = len;
+	k8s_http_exchange_on_close(ex, dl_close, s);
+	/* a big file on a slow link may take long: no overall deadline */
+	k8s_http_exchange_set_timeout(ex, 0);
+	if (k8s_http_exchange_send_head(ex, (int64_t)len) != 0)
+		return;
+	dl_pump(s);
+}
+
+/* ---- GET / HEAD ---- */
+
+static void files_get(k8s_http_exchange *ex, void *ud)
+{
+	sbxd_daemon *d = ud;
+	char *rel, *shown;
+	int rc = sbxd_request_path(d, ex, FILES_PREFIX, 1, SBXD_CLEAN_STRIP_ROOT, &rel, &shown);
+	if (rc) {
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	struct stat st;
+	rc = sbxd_stat(d->root, rel, &st);
+	if (rc == 0 && S_ISDIR(st.st_mode)) {
+		sbxd_entry *e;
+		size_t n, len;
+		rc = sbxd_list(d->root, rel, SBXD_LIST_BY_NAME, &e, &n);
+		if (rc == 0) {
+			char *body = sbxd_listing_json(shown, e, n, &len);
+			sbxd_entries_free(e, n);
+			if (body)
+				sbxd_respond_json(ex, 200, body, len);
+			else
+				sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+			free(body);
+		}
+	} else if (rc == 0) {
+		int fd;
+		rc = sbxd_open_read(d->root, rel, &fd, &st);
+		if (rc == 0)
+			sbxd_serve_file(ex, fd, &st, NULL);
+	}
+	if (rc)
+		sbxd_respond_k8s_error(ex, rc);
+	free(rel);
+	free(shown);
+}
+
+/* ---- PUT ---- */
+
+static void put_fail(k8s_http_exchange *ex, int rc, void *ud)
+{
+	sbxd_respond_k8s_error(ex, rc);
+}
+
+static void put_no_file(k8s_http_exchange *ex, void *ud)
+{
+	sbxd_respond_error(ex, 400, "INVALID_ARGUMENT",
+	                   "multipart body is missing the required \"file\" part");
+}
+
+static void put_done(k8s_http_exchange *ex, int rc, const char *msg, void *ud)
+{
+	if (rc)
+		sbxd_respond_error(ex, 500, "INTERNAL", msg);
+	else
+		k8s_http_exchange_respond(ex, 204, NULL, NULL, 0);
+}
+
+static const sbxd_upload_ops put_ops = { NULL, put_fail, put_no_file, put_done, NULL };
+
+static bool valid_mode(const char *m)
+{
+	return strlen(m) == 4 && m[0] == '0' && m[1] >= '0' && m[1] <= '7' && m[2] >= '0' &&
+	       m[2] <= '7' && m[3] >= '0' && m[3] <= '7';
+}
+
+static void files_put(k8s_http_exchange *ex, void *ud)
+{
+	sbxd_daemon *d = ud;
+	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	mode_t mode = 0644;
+	/* check order of upstream: mode, path, directory, body */
+	char *m = sbxd_query_param(k8s_http_request_query(req), "mode");
+	if (m) {
+		if (!valid_mode(m)) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "mode \"%.64s\" must match ^0[0-7]{3}$", m);
+			free(m);
+			sbxd_respond_error(ex, 400, "INVALID_ARGUMENT", msg);
+			return;
+		}
+		mode = (mode_t)strtol(m, NULL, 8);
+		free(m);
+	}
+	char *rel;
+	int rc = sbxd_request_path(d, ex, FILES_PREFIX, 1, SBXD_CLEAN_STRIP_ROOT, &rel, NULL);
+	if (rc) {
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	sbxd_writer *w = NULL;
+	if (strcmp(rel, ".") == 0)
+		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
+	else
+		rc = sbxd_writer_begin(&w, d->root, rel, mode);
+	free(rel);
+	char *boundary = NULL;
+	if (rc == 0) {
+		rc = sbxd_multipart_boundary(k8s_http_request_header(req, "Content-Type"), &boundary);
+		if (rc == K8S_ENOTFOUND)
+			rc = 0;  /* not multipart: the raw body is the content */
+	}
+	if (rc) {
+		sbxd_writer_free(w);
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	sbxd_upload_start(ex, w, boundary, d->flags->max_upload_bytes, &put_ops, NULL);
+	free(boundary);
+}
+
+/* ---- DELETE ---- */
+
+/* Go's strconv.ParseBool. */
+static int parse_go_bool(const char *s, bool *out)
+{
+	static const char *const t[] = { "1", "t", "T", "TRUE", "true", "True", NULL };
+	static const char *const f[] = { "0", "f", "F", "FALSE", "false", "False", NULL };
+	for (int i = 0; t[i]; i++)
+		if (strcmp(s, t[i]) == 0)
+			return *out = true, 0;
+	for (int i = 0; f[i]; i++)
+		if (strcmp(s, f[i]) == 0)
+			return *out = false, 0;
+	return -1;
+}
+
+static void files_delete(k8s_http_exchange *ex, void *ud)
+{
+	sbxd_daemon *d = ud;
+	char *rel;
+	int rc = sbxd_request_path(d, ex, FILES_PREFIX, 1, SBXD_CLEAN_STRIP_ROOT, &rel, NULL);
+	if (rc) {
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	/* existence first (lstat: a dangling link exists), then `recursive` */
+	rc = sbxd_exists_nofollow(d->root, rel);
+	if (rc == 0)
+		rc = sbxd_confine_error(ENOENT, NULL);
+	if (rc < 0) {
+		free(rel);
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	bool recursive = false;
+	char *r = sbxd_query_param(k8s_http_request_query(k8s_http_exchange_request(ex)),
+	                           "recursive");
+	if (r && parse_go_bool(r, &recursive) < 0) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "recursive \"%.64s\" must be a boolean", r);
+		free(r);
+		free(rel);
+		sbxd_respond_error(ex, 400, "INVALID_ARGUMENT", msg);
+		return;
+	}
+	free(r);
+	rc = sbxd_delete(d->root, rel, recursive);
+	free(rel);
+	if (rc)
+		sbxd_respond_k8s_error(ex, rc);
+	else
+		k8s_http_exchange_respond(ex, 204, NULL, NULL, 0);
+}
+
+/* ---- health, metadata ---- */
+
+static void json_reply(k8s_http_response *res, int status, const char *body, size_t len)
+{
+	k8s_http_response_set_status(res, status);
+	k8s_http_response_add_header(res, "Content-Type", "application/json");
+	k8s_http_response_write(res, body, len);
+}
+
+static void health(const k8s_http_request *req, k8s_http_response *res, void *ud)
+{
+	sbxd_daemon *d = ud;
+	if (atomic_load(&d->shutting_down)) {
+		size_t len;
+		char *b = sbxd_error_body("UNAVAILABLE", "sandboxd is shutting down", &len);
+		if (b)
+			json_reply(res, 503, b, len);
+		free(b);
+		return;
+	}
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "status", "ok");
+	cJSON_AddNumberToObject(j, "uptime_seconds", (double)(time(NULL) - d->started));
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (s) {
+		size_t n = strlen(s);
+		json_reply(res, 200, s, n);
+		k8s_http_response_write(res, "\n", 1);
+	}
+	free(s);
+}
+
+static void metadata(const k8s_http_request *req, k8s_http_response *res, void *ud)
+{
+	sbxd_daemon *d = ud;
+	json_reply(res, 200, d->metadata, d->metadata_len);
+}
+
+extern char **environ;
+
+int sbxd_metadata_build(sbxd_daemon *d)
+{
+	static const char *const withheld[] = { "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CRED",
+	                                        "KEY", "AUTH", "BEARER", "PRIVATE", "CERT", NULL };
+	const char *prefix = d->flags->metadata_env_prefix;
+	size_t pl = strlen(prefix);
+	cJSON *j = cJSON_CreateObject();
+	cJSON *env = cJSON_AddObjectToObject(j, "env");
+	if (!env) {
+		cJSON_Delete(j);
+		return K8S_ENOMEM;
+	}
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		if (!eq || strncmp(*e, prefix, pl) != 0)
+			continue;
+		char name[512];
+		size_t nl = (size_t)(eq - *e);
+		if (nl >= sizeof(name))
+			continue;
+		memcpy(name, *e, nl);
+		name[nl] = '\0';
+		bool secret = false;
+		for (int i = 0; withheld[i] && !secret; i++)
+			secret = strcasestr(name, withheld[i]) != NULL;
+		if (secret || cJSON_GetObjectItemCaseSensitive(env, name))
+			continue;
+		char *v = sbxd_utf8_clean(eq + 1, strlen(eq + 1));
+		char *n = sbxd_utf8_clean(name, nl);
+		if (v && n)
+			cJSON_AddStringToObject(env, n, v);
+		free(v);
+		free(n);
+	}
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (!s)
+		return K8S_ENOMEM;
+	size_t n = strlen(s);
+	char *t = realloc(s, n + 2);
+	if (!t) {
+		free(s);
+		return K8S_ENOMEM;
+	}
+	t[n] = '\n';
+	t[n + 1] = '\0';
+	d->metadata = t;
+	d->metadata_len = n + 1;
+	return 0;
+}
+
+int sbxd_http_files_routes(sbxd_daemon *d, k8s_http_server *s)
+{
+	int rc;
+	if ((rc = k8s_http_server_route_stream(s, "GET", FILES_PREFIX "*", files_get, d)) ||
+	    (rc = k8s_http_server_route_stream(s, "PUT", FILES_PREFIX "*", files_put, d)) ||
+	    (rc = k8s_http_server_route_stream(s, "DELETE", FILES_PREFIX "*", files_delete, d)) ||
+	    (rc = k8s_http_server_route(s, "GET", "/v1/health", health, d)) ||
+	    (rc = k8s_http_server_route(s, "GET", "/v1/metadata", metadata, d)))
+		return rc;
+	return 0;
+}

@@ -1,0 +1,528 @@
+/*
+ * http_process.c - process execution over HTTP with the semantics of
+ * upstream's gRPC ProcessService (spec/surfaces.md C.4, C.6):
+ *
+ *   POST /v1/processes                  Start: the response is a chunked
+ *        stream of NDJSON events, one JSON object a line (the proto3 JSON
+ *        of StartResponse): {"init":{"processId":N}}, then {"stdout":b64} /
+ *        {"stderr":b64} as output is produced, then {"exit":{...}}.
+ *   POST /v1/execute                    Execute: buffered, one JSON answer.
+ *   POST /v1/processes/{id}/stdin       WriteStdin: JSON {"input"}/{"eof"},
+ *        or any other Content-Type: the raw body streamed into stdin
+ *        (with ?eof=true to close it after).
+ *   POST /v1/processes/{id}/signal      SendSignal.
+ *   POST /v1/processes/{id}/resize      ResizeTTY.
+ *
+ * Why NDJSON over a chunked response and not WebSocket: it is plain
+ * HTTP/1.1 that every client, curl and the router's proxying handle, it
+ * needs no framing code on either side, and the control calls (stdin,
+ * signal, resize) are separate requests anyway, as they are RPCs
+ * upstream. Backpressure: while more than 1 MiB of events waits for the
+ * client, the process's output is not read (the child then blocks on its
+ * pipe); output past --max-output-bytes is dropped and the exit event
+ * says so. A client that goes away kills the process group (noticed at
+ * the next write: a quiet stream gets an empty event "{}" every
+ * --stream-keepalive).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "k8s/common.h"
+#include "codec.h"
+#include "http.h"
+
+#define REQUEST_LIMIT (1024 * 1024)
+#define EVENTS_HIGH (1024 * 1024)
+#define EVENTS_LOW (256 * 1024)
+#define STDIN_HIGH (1024 * 1024)
+
+/* A growable byte buffer for Execute's output, bounded by the flag. */
+/* One Start or Execute request and its process. */
+typedef struct {
+	sbxd_run run;
+	sbxd_daemon *d;
+	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	bool streaming;          /* Start (events) or Execute (buffered) */
+	bool head_sent;
+	sbxd_bytes out, err;
+	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
+} proc_req;
+
+static void keepalive_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void req_free(proc_req *r)
+{
+	if (r->keepalive)
+		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
+	sbxd_run_release(&r->run);
+	sbxd_bytes_free(&r->out);
+	sbxd_bytes_free(&r->err);
+	free(r);
+}
+
+static void req_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	proc_req *r = ud;
+	r->ex = NULL;
+	if (r->run.proc && !sbxd_proc_done(r->run.proc))
+		k8s_log(r->d->log, K8S_LOG_INFO, "client went away: process killed",
+		        "process_id", r->run.id > 0 ? "" : "-", NULL);
+	req_free(r);  /* kills the group if it still runs */
+}
+
+static void events_drained(k8s_http_exchange *ex, void *ud)
+{
+	proc_req *r = ud;
+	if (r->run.proc && k8s_http_exchange_pending(ex) < EVENTS_LOW)
+		sbxd_proc_resume_output(r->run.proc);
+}
+
+static void send_event(proc_req *r, char *line, size_t len)
+{
+	if (!line) {
+		k8s_http_exchange_abort(r->ex);
+		return;
+	}
+	k8s_http_exchange_write(r->ex, line, len, events_drained, r);
+	free(line);
+}
+
+static void on_output(sbxd_proc *p, sbxd_stream s, const char *data, size_t n, void *ud)
+{
+	proc_req *r = ud;
+	if (!r->ex)
+		return;
+	if (!r->streaming) {
+		sbxd_bytes_add(s == SBXD_STDERR ? &r->err : &r->out, data, n);
+		return;
+	}
+	size_t len = 0;
+	char *line = sbxd_event_output(s, data, n, &len);
+	send_event(r, line, len);
+	if (r->ex && k8s_http_exchange_pending(r->ex) > EVENTS_HIGH)
+		sbxd_proc_pause_output(p);
+}
+
+static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
+{
+	proc_req *r = ud;
+	char code[16], sig[16];
+	snprintf(code, sizeof(code), "%d", ex->exit_code);
+	snprintf(sig, sizeof(sig), "%d", ex->signal);
+	k8s_log(r->d->log, K8S_LOG_INFO, "process exited", "exit_code", code, "signal", sig,
+	        "timed_out", ex->timed_out ? "true" : "false", NULL);
+	/* C.6: unregistered when its Start call ends; the slot goes too */
+	sbxd_run_release(&r->run);
+	if (!r->ex)
+		return;
+	size_t len = 0;
+	if (r->streaming) {
+		char *line = sbxd_event_exit(ex, &len);
+		send_event(r, line, len);
+		if (r->ex)
+			k8s_http_exchange_finish(r->ex);
+		return;
+	}
+	char *body = sbxd_execute_response(ex, r->out.data, r->out.len, r->err.data, r->err.len,
+	                                   &len);
+	if (body)
+		sbxd_respond_json(r->ex, 200, body, len);
+	else
+		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");
+	free(body);
+}
+
+static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };
+
+/*
+ * An empty event ("{}", a StartResponse with no field set) on a quiet
+ * stream: proxies keep the stream open, and a client that went away is
+ * noticed by the failed write (the server cannot tell a closed client
+ * from a half-closed one until then), so its process is killed.
+ */
+static void on_keepalive(uv_timer_t *t)
+{
+	proc_req *r = t->data;
+	if (r->ex && r->head_sent && k8s_http_exchange_pending(r->ex) == 0)
+		k8s_http_exchange_write(r->ex, "{}\n", 3, NULL, NULL);
+}
+
+/* The working directory of a request, beneath the root (C.6: escape is
+ * PERMISSION_DENIED with "cwd: ", missing is NOT_FOUND). */
+static int open_cwd(sbxd_daemon *d, const char *cwd, int *fd)
+{
+	char *rel;
+	int rc = sbxd_path_clean(sbxd_root_path(d->root), SBXD_CLEAN_STRIP_ROOT, cwd ? cwd : "",
+	                         cwd ? strlen(cwd) : 0, &rel);
+	if (rc == 0) {
+		rc = sbxd_root_openat(d->root, rel, O_PATH | O_DIRECTORY, 0, fd);
+		free(rel);
+	}
+	if (rc == K8S_EFORBIDDEN)
+		return k8s_error_set(rc, 403, NULL, "cwd: %s",
+		                     strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0
+		                     ? "path traversal outside sandbox root is forbidden"
+		                     : "permission denied");
+	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR))
+		return k8s_error_set(K8S_ENOTFOUND, 404, NULL, "command or path not found: cwd");
+	return rc;
+}
+
+/* Starts the process of a parsed request; answers the error itself. */
+static void start(proc_req *r, sbxd_proc_request *pr)
+{
+	sbxd_daemon *d = r->d;
+	const sandboxd_flags *f = d->flags;
+	int cwd = -1;
+	int rc = open_cwd(d, pr->cwd, &cwd);
+	if (rc == 0)
+		rc = sbxd_cap_acquire(d);
+	if (rc) {
+		if (cwd >= 0)
+			close(cwd);
+		sbxd_respond_k8s_error(r->ex, rc);
+		return;
+	}
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.argv = pr->argv;
+	o.env = pr->env;
+	o.cwd_fd = cwd;
+	o.pty = pr->pty;
+	o.cols = pr->cols;
+	o.rows = pr->rows;
+	o.stdin_pipe = r->streaming;
+	o.timeout_ms = pr->timeout_ms;
+	o.kill_grace_ms = f->kill_grace_ms;
+	o.chunk_size = f->stream_chunk_size;
+	o.max_output_bytes = f->max_output_bytes;
+	o.max_tasks = f->max_tasks;
+	rc = sbxd_proc_spawn(&r->run.proc, k8s_http_exchange_loop(r->ex), &o, &callbacks, r);
+	close(cwd);
+	if (rc) {
+		sbxd_cap_release(d);
+		sbxd_respond_k8s_error(r->ex, rc);
+		return;
+	}
+	r->run.srv = &d->rest;
+	sbxd_run_link(&r->run);
+	/* the process's own timeout bounds it, not the server's request timeout */
+	k8s_http_exchange_set_timeout(r->ex, 0);
+	char pid[16];
+	snprintf(pid, sizeof(pid), "%d", (int)sbxd_proc_pid(r->run.proc));
+	if (!r->streaming) {
+		k8s_log(d->log, K8S_LOG_INFO, "process started", "api", "execute", "pid", pid,
+		        "command", pr->argv[0], NULL);
+		return;
+	}
+	pthread_mutex_lock(&d->cap_lock);
+	r->run.id = sbxd_proctable_add(d->cap, r);
+	pthread_mutex_unlock(&d->cap_lock);
+	char id[16];
+	snprintf(id, sizeof(id), "%d", r->run.id);
+	k8s_log(d->log, K8S_LOG_INFO, "process started", "api", "start", "process_id", id, "pid",
+	        pid, "command", pr->argv[0], "pty", pr->pty ? "true" : "false", NULL);
+	if (r->run.id < 0) {
+		r->run.id = 0;
+		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");
+		return;
+	}
+	k8s_http_response *res = k8s_http_exchange_response(r->ex);
+	k8s_http_response_add_header(res, "Content-Type", "application/x-ndjson");
+	k8s_http_response_add_header(res, "Cache-Control", "no-store");
+	if (k8s_http_exchange_send_head(r->ex, -1) != 0)
+		return;
+	r->head_sent = true;
+	if (f->stream_keepalive_ms > 0 && (r->keepalive = malloc(sizeof(uv_timer_t)))) {
+		uv_timer_init(k8s_http_exchange_loop(r->ex), r->keepalive);
+		r->keepalive->data = r;
+		uv_timer_start(r->keepalive, on_keepalive, (uint64_t)f->stream_keepalive_ms,
+		               (uint64_t)f->stream_keepalive_ms);
+	}
+	size_t len = 0;
+	char *line = sbxd_event_init(r->run.id, &len);
+	send_event(r, line, len);
+}
+
+static void proc_body(k8s_http_exchange *ex, const char *body, size_t len, void *ud)
+{
+	proc_req *r = ud;
+	if (atomic_load(&r->d->shutting_down)) {
+		sbxd_respond_error(ex, 503, "UNAVAILABLE", "sandboxd is shutting down");
+		return;
+	}
+	sbxd_proc_request pr;
+	int rc = sbxd_proc_request_parse(body, len, r->streaming, &pr);
+	if (rc) {
+		sbxd_respond_k8s_error(ex, rc);
+		return;
+	}
+	start(r, &pr);
+	sbxd_proc_request_clear(&pr);
+}
+
+static void proc_route(k8s_http_exchange *ex, sbxd_daemon *d, bool streaming)
+{
+	proc_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+		return;
+	}
+	r->d = d;
+	r->ex = ex;
+	r->streaming = streaming;
+	r->run.srv = &d->rest;
+	k8s_http_exchange_on_close(ex, req_close, r);
+	sbxd_read_body(ex, REQUEST_LIMIT, proc_body, r, NULL);
+}
+
+static void start_route(k8s_http_exchange *ex, void *ud)
+{
+	proc_route(ex, ud, true);
+}
+
+static void execute_route(k8s_http_exchange *ex, void *ud)
+{
+	proc_route(ex, ud, false);
+}
+
+/* ---- stdin, signal, resize: /v1/processes/{id}/{action} ---- */
+
+typedef struct {
+	sbxd_daemon *d;
+	k8s_http_exchange *ex;
+	int32_t id;
+	bool raw, eof_after, failed, answered;
+	uv_timer_t timer;        /* raw stdin: waits for the queue to drain */
+	bool timer_on;
+} ctl_req;
+
+static sbxd_proc *lookup(sbxd_daemon *d, int32_t id)
+{
+	pthread_mutex_lock(&d->cap_lock);
+	proc_req *r = sbxd_proctable_get(d->cap, id);
+	pthread_mutex_unlock(&d->cap_lock);
+	return r ? r->run.proc : NULL;
+}
+
+static void ctl_not_found(ctl_req *c)
+{
+	char msg[64];
+	snprintf(msg, sizeof(msg), "process %d not found", (int)c->id);
+	sbxd_respond_error(c->ex, 404, "NOT_FOUND", msg);
+}
+
+static void ctl_ok(k8s_http_exchange *ex)
+{
+	sbxd_respond_json(ex, 200, "{}\n", 3);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	free(h->data);
+}
+
+static void ctl_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	ctl_req *c = ud;
+	if (c->timer_on) {
+		uv_timer_stop(&c->timer);
+		uv_close((uv_handle_t *)&c->timer, timer_closed);  /* frees c */
+	} else {
+		free(c);
+	}
+}
+
+/* Raw stdin: resume reading the body once the process took what we queued. */
+static void stdin_poll(uv_timer_t *t)
+{
+	ctl_req *c = t->data;
+	sbxd_proc *p = lookup(c->d, c->id);
+	if (!p) {
+		uv_timer_stop(t);
+		if (!c->answered) {
+			c->answered = c->failed = true;
+			ctl_not_found(c);
+		}
+		return;
+	}
+	if (sbxd_proc_stdin_pending(p) < STDIN_HIGH / 2) {
+		uv_timer_stop(t);
+		k8s_http_exchange_read_resume(c->ex);
+	}
+}
+
+static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+{
+	ctl_req *c = ud;
+	if (c->failed)
+		return;
+	sbxd_proc *p = lookup(c->d, c->id);
+	int rc = p ? sbxd_proc_write_stdin(p, data, len, NULL, NULL) : K8S_ENOTFOUND;
+	if (rc) {
+		c->failed = c->answered = true;
+		if (!p) {
+			ctl_not_found(c);
+		} else {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "failed to write stdin: %s", k8s_error_last()->message);
+			sbxd_respond_error(ex, 500, "INTERNAL", msg);
+		}
+		return;
+	}
+	if (sbxd_proc_stdin_pending(p) > STDIN_HIGH) {
+		k8s_http_exchange_read_pause(ex);
+		uv_timer_start(&c->timer, stdin_poll, 5, 5);
+	}
+}
+
+static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
+{
+	ctl_req *c = ud;
+	if (c->failed)
+		return;
+	sbxd_proc *p = lookup(c->d, c->id);
+	if (!p) {
+		ctl_not_found(c);
+		return;
+	}
+	if (c->eof_after && sbxd_proc_close_stdin(p) != 0) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "failed to close stdin: %s", k8s_error_last()->message);
+		sbxd_respond_error(ex, 500, "INTERNAL", msg);
+		return;
+	}
+	c->answered = true;
+	ctl_ok(ex);
+}
+
+static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *ud)
+{
+	ctl_req *c = ud;
+	const char *path = k8s_http_request_path(k8s_http_exchange_request(ex));
+	const char *action = strrchr(path, '/') + 1;
+	sbxd_proc *p = lookup(c->d, c->id);
+	int rc = 0;
+	if (strcmp(action, "stdin") == 0) {
+		unsigned char *data;
+		size_t n;
+		bool eof;
+		rc = sbxd_stdin_request_parse(body, len, &data, &n, &eof);
+		if (rc) {
+			sbxd_respond_k8s_error(ex, rc);
+			return;
+		}
+		if (!p) {
+			free(data);
+			ctl_not_found(c);
+			return;
+		}
+		rc = eof ? sbxd_proc_close_stdin(p) : sbxd_proc_write_stdin(p, data, n, NULL, NULL);
+		free(data);
+		if (rc) {
+			char msg[160];
+			snprintf(msg, sizeof(msg), "failed to %s stdin: %s", eof ? "close" : "write",
+			         k8s_error_last()->message);
+			sbxd_respond_error(ex, 500, "INTERNAL", msg);
+			return;
+		}
+	} else if (strcmp(action, "signal") == 0) {
+		int sig;
+		rc = sbxd_signal_request_parse(body, len, &sig);
+		if (rc) {
+			sbxd_respond_k8s_error(ex, rc);
+			return;
+		}
+		if (!p) {
+			ctl_not_found(c);
+			return;
+		}
+		sbxd_proc_signal(p, sig);
+	} else {
+		unsigned short cols, rows;
+		rc = sbxd_resize_request_parse(body, len, &cols, &rows);
+		if (rc) {
+			sbxd_respond_k8s_error(ex, rc);
+			return;
+		}
+		if (!p) {
+			ctl_not_found(c);
+			return;
+		}
+		rc = sbxd_proc_resize(p, cols, rows);
+		if (rc == K8S_EINVAL || rc == K8S_ESHUTDOWN) {
+			sbxd_respond_error(ex, 400, "FAILED_PRECONDITION", k8s_error_last()->message);
+			return;
+		}
+		if (rc) {
+			sbxd_respond_k8s_error(ex, rc);
+			return;
+		}
+	}
+	ctl_ok(ex);
+}
+
+static void ctl_route(k8s_http_exchange *ex, void *ud)
+{
+	sbxd_daemon *d = ud;
+	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	const char *rest = k8s_http_request_path(req) + strlen("/v1/processes/");
+	char *end;
+	errno = 0;
+	long id = strtol(rest, &end, 10);
+	const char *action = *end == '/' ? end + 1 : NULL;
+	if (end == rest || errno || id <= 0 || id > INT32_MAX || !action ||
+	    (strcmp(action, "stdin") && strcmp(action, "signal") && strcmp(action, "resize"))) {
+		k8s_http_exchange_respond(ex, 404, "text/plain; charset=utf-8",
+		                          "404 page not found\n", 19);
+		return;
+	}
+	ctl_req *c = calloc(1, sizeof(*c));
+	if (!c) {
+		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+		return;
+	}
+	c->d = d;
+	c->ex = ex;
+	c->id = (int32_t)id;
+	k8s_http_exchange_on_close(ex, ctl_close, c);
+	const char *ct = k8s_http_request_header(req, "Content-Type");
+	bool json = !ct || strncasecmp(ct, "application/json", 16) == 0;
+	if (strcmp(action, "stdin") == 0 && !json) {
+		/* raw bytes streamed into stdin, without a size limit */
+		c->raw = true;
+		char *eof = sbxd_query_param(k8s_http_request_query(req), "eof");
+		c->eof_after = eof && (strcmp(eof, "true") == 0 || strcmp(eof, "1") == 0);
+		free(eof);
+		if (!lookup(d, c->id)) {
+			ctl_not_found(c);
+			return;
+		}
+		uv_timer_init(k8s_http_exchange_loop(ex), &c->timer);
+		c->timer.data = c;
+		c->timer_on = true;
+		k8s_http_exchange_set_timeout(ex, 0);
+		k8s_http_exchange_set_max_body(ex, 0);
+		static const k8s_http_body_reader reader = { stdin_raw_data, stdin_raw_end, NULL };
+		k8s_http_exchange_read_start(ex, &reader, c);
+		return;
+	}
+	sbxd_read_body(ex, REQUEST_LIMIT, ctl_body, c, NULL);
+}
+
+int sbxd_http_process_routes(sbxd_daemon *d, k8s_http_server *s)
+{
+	int rc;
+	if ((rc = k8s_http_server_route_stream(s, "POST", "/v1/processes", start_route, d)) ||
+	    (rc = k8s_http_server_route_stream(s, "POST", "/v1/execute", execute_route, d)) ||
+	    (rc = k8s_http_server_route_stream(s, "POST", "/v1/processes/*", ctl_route, d)))
+		return rc;
+	return 0;
+}

@@ -1,0 +1,162 @@
+/*
+ * http_upload.c - request bodies into files, atomically and streamed
+ * (http_upload.h): each piece of the body is written as it arrives (or fed
+ * to the multipart reader, which hands the "file" part's bytes on), and the
+ * end's fsync + rename runs on libuv's worker pool so that the loop keeps
+ * serving while the disk flushes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "k8s/common.h"
+#include "http.h"
+#include "http_upload.h"
+#include "multipart.h"
+
+typedef struct {
+	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	const sbxd_upload_ops *ops;
+	void *ud;
+	sbxd_writer *w;
+	sbxd_multipart *mp;
+	bool in_file, got_file, failed, working;
+	int commit_rc;
+	char commit_msg[256];
+	uv_work_t work;
+} upload;
+
+static void up_free(upload *u)
+{
+	sbxd_writer_free(u->w);
+	sbxd_multipart_free(u->mp);
+	if (u->ops->release)
+		u->ops->release(u->ud);
+	free(u);
+}
+
+static void up_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	upload *u = ud;
+	u->ex = NULL;
+	if (!u->working)
+		up_free(u);  /* else after_commit frees */
+}
+
+static void up_fail(upload *u, int rc)
+{
+	if (u->failed || !u->ex)
+		return;
+	u->failed = true;
+	u->ops->fail(u->ex, rc, u->ud);
+}
+
+static int part_begin(const char *name, const char *filename, void *ud)
+{
+	upload *u = ud;
+	u->in_file = !u->got_file && name && strcmp(name, "file") == 0;
+	if (u->in_file && u->ops->open_part)
+		return u->ops->open_part(filename, &u->w, u->ud);
+	return 0;
+}
+
+static int part_data(const char *data, size_t len, void *ud)
+{
+	upload *u = ud;
+	return u->in_file ? sbxd_writer_write(u->w, data, len) : 0;
+}
+
+static int part_end(void *ud)
+{
+	upload *u = ud;
+	if (u->in_file)
+		u->got_file = true;
+	u->in_file = false;
+	return 0;
+}
+
+static void on_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+{
+	upload *u = ud;
+	if (u->failed)
+		return;
+	int rc = u->mp ? sbxd_multipart_feed(u->mp, data, len) : sbxd_writer_write(u->w, data, len);
+	if (rc)
+		up_fail(u, rc);
+}
+
+static void commit_work(uv_work_t *w)
+{
+	upload *u = w->data;
+	u->commit_rc = sbxd_writer_commit(u->w);
+	if (u->commit_rc)
+		snprintf(u->commit_msg, sizeof(u->commit_msg), "%s", k8s_error_last()->message);
+}
+
+static void after_commit(uv_work_t *w, int status)
+{
+	upload *u = w->data;
+	u->working = false;
+	if (!u->ex) {
+		up_free(u);
+		return;
+	}
+	u->ops->done(u->ex, u->commit_rc, u->commit_msg, u->ud);
+}
+
+static void on_end(k8s_http_exchange *ex, void *ud)
+{
+	upload *u = ud;
+	if (u->failed)
+		return;
+	if (u->mp) {
+		int rc = sbxd_multipart_finish(u->mp);
+		if (rc) {
+			up_fail(u, rc);
+			return;
+		}
+		if (!u->got_file) {
+			u->failed = true;
+			u->ops->no_file(ex, u->ud);
+			return;
+		}
+	}
+	u->work.data = u;
+	u->working = true;
+	if (uv_queue_work(k8s_http_exchange_loop(ex), &u->work, commit_work, after_commit) != 0) {
+		u->working = false;
+		up_fail(u, k8s_error_set(K8S_ERROR, 500, NULL, "cannot queue the write"));
+	}
+}
+
+void sbxd_upload_start(k8s_http_exchange *ex, sbxd_writer *w, const char *boundary,
+                       uint64_t max_bytes, const sbxd_upload_ops *ops, void *ud)
+{
+	upload *u = calloc(1, sizeof(*u));
+	if (!u) {
+		sbxd_writer_free(w);
+		ops->fail(ex, k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory"), ud);
+		if (ops->release)
+			ops->release(ud);
+		return;
+	}
+	u->ex = ex;
+	u->ops = ops;
+	u->ud = ud;
+	u->w = w;
+	if (boundary) {
+		static const sbxd_multipart_callbacks cbs = { part_begin, part_data, part_end };
+		int rc = sbxd_multipart_new(&u->mp, boundary, &cbs, u);
+		if (rc) {
+			ops->fail(ex, rc, ud);
+			up_free(u);
+			return;
+		}
+	}
+	k8s_http_exchange_on_close(ex, up_close, u);
+	/* a big body on a slow link may take long: no overall deadline */
+	k8s_http_exchange_set_timeout(ex, 0);
+	k8s_http_exchange_set_max_body(ex, max_bytes);
+	static const k8s_http_body_reader reader = { on_data, on_end, NULL };
+	k8s_http_exchange_read_start(ex, &reader, u);
+}

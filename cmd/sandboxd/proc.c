@@ -1,0 +1,847 @@
+/*
+ * proc.c - child processes on a libuv loop (proc.h): fork+exec into a new
+ * session, pipes or a pseudo-terminal polled with uv_poll, libuv's SIGCHLD
+ * watcher for the exit, timers for the timeout, the SIGKILL grace and the output drain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "k8s/common.h"
+#include "proc.h"
+
+extern char **environ;
+
+#define DEFAULT_GRACE_MS 2000
+#define DEFAULT_CHUNK 4096
+#define DEFAULT_DRAIN_MS 5000
+/* chunks read per readiness callback before yielding to other handles */
+#define READS_PER_WAKEUP 16
+/* read size for output past the bound, which is dropped */
+#define DRAIN_BUF 65536
+
+/* A queued stdin write. */
+typedef struct wreq {
+	struct wreq *next;
+	char *data;
+	size_t len, off;
+	void (*done)(int status, void *ud);
+	void *ud;
+} wreq;
+
+/* One descriptor polled on the loop: an output pipe, the stdin pipe, or
+ * the terminal master (both directions). */
+typedef struct {
+	sbxd_proc *p;
+	uv_poll_t poll;
+	int fd;             /* -1 once closed */
+	bool readable;      /* carries output */
+	bool writable;      /* carries stdin */
+	bool eof;           /* output ended */
+	bool handle_open;   /* poll initialised and not yet closed */
+	sbxd_stream stream;
+	uint64_t delivered;
+} chan;
+
+enum { CH_OUT, CH_ERR, CH_IN, CH_COUNT };
+
+struct sbxd_proc {
+	uv_loop_t *loop;
+	sbxd_proc_callbacks cb;
+	void *ud;
+	pid_t pid;
+	bool pty;
+	chan ch[CH_COUNT];       /* with a pty, ch[CH_OUT] is the master, both ways */
+	uv_signal_t sigchld;     /* SIGCHLD through libuv: the exit, without a global handler of ours */
+	uv_timer_t timeout, grace, drain;
+	unsigned int open_handles;
+	wreq *wq_head, *wq_tail;
+	size_t wq_bytes;
+	bool stdin_closed;       /* close requested (or never opened) */
+	bool paused;
+	bool reaped, done, freed, killing, group_gone;
+	size_t chunk, buf_size;
+	uint64_t max_out;
+	long grace_ms, drain_ms;
+	bool has_timeout;
+	sbxd_exit exit;
+	char *buf;
+};
+
+static void unref(sbxd_proc *p)
+{
+	if (--p->open_handles == 0 && p->freed) {
+		free(p->buf);
+		free(p);
+	}
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+	unref(h->data);
+}
+
+static void chan_closed(uv_handle_t *h)
+{
+	unref(((chan *)h->data)->p);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, handle_closed);
+}
+
+static void fail_queue(sbxd_proc *p, int status)
+{
+	wreq *w = p->wq_head;
+	p->wq_head = p->wq_tail = NULL;
+	p->wq_bytes = 0;
+	while (w) {
+		wreq *n = w->next;
+		if (w->done && !p->freed)
+			w->done(status, w->ud);
+		free(w->data);
+		free(w);
+		w = n;
+	}
+}
+
+static void chan_update(chan *c);
+static void release(sbxd_proc *p);
+
+static void chan_close(chan *c)
+{
+	if (c->fd < 0)
+		return;
+	if (c->handle_open) {
+		uv_poll_stop(&c->poll);
+		uv_close((uv_handle_t *)&c->poll, chan_closed);
+		c->handle_open = false;
+	}
+	close(c->fd);
+	c->fd = -1;
+	c->eof = true;
+}
+
+/* Kill the whole group; remember when it is gone so that a recycled id is
+ * never signalled. */
+static void kill_group(sbxd_proc *p, int sig)
+{
+	if (p->group_gone)
+		return;
+	if (kill(-p->pid, sig) < 0 && errno == ESRCH) {
+		p->group_gone = true;
+		if (!p->reaped)
+			kill(p->pid, sig);
+	}
+}
+
+static void maybe_finish(sbxd_proc *p)
+{
+	if (p->done || !p->reaped)
+		return;
+	if (!p->ch[CH_OUT].eof || !p->ch[CH_ERR].eof)
+		return;
+	p->done = true;
+	uv_timer_stop(&p->timeout);
+	uv_timer_stop(&p->drain);
+	/* the grace timer keeps running after a timeout: children that ignored
+	 * SIGTERM still get their SIGKILL */
+	chan_close(&p->ch[CH_IN]);
+	if (p->pty)
+		chan_close(&p->ch[CH_OUT]);
+	fail_queue(p, K8S_ESHUTDOWN);
+	if (p->cb.on_exit && !p->freed)
+		p->cb.on_exit(p, &p->exit, p->ud);
+}
+
+static void on_drain_timeout(uv_timer_t *t)
+{
+	sbxd_proc *p = t->data;
+	/* something still holds the output open (a background child): stop
+	 * waiting for it */
+	if (!p->pty) {
+		chan_close(&p->ch[CH_OUT]);
+		chan_close(&p->ch[CH_ERR]);
+	} else {
+		p->ch[CH_OUT].eof = true;
+	}
+	maybe_finish(p);
+}
+
+static void output_eof(chan *c)
+{
+	sbxd_proc *p = c->p;
+	c->eof = true;
+	if (p->pty) {
+		/* the master also carries stdin: keep the descriptor until the end,
+		 * just stop reading */
+		c->readable = false;
+		chan_update(c);
+	} else {
+		chan_close(c);
+	}
+	maybe_finish(p);
+}
+
+static void read_some(chan *c)
+{
+	sbxd_proc *p = c->p;
+	for (int i = 0; i < READS_PER_WAKEUP && c->fd >= 0 && !c->eof; i++) {
+		bool over = p->max_out && c->delivered >= p->max_out;
+		if (p->paused && !over)
+			return;
+		/* output past the bound is only counted: read it in big gulps */
+		ssize_t n = read(c->fd, p->buf, over ? p->buf_size : p->chunk);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			/* EIO: the terminal's last slave closed; anything else: treat
+			 * as the end of the output too */
+			output_eof(c);
+			return;
+		}
+		if (n == 0) {
+			output_eof(c);
+			return;
+		}
+		size_t len = (size_t)n;
+		if (p->max_out) {
+			uint64_t room = c->delivered >= p->max_out ? 0 : p->max_out - c->delivered;
+			if (len > room) {
+				p->exit.truncated[c->stream] = true;
+				len = (size_t)room;
+			}
+		}
+		c->delivered += len;
+		if (len && p->cb.on_output && !p->freed)
+			p->cb.on_output(p, c->stream, p->buf, len, p->ud);
+		if (p->freed)
+			return;
+	}
+}
+
+static void write_some(chan *c)
+{
+	sbxd_proc *p = c->p;
+	while (p->wq_head && c->fd >= 0) {
+		wreq *w = p->wq_head;
+		ssize_t n = write(c->fd, w->data + w->off, w->len - w->off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return;
+			/* the child closed its end (EPIPE) */
+			fail_queue(p, K8S_ETRANSPORT);
+			if (!p->pty)
+				chan_close(c);
+			return;
+		}
+		w->off += (size_t)n;
+		p->wq_bytes -= (size_t)n;
+		if (w->off == w->len) {
+			p->wq_head = w->next;
+			if (!p->wq_head)
+				p->wq_tail = NULL;
+			if (w->done && !p->freed)
+				w->done(0, w->ud);
+			free(w->data);
+			free(w);
+		}
+	}
+	if (!p->wq_head && p->stdin_closed) {
+		if (p->pty) {
+			/* hang up the terminal: its master goes, output ends */
+			chan_close(&p->ch[CH_OUT]);
+			maybe_finish(p);
+		} else {
+			chan_close(&p->ch[CH_IN]);
+		}
+	}
+}
+
+static void on_chan(uv_poll_t *h, int status, int events)
+{
+	chan *c = h->data;
+	if (status < 0) {
+		if (c->readable)
+			output_eof(c);
+		else
+			chan_close(c);
+		return;
+	}
+	if ((events & UV_WRITABLE) && c->writable)
+		write_some(c);
+	if (c->fd >= 0 && (events & (UV_READABLE | UV_DISCONNECT)) && c->readable)
+		read_some(c);
+	if (c->fd >= 0)
+		chan_update(c);
+}
+
+/* Sets what to poll for: output unless paused (or past the bound), stdin
+ * while there is something queued. */
+static void chan_update(chan *c)
+{
+	if (c->fd < 0 || !c->handle_open)
+		return;
+	sbxd_proc *p = c->p;
+	int ev = 0;
+	if (c->readable && !c->eof) {
+		bool over = p->max_out && c->delivered >= p->max_out;
+		if (!p->paused || over)
+			ev |= UV_READABLE;
+	}
+	if (c->writable && p->wq_head)
+		ev |= UV_WRITABLE;
+	if (ev)
+		uv_poll_start(&c->poll, ev, on_chan);
+	else
+		uv_poll_stop(&c->poll);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum)
+{
+	sbxd_proc *p = h->data;
+	int st;
+	pid_t r = waitpid(p->pid, &st, WNOHANG);
+	if (r == 0 || (r < 0 && errno == EINTR))
+		return;  /* another child of the daemon */
+	uv_signal_stop(&p->sigchld);
+	close_handle((uv_handle_t *)&p->sigchld);
+	p->reaped = true;
+	if (p->freed) {
+		release(p);
+		return;
+	}
+	if (r > 0 && WIFEXITED(st)) {
+		p->exit.exit_code = WEXITSTATUS(st);
+	} else {
+		p->exit.exit_code = -1;
+		p->exit.signal = r > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+	}
+	/* Output still open: a background child holds it. With a timeout we
+	 * wait for it up to the timeout, which then ends the whole group (as
+	 * upstream's python-runtime, whose communicate() waits for the pipes);
+	 * without one, up to drain_ms (as upstream sandboxd), and the child
+	 * lives on. */
+	if (!p->done && !(p->ch[CH_OUT].eof && p->ch[CH_ERR].eof) && !p->has_timeout)
+		uv_timer_start(&p->drain, on_drain_timeout, (uint64_t)p->drain_ms, 0);
+	maybe_finish(p);
+}
+
+static void on_grace(uv_timer_t *t)
+{
+	sbxd_proc *p = t->data;
+	kill_group(p, SIGKILL);
+}
+
+void sbxd_proc_terminate(sbxd_proc *p)
+{
+	if (p->killing || p->group_gone)
+		return;
+	p->killing = true;
+	kill_group(p, SIGTERM);
+	/* a stopped process never sees SIGTERM */
+	kill_group(p, SIGCONT);
+	uv_timer_start(&p->grace, on_grace, (uint64_t)p->grace_ms, 0);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	sbxd_proc *p = t->data;
+	if (p->done)
+		return;
+	p->exit.timed_out = true;
+	sbxd_proc_terminate(p);
+}
+
+/* ---- spawning ---- */
+
+/* The value of NAME in a NULL-terminated "NAME=value" list, last one wins. */
+static const char *env_lookup(char *const *env, const char *name)
+{
+	const char *v = NULL;
+	size_t n = strlen(name);
+	for (; env && *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			v = *env + n + 1;
+	return v;
+}
+
+/* Finds argv0 in PATH as execvp would, in the parent (malloc'd result). */
+static int find_executable(const char *argv0, char *const *env, char **out)
+{
+	*out = NULL;
+	if (strchr(argv0, '/')) {
+		*out = strdup(argv0);
+		return *out ? 0 : ENOMEM;
+	}
+	const char *path = env_lookup(env, "PATH");
+	if (!path)
+		path = getenv("PATH");
+	if (!path || !*path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int err = ENOENT;
+	size_t alen = strlen(argv0);
+	for (const char *d = path; *d;) {
+		const char *e = strchr(d, ':');
+		size_t dl = e ? (size_t)(e - d) : strlen(d);
+		if (dl > 0 && d[0] == '/') {  /* relative PATH entries are ignored */
+			char *cand = malloc(dl + alen + 2);
+			if (!cand)
+				return ENOMEM;
+			memcpy(cand, d, dl);
+			cand[dl] = '/';
+			memcpy(cand + dl + 1, argv0, alen + 1);
+			struct stat st;
+			if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+				if (access(cand, X_OK) == 0) {
+					*out = cand;
+					return 0;
+				}
+				err = EACCES;
+			}
+			free(cand);
+		}
+		d += dl + (e ? 1 : 0);
+	}
+	return err;
+}
+
+/* The daemon's environment with `extra` appended, same names replaced. */
+static char **merge_env(char *const *extra)
+{
+	size_t n = 0, m = 0;
+	for (char **e = environ; e && *e; e++)
+		n++;
+	for (char *const *e = extra; e && *e; e++)
+		m++;
+	char **v = calloc(n + m + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		size_t nl = eq ? (size_t)(eq - *e) : strlen(*e);
+		bool overridden = false;
+		for (char *const *x = extra; x && *x && !overridden; x++)
+			overridden = strncmp(*x, *e, nl) == 0 && (*x)[nl] == '=';
+		if (!overridden)
+			v[k++] = *e;
+	}
+	for (char *const *x = extra; x && *x; x++) {
+		/* a later duplicate within `extra` wins too */
+		const char *eq = strchr(*x, '=');
+		size_t nl = eq ? (size_t)(eq - *x) : strlen(*x);
+		bool later = false;
+		for (char *const *y = x + 1; *y && !later; y++)
+			later = strncmp(*y, *x, nl) == 0 && (*y)[nl] == '=';
+		if (!later)
+			v[k++] = *x;
+	}
+	v[k] = NULL;
+	return v;
+}
+
+/* Child side, between fork and exec: system calls only. */
+static void child(const sbxd_proc_options *o, const char *path, char **envp,
+                  int in_fd, int out_fd, int err_fd, int tty_fd, int errpipe)
+{
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &dfl, NULL);  /* SIGPIPE ignored by the daemon, too */
+	int rc = 0;
+	if (setsid() < 0)
+		rc = errno;
+	if (!rc && tty_fd >= 0 && ioctl(tty_fd, TIOCSCTTY, 0) < 0)
+		rc = errno;
+	/* first: cwd_fd may be one of the numbers about to be reused */
+	if (!rc && o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0)
+		rc = errno;
+	/* Move every descriptor we need above 9 first, so that putting them in
+	 * place (0..2, and the error pipe at 3) never overwrites another. */
+	int ep = fcntl(errpipe, F_DUPFD_CLOEXEC, 10);
+	int in = fcntl(in_fd, F_DUPFD, 10);
+	int out = fcntl(out_fd, F_DUPFD, 10);
+	int err = fcntl(err_fd, F_DUPFD, 10);
+	if (!rc && (ep < 0 || in < 0 || out < 0 || err < 0))
+		rc = errno;
+	if (ep >= 0)
+		errpipe = ep;
+	if (!rc && (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0))
+		rc = errno;
+	if (!rc && (dup2(ep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
+		rc = errno;
+	if (!rc && o->max_tasks > 0) {
+		struct rlimit rl = { (rlim_t)o->max_tasks, (rlim_t)o->max_tasks };
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+			rc = errno;
+	}
+	if (!rc) {
+		/* everything else goes, except the error pipe (close-on-exec) */
+		syscall(SYS_close_range, 4U, ~0U, 0U);
+		errpipe = 3;
+		execve(path, o->argv, envp);
+		rc = errno;
+	}
+	ssize_t w = write(errpipe, &rc, sizeof(rc));
+	(void)w;
+	_exit(127);
+}
+
+static int spawn_error(int err, const char *what)
+{
+	switch (err) {
+	case ENOENT:
+	case ENOTDIR:
+		return k8s_error_set(K8S_ENOTFOUND, 404, NULL, "command or path not found: %s: %s",
+		                     what, strerror(err));
+	case EACCES:
+	case EPERM:
+		return k8s_error_set(K8S_EFORBIDDEN, 403, NULL, "%s: %s", what, strerror(err));
+	case EAGAIN:
+		return k8s_error_set(K8S_ETOOMANYREQUESTS, 429, NULL, "%s: %s", what,
+		                     strerror(err));
+	case ENOMEM:
+		return k8s_error_set(K8S_ENOMEM, 500, NULL, "%s: %s", what, strerror(err));
+	default:
+		return k8s_error_set(K8S_ERROR, 500, NULL, "%s: %s", what, strerror(err));
+	}
+}
+
+static void chan_init(sbxd_proc *p, chan *c, int fd, bool readable, bool writable,
+                      sbxd_stream s)
+{
+	c->p = p;
+	c->fd = fd;
+	c->readable = readable;
+	c->writable = writable;
+	c->stream = s;
+	c->eof = !readable;
+	if (fd < 0)
+		return;
+	if (uv_poll_init(p->loop, &c->poll, fd) == 0) {
+		c->poll.data = c;
+		c->handle_open = true;
+		p->open_handles++;
+		chan_update(c);
+	}
+}
+
+static void close_fds(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
+}
+
+int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o,
+                    const sbxd_proc_callbacks *cb, void *ud)
+{
+	*out = NULL;
+	if (!o || o->version != SBXD_PROC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
+	    !o->argv[0][0])
+		return k8s_error_set(K8S_EINVAL, 400, NULL, "command is required");
+	char *path = NULL;
+	int err = find_executable(o->argv[0], o->env, &path);
+	if (err)
+		return spawn_error(err, o->argv[0]);
+	char **envp = merge_env(o->env);
+	sbxd_proc *p = calloc(1, sizeof(*p));
+	size_t chunk = o->chunk_size ? o->chunk_size : DEFAULT_CHUNK;
+	size_t buf_size = chunk > DRAIN_BUF ? chunk : DRAIN_BUF;
+	char *buf = malloc(buf_size);
+	if (!envp || !p || !buf) {
+		free(path);
+		free(envp);
+		free(p);
+		free(buf);
+		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+	}
+	/* SIGCHLD is watched from before the fork, so an exit is never missed;
+	 * on a failed start the handle's close callback frees `p` */
+	p->freed = true;  /* until spawned: no callbacks, memory with the handle */
+	p->buf = buf;
+	uv_signal_init(loop, &p->sigchld);
+	p->sigchld.data = p;
+	p->open_handles = 1;
+	uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
+	/* parent's ends: [0] stdin write, [1] stdout read, [2] stderr read;
+	 * child's: [3] stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] errpipe */
+	int fds[9];
+	for (int i = 0; i < 9; i++)
+		fds[i] = -1;
+	int rc = 0;
+	if (o->pty) {
+		struct winsize ws = { .ws_row = o->rows, .ws_col = o->cols };
+		if (openpty(&fds[1], &fds[6], NULL, NULL,
+		            (o->cols && o->rows) ? &ws : NULL) < 0)
+			rc = spawn_error(errno, "openpty");
+		else {
+			fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+			fcntl(fds[6], F_SETFD, FD_CLOEXEC);
+			fds[3] = fds[4] = fds[5] = fds[6];
+		}
+	} else {
+		int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+		if (o->stdin_pipe) {
+			if (pipe2(pin, O_CLOEXEC) < 0)
+				rc = spawn_error(errno, "pipe");
+		} else if ((pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+			rc = spawn_error(errno, "/dev/null");
+		}
+		if (!rc && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0))
+			rc = spawn_error(errno, "pipe");
+		fds[0] = pin[1]; fds[3] = pin[0];
+		fds[1] = pout[0]; fds[4] = pout[1];
+		fds[2] = perr[0]; fds[5] = perr[1];
+	}
+	int ep[2];
+	if (!rc && pipe2(ep, O_CLOEXEC) < 0)
+		rc = spawn_error(errno, "pipe");
+	else if (!rc) {
+		fds[7] = ep[0];
+		fds[8] = ep[1];
+	}
+	pid_t pid = -1;
+	if (!rc) {
+		pid = fork();
+		if (pid == 0)
+			child(o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1, fds[8]);
+		if (pid < 0)
+			rc = spawn_error(errno, "fork");
+	}
+	/* the child's ends are the child's now */
+	if (o->pty) {
+		if (fds[6] >= 0)
+			close(fds[6]);
+		fds[3] = fds[4] = fds[5] = fds[6] = -1;
+	} else {
+		close_fds(&fds[3], 3);
+	}
+	if (fds[8] >= 0) {
+		close(fds[8]);
+		fds[8] = -1;
+	}
+	if (!rc) {
+		int cerr = 0;
+		ssize_t n;
+		do
+			n = read(fds[7], &cerr, sizeof(cerr));
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)sizeof(cerr)) {
+			waitpid(pid, NULL, 0);
+			rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
+			                 : "exec");
+		}
+	}
+	close_fds(&fds[7], 1);
+	free(path);
+	free(envp);
+	if (rc) {
+		close_fds(fds, 3);
+		uv_signal_stop(&p->sigchld);
+		close_handle((uv_handle_t *)&p->sigchld);
+		return rc;
+	}
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+
+	p->loop = loop;
+	if (cb)
+		p->cb = *cb;
+	p->ud = ud;
+	p->pid = pid;
+	p->freed = false;
+	p->pty = o->pty;
+	p->chunk = chunk;
+	p->buf_size = buf_size;
+	p->max_out = o->max_output_bytes;
+	p->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : DEFAULT_GRACE_MS;
+	p->drain_ms = o->drain_ms > 0 ? o->drain_ms : DEFAULT_DRAIN_MS;
+	p->stdin_closed = !o->stdin_pipe && !o->pty;
+	uv_timer_t *timers[] = { &p->timeout, &p->grace, &p->drain };
+	for (int i = 0; i < 3; i++) {
+		uv_timer_init(loop, timers[i]);
+		timers[i]->data = p;
+		p->open_handles++;
+	}
+	if (o->pty) {
+		chan_init(p, &p->ch[CH_OUT], fds[1], true, true, SBXD_STDOUT);
+		chan_init(p, &p->ch[CH_ERR], -1, false, false, SBXD_STDERR);
+		chan_init(p, &p->ch[CH_IN], -1, false, false, SBXD_STDOUT);
+	} else {
+		chan_init(p, &p->ch[CH_OUT], fds[1], true, false, SBXD_STDOUT);
+		chan_init(p, &p->ch[CH_ERR], fds[2], true, false, SBXD_STDERR);
+		chan_init(p, &p->ch[CH_IN], fds[0], false, true, SBXD_STDOUT);
+	}
+	if (o->timeout_ms > 0) {
+		p->has_timeout = true;
+		uv_timer_start(&p->timeout, on_timeout, (uint64_t)o->timeout_ms, 0);
+	}
+	*out = p;
+	return 0;
+}
+
+/* ---- control ---- */
+
+static chan *stdin_chan(sbxd_proc *p)
+{
+	return p->pty ? &p->ch[CH_OUT] : &p->ch[CH_IN];
+}
+
+void sbxd_proc_pause_output(sbxd_proc *p)
+{
+	if (p->paused)
+		return;
+	p->paused = true;
+	chan_update(&p->ch[CH_OUT]);
+	chan_update(&p->ch[CH_ERR]);
+}
+
+void sbxd_proc_resume_output(sbxd_proc *p)
+{
+	if (!p->paused)
+		return;
+	p->paused = false;
+	chan_update(&p->ch[CH_OUT]);
+	chan_update(&p->ch[CH_ERR]);
+}
+
+int sbxd_proc_write_stdin(sbxd_proc *p, const void *data, size_t len,
+                          void (*done)(int status, void *ud), void *ud)
+{
+	chan *c = stdin_chan(p);
+	if (p->stdin_closed || c->fd < 0)
+		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		                     p->stdin_closed ? "stdin is already closed" : "stdin is closed");
+	if (len == 0) {
+		if (done)
+			done(0, ud);
+		return 0;
+	}
+	wreq *w = calloc(1, sizeof(*w));
+	if (w)
+		w->data = malloc(len);
+	if (!w || !w->data) {
+		free(w);
+		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+	}
+	memcpy(w->data, data, len);
+	w->len = len;
+	w->done = done;
+	w->ud = ud;
+	if (p->wq_tail)
+		p->wq_tail->next = w;
+	else
+		p->wq_head = w;
+	p->wq_tail = w;
+	p->wq_bytes += len;
+	chan_update(c);
+	return 0;
+}
+
+size_t sbxd_proc_stdin_pending(const sbxd_proc *p)
+{
+	return p->wq_bytes;
+}
+
+int sbxd_proc_close_stdin(sbxd_proc *p)
+{
+	if (p->stdin_closed)
+		return k8s_error_set(K8S_EINVAL, 0, NULL, "stdin is already closed");
+	p->stdin_closed = true;
+	chan *c = stdin_chan(p);
+	if (c->fd >= 0)
+		write_some(c);  /* closes at once when nothing is queued */
+	return 0;
+}
+
+int sbxd_proc_signal(sbxd_proc *p, int sig)
+{
+	if (sig <= 0 || sig >= NSIG)
+		return k8s_error_set(K8S_EINVAL, 400, NULL, "unsupported signal %d", sig);
+	if (p->reaped || p->group_gone)
+		return 0;
+	if (kill(-p->pid, sig) < 0)
+		kill(p->pid, sig);
+	return 0;
+}
+
+int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows)
+{
+	if (!p->pty)
+		return k8s_error_set(K8S_EINVAL, 400, NULL, "the process has no terminal");
+	if (p->done || p->ch[CH_OUT].fd < 0)
+		return k8s_error_set(K8S_ESHUTDOWN, 400, NULL, "the process has ended");
+	if (!cols || !rows)
+		return k8s_error_set(K8S_EINVAL, 400, NULL, "cols and rows must be > 0");
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	if (ioctl(p->ch[CH_OUT].fd, TIOCSWINSZ, &ws) < 0)
+		return k8s_error_set(K8S_ERROR, 500, NULL, "resize: %s", strerror(errno));
+	return 0;
+}
+
+bool sbxd_proc_done(const sbxd_proc *p)
+{
+	return p->done;
+}
+
+pid_t sbxd_proc_pid(const sbxd_proc *p)
+{
+	return p->pid;
+}
+
+bool sbxd_proc_is_pty(const sbxd_proc *p)
+{
+	return p->pty;
+}
+
+/* Closes every handle; the memory goes with the last close callback. */
+static void release(sbxd_proc *p)
+{
+	for (int i = 0; i < CH_COUNT; i++)
+		chan_close(&p->ch[i]);
+	fail_queue(p, K8S_ESHUTDOWN);
+	close_handle((uv_handle_t *)&p->timeout);
+	close_handle((uv_handle_t *)&p->drain);
+	close_handle((uv_handle_t *)&p->grace);
+}
+
+void sbxd_proc_free(sbxd_proc *p)
+{
+	if (!p)
+		return;
+	p->freed = true;
+	/* Not reaped yet: kill it and finish in on_sigchld. Reaped after a
+	 * timeout or a terminate: the group may hold children that ignored
+	 * SIGTERM, they get their SIGKILL now rather than at the grace timer.
+	 * A process that exited on its own keeps its background children (an
+	 * agent's "server &" is meant to outlive the command). */
+	if (!p->reaped || p->killing)
+		kill_group(p, SIGKILL);
+	if (p->reaped)
+		release(p);
+}

@@ -1,0 +1,285 @@
+"""sandboxd's processes over HTTP (spec/surfaces.md C.4/C.6 semantics):
+the NDJSON event stream, launch errors, cwd and env, stdin streaming,
+signals, a terminal session with resize, a timeout that kills a group
+ignoring SIGTERM, 1 GB of output cut at the bound with flat memory, and a
+fork bomb held by the process cap and the task limit.
+"""
+import base64
+import os
+import shutil
+import tempfile
+import threading
+import time
+
+import pytest
+import requests
+
+from sandboxd_util import Sandboxd, events, run_stream, wait_dead
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def sbx(tmp_path_factory):
+    base = tmp_path_factory.mktemp("procs")
+    s = Sandboxd(base / "root", base, args=["--max-output-bytes=1Mi", "--kill-grace=300ms",
+                                            "--stream-keepalive=200ms"],
+                 env={"SANDBOX_EXEC_TIMEOUT_SECONDS": "1"})
+    yield s
+    assert s.stop() == 0, s.text()
+
+
+def test_stream_events_in_order(sbx):
+    r = sbx.start_process({"config": {"command": ["sh", "-c", "echo one; echo two >&2; exit 7"]}})
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "application/x-ndjson"
+    evs = list(events(r))
+    assert "init" in evs[0] and evs[0]["init"]["processId"] > 0
+    assert evs[-1] == {"exit": {"exitCode": 7}}
+    assert b"".join(e.get("stdout", b"") for e in evs) == b"one\n"
+    assert b"".join(e.get("stderr", b"") for e in evs) == b"two\n"
+    # ids are the daemon's own counter
+    r2 = sbx.start_process({"config": {"command": ["true"]}})
+    assert next(events(r2))["init"]["processId"] > evs[0]["init"]["processId"]
+    r2.close()
+
+
+def test_cwd_env_and_execute(sbx):
+    os.makedirs(os.path.join(sbx.root, "work"), exist_ok=True)
+    out, _, ex = run_stream(sbx, {"config": {"shell": "pwd; echo $GREETING", "cwd": "work",
+                                             "envVars": {"GREETING": "hello"}}})
+    assert out == (os.path.join(sbx.root, "work") + "\nhello\n").encode()
+    assert ex["exitCode"] == 0
+    r = sbx.session.post(sbx.rest + "/v1/execute",
+                         json={"config": {"command": ["sh", "-c", "cat; echo x; echo y >&2"]}})
+    assert r.status_code == 200
+    j = r.json()
+    assert j["exitCode"] == 0
+    assert base64.b64decode(j["stdout"]) == b"x\n"  # stdin is empty for Execute
+    assert base64.b64decode(j["stderr"]) == b"y\n"
+
+
+def test_launch_errors(sbx):
+    r = sbx.start_process({"config": {"command": ["no-such-binary-y"]}})
+    assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"
+    assert "command or path not found" in r.json()["message"]
+    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "../.."}})
+    assert r.status_code == 403 and r.json()["message"].startswith("cwd: ")
+    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "missing-dir"}})
+    assert r.status_code == 404
+    r = sbx.start_process({"config": {"command": []}})
+    assert (r.status_code, r.json()) == (400, {"code": "INVALID_ARGUMENT",
+                                               "message": "command is required"})
+    r = sbx.session.post(sbx.rest + "/v1/processes", data=b"{not json")
+    assert r.status_code == 400
+
+
+def test_stdin_streaming_and_control(sbx):
+    r = sbx.start_process({"config": {"command": ["wc", "-c"]}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    # 10 MiB of raw bytes streamed into stdin, then EOF
+    payload = (b"0123456789abcdef" * 65536) * 10
+
+    def gen():
+        for i in range(0, len(payload), MB):
+            yield payload[i:i + MB]
+
+    w = sbx.session.post(f"{sbx.rest}/v1/processes/{pid}/stdin?eof=true", data=gen(),
+                         headers={"Content-Type": "application/octet-stream"})
+    assert w.status_code == 200, w.text
+    out = b"".join(e.get("stdout", b"") for e in it if "stdout" in e)
+    assert out.strip() == str(len(payload)).encode()
+    # JSON form; a second eof is an error (one-shot, as upstream)
+    r = sbx.start_process({"config": {"command": ["cat"]}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    assert sbx.control(pid, "stdin", {"input": base64.b64encode(b"ping\n").decode()}).status_code == 200
+    assert next(it)["stdout"] == b"ping\n"
+    assert sbx.control(pid, "stdin", {"eof": {}}).status_code == 200
+    again = sbx.control(pid, "stdin", {"eof": {}})
+    assert again.status_code in (404, 500)  # gone, or closed already
+    assert list(it)[-1]["exit"]["exitCode"] == 0
+    assert sbx.control(99999, "stdin", {"eof": {}}).status_code == 404
+    assert sbx.control(pid, "signal", {"signal": "SIGNAL_SIGTERM"}).status_code == 404
+
+
+def test_signal_and_resize_rules(sbx):
+    r = sbx.start_process({"config": {"command": ["sleep", "30"]}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    assert sbx.control(pid, "resize", {"cols": 10, "rows": 10}).json()["code"] == "FAILED_PRECONDITION"
+    assert sbx.control(pid, "signal", {"signal": "SIGNAL_UNSPECIFIED"}).status_code == 400
+    assert sbx.control(pid, "signal", {"signal": "SIGNAL_SIGTERM"}).status_code == 200
+    assert list(it)[-1] == {"exit": {"exitCode": -1, "signal": 15}}
+
+
+def test_tty_session_with_resize(sbx):
+    r = sbx.start_process({"config": {"shell": "test -t 0 && echo is-a-tty; stty size; "
+                                                "echo ready; read x; echo got=$x; stty size"},
+                           "pty": {"cols": 80, "rows": 24}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    out = b""
+    for ev in it:
+        out += ev.get("stdout", b"")
+        if b"ready" in out:
+            break
+    assert sbx.control(pid, "resize", {"cols": 120, "rows": 40}).status_code == 200
+    assert sbx.control(pid, "stdin", {"input": base64.b64encode(b"go\n").decode()}).status_code == 200
+    for ev in it:
+        out += ev.get("stdout", b"")
+        assert "stderr" not in ev  # a terminal has one stream
+        if "exit" in ev:
+            assert ev["exit"]["exitCode"] == 0
+    assert b"is-a-tty" in out and b"24 80" in out and b"got=go" in out and b"40 120" in out
+
+
+def test_timeout_kills_group_ignoring_sigterm(sbx):
+    out, _, ex = run_stream(sbx, {"config": {"shell": "trap '' TERM; sleep 60 & echo $!; "
+                                                      "sleep 60 >/dev/null 2>&1 & echo $!; wait"},
+                                  "timeoutSeconds": 1})
+    assert ex["timedOut"] is True and ex["exitCode"] == -1 and ex["signal"] == 9
+    for pid in map(int, out.split()):
+        assert wait_dead(pid), f"child {pid} survived the timeout"
+    # the python-runtime: SANDBOX_EXEC_TIMEOUT_SECONDS=1, group SIGKILLed
+    r = requests.post(sbx.runtime + "/execute",
+                      json={"command": "sh -c 'trap \"\" TERM; sleep 60 & echo $! > bg.pid; sleep 60'"})
+    j = r.json()
+    assert r.status_code == 200 and j["exit_code"] == 1 and "timed out" in j["stderr"]
+    with open(os.path.join(sbx.root, "bg.pid")) as f:
+        assert wait_dead(int(f.read()))
+
+
+def test_1gb_output_cut_at_the_bound_memory_flat(sbx):
+    sbx.reset_hwm()
+    base = sbx.vmhwm_kb()
+    r = sbx.session.post(sbx.rest + "/v1/execute",
+                         json={"config": {"shell": "head -c 1073741824 /dev/zero; echo done >&2"}})
+    j = r.json()
+    assert j["exitCode"] == 0 and j["stdoutTruncated"] is True
+    assert len(base64.b64decode(j["stdout"])) == MB
+    assert base64.b64decode(j["stderr"]) == b"done\n"
+    # streamed: the client reads 1 MiB of events, the rest is dropped
+    out, _, ex = run_stream(sbx, {"config": {"shell": "head -c 1073741824 /dev/zero"}})
+    assert len(out) == MB and ex["stdoutTruncated"] is True and ex["exitCode"] == 0
+    r = requests.post(sbx.runtime + "/execute", json={"command": "head -c 268435456 /dev/zero"})
+    assert len(r.json()["stdout"]) <= 3 * MB  # U+FFFD for each NUL, 1 MiB of them
+    grown_mb = (sbx.vmhwm_kb() - base) / 1024
+    assert grown_mb < 32, f"sandboxd peak RSS grew {grown_mb:.1f} MiB over 3 GB of output"
+
+
+def test_client_gone_kills_process(sbx):
+    r = sbx.start_process({"config": {"shell": "echo $$; exec sleep 60"}})
+    it = events(r)
+    next(it)
+    pid = int(next(it)["stdout"])
+    r.close()
+    assert wait_dead(pid)
+
+
+def test_process_cap(tmp_path):
+    """Clients starting processes as fast as they can (a fork bomb at the
+    API) get --max-processes of them; the others are refused with 429
+    until one ends."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=4"])
+    try:
+        held = [s.start_process({"config": {"command": ["sleep", "30"]}}) for _ in range(4)]
+        its = [events(r) for r in held]
+        ids = [next(it)["init"]["processId"] for it in its]
+        results = []
+
+        def client():
+            r = requests.post(s.rest + "/v1/processes", json={"config": {"command": ["true"]}})
+            results.append((r.status_code, r.json() if r.status_code != 200 else None))
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert [c for c, _ in results] == [429] * 8, results
+        assert all(b["code"] == "RESOURCE_EXHAUSTED" for _, b in results)
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.status_code == 429
+        r = requests.post(s.runtime + "/execute", json={"command": "true"})
+        assert r.status_code == 200 and "too many processes" in r.json()["stderr"]
+        # one ends: a slot is free again
+        assert s.control(ids[0], "signal", {"signal": "SIGNAL_SIGKILL"}).status_code == 200
+        assert list(its[0])[-1]["exit"]["signal"] == 9
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.status_code == 200 and r.json()["exitCode"] == 0
+        for r in held[1:]:
+            r.close()
+    finally:
+        assert s.stop() == 0, s.text()
+
+
+# no passwd entry needed: setpriv and chown take the number
+BOMB_UID = 64917
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to run sandboxd as an unprivileged user")
+def test_fork_bomb_held_by_task_limit(tmp_path):
+    """A fork bomb inside a command: its user's tasks stay under --max-tasks
+    (RLIMIT_NPROC; sandboxd runs as an unprivileged user, as the image runs
+    non-root), the timeout ends every process of it, and the daemon keeps
+    serving. The user is a uid of its own, not `nobody`: RLIMIT_NPROC and the
+    survivor count are per uid, and other software (nginx workers) runs as
+    nobody."""
+    nobody = BOMB_UID
+    # pytest's temporary directories are private to root: a public one
+    base = tempfile.mkdtemp(prefix="sbxd-bomb-")
+    os.chmod(base, 0o755)
+    root = os.path.join(base, "root")
+    os.mkdir(root)
+    os.chown(root, nobody, nobody)
+    s = Sandboxd(root, tmp_path, user=nobody, args=["--max-tasks=64", "--kill-grace=200ms"])
+    try:
+        peak = [0]
+        stop = threading.Event()
+
+        def count_tasks():
+            while not stop.is_set():
+                peak[0] = max(peak[0], len(_procs_of(nobody)))
+                time.sleep(0.02)
+
+        counter = threading.Thread(target=count_tasks)
+        counter.start()
+        try:
+            out, err, ex = run_stream(s, {"config": {"shell": "b(){ b | b & }; b; sleep 60"},
+                                          "timeoutSeconds": 3})
+        finally:
+            stop.set()
+            counter.join()
+        assert ex["timedOut"] is True, ex
+        assert 8 < peak[0] <= 64, peak  # it did fork, and no further than the limit
+        deadline = time.time() + 10
+        left = _procs_of(nobody) - {str(s.pid)}
+        while left and time.time() < deadline:
+            time.sleep(0.1)
+            left = _procs_of(nobody) - {str(s.pid)}
+        assert not left, f"bomb processes survived: {left}"
+        assert requests.get(s.rest + "/v1/health").status_code == 200
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.json()["exitCode"] == 0
+    finally:
+        rc = s.stop()
+        shutil.rmtree(base, ignore_errors=True)
+        assert rc == 0, s.text()
+
+
+def _procs_of(uid):
+    pids = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit() and _uid(p) == uid:
+            pids.add(p)
+    return pids
+
+
+def _uid(p):
+    try:
+        return os.stat(f"/proc/{p}").st_uid
+    except FileNotFoundError:
+        return -1

@@ -1,0 +1,382 @@
+/*
+ * test_proc.c - unit tests of cmd/sandboxd/proc.c and proctable.c on a
+ * real libuv loop with real children: output and exit codes, launch
+ * errors, cwd and env, stdin, the output bound, the timeout that ends a
+ * whole group that ignores SIGTERM, signals, a terminal with resize, and
+ * the process cap and ids.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "k8s/common.h"
+#include "proc.h"
+#include "proctable.h"
+
+typedef struct {
+	char out[65536], err[65536];
+	size_t out_len, err_len;
+	uint64_t total[3];
+	bool exited;
+	sbxd_exit ex;
+	sbxd_proc *p;
+	const char *resize_after;  /* resize + write "go\n" once this text is seen */
+	bool resized;
+	uint64_t pause_at;         /* pause the output once stdout reached this */
+} run_state;
+
+static void on_output(sbxd_proc *p, sbxd_stream s, const char *d, size_t n, void *ud)
+{
+	run_state *st = ud;
+	char *buf = s == SBXD_STDERR ? st->err : st->out;
+	size_t *len = s == SBXD_STDERR ? &st->err_len : &st->out_len;
+	st->total[s] += n;
+	size_t room = sizeof(st->out) - 1 - *len;
+	size_t k = n < room ? n : room;
+	memcpy(buf + *len, d, k);
+	*len += k;
+	buf[*len] = '\0';
+	if (st->pause_at && st->total[SBXD_STDOUT] >= st->pause_at)
+		sbxd_proc_pause_output(p);
+	if (st->resize_after && !st->resized && strstr(st->out, st->resize_after)) {
+		st->resized = true;
+		ck_assert_int_eq(sbxd_proc_resize(p, 120, 40), 0);
+		ck_assert_int_eq(sbxd_proc_write_stdin(p, "go\n", 3, NULL, NULL), 0);
+	}
+}
+
+static void on_exit_cb(sbxd_proc *p, const sbxd_exit *ex, void *ud)
+{
+	run_state *st = ud;
+	st->exited = true;
+	st->ex = *ex;
+}
+
+static const sbxd_proc_callbacks cbs = { on_output, on_exit_cb };
+
+static void guard(uv_timer_t *t)
+{
+	ck_abort_msg("test timed out waiting for the process");
+}
+
+/* Runs the loop until the process reported its exit (10 s guard). */
+static void wait_exit(uv_loop_t *loop, run_state *st)
+{
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	uv_timer_start(&t, guard, 10000, 0);
+	while (!st->exited)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* Frees the process and runs the loop until every handle is closed. */
+static void finish(uv_loop_t *loop, sbxd_proc *p)
+{
+	sbxd_proc_free(p);
+	uv_run(loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
+static int start(uv_loop_t *loop, run_state *st, sbxd_proc_options *o, char **argv)
+{
+	memset(st, 0, sizeof(*st));
+	o->argv = argv;
+	return sbxd_proc_spawn(&st->p, loop, o, &cbs, st);
+}
+
+START_TEST(output_and_exit_code)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "/bin/sh", "-c", "echo hi; echo err >&2; exit 3", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	ck_assert_int_gt(sbxd_proc_pid(st.p), 0);
+	wait_exit(&loop, &st);
+	ck_assert_str_eq(st.out, "hi\n");
+	ck_assert_str_eq(st.err, "err\n");
+	ck_assert_int_eq(st.ex.exit_code, 3);
+	ck_assert_int_eq(st.ex.signal, 0);
+	ck_assert(!st.ex.timed_out);
+	ck_assert(sbxd_proc_done(st.p));
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(launch_errors)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *missing[] = { "no-such-command-sbxd", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, missing), K8S_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "command or path not found"));
+	char *missing_abs[] = { "/nonexistent/bin", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, missing_abs), K8S_ENOTFOUND);
+	char tmpl[] = "/tmp/sbxd-noexec-XXXXXX";
+	int fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	char *not_exec[] = { tmpl, NULL };
+	ck_assert_msg(start(&loop, &st, &o, not_exec) == K8S_EFORBIDDEN, "%s",
+		              k8s_error_last()->message);
+	unlink(tmpl);
+	char *empty[] = { "", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, empty), K8S_EINVAL);
+	ck_assert_str_eq(k8s_error_last()->message, "command is required");
+	uv_run(&loop, UV_RUN_DEFAULT);  /* failed starts close their handles */
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+START_TEST(cwd_and_env)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.cwd_fd = open("/usr", O_PATH | O_DIRECTORY);
+	char *env[] = { "SBXD_A=1", "HOME=/nowhere", "SBXD_A=2", NULL };
+	o.env = env;
+	char *argv[] = { "/bin/sh", "-c", "pwd; echo $SBXD_A $HOME; env | grep -c '^SBXD_A='", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	close(o.cwd_fd);
+	wait_exit(&loop, &st);
+	ck_assert_str_eq(st.out, "/usr\n2 /nowhere\n1\n");
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(stdin_pipe_and_eof)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.stdin_pipe = true;
+	char *argv[] = { "cat", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "abc", 3, NULL, NULL), 0);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "", 0, NULL, NULL), 0);
+	/* a big write exceeds the pipe buffer: it is queued and drained */
+	static char big[1 << 20];
+	memset(big, 'x', sizeof(big));
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, big, sizeof(big), NULL, NULL), 0);
+	ck_assert_int_gt(sbxd_proc_stdin_pending(st.p), 0);
+	ck_assert_int_eq(sbxd_proc_close_stdin(st.p), 0);
+	ck_assert_int_eq(sbxd_proc_close_stdin(st.p), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), K8S_EINVAL);
+	wait_exit(&loop, &st);
+	ck_assert_int_eq(st.total[SBXD_STDOUT], 3 + sizeof(big));
+	ck_assert(strncmp(st.out, "abcxxx", 6) == 0);
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(no_stdin_reads_eof)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "cat", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), K8S_EINVAL);
+	wait_exit(&loop, &st);
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(output_bounded_per_stream)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.max_output_bytes = 1000;
+	o.chunk_size = 300;
+	o.drain_ms = 200;  /* stderr stays unread while paused */
+	char *argv[] = { "/bin/sh", "-c", "head -c 20000000 /dev/zero; echo e >&2", NULL };
+	memset(&st, 0, sizeof(st));
+	st.pause_at = 1000;
+	o.argv = argv;
+	/* paused output past the bound is still drained: the child finishes */
+	ck_assert_int_eq(sbxd_proc_spawn(&st.p, &loop, &o, &cbs, &st), 0);
+	wait_exit(&loop, &st);
+	ck_assert_int_eq(st.total[SBXD_STDOUT], 1000);
+	ck_assert(st.ex.truncated[SBXD_STDOUT]);
+	ck_assert(!st.ex.truncated[SBXD_STDERR]);
+	ck_assert_str_eq(st.err, "");  /* stderr paused below its bound */
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	finish(&loop, st.p);
+}
+END_TEST
+
+static bool alive_now(pid_t pid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* A SIGKILL is delivered asynchronously: give the process 2 s to go. */
+static bool alive(pid_t pid)
+{
+	for (int i = 0; i < 200 && alive_now(pid); i++)
+		usleep(10000);
+	return alive_now(pid);
+}
+
+START_TEST(timeout_kills_group_ignoring_sigterm)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.timeout_ms = 300;
+	o.kill_grace_ms = 300;
+	char *argv[] = { "/bin/sh", "-c",
+	                 "trap '' TERM; sleep 30 & echo $!; sleep 30 </dev/null >/dev/null 2>&1 & "
+	                 "echo $!; wait", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	wait_exit(&loop, &st);
+	ck_assert(st.ex.timed_out);
+	ck_assert_int_eq(st.ex.exit_code, -1);
+	ck_assert_int_eq(st.ex.signal, SIGKILL);
+	int a = 0, b = 0;
+	ck_assert_int_eq(sscanf(st.out, "%d %d", &a, &b), 2);
+	ck_assert(!alive(a));
+	ck_assert(!alive(b));
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(signal_and_free_while_running)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "sleep", "30", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	ck_assert_int_eq(sbxd_proc_signal(st.p, 0), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_signal(st.p, SIGTERM), 0);
+	wait_exit(&loop, &st);
+	ck_assert_int_eq(st.ex.exit_code, -1);
+	ck_assert_int_eq(st.ex.signal, SIGTERM);
+	ck_assert_int_eq(sbxd_proc_signal(st.p, SIGTERM), 0);  /* no-op after the end */
+	sbxd_proc_free(st.p);
+	/* freed while running: killed, reaped, handles closed */
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	pid_t pid = sbxd_proc_pid(st.p);
+	finish(&loop, st.p);
+	ck_assert(!alive(pid));
+	ck_assert(!st.exited);  /* no callback after free */
+}
+END_TEST
+
+START_TEST(pty_session_with_resize)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.pty = true;
+	o.cols = 80;
+	o.rows = 24;
+	char *argv[] = { "/bin/sh", "-c",
+	                 "test -t 0 && echo is-a-tty; stty size; echo ready; read x; stty size", NULL };
+	memset(&st, 0, sizeof(st));
+	st.resize_after = "ready";
+	o.argv = argv;
+	ck_assert_int_eq(sbxd_proc_spawn(&st.p, &loop, &o, &cbs, &st), 0);
+	ck_assert(sbxd_proc_is_pty(st.p));
+	wait_exit(&loop, &st);
+	ck_assert_msg(strstr(st.out, "is-a-tty"), "%s", st.out);
+	ck_assert_msg(strstr(st.out, "24 80"), "%s", st.out);
+	ck_assert_msg(strstr(st.out, "40 120"), "%s", st.out);
+	ck_assert_str_eq(st.err, "");
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), K8S_ESHUTDOWN);
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(resize_without_pty_refused)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "true", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), K8S_EINVAL);
+	wait_exit(&loop, &st);
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(proctable_cap_and_ids)
+{
+	sbxd_proctable *t;
+	ck_assert_int_eq(sbxd_proctable_new(&t, 0), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proctable_new(&t, 2), 0);
+	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);
+	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);
+	ck_assert_int_eq(sbxd_proctable_acquire(t), K8S_ETOOMANYREQUESTS);
+	ck_assert_uint_eq(sbxd_proctable_running(t), 2);
+	sbxd_proctable_release(t);
+	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);
+	int x, y;
+	ck_assert_int_eq(sbxd_proctable_add(t, &x), 1);
+	ck_assert_int_eq(sbxd_proctable_add(t, &y), 2);
+	ck_assert_ptr_eq(sbxd_proctable_get(t, 2), &y);
+	sbxd_proctable_remove(t, 1);
+	ck_assert_ptr_null(sbxd_proctable_get(t, 1));
+	ck_assert_int_eq(sbxd_proctable_add(t, &x), 3);  /* ids are never reused */
+	sbxd_proctable_free(t);
+}
+END_TEST
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);  /* as the daemon does; children must not inherit it */
+	Suite *s = suite_create("sandboxd_proc");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, output_and_exit_code);
+	tcase_add_test(tc, launch_errors);
+	tcase_add_test(tc, cwd_and_env);
+	tcase_add_test(tc, stdin_pipe_and_eof);
+	tcase_add_test(tc, no_stdin_reads_eof);
+	tcase_add_test(tc, output_bounded_per_stream);
+	tcase_add_test(tc, timeout_kills_group_ignoring_sigterm);
+	tcase_add_test(tc, signal_and_free_while_running);
+	tcase_add_test(tc, pty_session_with_resize);
+	tcase_add_test(tc, resize_without_pty_refused);
+	tcase_add_test(tc, proctable_cap_and_ids);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
