@@ -194,6 +194,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	r->timeout_s = exec_timeout(d);
 	r->cmd_repr = argv_repr(argv);
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.reaper = d->reaper;
 	o.argv = argv;
 	o.cwd_fd = sbxd_root_fd(d->root);
 	o.timeout_ms = (long)ceil(r->timeout_s * 1000.0);

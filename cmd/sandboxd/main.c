@@ -89,6 +89,11 @@ int main(int argc, char **argv)
 		k8s_log(log, K8S_LOG_ERROR, "out of memory", NULL);
 		return 1;
 	}
+	/* after the signal mask: its thread must not take SIGTERM */
+	if (sbxd_reaper_new(&d.reaper, true) != 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
+		return 1;
+	}
 	if (f.max_tasks > 0 && geteuid() == 0)
 		k8s_log(log, K8S_LOG_WARN, "--max-tasks has no effect on commands run as root "
 		        "(RLIMIT_NPROC is not enforced for root)", NULL);
@@ -111,6 +116,7 @@ int main(int argc, char **argv)
 		k8s_http_server_free(d.runtime.srv);
 		sbxd_root_free(d.root);
 		sbxd_proctable_free(d.cap);
+		sbxd_reaper_free(d.reaper);
 		free(d.metadata);
 		k8s_logger_free(log);
 		return 1;
@@ -146,6 +152,7 @@ int main(int argc, char **argv)
 	k8s_http_server_free(d.runtime.srv);
 	sbxd_root_free(d.root);
 	sbxd_proctable_free(d.cap);
+	sbxd_reaper_free(d.reaper);
 	pthread_mutex_destroy(&d.cap_lock);
 	free(d.metadata);
 	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);
