@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,17 @@ int main(int argc, char **argv)
 	sigaddset(&stop, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
+
+	/* Descriptors: the soft limit up to the hard one, as Go's runtime does
+	 * for upstream's sandboxd. Container runtimes may leave the soft limit
+	 * at 1024, below what 1024 connections, the processes' pipes or a
+	 * recursive DELETE of a deep tree (one descriptor per level) need. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+			k8s_log(log, K8S_LOG_WARN, "cannot raise the descriptor limit", NULL);
+	}
 
 	sbxd_daemon d;
 	memset(&d, 0, sizeof(d));

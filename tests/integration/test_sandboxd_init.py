@@ -66,3 +66,30 @@ def test_orphans_are_reaped(tmp_path):
         assert r.json()["exitCode"] == 3
     finally:
         assert s.stop() == 0, s.text()
+
+
+def test_fd_limit_raised_to_hard_limit(tmp_path):
+    """Started with a low soft limit of descriptors (container runtimes may
+    leave it at 1024; 256 here keeps the tree small), sandboxd raises it to
+    the hard limit, as Go programs (upstream's sandboxd) do: a recursive
+    DELETE holds one descriptor per level, and one PUT can create 2000
+    levels."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        import pytest
+        pytest.skip(f"hard RLIMIT_NOFILE {hard} is too low to tell")
+
+    def low_soft_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+
+    s = Sandboxd(tmp_path / "root", tmp_path, preexec_fn=low_soft_limit)
+    try:
+        assert resource.prlimit(s.pid, resource.RLIMIT_NOFILE) == (hard, hard)
+        deep = "/".join(["d"] * 300)
+        r = requests.put(f"{s.rest}/v1/files/top/{deep}/f", data=b"x")
+        assert r.status_code == 204, r.text
+        r = requests.delete(f"{s.rest}/v1/files/top", params={"recursive": "true"})
+        assert r.status_code == 204, r.text
+        assert os.listdir(tmp_path / "root") == []
+    finally:
+        assert s.stop() == 0, s.text()
