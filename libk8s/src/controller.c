@@ -1,7 +1,8 @@
 /*
  * controller.c - N workers draining a work queue into a reconcile function
  * (see controller.h). The policy for a finished reconcile mirrors
- * controller-runtime: error => requeue with per-key backoff; requeue_after
+ * controller-runtime: error => requeue with per-key backoff (and the overall
+ * bucket, except for K8S_ETRANSPORT: the API server was not reached); requeue_after
  * => forget the failures and requeue after the delay; requeue => backoff;
  * otherwise forget.
  */
@@ -88,7 +89,12 @@ static void process(k8s_controller *c, const char *key)
 		        "reconcile failed", "controller", c->name, "key", key,
 		        "error", *e->message ? e->message : k8s_strerror(rc),
 		        "retries", retries, "duration_ms", dur, NULL);
-		k8s_workqueue_add_rate_limited(c->queue, key);
+		/* an unreachable API server is not hammered by retries: per-key
+		 * backoff only, so an outage does not drain the shared bucket */
+		if (rc == K8S_ETRANSPORT)
+			k8s_workqueue_add_backoff(c->queue, key);
+		else
+			k8s_workqueue_add_rate_limited(c->queue, key);
 	} else if (res.requeue_after_ms > 0) {
 		k8s_workqueue_forget(c->queue, key);
 		k8s_workqueue_add_after(c->queue, key, res.requeue_after_ms);

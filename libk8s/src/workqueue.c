@@ -226,15 +226,27 @@ static long backoff_ms(const k8s_workqueue *q, int failures)
 	return d > (double)q->max_delay_ms ? q->max_delay_ms : (long)d;
 }
 
-int k8s_workqueue_add_rate_limited(k8s_workqueue *q, const char *key)
+/* Counts one more failure of `key`; returns its backoff delay in ms. */
+static long count_failure(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
 	intptr_t n = (intptr_t)k8s_map_get(&q->failures, key);
 	k8s_map_set(&q->failures, key, (void *)(n + 1), NULL);
 	long delay = backoff_ms(q, (int)n);
 	pthread_mutex_unlock(&q->lock);
+	return delay;
+}
+
+int k8s_workqueue_add_rate_limited(k8s_workqueue *q, const char *key)
+{
+	long delay = count_failure(q, key);
 	long overall = k8s_ratelimiter_reserve(q->overall);  /* thread-safe; NULL: 0 */
 	return k8s_workqueue_add_after(q, key, overall > delay ? overall : delay);
+}
+
+int k8s_workqueue_add_backoff(k8s_workqueue *q, const char *key)
+{
+	return k8s_workqueue_add_after(q, key, count_failure(q, key));
 }
 
 void k8s_workqueue_forget(k8s_workqueue *q, const char *key)

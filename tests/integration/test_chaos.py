@@ -91,8 +91,16 @@ def wait_converged(kube, ns, names, timeout=240):
     try:
         return wait_for(done, timeout=timeout, interval=1.0, desc=f"{len(want)} Sandboxes Ready")
     except AssertionError:
+        # what the stuck ones look like, for the next reader of a CI log
+        pods = {p["metadata"]["name"]: p for p in list_items(kube, "pods", ns)}
+        seen = []
+        for n in pending[:5]:
+            p = pods.get(n)
+            seen.append(f"{n}: pod " + ("missing" if p is None else
+                        f"node={p['spec'].get('nodeName')} phase={p.get('status', {}).get('phase')} "
+                        f"ready={(condition(p, 'Ready') or {}).get('status')}"))
         raise AssertionError(f"{len(pending)} of {len(want)} Sandboxes not Ready with a pod-name "
-                             f"annotation after {timeout}s, e.g. {pending[:10]}") from None
+                             f"annotation after {timeout}s, e.g. {pending[:10]}; " + "; ".join(seen)) from None
 
 
 def assert_one_owned_pod_each(kube, ns, sandboxes):

@@ -30,7 +30,9 @@ typedef struct {
  * Reconciles one key. Returns 0 on success (then `res` decides about
  * requeueing) or a negative code: the key is requeued with backoff and the
  * error (k8s_error_last()) is logged. K8S_ECONFLICT is treated as a plain
- * requeue with backoff and logged at debug level only.
+ * requeue with backoff and logged at debug level only. K8S_ETRANSPORT (the
+ * API server was not reached) backs off per key only, outside the queue's
+ * overall bucket (k8s_workqueue_add_backoff()): return the client's code.
  */
 typedef int (*k8s_reconcile_fn)(const char *key, k8s_reconcile_result *res,
                                 void *userdata);

@@ -18,6 +18,7 @@ typedef struct {
 	pthread_mutex_t lock;
 	int calls;
 	int failures_left;
+	int fail_code;          /* 0: K8S_EINTERNAL */
 	long requeue_after_ms;
 	int64_t times[8];
 } rec_state;
@@ -40,23 +41,34 @@ static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 	int fail = s->failures_left > 0 ? s->failures_left-- : 0;
 	long after = s->calls == 1 ? s->requeue_after_ms : 0;
 	pthread_mutex_unlock(&s->lock);
+	if (fail && s->fail_code)
+		return k8s_error_set(s->fail_code, 0, NULL, "simulated failure on %s", key);
 	if (fail)
 		return k8s_error_set(K8S_EINTERNAL, 500, "InternalError", "simulated failure on %s", key);
 	res->requeue_after_ms = after;
 	return 0;
 }
 
-static k8s_controller *start(rec_state *s)
+static k8s_controller *start_with(rec_state *s, long base_delay_ms, double overall_qps)
 {
 	k8s_controller_options o = K8S_CONTROLLER_OPTIONS_INIT;
 	o.workers = 2;
 	o.reconcile = reconcile;
 	o.userdata = s;
-	o.queue.base_delay_ms = 20;
+	o.queue.base_delay_ms = base_delay_ms;
+	if (overall_qps > 0) {
+		o.queue.overall_qps = overall_qps;
+		o.queue.overall_burst = 1;
+	}
 	k8s_controller *c;
 	ck_assert_int_eq(k8s_controller_new(&c, &o), 0);
 	ck_assert_int_eq(k8s_controller_start(c), 0);
 	return c;
+}
+
+static k8s_controller *start(rec_state *s)
+{
+	return start_with(s, 20, 0);
 }
 
 START_TEST(errors_are_retried_with_backoff_until_success)
@@ -72,6 +84,27 @@ START_TEST(errors_are_retried_with_backoff_until_success)
 	ck_assert_int_ge(s.times[2] - s.times[1], 40);
 	ck_assert_int_ge(s.times[3] - s.times[2], 80);
 	ck_assert_int_eq(k8s_workqueue_num_requeues(k8s_controller_queue(c), "ns/a"), 0);
+	k8s_controller_free(c);
+}
+END_TEST
+
+START_TEST(transport_errors_back_off_outside_the_overall_bucket)
+{
+	/* A shared bucket of one token per 1000 s: a retry that takes a token
+	 * beyond the first waits that long. */
+	rec_state t = { .lock = PTHREAD_MUTEX_INITIALIZER, .failures_left = 3,
+	                .fail_code = K8S_ETRANSPORT };
+	k8s_controller *c = start_with(&t, 1, 0.001);
+	k8s_controller_enqueue(c, "ns/unreachable");
+	WAIT_FOR(calls(&t) >= 4);  /* 3 failures, then the success: no token taken */
+	k8s_controller_free(c);
+
+	rec_state e = { .lock = PTHREAD_MUTEX_INITIALIZER, .failures_left = 3 };
+	c = start_with(&e, 1, 0.001);
+	k8s_controller_enqueue(c, "ns/answered");
+	WAIT_FOR(calls(&e) >= 2);  /* the first retry takes the only token */
+	usleep(300000);
+	ck_assert_int_eq(calls(&e), 2);  /* the second waits for the bucket */
 	k8s_controller_free(c);
 }
 END_TEST
@@ -106,6 +139,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, errors_are_retried_with_backoff_until_success);
+	tcase_add_test(tc, transport_errors_back_off_outside_the_overall_bucket);
 	tcase_add_test(tc, requeue_after_runs_the_key_again);
 	tcase_add_test(tc, stop_is_idempotent_and_enqueue_after_stop_is_ignored);
 	suite_add_tcase(s, tc);

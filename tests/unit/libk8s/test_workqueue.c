@@ -130,6 +130,40 @@ START_TEST(overall_bucket_paces_retries_across_keys)
 }
 END_TEST
 
+START_TEST(backoff_adds_count_failures_but_take_no_bucket_token)
+{
+	k8s_workqueue_options o = K8S_WORKQUEUE_OPTIONS_INIT;
+	o.base_delay_ms = 1;
+	o.overall_qps = 0.001;  /* one token per 1000 s */
+	o.overall_burst = 1;
+	k8s_workqueue *q = NULL;
+	ck_assert_int_eq(k8s_workqueue_new(&q, &o), 0);
+	char key[8], *k;
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_int_eq(k8s_workqueue_add_backoff(q, key), 0);
+	}
+	for (int i = 0; i < 5; i++) {  /* all due after their 1 ms backoff */
+		ck_assert_int_eq(k8s_workqueue_get(q, &k), 0);
+		ck_assert_int_eq(k8s_workqueue_num_requeues(q, k), 1);
+		k8s_workqueue_done(q, k);
+		free(k);
+	}
+	/* the bucket's token is still there for a rate-limited add... */
+	k8s_workqueue_add_rate_limited(q, "x");
+	ck_assert_int_eq(k8s_workqueue_get(q, &k), 0);
+	ck_assert_str_eq(k, "x");
+	k8s_workqueue_done(q, k);
+	free(k);
+	/* ...and the next one waits for the bucket */
+	k8s_workqueue_add_rate_limited(q, "y");
+	usleep(50000);
+	ck_assert_uint_eq(k8s_workqueue_len(q), 0);
+	k8s_workqueue_shutdown(q);
+	k8s_workqueue_free(q);
+}
+END_TEST
+
 START_TEST(shutdown_drains_then_reports_shutdown)
 {
 	k8s_workqueue *q = newq();
@@ -244,6 +278,7 @@ int main(void)
 	tcase_add_test(tc, add_after_delays_the_key);
 	tcase_add_test(tc, rate_limited_backoff_grows_and_forget_resets);
 	tcase_add_test(tc, overall_bucket_paces_retries_across_keys);
+	tcase_add_test(tc, backoff_adds_count_failures_but_take_no_bucket_token);
 	tcase_add_test(tc, shutdown_drains_then_reports_shutdown);
 	tcase_add_test(tc, concurrent_workers_never_share_a_key);
 	tcase_add_test(tc, shutdown_wakes_blocked_workers);
