@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # The agent-sandbox-controller image (docs/install.md, "The image"):
 #   docker build -t agent-sandbox-controller:dev .
+# It also carries /sandbox-router, which deploy/router runs (docs/router.md).
 #
 # Build stage: Debian 12 with the Debian packages the controller links
 # (the library half of tools/install-deps) and meson; libk8s, libsandbox and libwarmpool
@@ -23,8 +24,8 @@ COPY cmd cmd
 COPY bench bench
 COPY tools/check-image-libs tools/
 RUN meson setup /build --buildtype=release -Ddefault_library=static -Dtests=false \
- && meson compile -C /build cmd/controller/agent-sandbox-controller \
- && strip /build/cmd/controller/agent-sandbox-controller
+ && meson compile -C /build cmd/controller/agent-sandbox-controller cmd/router/sandbox-router \
+ && strip /build/cmd/controller/agent-sandbox-controller /build/cmd/router/sandbox-router
 
 # The controller's shared libraries (ldd) that distroless cc-debian12 does not
 # ship, by soname: libcurl and what it pulls in, cJSON, libyaml, mbedTLS,
@@ -40,10 +41,12 @@ ARG RUNTIME_LIBS="\
  libpsl.so.5 librtmp.so.1 libsasl2.so.2 libssh2.so.1 libtasn1.so.6 libunistring.so.2\
  libuv.so.1 libyaml-0.so.2 libz.so.1 libzstd.so.1"
 RUN tools/check-image-libs /build/cmd/controller/agent-sandbox-controller \
+ && tools/check-image-libs /build/cmd/router/sandbox-router \
  && arch="$(gcc -dumpmachine)" \
  && mkdir -p "/rootfs/usr/lib/$arch" \
  && for lib in $RUNTIME_LIBS; do cp -L "/usr/lib/$arch/$lib" "/rootfs/usr/lib/$arch/"; done \
- && cp /build/cmd/controller/agent-sandbox-controller /rootfs/agent-sandbox-controller
+ && cp /build/cmd/controller/agent-sandbox-controller /rootfs/agent-sandbox-controller \
+ && cp /build/cmd/router/sandbox-router /rootfs/sandbox-router
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /rootfs/ /

@@ -18,6 +18,7 @@
 
 #include "buildinfo.h"
 #include "builddate.h"
+#include "platform.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
 #include "k8s/controller.h"
@@ -105,24 +106,6 @@ enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_CORE_COUNT,
 
 /* ---- metrics and probe endpoints ---- */
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-#if defined(__clang__)
-#define COMPILER "clang " STR(__clang_major__) "." STR(__clang_minor__) "." STR(__clang_patchlevel__)
-#elif defined(__GNUC__)
-#define COMPILER "gcc " __VERSION__
-#else
-#define COMPILER "unknown"
-#endif
-#if defined(__x86_64__)
-#define ARCH "amd64"
-#elif defined(__aarch64__)
-#define ARCH "arm64"
-#elif defined(__i386__)
-#define ARCH "386"
-#else
-#define ARCH "unknown"
-#endif
 
 /* agent_sandbox_build_info (spec/api.md section 11): 1, with the build as const labels. */
 static int register_build_info(k8s_metrics_registry *reg)

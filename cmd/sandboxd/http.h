@@ -21,6 +21,7 @@
 #include "codec.h"
 #include "confine.h"
 #include "flags.h"
+#include "reaper.h"
 #include "proc.h"
 #include "proctable.h"
 
@@ -41,6 +42,7 @@ typedef struct sbxd_daemon {
 	k8s_logger *log;
 	pthread_mutex_t cap_lock;    /* guards `cap` (both loops take slots) */
 	sbxd_proctable *cap;         /* slots for both servers; ids for the REST loop */
+	sbxd_reaper *reaper;         /* waits for orphans reparented to us (PID 1) */
 	atomic_bool shutting_down;   /* /v1/health answers 503 */
 	time_t started;
 	char *metadata;              /* /v1/metadata body, computed at start */

@@ -192,6 +192,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 		return;
 	}
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.reaper = d->reaper;
 	o.argv = pr->argv;
 	o.env = pr->env;
 	o.cwd_fd = cwd;

@@ -194,6 +194,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	r->timeout_s = exec_timeout(d);
 	r->cmd_repr = argv_repr(argv);
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.reaper = d->reaper;
 	o.argv = argv;
 	o.cwd_fd = sbxd_root_fd(d->root);
 	o.timeout_ms = (long)ceil(r->timeout_s * 1000.0);
@@ -240,11 +241,13 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 typedef struct {
 	sbxd_daemon *d;
 	char *filename;
+	bool open_failed;   /* the destination was refused, not the body */
 } upload_ctx;
 
 static int up_open(const char *filename, sbxd_writer **w, void *ud)
 {
 	upload_ctx *c = ud;
+	c->open_failed = true;  /* until the writer is there */
 	if (!filename || !*filename)
 		return k8s_error_set(K8S_EINVAL, 400, NULL, "the file part has no filename");
 	if (!(c->filename = strdup(filename)))
@@ -258,18 +261,23 @@ static int up_open(const char *filename, sbxd_writer **w, void *ud)
 	else
 		rc = sbxd_writer_begin(w, c->d->root, rel, 0644);
 	free(rel);
+	c->open_failed = rc != 0;
 	return rc;
 }
 
 static void up_fail(k8s_http_exchange *ex, int rc, void *ud)
 {
+	upload_ctx *c = ud;
 	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(ex, 403, "Access denied");
 		return;
 	}
+	/* a malformed body is a 400, as Starlette's; a destination that
+	 * cannot be written is upstream's 500, even one found out before
+	 * writing (a directory: IsADirectoryError; a NUL: ValueError) */
 	char msg[512];
 	snprintf(msg, sizeof(msg), "File upload failed: %s", k8s_error_last()->message);
-	sbxd_respond_message(ex, rc == K8S_EINVAL ? 400 : 500, msg);
+	sbxd_respond_message(ex, rc == K8S_EINVAL && !(c && c->open_failed) ? 400 : 500, msg);
 }
 
 static void up_no_file(k8s_http_exchange *ex, void *ud)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +71,17 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* Descriptors: the soft limit up to the hard one, as Go's runtime does
+	 * for upstream's sandboxd. Container runtimes may leave the soft limit
+	 * at 1024, below what 1024 connections, the processes' pipes or a
+	 * recursive DELETE of a deep tree (one descriptor per level) need. */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
+			k8s_log(log, K8S_LOG_WARN, "cannot raise the descriptor limit", NULL);
+	}
+
 	sbxd_daemon d;
 	memset(&d, 0, sizeof(d));
 	d.flags = &f;
@@ -87,6 +99,11 @@ int main(int argc, char **argv)
 	if (sbxd_proctable_new(&d.cap, (unsigned)f.max_processes) != 0 ||
 	    sbxd_metadata_build(&d) != 0) {
 		k8s_log(log, K8S_LOG_ERROR, "out of memory", NULL);
+		return 1;
+	}
+	/* after the signal mask: its thread must not take SIGTERM */
+	if (sbxd_reaper_new(&d.reaper, true) != 0) {
+		k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
 		return 1;
 	}
 	if (f.max_tasks > 0 && geteuid() == 0)
@@ -111,6 +128,7 @@ int main(int argc, char **argv)
 		k8s_http_server_free(d.runtime.srv);
 		sbxd_root_free(d.root);
 		sbxd_proctable_free(d.cap);
+		sbxd_reaper_free(d.reaper);
 		free(d.metadata);
 		k8s_logger_free(log);
 		return 1;
@@ -146,6 +164,7 @@ int main(int argc, char **argv)
 	k8s_http_server_free(d.runtime.srv);
 	sbxd_root_free(d.root);
 	sbxd_proctable_free(d.cap);
+	sbxd_reaper_free(d.reaper);
 	pthread_mutex_destroy(&d.cap_lock);
 	free(d.metadata);
 	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);

@@ -60,6 +60,7 @@ struct sbxd_proc {
 	sbxd_proc_callbacks cb;
 	void *ud;
 	pid_t pid;
+	sbxd_reaper *reaper;     /* holds a claim on pid until it is reaped; may be NULL */
 	bool pty;
 	chan ch[CH_COUNT];       /* with a pty, ch[CH_OUT] is the master, both ways */
 	uv_signal_t sigchld;     /* SIGCHLD through libuv: the exit, without a global handler of ours */
@@ -323,6 +324,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
 	uv_signal_stop(&p->sigchld);
 	close_handle((uv_handle_t *)&p->sigchld);
 	p->reaped = true;
+	if (p->reaper)
+		sbxd_reaper_release(p->reaper, p->pid);
 	if (p->freed) {
 		release(p);
 		return;
@@ -626,11 +629,21 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	}
 	pid_t pid = -1;
 	if (!rc) {
+		/* claimed before the reaper can see it (reaper.h) */
+		if (o->reaper)
+			sbxd_reaper_lock(o->reaper);
 		pid = fork();
 		if (pid == 0)
 			child(o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1, fds[8]);
 		if (pid < 0)
 			rc = spawn_error(errno, "fork");
+		else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, pid) != 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			rc = K8S_ENOMEM;
+		}
+		if (o->reaper)
+			sbxd_reaper_unlock(o->reaper);
 	}
 	/* the child's ends are the child's now */
 	if (o->pty) {
@@ -652,6 +665,8 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		while (n < 0 && errno == EINTR);
 		if (n == (ssize_t)sizeof(cerr)) {
 			waitpid(pid, NULL, 0);
+			if (o->reaper)
+				sbxd_reaper_release(o->reaper, pid);
 			rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
 			                 : "exec");
 		}
@@ -670,6 +685,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
 
 	p->loop = loop;
+	p->reaper = o->reaper;
 	if (cb)
 		p->cb = *cb;
 	p->ud = ud;

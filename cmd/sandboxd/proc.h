@@ -30,6 +30,8 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "reaper.h"
+
 typedef struct sbxd_proc sbxd_proc;
 
 /** Which output stream a chunk comes from (a terminal's is STDOUT). */
@@ -82,10 +84,14 @@ typedef struct {
 	 *  without a timeout: with one, the output is awaited until the
 	 *  timeout, which then ends the whole group (timed_out is set). */
 	long drain_ms;
+	/** The daemon's orphan reaper (borrowed; must outlive the process):
+	 *  the child is claimed there from fork() until it is waited for, so
+	 *  that the reaper never takes its exit status. NULL: none. */
+	sbxd_reaper *reaper;
 } sbxd_proc_options;
 
 #define SBXD_PROC_OPTIONS_INIT { SBXD_PROC_OPTIONS_VERSION, NULL, NULL, -1, false, 0, 0, \
-	false, 0, 0, 0, 0, 0, 0 }
+	false, 0, 0, 0, 0, 0, 0, NULL }
 
 /**
  * Starts a process. On success `*out` is running and owned by the caller

@@ -42,7 +42,11 @@ const char *k8s_obj_resource_version(const cJSON *obj) { return k8s_obj_str(obj,
 int64_t k8s_obj_generation(const cJSON *obj)
 {
 	const cJSON *n = k8s_obj_at(obj, "metadata.generation");
-	return cJSON_IsNumber(n) ? (int64_t)n->valuedouble : 0;
+	/* a number beyond int64 (only in a malformed object) must not reach
+	 * the conversion, which is undefined behaviour for it */
+	if (!cJSON_IsNumber(n) || !(n->valuedouble > -9.2e18 && n->valuedouble < 9.2e18))
+		return 0;
+	return (int64_t)n->valuedouble;
 }
 
 bool k8s_obj_is_deleting(const cJSON *obj)

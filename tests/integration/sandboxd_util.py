@@ -39,7 +39,7 @@ def is_asan_build():
 class Sandboxd:
     """One sandboxd process on `root` with its own ports."""
 
-    def __init__(self, root, logdir, args=(), env=None, user=None):
+    def __init__(self, root, logdir, args=(), env=None, user=None, preexec_fn=None):
         self.root = str(root)
         self.rest_port = free_port()
         self.runtime_port = free_port()
@@ -57,7 +57,8 @@ class Sandboxd:
         if user is not None:
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=e,
+                                     preexec_fn=preexec_fn)
         self.rest = f"http://127.0.0.1:{self.rest_port}"
         self.runtime = f"http://127.0.0.1:{self.runtime_port}"
         self.session = requests.Session()

@@ -103,6 +103,22 @@ def test_runtime_upload_download_list_exists(sbx):
 
 # --- REST API (C.3) --------------------------------------------------------------
 
+def test_runtime_upload_failures_are_500(sbx):
+    """Every /upload failure other than an escape is upstream's 500
+    {"message": "File upload failed: ..."} (spec/surfaces.md C.1), also
+    those that sandboxd finds before writing: a directory as the target,
+    an over-long name, a name that is the root. (A malformed body stays a
+    400, as Starlette's.)"""
+    os.makedirs(os.path.join(sbx.root, "updir"), exist_ok=True)
+    for name in ("updir", "x" * 300, "/"):
+        r = requests.post(sbx.runtime + "/upload", files={"file": (name, b"data")})
+        assert r.status_code == 500, (name, r.status_code, r.text)
+        assert r.json()["message"].startswith("File upload failed: ")
+    r = requests.post(sbx.runtime + "/upload", data=b"--zz\r\nbroken",
+                      headers={"Content-Type": "multipart/form-data; boundary=zz"})
+    assert r.status_code == 400, r.text
+
+
 def test_files_put_get_head_list(sbx):
     r = sbx.session.put(sbx.rest + "/v1/files/dir%2Fsub%2Ffile.txt?mode=0600", data=b"content")
     assert r.status_code == 204 and r.content == b""

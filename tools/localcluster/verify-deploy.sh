@@ -130,6 +130,35 @@ kc delete namespace psa-restricted --wait=false >/dev/null
 # shows the scheduler and the Deployment controller accept the pod spec
 expect_ok "Deployment rolls out (kwok)" kc -n agent-sandbox-system rollout status deployment/agent-sandbox-controller --timeout=60s
 
+echo "== sandbox-router (deploy/router)"
+RSA=system:serviceaccount:agent-sandbox-system:sandbox-router
+kc kustomize "$ROOT/deploy/router" >/dev/null && ok "kubectl kustomize deploy/router renders" || bad "kubectl kustomize deploy/router"
+expect_ok "deploy/router: apply --dry-run=server" kc apply -k "$ROOT/deploy/router" --dry-run=server
+expect_ok "kubectl apply -k deploy/router" kc apply -k "$ROOT/deploy/router"
+R='.spec.template.spec.containers[0]'
+jp 2 .spec.replicas deployment/sandbox-router
+jp sandbox-router .spec.template.spec.serviceAccountName deployment/sandbox-router
+jp '["/sandbox-router"]' "$R.command" deployment/sandbox-router
+jp 'proxy:8080 metrics:9090 healthz:8081 ' "range $R.ports[*]}{.name}:{.containerPort} {end" deployment/sandbox-router
+jp '/healthz healthz /readyz healthz' "$R.livenessProbe.httpGet.path} {$R.livenessProbe.httpGet.port} {$R.readinessProbe.httpGet.path} {$R.readinessProbe.httpGet.port" deployment/sandbox-router
+jp true "$R.securityContext.readOnlyRootFilesystem" deployment/sandbox-router
+jp 'proxy 8080 proxy' '.spec.ports[0].name} {.spec.ports[0].port} {.spec.ports[0].targetPort' service/sandbox-router-svc
+jp 1 .spec.minAvailable poddisruptionbudget/sandbox-router
+for verb in get list watch; do
+    for res in pods sandboxes.agents.x-k8s.io; do
+        [[ "$(kc auth can-i --as="$RSA" "$verb" "$res" -A 2>/dev/null)" == yes ]] && ok "router can $verb $res" || bad "router cannot $verb $res"
+    done
+done
+for res in tokenreviews.authentication.k8s.io subjectaccessreviews.authorization.k8s.io; do
+    [[ "$(kc auth can-i --as="$RSA" create "$res" 2>/dev/null)" == yes ]] && ok "router can create $res" || bad "router cannot create $res"
+done
+for args in "create pods" "delete pods" "update sandboxes.agents.x-k8s.io" "get secrets" "list secrets" \
+            "create pods --subresource=exec" "patch sandboxes.agents.x-k8s.io --subresource=status"; do
+    # shellcheck disable=SC2086
+    [[ "$(kc auth can-i --as="$RSA" $args -n "$NS" 2>/dev/null || true)" == no ]] && ok "router denied: $args" || bad "router allowed: $args"
+done
+expect_ok "sandbox-router rolls out (kwok)" kc -n agent-sandbox-system rollout status deployment/sandbox-router --timeout=60s
+
 echo "== upstream examples (kind: Sandbox) from $EXAMPLES"
 n=0
 for f in "$EXAMPLES"/*.yaml; do

@@ -21,6 +21,10 @@ START_TEST(metadata_getters)
 	ck_assert_str_eq(k8s_obj_uid(o), "u1");
 	ck_assert_str_eq(k8s_obj_resource_version(o), "42");
 	ck_assert_int_eq(k8s_obj_generation(o), 3);
+	/* beyond int64 (a malformed object; found by fuzz_sandbox_plan): 0, no UB */
+	cJSON *big = cJSON_Parse("{\"metadata\":{\"generation\":2.6e111}}");
+	ck_assert_int_eq(k8s_obj_generation(big), 0);
+	cJSON_Delete(big);
 	ck_assert(!k8s_obj_is_deleting(o));
 	ck_assert_str_eq(k8s_obj_label(o, "agents.x-k8s.io/sandbox-name-hash"), "abc");
 	ck_assert_ptr_null(k8s_obj_label(o, "missing"));

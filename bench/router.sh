@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Router throughput, latency and idle-connection memory, on loopback, with
+# wrk (Debian's) against a no-op backend (nginx answering 200 "ok"):
+#   (a) the backend directly,
+#   (b) the router under test (default: build/cmd/router/sandbox-router),
+#   (c) nginx (Debian's) configured as the equivalent reverse proxy
+#       (keep-alive upstream, X-Forwarded-* set, Authorization dropped),
+# at concurrency 10, 50 and 200, in one run: requests/s and p50/p99. Then the
+# router's resident memory with 10,000 idle client connections.
+#
+# Usage: bench/router.sh [DURATION_SECONDS]   (default 10)
+#   ROUTER_CMD="path [args]"  the router to measure: it gets the Go router's
+#                             listener flags (--http-bind-address,
+#                             --metrics-bind-address, --health-probe-bind-address,
+#                             --allow-loopback-pod-ip), so any router with
+#                             upstream's flag names can be measured the same way
+#   IDLE_CONNS=N              idle connections for the memory figure (10000)
+#   WORKERS=N                 nginx worker processes and router loops (nproc)
+# Installs wrk and nginx with apt-get when they are missing (root).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+secs=${1:-10}
+router_cmd=${ROUTER_CMD:-$root/build/cmd/router/sandbox-router}
+idle=${IDLE_CONNS:-10000}
+workers=${WORKERS:-$(nproc)}
+
+need=()
+command -v wrk >/dev/null || need+=(wrk)
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx)
+if ((${#need[@]})); then
+  echo "bench/router.sh: installing ${need[*]} (Debian packages)" >&2
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+read -r -a rcmd <<<"$router_cmd"
+[ -x "${rcmd[0]}" ] || { echo "bench/router.sh: no router at ${rcmd[0]} (meson compile -C build)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+BACKEND=$(port) NGX=$(port) RPORT=$(port) RMET=$(port) RPROBE=$(port)
+
+# nginx: the no-op backend, and the reverse proxy in front of it
+mkdir -p "$tmp/ngx"
+cat >"$tmp/ngx/nginx.conf" <<EOF
+worker_processes $workers;
+pid $tmp/ngx/nginx.pid;
+error_log $tmp/ngx/error.log warn;
+events { worker_connections 16384; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/ngx/body; proxy_temp_path $tmp/ngx/proxy;
+  fastcgi_temp_path $tmp/ngx/fcgi; uwsgi_temp_path $tmp/ngx/uwsgi; scgi_temp_path $tmp/ngx/scgi;
+  keepalive_requests 1000000;
+  server { listen 127.0.0.1:$BACKEND; location / { return 200 "ok\n"; } }
+  upstream sandbox { server 127.0.0.1:$BACKEND; keepalive 256; }
+  server {
+    listen 127.0.0.1:$NGX;
+    access_log $tmp/ngx/access.log;
+    location / {
+      proxy_pass http://sandbox;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host 127.0.0.1:$BACKEND;
+      proxy_set_header X-Forwarded-For \$remote_addr;
+      proxy_set_header X-Forwarded-Host \$host;
+      proxy_set_header X-Forwarded-Proto \$scheme;
+      proxy_set_header Forwarded "";
+      proxy_set_header Authorization "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+EOF
+"$NGINX" -p "$tmp/ngx" -c "$tmp/ngx/nginx.conf" -g 'daemon off;' 2>>"$tmp/ngx/error.log" &
+pids+=($!)
+
+# the router, logging its access lines to a file as nginx does
+"${rcmd[@]}" --http-bind-address="127.0.0.1:$RPORT" --metrics-bind-address="127.0.0.1:$RMET" \
+  --health-probe-bind-address="127.0.0.1:$RPROBE" --allow-loopback-pod-ip \
+  >"$tmp/router.log" 2>&1 &
+rpid=$!
+pids+=($rpid)
+for _ in $(seq 100); do
+  curl -fs "http://127.0.0.1:$RPROBE/readyz" >/dev/null 2>&1 && curl -fs "http://127.0.0.1:$BACKEND/" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+hdrs=(-H "X-Sandbox-ID: bench" -H "X-Sandbox-Pod-IP: 127.0.0.1" -H "X-Sandbox-Port: $BACKEND")
+curl -fs "${hdrs[@]}" "http://127.0.0.1:$RPORT/" >/dev/null || { echo "router does not proxy:"; cat "$tmp/router.log"; exit 1; }
+curl -fs "${hdrs[@]}" "http://127.0.0.1:$NGX/" >/dev/null || { echo "nginx does not proxy"; exit 1; }
+
+echo "# bench/router.sh $secs  ($(date -u +%FT%TZ))"
+echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "# router: $router_cmd (loops: one per CPU); nginx $("$NGINX" -v 2>&1 | sed 's/.*\///') with $workers workers; wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}')"
+echo "# wrk -t2 -c{10,50,200} -d${secs}s --latency; backend: nginx 'return 200' on loopback"
+printf '%-8s %5s %10s %9s %9s\n' target conc req/s p50_ms p99_ms
+
+declare -A RPS P50 P99
+to_ms() { # wrk latency "1.23ms" / "512.00us" / "1.02s" -> ms
+  awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n *= 1000; printf "%.2f", n }'
+}
+run() { # name url conc [headers...]
+  local name=$1 url=$2 c=$3; shift 3
+  local out
+  out=$(wrk -t2 -c"$c" -d"${secs}s" --latency "$@" "$url")
+  local rps p50 p99
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(to_ms "$(awk '$1 == "50%" {print $2}' <<<"$out")")
+  p99=$(to_ms "$(awk '$1 == "99%" {print $2}' <<<"$out")")
+  if grep -q "Non-2xx" <<<"$out"; then echo "warning: $name c=$c had non-2xx answers" >&2; fi
+  RPS[$name,$c]=$rps P50[$name,$c]=$p50 P99[$name,$c]=$p99
+  printf '%-8s %5s %10.0f %9s %9s\n' "$name" "$c" "$rps" "$p50" "$p99"
+}
+for c in 10 50 200; do
+  run direct "http://127.0.0.1:$BACKEND/" "$c"
+  run router "http://127.0.0.1:$RPORT/" "$c" "${hdrs[@]}"
+  run nginx "http://127.0.0.1:$NGX/" "$c" "${hdrs[@]}"
+done
+echo
+echo "# ratios (router / other): throughput and p99 latency"
+for c in 10 50 200; do
+  awk -v c="$c" -v r="${RPS[router,$c]}" -v d="${RPS[direct,$c]}" -v n="${RPS[nginx,$c]}" \
+      -v rp="${P99[router,$c]}" -v dp="${P99[direct,$c]}" -v np="${P99[nginx,$c]}" \
+    'BEGIN { printf "c=%-4s rps router/direct %.2f  router/nginx %.2f   p99 router/direct %.2f  router/nginx %.2f\n", c, r/d, r/n, rp/dp, rp/np }'
+done
+
+echo
+echo "# resident memory with $idle idle client connections"
+python3 - "$rpid" "$RPORT" "$idle" <<'EOF'
+import os, resource, socket, struct, sys, time
+pid, port, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 1000), hard))
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+before = rss()
+socks = []
+for i in range(n):
+    s = socket.socket(); s.setblocking(False); s.connect_ex(("127.0.0.1", port)); socks.append(s)
+    if i % 500 == 499:
+        time.sleep(0.02)
+deadline = time.time() + 30
+while len(os.listdir(f"/proc/{pid}/fd")) < n and time.time() < deadline:
+    time.sleep(0.1)
+time.sleep(0.5)
+after = rss()
+print(f"router RSS: {before/1024:.1f} MiB before, {after/1024:.1f} MiB with {n} idle connections "
+      f"(+{(after-before)/1024:.1f} MiB, {(after-before)/n:.2f} KiB each)")
+for s in socks:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)); s.close()
+EOF

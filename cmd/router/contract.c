@@ -1,0 +1,198 @@
+/*
+ * contract.c - request contract of the router (contract.h): routing
+ * headers, IP guards and body framing. Detail texts are the Go router's.
+ */
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "contract.h"
+
+int rt_reject_set(rt_reject *rej, int status, const char *fmt, ...)
+{
+	va_list ap;
+	rej->status = status;
+	va_start(ap, fmt);
+	vsnprintf(rej->detail, sizeof(rej->detail), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+const char *rt_head_get(const rt_head *h, const char *name)
+{
+	for (size_t i = 0; i < h->nheaders; i++)
+		if (strcasecmp(h->headers[i].name, name) == 0)
+			return h->headers[i].value;
+	return NULL;
+}
+
+/* An absent or empty header reads as NULL (Go: Header.Get == ""). */
+static const char *get_nonempty(const rt_head *h, const char *name)
+{
+	const char *v = rt_head_get(h, name);
+	return v && *v ? v : NULL;
+}
+
+bool rt_dns_label(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+const char *rt_contract_metric_namespace(const char *ns)
+{
+	return ns && rt_dns_label(ns) ? ns : "-";
+}
+
+bool rt_ip_parse(const char *s, rt_ip *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (strchr(s, ':')) {
+		if (inet_pton(AF_INET6, s, out->addr) != 1)
+			return false;
+		static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		if (memcmp(out->addr, mapped, 12) == 0) {
+			memmove(out->addr, out->addr + 12, 4);
+			memset(out->addr + 4, 0, 12);
+			out->family = AF_INET;
+		} else {
+			out->family = AF_INET6;
+		}
+	} else {
+		/* glibc's inet_pton refuses leading zeros and short forms, as Go does */
+		if (inet_pton(AF_INET, s, out->addr) != 1)
+			return false;
+		out->family = AF_INET;
+	}
+	inet_ntop(out->family, out->addr, out->text, sizeof(out->text));
+	return true;
+}
+
+bool rt_ip_equal(const rt_ip *a, const rt_ip *b)
+{
+	return a->family == b->family &&
+	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
+}
+
+bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback)
+{
+	const unsigned char *a = ip->addr;
+	if (ip->family == AF_INET) {
+		if (!a[0] && !a[1] && !a[2] && !a[3])
+			return false;                       /* 0.0.0.0 */
+		if (a[0] == 127)
+			return allow_loopback;              /* 127.0.0.0/8 */
+		if (a[0] == 169 && a[1] == 254)
+			return false;                       /* link-local, metadata */
+		if ((a[0] & 0xf0) == 224)
+			return false;                       /* multicast incl. 224.0.0.0/24 */
+		return true;
+	}
+	static const unsigned char zero[16] = { 0 };
+	static const unsigned char one[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	if (memcmp(a, zero, 16) == 0)
+		return false;                           /* :: */
+	if (memcmp(a, one, 16) == 0)
+		return allow_loopback;                  /* ::1 */
+	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
+		return false;                           /* fe80::/10 */
+	if (a[0] == 0xff)
+		return false;                           /* ff00::/8 multicast */
+	return true;
+}
+
+/* Port as Go's strconv.Atoi reads it: optional sign, decimal digits. */
+static int parse_port(const char *s)
+{
+	const char *p = s;
+	bool neg = false;
+	if (*p == '+' || *p == '-')
+		neg = *p++ == '-';
+	if (!*p)
+		return -1;
+	long v = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		if (v < 100000)
+			v = v * 10 + (*p - '0');
+	}
+	if (neg || v < 1 || v > 65535)
+		return -1;
+	return (int)v;
+}
+
+int rt_contract_route(const rt_head *h, bool allow_loopback, rt_route *out, rt_reject *rej)
+{
+	memset(out, 0, sizeof(*out));
+	const char *id = get_nonempty(h, "X-Sandbox-ID");
+	if (!id)
+		return rt_reject_set(rej, 400, "X-Sandbox-ID header is required.");
+	if (!rt_dns_label(id))
+		return rt_reject_set(rej, 400, "Invalid sandbox ID format.");
+	const char *ns = get_nonempty(h, "X-Sandbox-Namespace");
+	if (!ns)
+		ns = "default";
+	else if (!rt_dns_label(ns))
+		return rt_reject_set(rej, 400, "Invalid namespace format.");
+	const char *port = get_nonempty(h, "X-Sandbox-Port");
+	out->port = port ? parse_port(port) : 8888;
+	if (out->port < 0)
+		return rt_reject_set(rej, 400, "Invalid port format.");
+	const char *ip = get_nonempty(h, "X-Sandbox-Pod-IP");
+	if (ip) {
+		if (!rt_ip_parse(ip, &out->pod_ip) || !rt_ip_allowed(&out->pod_ip, allow_loopback))
+			return rt_reject_set(rej, 400, "Invalid target IP address.");
+		out->has_pod_ip = true;
+	}
+	out->has_uid = get_nonempty(h, "X-Sandbox-UID") != NULL;
+	memcpy(out->id, id, strlen(id) + 1);
+	memcpy(out->ns, ns, strlen(ns) + 1);
+	return 0;
+}
+
+/* True when the last comma-separated token of `v` is "chunked" and it is
+ * the only coding (other codings would reach the sandbox undone). */
+static bool chunked_only(const char *v)
+{
+	while (*v == ' ' || *v == '\t')
+		v++;
+	size_t n = strlen(v);
+	while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return n == 7 && strncasecmp(v, "chunked", 7) == 0;
+}
+
+int rt_contract_framing(const rt_head *h, rt_reject *rej)
+{
+	int ncl = 0, nte = 0;
+	const char *te = NULL;
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const rt_header *f = &h->headers[i];
+		if (strcasecmp(f->name, "Content-Length") == 0) {
+			if (++ncl > 1)
+				return rt_reject_set(rej, 400, "Duplicate Content-Length header.");
+			const char *p = f->value;
+			if (!*p)
+				return rt_reject_set(rej, 400, "Invalid Content-Length header.");
+			for (; *p; p++)
+				if (*p < '0' || *p > '9')
+					return rt_reject_set(rej, 400, "Invalid Content-Length header.");
+		} else if (strcasecmp(f->name, "Transfer-Encoding") == 0) {
+			nte++;
+			te = f->value;
+		}
+	}
+	if (nte && ncl)
+		return rt_reject_set(rej, 400, "Both Content-Length and Transfer-Encoding are set.");
+	if (nte > 1 || (te && !chunked_only(te)))
+		return rt_reject_set(rej, 501, "Unsupported Transfer-Encoding: only chunked is accepted.");
+	return 0;
+}

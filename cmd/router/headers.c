@@ -1,0 +1,179 @@
+/*
+ * headers.c - request and response head rewriting (headers.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "headers.h"
+
+static const char *const hop_by_hop[] = {
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade", NULL,
+};
+
+/* Dropped from requests besides the hop-by-hop fields: the router sets
+ * Host, X-Forwarded-* and the framing itself, never forwards credentials,
+ * and the client's Expect was answered by the server already. */
+static const char *const request_drop[] = {
+	"Host", "Authorization", "Forwarded", "X-Forwarded-For", "X-Forwarded-Host",
+	"X-Forwarded-Proto", "Content-Length", "Expect", NULL,
+};
+
+/* Dropped from responses besides the hop-by-hop fields: the server writes
+ * the framing and the date of the message it sends. */
+static const char *const response_drop[] = { "Content-Length", "Date", NULL };
+
+static bool in_list(const char *name, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcasecmp(name, *list) == 0)
+			return true;
+	return false;
+}
+
+bool rt_headers_hop_by_hop(const char *name)
+{
+	return in_list(name, hop_by_hop);
+}
+
+/* True when the comma-separated list `v` holds `token` (case-insensitive). */
+static bool list_has(const char *v, const char *token)
+{
+	size_t tn = strlen(token);
+	while (*v) {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		const char *s = v;
+		while (*v && *v != ',')
+			v++;
+		const char *e = v;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if ((size_t)(e - s) == tn && strncasecmp(s, token, tn) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool rt_headers_connection_names(const rt_header *hs, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(hs[i].name, "Connection") == 0 && list_has(hs[i].value, name))
+			return true;
+	return false;
+}
+
+bool rt_header_name_valid(const char *name)
+{
+	/* tchar of RFC 9110 §5.6.2 */
+	static const char extra[] = "!#$%&'*+-.^_`|~";
+	if (!*name)
+		return false;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || strchr(extra, *p)))
+			return false;
+	return true;
+}
+
+bool rt_header_value_valid(const char *value)
+{
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			return false;
+	return true;
+}
+
+bool rt_headers_wants_upgrade(const rt_head *h)
+{
+	bool conn = false;
+	for (size_t i = 0; i < h->nheaders; i++)
+		if (strcasecmp(h->headers[i].name, "Connection") == 0 &&
+		    list_has(h->headers[i].value, "upgrade"))
+			conn = true;
+	const char *up = rt_head_get(h, "Upgrade");
+	return conn && up && *up;
+}
+
+void rt_headers_framing(const rt_head *h, rt_framing *out)
+{
+	*out = (rt_framing){ .content_length = -1 };
+	if (rt_head_get(h, "Transfer-Encoding")) {
+		out->chunked = true;
+		out->has_body = true;
+		return;
+	}
+	const char *cl = rt_head_get(h, "Content-Length");
+	if (cl) {
+		out->content_length = strtoll(cl, NULL, 10);
+		out->has_body = out->content_length > 0;
+	}
+}
+
+static bool target_valid(const char *t)
+{
+	if (t[0] != '/')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+		if (*p <= 0x20 || *p >= 0x7f)
+			return false;
+	return true;
+}
+
+int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_reject *rej)
+{
+	if (!target_valid(h->target))
+		return rt_reject_set(rej, 400, "Invalid request target.");
+	bool v6 = strchr(o->host, ':') != NULL;
+	rt_buf_fmt(out, "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\n", h->method, h->target,
+	           v6 ? "[" : "", o->host, v6 ? "]" : "", o->port);
+	for (size_t i = 0; i < h->nheaders; i++) {
+		const rt_header *f = &h->headers[i];
+		if (!rt_header_name_valid(f->name))
+			return rt_reject_set(rej, 400, "Invalid header field name.");
+		if (!rt_header_value_valid(f->value))
+			return rt_reject_set(rej, 400, "Invalid value in header field %s.", f->name);
+		if (in_list(f->name, hop_by_hop) || in_list(f->name, request_drop) ||
+		    rt_headers_connection_names(h->headers, h->nheaders, f->name))
+			continue;
+		if (o->upgrade && strcasecmp(f->name, "Origin") == 0)
+			continue;
+		rt_buf_str(out, f->name);
+		rt_buf_add(out, ": ", 2);
+		rt_buf_str(out, f->value);
+		rt_buf_add(out, "\r\n", 2);
+	}
+	/* client-supplied forwarding fields are never trusted or chained */
+	if (h->peer_ip && *h->peer_ip)
+		rt_buf_fmt(out, "X-Forwarded-For: %s\r\n", h->peer_ip);
+	const char *host = rt_head_get(h, "Host");
+	if (host && *host)
+		rt_buf_fmt(out, "X-Forwarded-Host: %s\r\n", host);
+	rt_buf_fmt(out, "X-Forwarded-Proto: %s\r\n", h->tls ? "https" : "http");
+	if (o->upgrade)
+		rt_buf_fmt(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", rt_head_get(h, "Upgrade"));
+	if (o->framing.chunked)
+		rt_buf_str(out, "Transfer-Encoding: chunked\r\n");
+	else if (o->framing.content_length >= 0)
+		rt_buf_fmt(out, "Content-Length: %lld\r\n", (long long)o->framing.content_length);
+	rt_buf_add(out, "\r\n", 2);
+	if (out->oom)
+		return rt_reject_set(rej, 500, "Out of memory.");
+	return 0;
+}
+
+void rt_headers_response(const rt_header *hs, size_t n, bool upgrade,
+                         void (*emit)(const char *name, const char *value, void *ud), void *ud)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *name = hs[i].name;
+		if (!rt_header_name_valid(name) || !rt_header_value_valid(hs[i].value))
+			continue;
+		if (in_list(name, response_drop))
+			continue;
+		bool keep = upgrade && strcasecmp(name, "Upgrade") == 0;
+		if (!keep && (in_list(name, hop_by_hop) || rt_headers_connection_names(hs, n, name)))
+			continue;
+		emit(name, hs[i].value, ud);
+	}
+}

@@ -1,0 +1,50 @@
+/*
+ * metrics.h - the router's Prometheus metrics, with the Go router's names
+ * and labels (spec/surfaces.md B.11), plus the connection gauges of this
+ * implementation:
+ *   sandbox_router_requests_total{method,code,sandbox_namespace}
+ *   sandbox_router_request_duration_seconds{method,code,sandbox_namespace}
+ *   sandbox_router_inflight_requests
+ *   sandbox_router_upstream_errors_total{sandbox_namespace,reason}
+ *   sandbox_router_upstream_retries_total{sandbox_namespace}
+ *   sandbox_router_cache_invalidations_total{sandbox_namespace}
+ *   sandbox_router_authz_decisions_total{sandbox_namespace,decision}
+ *   sandbox_router_cert_reloads_total{outcome}
+ *   sandbox_router_build_info{git_version,git_commit,build_date,go_version,compiler,platform}
+ *   sandbox_router_upstream_connections{state="active"|"idle"} (ours)
+ * No per-sandbox labels. The namespace label is "-" when the request had
+ * no valid namespace. Recording is lock-free on a series found before;
+ * every function is thread-safe.
+ */
+#ifndef RT_METRICS_H
+#define RT_METRICS_H
+
+#include <stdbool.h>
+#include "k8s/metrics.h"
+
+typedef struct rt_metrics rt_metrics;
+
+/** Build facts for sandbox_router_build_info (borrowed strings). */
+typedef struct {
+	const char *version, *commit, *date, *compiler, *platform;
+} rt_build_info;
+
+/** Registers the families in `reg` (borrowed; outlives the handle). 0 or K8S_E*. */
+int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *reg, const rt_build_info *bi);
+void rt_metrics_free(rt_metrics *m);
+
+/** One finished request: its method, status code, namespace label and duration. */
+void rt_metrics_request(rt_metrics *m, const char *method, int code, const char *ns,
+                        double seconds);
+/** A request starts (+1) or ends (-1). */
+void rt_metrics_inflight(rt_metrics *m, int delta);
+/** An upstream failure; reason is timeout, tls, eof, dial or other. */
+void rt_metrics_upstream_error(rt_metrics *m, const char *ns, const char *reason);
+/** A connect retried. */
+void rt_metrics_retry(rt_metrics *m, const char *ns);
+/** An authorization verdict. */
+void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow);
+/** Upstream connections: state "active" or "idle", delta +1/-1. */
+void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta);
+
+#endif

@@ -1,0 +1,822 @@
+/*
+ * proxy.c - one proxied exchange from client head to the end of the
+ * response or tunnel (proxy.h). A request (rt_req) lives until the
+ * server's on_close for its exchange has run and every asynchronous step
+ * it started (authorization work, DNS lookup, timers) has come back:
+ * those hold references, the exchange holds the first one.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <strings.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "k8s/object.h"
+#include "accesslog.h"
+#include "buf.h"
+#include "contract.h"
+#include "headers.h"
+#include "proxy.h"
+#include "resolve.h"
+#include "upstream.h"
+
+#define MAX_LOOPS 64
+
+typedef struct rt_listener {
+	rt_proxy *proxy;
+	k8s_http_server *srv;
+	rt_pool *pools[MAX_LOOPS];   /* one per loop thread, made on that thread */
+	bool draining[MAX_LOOPS];
+	struct rt_listener *next;
+} rt_listener;
+
+struct rt_proxy {
+	rt_proxy_options o;
+	rt_cache_view view;
+	bool has_view;
+	rt_listener *listeners;
+};
+
+typedef struct rt_req {
+	rt_listener *l;
+	rt_proxy *p;
+	rt_pool *pool;
+	k8s_http_exchange *ex;       /* NULL once on_close ran */
+	int refs;
+	/* the request head (strings borrowed from the exchange's request) */
+	rt_header *hs;
+	char *target_s;              /* path?query as received */
+	rt_head head;
+	char peer[64];
+	rt_route route;
+	bool routed;
+	bool upgrade, head_req;
+	rt_framing framing;
+	long deadline_ms;            /* proxy timeout of this request */
+	/* progress */
+	int status;                  /* status sent to the client, 0: none yet */
+	bool head_sent, done, tunnel;
+	uint64_t bytes_out;
+	uint64_t start_ns;
+	/* authorization on the thread pool */
+	uv_work_t work;
+	char *authorization;
+	rt_verdict verdict;
+	char detail[256];
+	/* target and upstream */
+	rt_target target;
+	int attempt;
+	char key[320];
+	uv_getaddrinfo_t gai;
+	struct sockaddr_storage addr;
+	uv_timer_t phase;            /* retry backoff, then response-header timeout */
+	uv_timer_t deadline;         /* --proxy-timeout */
+	rt_upconn *up;
+	rt_buf out;
+	bool body_started, body_done, body_paused, resp_paused;
+	uint64_t body_bytes;
+	bool keep_alive;             /* the sandbox's answer allows reuse */
+} rt_req;
+
+static void start_attempt(rt_req *r);
+static void req_unref(rt_req *r);
+
+/* ---- small helpers ---- */
+
+static uint64_t now_ns(void)
+{
+	return uv_hrtime();
+}
+
+static const char *ns_label(const rt_req *r)
+{
+	return r->routed ? r->route.ns : "-";
+}
+
+static rt_pool *loop_pool(rt_listener *l, k8s_http_exchange *ex)
+{
+	unsigned i = k8s_http_exchange_loop_index(ex);
+	if (i >= MAX_LOOPS)
+		return NULL;
+	if (!l->pools[i]) {
+		const rt_flags *f = l->proxy->o.flags;
+		l->pools[i] = rt_pool_new(k8s_http_exchange_loop(ex),
+		                          l->draining[i] ? 0 : f->upstream_idle_per_host,
+		                          f->upstream_idle_timeout_ms, l->proxy->o.metrics);
+	}
+	return l->pools[i];
+}
+
+/* Sends {"detail": text} with `status`, or cuts the connection when a
+ * head already went out. Ends the upstream side. */
+static void fail_request(rt_req *r, int status, const char *detail)
+{
+	if (r->up) {
+		rt_upconn_release(r->up, false);
+		r->up = NULL;
+	}
+	uv_timer_stop(&r->phase);
+	uv_timer_stop(&r->deadline);
+	if (!r->ex || r->done)
+		return;
+	r->done = true;
+	if (r->head_sent) {
+		k8s_http_exchange_abort(r->ex);
+		return;
+	}
+	cJSON *o = cJSON_CreateObject();
+	char *s = o && cJSON_AddStringToObject(o, "detail", detail) ? cJSON_PrintUnformatted(o) : NULL;
+	cJSON_Delete(o);
+	r->status = status;
+	r->head_sent = true;
+	if (!s) {
+		k8s_http_exchange_abort(r->ex);
+		return;
+	}
+	/* the Go router's encoder ends the body with a newline */
+	size_t n = strlen(s);
+	char *body = realloc(s, n + 2);
+	if (body) {
+		body[n] = '\n';
+		s = body;
+		n++;
+	}
+	r->bytes_out += n;
+	k8s_http_exchange_respond(r->ex, status, "application/json", s, n);
+	free(s);
+}
+
+static void fail_reject(rt_req *r, const rt_reject *rej)
+{
+	fail_request(r, rej->status, rej->detail);
+}
+
+static void fail_upstream(rt_req *r, const char *reason)
+{
+	char d[128];
+	snprintf(d, sizeof(d), "Could not connect to the backend sandbox: %s", r->route.id);
+	rt_metrics_upstream_error(r->p->o.metrics, ns_label(r), reason);
+	fail_request(r, 502, d);
+}
+
+static void fail_timeout(rt_req *r)
+{
+	char d[128];
+	snprintf(d, sizeof(d), "Timed out waiting for the backend sandbox: %s", r->route.id);
+	rt_metrics_upstream_error(r->p->o.metrics, ns_label(r), "timeout");
+	fail_request(r, 504, d);
+}
+
+/* ---- request body: client -> sandbox ---- */
+
+static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+{
+	rt_req *r = ud;
+	int64_t limit = r->p->o.flags->max_request_body_bytes;
+	r->body_bytes += len;
+	if (limit > 0 && r->body_bytes > (uint64_t)limit && !r->tunnel) {
+		rt_metrics_upstream_error(r->p->o.metrics, ns_label(r), "other");
+		fail_request(r, 413, "Request body too large.");
+		return;
+	}
+	if (!r->up)
+		return;
+	rt_upconn_write(r->up, data, len, r->framing.chunked && !r->tunnel);
+	if (rt_upconn_queued(r->up) > RT_UP_HIGH_WATER && !r->body_paused) {
+		r->body_paused = true;
+		k8s_http_exchange_read_pause(ex);
+	}
+}
+
+static void body_end(k8s_http_exchange *ex, void *ud)
+{
+	rt_req *r = ud;
+	r->body_done = true;
+	if (!r->up)
+		return;
+	if (r->tunnel)
+		rt_upconn_shutdown_write(r->up);  /* the client finished sending */
+	else if (r->framing.chunked)
+		rt_upconn_write_last_chunk(r->up);
+}
+
+static void body_error(k8s_http_exchange *ex, int err, void *ud)
+{
+	rt_req *r = ud;
+	/* the exchange ends (on_close follows); the sandbox gets no more */
+	if (r->up) {
+		rt_upconn_release(r->up, false);
+		r->up = NULL;
+	}
+	if (err == K8S_ETOOLARGE)
+		r->status = 413;
+	else if (err == K8S_EBADREQUEST)
+		r->status = 400;
+}
+
+static const k8s_http_body_reader body_reader = { body_data, body_end, body_error };
+
+/* ---- response: sandbox -> client ---- */
+
+static void client_drained(k8s_http_exchange *ex, void *ud)
+{
+	rt_req *r = ud;
+	if (r->resp_paused && r->up && k8s_http_exchange_pending(ex) < RT_UP_LOW_WATER) {
+		r->resp_paused = false;
+		rt_upconn_read_resume(r->up);
+	}
+}
+
+static void to_client(rt_req *r, const char *data, size_t len)
+{
+	if (!r->ex || !len)
+		return;
+	r->bytes_out += len;
+	if (k8s_http_exchange_write(r->ex, data, len, client_drained, r) < 0) {
+		fail_request(r, 502, "");
+		return;
+	}
+	if (r->up && !r->resp_paused && k8s_http_exchange_pending(r->ex) > RT_UP_HIGH_WATER) {
+		r->resp_paused = true;
+		rt_upconn_read_pause(r->up);
+	}
+}
+
+static void add_header(const char *name, const char *value, void *ud)
+{
+	k8s_http_response_add_header(ud, name, value);
+}
+
+static bool same_token(const char *a, const char *b)
+{
+	return a && b && strcasecmp(a, b) == 0;
+}
+
+static const char *up_header(const rt_up_head *h, const char *name)
+{
+	for (size_t i = 0; i < h->nheaders; i++)
+		if (strcasecmp(h->headers[i].name, name) == 0)
+			return h->headers[i].value;
+	return NULL;
+}
+
+static int up_head(rt_upconn *c, const rt_up_head *h, void *ud)
+{
+	rt_req *r = ud;
+	if (!r->ex)
+		return -1;
+	uv_timer_stop(&r->phase);
+	k8s_http_response *res = k8s_http_exchange_response(r->ex);
+	if (h->status == 101) {
+		/* only for an upgrade asked for, to the protocol asked for (B.8) */
+		if (!r->upgrade || !h->upgrade ||
+		    !same_token(up_header(h, "Upgrade"), rt_head_get(&r->head, "Upgrade"))) {
+			fail_upstream(r, "other");
+			return -1;
+		}
+		rt_headers_response(h->headers, h->nheaders, true, add_header, res);
+		uv_timer_stop(&r->deadline);
+		r->tunnel = true;
+		r->status = 101;
+		r->head_sent = true;
+		if (k8s_http_exchange_upgrade(r->ex, &body_reader, r) < 0) {
+			fail_request(r, 502, "");
+			return -1;
+		}
+		return 0;
+	}
+	if (k8s_http_response_set_status(res, h->status) < 0) {
+		fail_upstream(r, "other");
+		return -1;
+	}
+	rt_headers_response(h->headers, h->nheaders, false, add_header, res);
+	int64_t cl;
+	if (h->status == 204 || h->status == 304)
+		cl = 0;
+	else if (r->head_req)
+		cl = h->content_length >= 0 ? h->content_length : -1;
+	else
+		cl = h->chunked ? -1 : h->content_length;
+	r->keep_alive = h->keep_alive;
+	r->status = h->status;
+	r->head_sent = true;
+	if (k8s_http_exchange_send_head(r->ex, cl) < 0) {
+		fail_request(r, 502, "");
+		return -1;
+	}
+	return 0;
+}
+
+static void up_body(rt_upconn *c, const char *data, size_t len, void *ud)
+{
+	to_client(ud, data, len);
+}
+
+static void up_complete(rt_upconn *c, void *ud)
+{
+	rt_req *r = ud;
+	uv_timer_stop(&r->deadline);
+	/* reusable when the sandbox read the whole request and keeps alive */
+	bool whole = !r->framing.has_body || r->body_done;
+	rt_upconn_release(c, whole && r->keep_alive);
+	r->up = NULL;
+	if (r->ex && !r->done) {
+		r->done = true;
+		k8s_http_exchange_finish(r->ex);
+	}
+}
+
+static void up_tunnel(rt_upconn *c, const char *data, size_t len, void *ud)
+{
+	to_client(ud, data, len);
+}
+
+static void up_error(rt_upconn *c, int uverr, const char *reason, void *ud)
+{
+	rt_req *r = ud;
+	r->up = NULL;  /* the connection closes itself */
+	if (r->tunnel) {
+		/* the sandbox ended the tunnel: close after what is queued */
+		if (r->ex && !r->done) {
+			r->done = true;
+			k8s_http_exchange_finish(r->ex);
+		}
+		return;
+	}
+	if (!r->head_sent && rt_upconn_was_idle(c) && !rt_upconn_got_bytes(c) &&
+	    r->body_bytes == 0 && !r->body_done && r->ex) {
+		/* a pooled connection the sandbox had closed: once more, fresh */
+		if (r->body_started && !r->body_paused) {
+			r->body_paused = true;
+			k8s_http_exchange_read_pause(r->ex);
+		}
+		start_attempt(r);
+		return;
+	}
+	fail_upstream(r, strcmp(reason, "eof") == 0 ? "eof" : "other");
+}
+
+static void up_drain(rt_upconn *c, void *ud)
+{
+	rt_req *r = ud;
+	if (r->body_paused && r->ex) {
+		r->body_paused = false;
+		k8s_http_exchange_read_resume(r->ex);
+	}
+}
+
+static const rt_up_callbacks up_callbacks = {
+	up_head, up_body, up_complete, up_tunnel, up_error, up_drain,
+};
+
+/* ---- timers ---- */
+
+static void on_header_timeout(uv_timer_t *t)
+{
+	rt_req *r = t->data;
+	if (!r->head_sent)
+		fail_timeout(r);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	rt_req *r = t->data;
+	if (r->tunnel)
+		return;
+	if (!r->head_sent)
+		fail_timeout(r);
+	else
+		fail_request(r, 0, "");  /* cut mid-response */
+}
+
+/* ---- connecting, with retries ---- */
+
+static void begin_exchange(rt_req *r)
+{
+	rt_outbound o = { .host = r->target.host, .port = r->target.port,
+	                  .framing = r->framing, .upgrade = r->upgrade };
+	rt_reject rej;
+	r->out.len = 0;
+	if (rt_headers_request(&r->head, &o, &r->out, &rej) < 0) {
+		fail_reject(r, &rej);
+		return;
+	}
+	rt_upconn_begin(r->up, &up_callbacks, r, r->head_req);
+	if (rt_upconn_write(r->up, r->out.p, r->out.len, false) < 0) {
+		fail_upstream(r, "other");
+		return;
+	}
+	uv_timer_start(&r->phase, on_header_timeout,
+	               (uint64_t)r->p->o.flags->response_header_timeout_ms, 0);
+	if (r->upgrade || !r->framing.has_body)
+		return;  /* an upgrade's bytes flow after the 101 */
+	if (!r->body_started) {
+		r->body_started = true;
+		k8s_http_exchange_read_start(r->ex, &body_reader, r);
+	} else if (r->body_paused && rt_upconn_queued(r->up) < RT_UP_HIGH_WATER) {
+		r->body_paused = false;
+		k8s_http_exchange_read_resume(r->ex);
+	}
+}
+
+static void retry_timer(uv_timer_t *t)
+{
+	start_attempt(t->data);
+}
+
+static void attempt_failed(rt_req *r, int uverr)
+{
+	if (!r->ex || r->done)
+		return;
+	const rt_flags *f = r->p->o.flags;
+	if (r->attempt < f->upstream_max_retries) {
+		long d = f->retry_initial_delay_ms > 0 ? f->retry_initial_delay_ms : 200;
+		long max = f->retry_max_delay_ms > 0 ? f->retry_max_delay_ms : 800;
+		for (int i = 0; i < r->attempt && d < max; i++)
+			d *= 2;
+		if (d > max)
+			d = max;
+		r->attempt++;
+		rt_metrics_retry(r->p->o.metrics, ns_label(r));
+		uv_timer_start(&r->phase, retry_timer, (uint64_t)d, 0);
+		return;
+	}
+	if (r->p->o.log)
+		k8s_log(r->p->o.log, K8S_LOG_DEBUG, "upstream connect failed", "sandbox", r->route.id,
+		        "namespace", r->route.ns, "target", r->target.host, "error", uv_strerror(uverr),
+		        NULL);
+	fail_upstream(r, "dial");
+}
+
+static void on_connected(rt_upconn *c, int status, void *ud)
+{
+	rt_req *r = ud;
+	r->up = c;
+	if (status < 0) {
+		r->up = NULL;
+		attempt_failed(r, status);
+	} else if (!r->ex || r->done) {
+		rt_upconn_release(c, false);
+		r->up = NULL;
+	} else {
+		begin_exchange(r);
+	}
+	req_unref(r);
+}
+
+static void dial(rt_req *r, const struct sockaddr *addr)
+{
+	rt_upconn *c = rt_pool_take(r->pool, r->key);
+	if (c) {
+		r->up = c;
+		begin_exchange(r);
+		return;
+	}
+	r->refs++;  /* held until on_connected */
+	int rc = rt_upconn_connect(r->pool, r->key, addr, r->p->o.flags->connect_timeout_ms,
+	                           on_connected, r, &c);
+	if (rc < 0) {
+		r->refs--;
+		attempt_failed(r, rc);
+		return;
+	}
+	r->up = c;
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	rt_req *r = req->data;
+	if (status == 0 && res && r->ex && !r->done) {
+		memcpy(&r->addr, res->ai_addr, res->ai_addrlen);
+		if (r->addr.ss_family == AF_INET6)
+			((struct sockaddr_in6 *)&r->addr)->sin6_port = htons((uint16_t)r->target.port);
+		else
+			((struct sockaddr_in *)&r->addr)->sin_port = htons((uint16_t)r->target.port);
+		dial(r, (struct sockaddr *)&r->addr);
+	} else if (r->ex && !r->done) {
+		attempt_failed(r, status ? status : UV_EAI_NONAME);
+	}
+	uv_freeaddrinfo(res);
+	req_unref(r);
+}
+
+static void start_attempt(rt_req *r)
+{
+	if (!r->ex || r->done)
+		return;
+	rt_reject rej;
+	rt_proxy *p = r->p;
+	if (rt_resolve(&r->route, p->has_view ? &p->view : NULL, p->o.flags->cluster_domain,
+	               p->o.flags->allow_loopback_pod_ip, &r->target, &rej) < 0) {
+		fail_reject(r, &rej);
+		return;
+	}
+	snprintf(r->key, sizeof(r->key), "%s:%d", r->target.host, r->target.port);
+	if (r->target.is_ip) {
+		memset(&r->addr, 0, sizeof(r->addr));
+		if (r->target.ip.family == AF_INET) {
+			struct sockaddr_in *a = (struct sockaddr_in *)&r->addr;
+			a->sin_family = AF_INET;
+			a->sin_port = htons((uint16_t)r->target.port);
+			memcpy(&a->sin_addr, r->target.ip.addr, 4);
+		} else {
+			struct sockaddr_in6 *a = (struct sockaddr_in6 *)&r->addr;
+			a->sin6_family = AF_INET6;
+			a->sin6_port = htons((uint16_t)r->target.port);
+			memcpy(&a->sin6_addr, r->target.ip.addr, 16);
+		}
+		dial(r, (struct sockaddr *)&r->addr);
+		return;
+	}
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	r->gai.data = r;
+	r->refs++;
+	int rc = uv_getaddrinfo(k8s_http_exchange_loop(r->ex), &r->gai, on_resolved,
+	                        r->target.host, NULL, &hints);
+	if (rc < 0) {
+		r->refs--;
+		attempt_failed(r, rc);
+	}
+}
+
+/* ---- authorization ---- */
+
+static void proceed(rt_req *r, rt_verdict v, const char *detail)
+{
+	rt_metrics_authz(r->p->o.metrics, ns_label(r), v == RT_VERDICT_ALLOW);
+	switch (v) {
+	case RT_VERDICT_ALLOW:
+		start_attempt(r);
+		break;
+	case RT_VERDICT_UNAUTHENTICATED:
+		fail_request(r, 401, "unauthenticated");
+		break;
+	case RT_VERDICT_FORBIDDEN:
+		fail_request(r, 403, "forbidden");
+		break;
+	default:
+		fail_request(r, 500, detail);
+	}
+}
+
+static void authz_work(uv_work_t *w)
+{
+	rt_req *r = w->data;
+	r->verdict = rt_authz_review(r->p->o.authz, r->authorization, r->route.ns, r->route.id,
+	                             r->detail, sizeof(r->detail));
+}
+
+static void authz_done(uv_work_t *w, int status)
+{
+	rt_req *r = w->data;
+	if (r->ex && !r->done)
+		proceed(r, status == 0 ? r->verdict : RT_VERDICT_ERROR, r->detail);
+	req_unref(r);
+}
+
+/* ---- life cycle ---- */
+
+static void free_req(rt_req *r)
+{
+	free(r->hs);
+	free(r->target_s);
+	free(r->authorization);
+	rt_buf_free(&r->out);
+	free(r);
+}
+
+static void req_unref(rt_req *r)
+{
+	if (--r->refs == 0)
+		free_req(r);
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	req_unref(h->data);
+}
+
+static void on_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	rt_req *r = ud;
+	rt_proxy *p = r->p;
+	if (r->up) {
+		rt_upconn_release(r->up, false);
+		r->up = NULL;
+	}
+	int status = r->status ? r->status : 499;  /* 499: the client went first */
+	double secs = (double)(now_ns() - r->start_ns) / 1e9;
+	if (r->head.path && strcmp(r->head.path, "/healthz") != 0)
+		rt_metrics_request(p->o.metrics, r->head.method, status, ns_label(r), secs);
+	rt_metrics_inflight(p->o.metrics, -1);
+	if (p->o.access_log && r->head.path && !rt_access_skip(r->head.path)) {
+		rt_access_entry e = {
+			.method = r->head.method, .path = r->head.path, .client_ip = r->peer,
+			.sandbox_id = rt_head_get(&r->head, "X-Sandbox-ID"),
+			.sandbox_namespace = rt_head_get(&r->head, "X-Sandbox-Namespace"),
+			.user_agent = rt_head_get(&r->head, "User-Agent"),
+			.status = status, .duration_ms = secs * 1000, .bytes_out = r->bytes_out,
+		};
+		rt_access_log(p->o.access_log, &e);
+	}
+	r->ex = NULL;
+	r->head.headers = NULL;  /* the strings go with the exchange */
+	r->head.nheaders = 0;
+	r->head.path = r->head.method = r->head.target = NULL;
+	uv_close((uv_handle_t *)&r->phase, timer_closed);
+	uv_close((uv_handle_t *)&r->deadline, timer_closed);
+	req_unref(r);
+}
+
+/* The proxy timeout of this request: --proxy-timeout, or a smaller
+ * positive X-Sandbox-Timeout in seconds (the Python router's header). */
+static long request_timeout(const rt_head *h, long max_ms)
+{
+	const char *v = rt_head_get(h, "X-Sandbox-Timeout");
+	if (!v || !*v)
+		return max_ms;
+	char *end;
+	double s = strtod(v, &end);
+	if (*end || !isfinite(s) || s <= 0 || s * 1000 >= (double)max_ms)
+		return max_ms;
+	long ms = (long)ceil(s * 1000);
+	return ms > 0 ? ms : 1;
+}
+
+static void healthz(k8s_http_exchange *ex)
+{
+	static const char ok[] = "{\"status\":\"ok\"}";
+	k8s_http_exchange_respond(ex, 200, "application/json", ok, sizeof(ok) - 1);
+}
+
+/* Builds the rt_head view of the exchange's request. -1: out of memory. */
+static int load_head(rt_req *r, k8s_http_exchange *ex)
+{
+	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	size_t n = k8s_http_request_header_count(req);
+	r->hs = calloc(n ? n : 1, sizeof(*r->hs));
+	if (!r->hs)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		k8s_http_request_header_at(req, i, &r->hs[i].name, &r->hs[i].value);
+	k8s_http_exchange_peer(ex, r->peer, sizeof(r->peer), NULL);
+	/* the target as received: path, and the query when there is one */
+	const char *path = k8s_http_request_path(req), *query = k8s_http_request_query(req);
+	if (asprintf(&r->target_s, "%s%s%s", path, *query ? "?" : "", query) < 0) {
+		r->target_s = NULL;
+		return -1;
+	}
+	r->head = (rt_head){
+		.method = k8s_http_request_method(req), .target = r->target_s, .path = path,
+		.headers = r->hs, .nheaders = n, .peer_ip = r->peer,
+		.tls = k8s_http_exchange_is_tls(ex),
+	};
+	return 0;
+}
+
+static void handle(k8s_http_exchange *ex, void *ud)
+{
+	rt_listener *l = ud;
+	rt_proxy *p = l->proxy;
+	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	if (strcmp(k8s_http_request_path(req), "/healthz") == 0) {
+		healthz(ex);  /* fast path: never proxied, any method */
+		return;
+	}
+	rt_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		k8s_http_exchange_abort(ex);
+		return;
+	}
+	r->l = l;
+	r->p = p;
+	r->ex = ex;
+	r->refs = 3;  /* the exchange, and the two timers until closed */
+	r->start_ns = now_ns();
+	uv_timer_init(k8s_http_exchange_loop(ex), &r->phase);
+	uv_timer_init(k8s_http_exchange_loop(ex), &r->deadline);
+	r->phase.data = r->deadline.data = r;
+	rt_metrics_inflight(p->o.metrics, 1);
+	k8s_http_exchange_on_close(ex, on_close, r);
+	r->pool = loop_pool(l, ex);
+	if (!r->pool || load_head(r, ex) < 0) {
+		fail_request(r, 500, "Out of memory.");
+		return;
+	}
+	rt_reject rej;
+	if (rt_contract_framing(&r->head, &rej) < 0 ||
+	    rt_contract_route(&r->head, p->o.flags->allow_loopback_pod_ip, &r->route, &rej) < 0) {
+		fail_reject(r, &rej);
+		return;
+	}
+	r->routed = true;
+	r->upgrade = k8s_http_exchange_wants_upgrade(ex) && strcmp(r->head.method, "CONNECT") != 0;
+	r->head_req = strcmp(r->head.method, "HEAD") == 0;
+	rt_headers_framing(&r->head, &r->framing);
+	int64_t limit = p->o.flags->max_request_body_bytes;
+	if (limit > 0 && r->framing.content_length > limit) {
+		fail_request(r, 413, "Request body too large.");
+		return;
+	}
+	/* body limit and timeouts are the router's own (JSON answers) */
+	k8s_http_exchange_set_max_body(ex, 0);
+	r->deadline_ms = request_timeout(&r->head, p->o.flags->proxy_timeout_ms);
+	if (r->upgrade) {
+		k8s_http_exchange_set_timeout(ex, 0);
+	} else {
+		k8s_http_exchange_set_timeout(ex, r->deadline_ms + 5000);  /* a backstop */
+		uv_timer_start(&r->deadline, on_deadline, (uint64_t)r->deadline_ms, 0);
+	}
+	bool overrides = r->route.has_pod_ip || r->route.has_uid;
+	const char *auth = rt_head_get(&r->head, "Authorization");
+	rt_verdict v = rt_authz_check(p->o.authz, auth, r->route.ns, r->route.id, overrides,
+	                              k8s_now_ms() / 1000, r->detail, sizeof(r->detail));
+	if (v != RT_VERDICT_PENDING) {
+		proceed(r, v, r->detail);
+		return;
+	}
+	r->authorization = strdup(auth ? auth : "");
+	r->work.data = r;
+	r->refs++;
+	if (!r->authorization ||
+	    uv_queue_work(k8s_http_exchange_loop(ex), &r->work, authz_work, authz_done) < 0) {
+		r->refs--;
+		fail_request(r, 500, "tokenreview: cannot queue the review");
+	}
+}
+
+/* ---- setup and shutdown ---- */
+
+int rt_proxy_new(rt_proxy **out, const rt_proxy_options *o)
+{
+	rt_proxy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return K8S_ENOMEM;
+	p->o = *o;
+	if (o->cache) {
+		rt_cache_view_init(o->cache, &p->view);
+		p->has_view = true;
+	}
+	*out = p;
+	return 0;
+}
+
+int rt_proxy_attach(rt_proxy *p, k8s_http_server *s)
+{
+	rt_listener *l = calloc(1, sizeof(*l));
+	if (!l)
+		return K8S_ENOMEM;
+	l->proxy = p;
+	l->srv = s;
+	int rc = k8s_http_server_route_stream(s, NULL, "/*", handle, l);
+	if (rc < 0) {
+		free(l);
+		return rc;
+	}
+	l->next = p->listeners;
+	p->listeners = l;
+	return 0;
+}
+
+typedef struct {
+	rt_listener *l;
+	unsigned i;
+} drain_arg;
+
+static void drain_loop(void *ud)
+{
+	drain_arg *a = ud;
+	a->l->draining[a->i] = true;
+	if (a->l->pools[a->i])
+		rt_pool_close(a->l->pools[a->i]);
+	free(a);
+}
+
+void rt_proxy_drain(rt_proxy *p)
+{
+	for (rt_listener *l = p->listeners; l; l = l->next) {
+		unsigned n = k8s_http_server_loops(l->srv);
+		for (unsigned i = 0; i < n && i < MAX_LOOPS; i++) {
+			drain_arg *a = malloc(sizeof(*a));
+			if (!a)
+				continue;
+			*a = (drain_arg){ l, i };
+			if (k8s_http_server_call(l->srv, i, drain_loop, a) < 0)
+				free(a);
+		}
+	}
+}
+
+void rt_proxy_free(rt_proxy *p)
+{
+	if (!p)
+		return;
+	while (p->listeners) {
+		rt_listener *l = p->listeners;
+		p->listeners = l->next;
+		for (int i = 0; i < MAX_LOOPS; i++)
+			rt_pool_free(l->pools[i]);
+		free(l);
+	}
+	free(p);
+}

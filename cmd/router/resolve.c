@@ -1,0 +1,105 @@
+/*
+ * resolve.c - target resolution over the cache view (resolve.h).
+ */
+#include <stdio.h>
+#include <string.h>
+#include "resolve.h"
+
+const char *rt_source_name(rt_source s)
+{
+	switch (s) {
+	case RT_SRC_POD_IP: return "pod-ip";
+	case RT_SRC_CACHE: return "cache-name";
+	default: return "dns";
+	}
+}
+
+/* The Sandbox's pod: the named Pod when the Sandbox controls it, else any
+ * live Pod it controls. Returns true when one was found. */
+static bool sandbox_pod(const rt_cache_view *v, const char *ns, const rt_sandbox_info *sb,
+                        rt_pod_info *out)
+{
+	if (v->pod(v->ud, ns, sb->pod_name, out) == 0 && strcmp(out->owner_uid, sb->uid) == 0)
+		return true;
+	rt_pod_info owned[4];
+	int n = v->pods_owned(v->ud, sb->uid, owned, 4);
+	for (int i = 0; i < n && i < 4; i++)
+		if (!owned[i].deleting && strcmp(owned[i].owner_uid, sb->uid) == 0) {
+			*out = owned[i];
+			return true;
+		}
+	return false;
+}
+
+static bool ip_in(const rt_ip *ip, char ips[][46], int n)
+{
+	for (int i = 0; i < n; i++) {
+		rt_ip other;
+		if (rt_ip_parse(ips[i], &other) && rt_ip_equal(ip, &other))
+			return true;
+	}
+	return false;
+}
+
+static void set_ip_target(rt_target *out, rt_source src, const rt_ip *ip, int port)
+{
+	out->source = src;
+	out->is_ip = true;
+	out->ip = *ip;
+	out->port = port;
+	snprintf(out->host, sizeof(out->host), "%s", ip->text);
+}
+
+int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster_domain,
+               bool allow_loopback, rt_target *out, rt_reject *rej)
+{
+	memset(out, 0, sizeof(*out));
+	bool auth = view && view->authoritative(view->ud, r->ns);
+	rt_sandbox_info sb;
+	rt_pod_info pod;
+	bool have_sb = false, have_pod = false;
+	if (auth) {
+		if (view->sandbox(view->ud, r->ns, r->id, &sb) < 0)
+			return rt_reject_set(rej, 404, "Sandbox %s/%s not found.", r->ns, r->id);
+		have_sb = true;
+		have_pod = sandbox_pod(view, r->ns, &sb, &pod);
+	}
+
+	if (r->has_pod_ip) {
+		if (have_sb) {
+			/* the IPs the caches know for this Sandbox, Pod first */
+			bool known = have_pod ? pod.nips > 0 : sb.nips > 0;
+			bool mine = have_pod ? ip_in(&r->pod_ip, pod.ips, pod.nips)
+			                     : ip_in(&r->pod_ip, sb.ips, sb.nips);
+			if (known && !mine)
+				return rt_reject_set(rej, 400, "Invalid target IP address.");
+		}
+		if (view && view->synced(view->ud)) {
+			rt_pod_info others[4];
+			int n = view->pods_with_ip(view->ud, r->pod_ip.text, others, 4);
+			for (int i = 0; i < n && i < 4; i++) {
+				bool same = strcmp(others[i].ns, r->ns) == 0 &&
+				            strcmp(others[i].owner_name, r->id) == 0 &&
+				            (!have_sb || strcmp(others[i].owner_uid, sb.uid) == 0);
+				if (!same && !others[i].deleting)
+					return rt_reject_set(rej, 400, "Invalid target IP address.");
+			}
+		}
+		set_ip_target(out, RT_SRC_POD_IP, &r->pod_ip, r->port);
+		return 0;
+	}
+
+	if (have_pod && pod.ready && !pod.deleting && !pod.warm_pool && !sb.warm_pool) {
+		for (int i = 0; i < pod.nips; i++) {
+			rt_ip ip;
+			if (rt_ip_parse(pod.ips[i], &ip) && rt_ip_allowed(&ip, allow_loopback)) {
+				set_ip_target(out, RT_SRC_CACHE, &ip, r->port);
+				return 0;
+			}
+		}
+	}
+	out->source = RT_SRC_DNS;
+	out->port = r->port;
+	snprintf(out->host, sizeof(out->host), "%s.%s.svc.%s", r->id, r->ns, cluster_domain);
+	return 0;
+}

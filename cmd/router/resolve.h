@@ -1,0 +1,96 @@
+/*
+ * resolve.h - where a request goes (spec/surfaces.md B.3, B.7, and the
+ * router issue's guards): from a valid rt_route to a host to dial, using
+ * what the informer caches know (an rt_cache_view), with no API call.
+ *
+ * With a synced cache that covers the request's namespace
+ * ("authoritative"):
+ * - an unknown Sandbox is refused with 404;
+ * - the Sandbox's pod is the Pod named by its agents.x-k8s.io/pod-name
+ *   annotation (else the Sandbox's name) that the Sandbox controls, or else
+ *   any Pod it controls (api.md §6.3); its IPs are the Pod's status.podIPs,
+ *   or the Sandbox's status.podIPs when the Pod is not cached yet;
+ * - without X-Sandbox-Pod-IP the request goes to that Pod's first IP when
+ *   the Pod is Ready and not an unclaimed warm-pool member (those are
+ *   reachable by pod IP only, as upstream); otherwise to DNS.
+ * X-Sandbox-Pod-IP (already class-checked by the contract) must be one of
+ * the Sandbox's IPs when the cache knows them, and never the IP of a Pod
+ * the cache knows to belong to another Sandbox (400 "Invalid target IP
+ * address."). Without a cache, or outside its scope: the pod IP as given,
+ * else DNS `<id>.<ns>.svc.<cluster-domain>`. IPs from the cache pass the
+ * same class check as the header (loopback only with the flag).
+ * X-Sandbox-UID is not used for routing: the name is authoritative.
+ *
+ * Pure over the view; thread-safe when the view is.
+ */
+#ifndef RT_RESOLVE_H
+#define RT_RESOLVE_H
+
+#include <stdbool.h>
+#include "contract.h"
+
+#define RT_MAX_IPS 4
+
+/** A Sandbox as the resolver needs it (copied out of the cache). */
+typedef struct {
+	char uid[64];
+	char pod_name[254];        /**< pod-name annotation, else the Sandbox name */
+	bool warm_pool;            /**< unclaimed warm-pool member (label present) */
+	char ips[RT_MAX_IPS][46];  /**< status.podIPs */
+	int nips;
+} rt_sandbox_info;
+
+/** A Pod as the resolver needs it (copied out of the cache). */
+typedef struct {
+	char ns[64];
+	char name[254];
+	char owner_uid[64];        /**< UID of its controlling Sandbox, "" if none */
+	char owner_name[254];      /**< that Sandbox's name */
+	char ips[RT_MAX_IPS][46];  /**< status.podIPs (or status.podIP) */
+	int nips;
+	bool ready;                /**< PodReady=True */
+	bool deleting;             /**< deletionTimestamp set */
+	bool warm_pool;            /**< agents.x-k8s.io/warm-pool-sandbox label */
+} rt_pod_info;
+
+/** Read access to the caches; every function is called without locks held. */
+typedef struct {
+	/** True when synced and `ns` is within the cached namespaces. */
+	bool (*authoritative)(void *ud, const char *ns);
+	/** True when the Pod cache is synced (IP ownership can be checked). */
+	bool (*synced)(void *ud);
+	/** The Sandbox ns/name: 0, or -1 when not cached. */
+	int (*sandbox)(void *ud, const char *ns, const char *name, rt_sandbox_info *out);
+	/** The Pod ns/name: 0, or -1 when not cached. */
+	int (*pod)(void *ud, const char *ns, const char *name, rt_pod_info *out);
+	/** Up to `cap` Pods controlled by the Sandbox `uid`; returns how many. */
+	int (*pods_owned)(void *ud, const char *uid, rt_pod_info *out, int cap);
+	/** Up to `cap` cached Pods that have IP `ip` (canonical text); how many. */
+	int (*pods_with_ip)(void *ud, const char *ip, rt_pod_info *out, int cap);
+	void *ud;
+} rt_cache_view;
+
+/** Where the target came from (the `source` of logs). */
+typedef enum { RT_SRC_POD_IP, RT_SRC_CACHE, RT_SRC_DNS } rt_source;
+
+/** The result: a host to dial. */
+typedef struct {
+	rt_source source;
+	char host[300];            /**< IP literal or DNS name */
+	int port;
+	bool is_ip;
+	rt_ip ip;                  /**< with is_ip */
+} rt_target;
+
+/**
+ * Resolves `r`. `view` may be NULL (cache disabled). Returns 0 with `out`
+ * filled, or -1 with a 404 (unknown Sandbox) or 400 (pod IP not the
+ * Sandbox's) in `rej`.
+ */
+int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster_domain,
+               bool allow_loopback, rt_target *out, rt_reject *rej);
+
+/** Name of a source: "pod-ip", "cache-name", "dns". */
+const char *rt_source_name(rt_source s);
+
+#endif

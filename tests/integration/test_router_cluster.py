@@ -1,0 +1,162 @@
+"""sandbox-router with its informer caches and TokenReviews against the real
+control plane (tools/local-cluster), running as the deploy/router
+ServiceAccount: a Sandbox resolved by name to its pod, the pod-IP guards
+(another Sandbox's IP refused, unknown Sandboxes 404), a warm-pool Sandbox
+reached by pod IP (and by name once claimed), and tokenreview allow and
+deny.
+
+kwok gives pods loopback IPs (127.x.y.z); a test sandbox (an HTTP server)
+listens on the pod's IP, hence --allow-loopback-pod-ip.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import LOCAL_CLUSTER, ROOT, condition, wait_for
+from router_util import Backend, Router, sandbox_headers
+from test_sandbox import sandbox, wait_ready
+
+EXT_API = "extensions.agents.x-k8s.io/v1beta1"
+
+
+@pytest.fixture(scope="module")
+def router_kubeconfig(deployed):
+    """deploy/router applied; a kubeconfig of its ServiceAccount."""
+    deployed.run("apply", "-k", os.path.join(ROOT, "deploy", "router"))
+    p = subprocess.run([LOCAL_CLUSTER, "sa-kubeconfig", "agent-sandbox-system", "sandbox-router"],
+                       capture_output=True, text=True, check=True)
+    return p.stdout.strip().splitlines()[-1]
+
+
+def start_router(logdir, kubeconfig, extra=(), name="router"):
+    r = Router(logdir, ["--cache-enabled", "--kubeconfig", kubeconfig, "--upstream-max-retries=1",
+                        "--upstream-retry-initial-delay=50ms", *extra], name=name)
+    return r.wait_ready()
+
+
+@pytest.fixture(scope="module")
+def cached_router(router_kubeconfig, tmp_path_factory):
+    r = start_router(tmp_path_factory.mktemp("router-cache"), router_kubeconfig)
+    yield r
+    rc = r.stop()
+    r.assert_clean_log()
+    assert rc == 0, r.text()[-3000:]
+
+
+def pod_ip(kube, name, ns):
+    sb = kube.get("sandbox", name, ns)
+    ips = (sb.get("status") or {}).get("podIPs") or []
+    return ips[0] if ips else None
+
+
+def running(kube, ns, name):
+    """Creates Sandbox ns/name, waits for Ready; returns a test sandbox
+    listening on the pod's IP."""
+    kube.create(sandbox(name), ns)
+    wait_ready(kube, name, ns)
+    ip = wait_for(lambda: pod_ip(kube, name, ns), desc=f"podIPs of {ns}/{name}")
+    return Backend(host=ip)
+
+
+def test_sandbox_by_name_and_pod_ip_guards(deployed, ns, cached_router):
+    a, b = running(deployed, ns, "alpha"), running(deployed, ns, "beta")
+    r = cached_router
+    try:
+        # by name: the cache gives the pod's IP, no X-Sandbox-Pod-IP needed
+        h = sandbox_headers("alpha", port=a.port, ip=None, ns=ns)
+        st, _, body = wait_for(lambda: (lambda x: x if x[0] == 200 else None)(r.request("GET", "/echo", h)),
+                               timeout=20, desc="alpha by name")
+        assert json.loads(body)["headers"] and a.server.seen[-1][1] == "/echo"
+        # its own pod IP is fine; another Sandbox's is refused
+        assert r.request("GET", "/echo", sandbox_headers("alpha", port=a.port, ip=a.host, ns=ns))[0] == 200
+        st, _, body = r.request("GET", "/echo", sandbox_headers("alpha", port=b.port, ip=b.host, ns=ns))
+        assert (st, json.loads(body)["detail"]) == (400, "Invalid target IP address.")
+        seen_b = len(b.server.seen)
+        # unknown Sandboxes: 404 from the cache, no DNS attempt
+        st, _, body = r.request("GET", "/", sandbox_headers("nobody", ip=None, ns=ns))
+        assert (st, json.loads(body)["detail"]) == (404, f"Sandbox {ns}/nobody not found.")
+        st, _, body = r.request("GET", "/", sandbox_headers("nobody", ip=b.host, port=b.port, ns=ns))
+        assert st == 404
+        assert len(b.server.seen) == seen_b
+        # the cache follows the watch: a deleted Sandbox is gone
+        deployed.delete("sandbox", "alpha", ns)
+        wait_for(lambda: r.request("GET", "/", sandbox_headers("alpha", ip=None, ns=ns))[0] == 404,
+                 timeout=30, desc="alpha gone from the cache")
+    finally:
+        a.close()
+        b.close()
+
+
+def test_tokenreview_allow_and_deny(deployed, ns, router_kubeconfig, tmp_path):
+    kube = deployed
+    s = running(kube, ns, "tr")
+    kube.run("create", "serviceaccount", "caller", "-n", ns)
+    kube.run("create", "role", "use-sandboxes", "-n", ns, "--verb=get", "--resource=sandboxes.agents.x-k8s.io")
+    kube.run("create", "rolebinding", "caller-uses", "-n", ns, "--role=use-sandboxes",
+             f"--serviceaccount={ns}:caller")
+    token = kube.run("create", "token", "caller", "-n", ns, "--duration=10m").stdout.strip()
+    r = start_router(tmp_path, router_kubeconfig, ["--authz-mode=tokenreview",
+                                                  "--authz-tokenreview-require-token"], name="router-tr")
+    try:
+        ok = sandbox_headers("tr", port=s.port, ip=None, ns=ns, Authorization=f"Bearer {token}")
+        st, _, body = wait_for(lambda: (lambda x: x if x[0] == 200 else None)(r.request("GET", "/echo", ok)),
+                               timeout=20, desc="allowed by TokenReview + SubjectAccessReview")
+        # the token never reaches the sandbox
+        assert not any(k.lower() == "authorization" for k, _ in s.server.seen[-1][2])
+        assert r.request("GET", "/echo", ok)[0] == 200  # cached decision
+        cases = [({}, 401, "unauthenticated"),
+                 ({"Authorization": "Bearer not-a-token"}, 401, "unauthenticated"),
+                 ({"Authorization": f"Bearer {token}", "X-Sandbox-Namespace": "default"}, 403, "forbidden")]
+        for extra, want, detail in cases:
+            h = {**sandbox_headers("tr", port=s.port, ip=None, ns=ns), **extra}
+            st, _, body = r.request("GET", "/echo", h)
+            assert (st, json.loads(body)["detail"]) == (want, detail), extra
+        m = r.metrics()
+        assert f'sandbox_router_authz_decisions_total{{decision="allow",sandbox_namespace="{ns}"}} 2' in m
+        assert 'sandbox_router_authz_decisions_total{decision="deny",sandbox_namespace="default"} 1' in m
+    finally:
+        s.close()
+        assert r.stop() == 0
+        r.assert_clean_log()
+
+
+def test_warm_pool_sandbox_by_pod_ip(deployed, extensions_controller, router_kubeconfig, ns, tmp_path):
+    kube = deployed
+    kube.create({"apiVersion": EXT_API, "kind": "SandboxTemplate", "metadata": {"name": "tpl"},
+                 "spec": {"podTemplate": {"spec": {"containers": [{"name": "main",
+                                                                  "image": "registry.k8s.io/pause:3.10"}]}}}}, ns)
+    kube.create({"apiVersion": EXT_API, "kind": "SandboxWarmPool", "metadata": {"name": "pool"},
+                 "spec": {"replicas": 1, "sandboxTemplateRef": {"name": "tpl"}}}, ns)
+
+    def member():
+        for sb in kube.list("sandboxes", ns):
+            c = condition(sb, "Ready")
+            if c and c["status"] == "True" and (sb["status"].get("podIPs") or []):
+                return sb
+        return None
+    sb = wait_for(member, timeout=60, desc="a Ready warm-pool member")
+    name, ip = sb["metadata"]["name"], sb["status"]["podIPs"][0]
+    assert "agents.x-k8s.io/warm-pool-sandbox" in sb["metadata"]["labels"]
+    s = Backend(host=ip)
+    r = start_router(tmp_path, router_kubeconfig, name="router-pool")
+    try:
+        # by pod IP (what the SDK sends for a warm-pool Sandbox)
+        st, _, body = r.request("GET", "/echo", sandbox_headers(name, port=s.port, ip=ip, ns=ns))
+        assert st == 200, body
+        # an unclaimed pool member is not reachable by its name alone
+        seen = len(s.server.seen)
+        st, _, _ = r.request("GET", "/echo", sandbox_headers(name, port=s.port, ip=None, ns=ns))
+        assert st == 502 and len(s.server.seen) == seen
+        # claimed, it is an ordinary Sandbox: reachable by name
+        kube.create({"apiVersion": EXT_API, "kind": "SandboxClaim", "metadata": {"name": "c1"},
+                     "spec": {"warmPoolRef": {"name": "pool"}}}, ns)
+        wait_for(lambda: ((kube.get("sandboxclaim", "c1", ns) or {}).get("status", {}).get("sandbox") or {})
+                 .get("name") == name, timeout=60, desc="claim bound to the pool member")
+        wait_for(lambda: r.request("GET", "/echo", sandbox_headers(name, port=s.port, ip=None, ns=ns))[0] == 200,
+                 timeout=30, desc="claimed Sandbox reachable by name")
+    finally:
+        s.close()
+        assert r.stop() == 0
+        r.assert_clean_log()

@@ -1,0 +1,199 @@
+/*
+ * test_contract.c - unit tests of cmd/router/contract.c: the routing
+ * headers of spec/surfaces.md B.2 (order, defaults, empty values, detail
+ * texts), the pod-IP guards (loopback, link-local incl. the metadata
+ * address, multicast, unspecified, IPv4-mapped) and the framing checks
+ * against request smuggling.
+ */
+#include <check.h>
+#include <string.h>
+#include "contract.h"
+
+/* A head with the given "Name", "value" pairs (NULL-terminated). */
+static rt_head head_of(rt_header *hs, size_t cap, const char *const *kv)
+{
+	size_t n = 0;
+	for (; kv[2 * n] && n < cap; n++)
+		hs[n] = (rt_header){ kv[2 * n], kv[2 * n + 1] };
+	return (rt_head){ .method = "GET", .target = "/", .path = "/", .headers = hs,
+	                  .nheaders = n, .peer_ip = "10.1.2.3" };
+}
+
+static int route(const char *const *kv, bool loopback, rt_route *r, rt_reject *rej)
+{
+	rt_header hs[16];
+	rt_head h = head_of(hs, 16, kv);
+	memset(rej, 0, sizeof(*rej));
+	return rt_contract_route(&h, loopback, r, rej);
+}
+
+#define KV(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+START_TEST(defaults)
+{
+	rt_route r;
+	rt_reject rej;
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "sb-1"), false, &r, &rej), 0);
+	ck_assert_str_eq(r.id, "sb-1");
+	ck_assert_str_eq(r.ns, "default");
+	ck_assert_int_eq(r.port, 8888);
+	ck_assert(!r.has_pod_ip);
+	/* header names are case-insensitive; empty values count as absent */
+	ck_assert_int_eq(route(KV("x-sandbox-id", "a", "X-SANDBOX-NAMESPACE", "", "x-sandbox-port", ""),
+	                       false, &r, &rej), 0);
+	ck_assert_str_eq(r.ns, "default");
+	ck_assert_int_eq(r.port, 8888);
+	/* the first of repeated headers counts */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "first", "X-Sandbox-ID", "Bad_Second"), false, &r,
+	                       &rej), 0);
+	ck_assert_str_eq(r.id, "first");
+}
+END_TEST
+
+START_TEST(order_and_messages)
+{
+	const struct {
+		const char *const *kv;
+		const char *detail;
+	} cases[] = {
+		{ KV("X-Other", "x"), "X-Sandbox-ID header is required." },
+		{ KV("X-Sandbox-ID", ""), "X-Sandbox-ID header is required." },
+		{ KV("X-Sandbox-ID", "Upper"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "-lead"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "trail-"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "a.b"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "a/../b"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
+		  "Invalid sandbox ID format." },  /* 64 */
+		/* ID before namespace before port before pod IP */
+		{ KV("X-Sandbox-ID", "BAD", "X-Sandbox-Namespace", "BAD"), "Invalid sandbox ID format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Namespace", "Bad", "X-Sandbox-Port", "x"),
+		  "Invalid namespace format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "0"), "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "65536"), "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "-1"), "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "80x"), "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "99999999999999999999"), "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "x", "X-Sandbox-Pod-IP", "bad"),
+		  "Invalid port format." },
+		{ KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "not-an-ip"), "Invalid target IP address." },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rt_route r;
+		rt_reject rej;
+		ck_assert_msg(route(cases[i].kv, false, &r, &rej) == -1, "case %zu accepted", i);
+		ck_assert_int_eq(rej.status, 400);
+		ck_assert_str_eq(rej.detail, cases[i].detail);
+	}
+	rt_route r;
+	rt_reject rej;
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "+80"), false, &r, &rej), 0);
+	ck_assert_int_eq(r.port, 80);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Port", "065535"), false, &r, &rej), 0);
+	ck_assert_int_eq(r.port, 65535);
+}
+END_TEST
+
+START_TEST(pod_ip_guards)
+{
+	static const char *const refused[] = {
+		"127.0.0.1", "127.9.9.9", "::1", "0.0.0.0", "::", "169.254.169.254", "169.254.1.1",
+		"fe80::1", "224.0.0.1", "239.1.2.3", "ff02::1", "ff0e::1", "::ffff:127.0.0.1",
+		"::ffff:169.254.169.254", "010.1.2.3", "1.2.3", "fe80::1%eth0", "[::1]", "1.2.3.4 ",
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		rt_route r;
+		rt_reject rej;
+		ck_assert_msg(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", refused[i]), false, &r,
+		                    &rej) == -1, "%s accepted", refused[i]);
+		ck_assert_str_eq(rej.detail, "Invalid target IP address.");
+	}
+	rt_route r;
+	rt_reject rej;
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "10.0.0.7"), false, &r,
+	                       &rej), 0);
+	ck_assert(r.has_pod_ip);
+	ck_assert_str_eq(r.pod_ip.text, "10.0.0.7");
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "2001:db8::7"), false, &r,
+	                       &rej), 0);
+	ck_assert_str_eq(r.pod_ip.text, "2001:db8::7");
+	/* IPv4-mapped IPv6 is dialled as IPv4 */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::ffff:10.0.0.8"), false,
+	                       &r, &rej), 0);
+	ck_assert_str_eq(r.pod_ip.text, "10.0.0.8");
+	/* loopback only with --allow-loopback-pod-ip; the metadata address never */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "127.0.1.5"), true, &r,
+	                       &rej), 0);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::1"), true, &r, &rej), 0);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "169.254.169.254"), true,
+	                       &r, &rej), -1);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "0.0.0.0"), true, &r,
+	                       &rej), -1);
+}
+END_TEST
+
+START_TEST(ip_helpers)
+{
+	rt_ip a, b;
+	ck_assert(rt_ip_parse("::ffff:1.2.3.4", &a));
+	ck_assert(rt_ip_parse("1.2.3.4", &b));
+	ck_assert(rt_ip_equal(&a, &b));
+	ck_assert(rt_ip_parse("2001:db8:0::1", &a));
+	ck_assert(rt_ip_parse("2001:db8::1", &b));
+	ck_assert(rt_ip_equal(&a, &b));
+	ck_assert_str_eq(a.text, "2001:db8::1");
+	ck_assert(!rt_ip_parse("", &a));
+	ck_assert(!rt_ip_parse("1.2.3.256", &a));
+	ck_assert_str_eq(rt_contract_metric_namespace("team-a"), "team-a");
+	ck_assert_str_eq(rt_contract_metric_namespace("Team"), "-");
+	ck_assert_str_eq(rt_contract_metric_namespace(NULL), "-");
+}
+END_TEST
+
+static int framing(const char *const *kv, rt_reject *rej)
+{
+	rt_header hs[16];
+	rt_head h = head_of(hs, 16, kv);
+	memset(rej, 0, sizeof(*rej));
+	return rt_contract_framing(&h, rej);
+}
+
+START_TEST(smuggling)
+{
+	rt_reject rej;
+	ck_assert_int_eq(framing(KV("Content-Length", "5"), &rej), 0);
+	ck_assert_int_eq(framing(KV("Transfer-Encoding", "chunked"), &rej), 0);
+	ck_assert_int_eq(framing(KV("Transfer-Encoding", " Chunked "), &rej), 0);
+	ck_assert_int_eq(framing(KV("Host", "x"), &rej), 0);
+	ck_assert_int_eq(framing(KV("Content-Length", "5", "Transfer-Encoding", "chunked"), &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_int_eq(framing(KV("Content-Length", "5", "Content-Length", "5"), &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_int_eq(framing(KV("Content-Length", "5", "Content-Length", "6"), &rej), -1);
+	ck_assert_int_eq(framing(KV("Content-Length", "-5"), &rej), -1);
+	ck_assert_int_eq(framing(KV("Content-Length", "5, 5"), &rej), -1);
+	ck_assert_int_eq(framing(KV("Content-Length", ""), &rej), -1);
+	ck_assert_int_eq(framing(KV("Transfer-Encoding", "gzip, chunked"), &rej), -1);
+	ck_assert_int_eq(rej.status, 501);
+	ck_assert_int_eq(framing(KV("Transfer-Encoding", "chunked, identity"), &rej), -1);
+	ck_assert_int_eq(framing(KV("Transfer-Encoding", "chunked", "Transfer-Encoding", "chunked"),
+	                         &rej), -1);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("contract");
+	TCase *tc = tcase_create("contract");
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, order_and_messages);
+	tcase_add_test(tc, pod_ip_guards);
+	tcase_add_test(tc, ip_helpers);
+	tcase_add_test(tc, smuggling);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

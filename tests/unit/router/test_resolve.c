@@ -1,0 +1,289 @@
+/*
+ * test_resolve.c - unit tests of cmd/router/resolve.c over a fake cache
+ * view: a Sandbox resolved by name to its Ready Pod's IP, the pod-name
+ * annotation of warm-pool Sandboxes, unknown Sandboxes (404 when the cache
+ * is authoritative, DNS otherwise), X-Sandbox-Pod-IP accepted only for the
+ * Sandbox's own IP and never for another Sandbox's, unclaimed warm-pool
+ * members not reachable by name; and cache.c's Sandbox diet and converter.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include "cache.h"
+#include "resolve.h"
+
+typedef struct {
+	bool synced;
+	const char *scope;  /* "" all */
+	rt_sandbox_info sb[8];
+	char sb_ns[8][64], sb_name[8][64];
+	int nsb;
+	rt_pod_info pods[8];
+	int npods;
+} fake;
+
+static bool f_synced(void *ud)
+{
+	return ((fake *)ud)->synced;
+}
+
+static bool f_auth(void *ud, const char *ns)
+{
+	fake *f = ud;
+	return f->synced && (!*f->scope || !strcmp(f->scope, ns));
+}
+
+static int f_sandbox(void *ud, const char *ns, const char *name, rt_sandbox_info *out)
+{
+	fake *f = ud;
+	for (int i = 0; i < f->nsb; i++)
+		if (!strcmp(f->sb_ns[i], ns) && !strcmp(f->sb_name[i], name))
+			return *out = f->sb[i], 0;
+	return -1;
+}
+
+static int f_pod(void *ud, const char *ns, const char *name, rt_pod_info *out)
+{
+	fake *f = ud;
+	for (int i = 0; i < f->npods; i++)
+		if (!strcmp(f->pods[i].ns, ns) && !strcmp(f->pods[i].name, name))
+			return *out = f->pods[i], 0;
+	return -1;
+}
+
+static int f_owned(void *ud, const char *uid, rt_pod_info *out, int cap)
+{
+	fake *f = ud;
+	int n = 0;
+	for (int i = 0; i < f->npods && n < cap; i++)
+		if (!strcmp(f->pods[i].owner_uid, uid))
+			out[n++] = f->pods[i];
+	return n;
+}
+
+static int f_with_ip(void *ud, const char *ip, rt_pod_info *out, int cap)
+{
+	fake *f = ud;
+	int n = 0;
+	for (int i = 0; i < f->npods && n < cap; i++)
+		for (int j = 0; j < f->pods[i].nips; j++)
+			if (!strcmp(f->pods[i].ips[j], ip) && n < cap)
+				out[n++] = f->pods[i];
+	return n;
+}
+
+static fake F;
+static rt_cache_view V = { f_auth, f_synced, f_sandbox, f_pod, f_owned, f_with_ip, &F };
+
+static void add_sandbox(const char *ns, const char *name, const char *uid, const char *podname,
+                        bool pool)
+{
+	int i = F.nsb++;
+	snprintf(F.sb_ns[i], 64, "%s", ns);
+	snprintf(F.sb_name[i], 64, "%s", name);
+	memset(&F.sb[i], 0, sizeof(F.sb[i]));
+	snprintf(F.sb[i].uid, 64, "%s", uid);
+	snprintf(F.sb[i].pod_name, 254, "%s", podname ? podname : name);
+	F.sb[i].warm_pool = pool;
+}
+
+static rt_pod_info *add_pod(const char *ns, const char *name, const char *owner_uid,
+                            const char *owner_name, const char *ip, bool ready)
+{
+	rt_pod_info *p = &F.pods[F.npods++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->ns, 64, "%s", ns);
+	snprintf(p->name, 254, "%s", name);
+	snprintf(p->owner_uid, 64, "%s", owner_uid);
+	snprintf(p->owner_name, 254, "%s", owner_name);
+	if (ip)
+		snprintf(p->ips[p->nips++], 46, "%s", ip);
+	p->ready = ready;
+	return p;
+}
+
+static void setup(void)
+{
+	memset(&F, 0, sizeof(F));
+	F.synced = true;
+	F.scope = "";
+	add_sandbox("team", "alpha", "u-alpha", NULL, false);
+	add_pod("team", "alpha", "u-alpha", "alpha", "10.0.0.1", true);
+	add_sandbox("team", "beta", "u-beta", NULL, false);
+	add_pod("team", "beta", "u-beta", "beta", "10.0.0.2", true);
+	/* adopted from a warm pool: pod name from the annotation */
+	add_sandbox("team", "claimed", "u-claimed", "pool-abc12", false);
+	add_pod("team", "pool-abc12", "u-claimed", "claimed", "10.0.0.3", true);
+	/* unclaimed pool member */
+	add_sandbox("team", "pool-xyz", "u-pool", NULL, true);
+	rt_pod_info *p = add_pod("team", "pool-xyz", "u-pool", "pool-xyz", "10.0.0.4", true);
+	p->warm_pool = true;
+	/* starting: pod without readiness */
+	add_sandbox("team", "starting", "u-start", NULL, false);
+	add_pod("team", "starting", "u-start", "starting", "10.0.0.5", false);
+	add_sandbox("team", "loop", "u-loop", NULL, false);
+	add_pod("team", "loop", "u-loop", "loop", "127.0.1.9", true);
+}
+
+static int resolve(const char *ns, const char *id, const char *podip, bool loopback,
+                   const rt_cache_view *v, rt_target *t, rt_reject *rej)
+{
+	rt_route r;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.ns, sizeof(r.ns), "%s", ns);
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	r.port = 8888;
+	if (podip) {
+		ck_assert(rt_ip_parse(podip, &r.pod_ip));
+		r.has_pod_ip = true;
+	}
+	memset(rej, 0, sizeof(*rej));
+	return rt_resolve(&r, v, "cluster.local", loopback, t, rej);
+}
+
+START_TEST(by_name)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	ck_assert_int_eq(resolve("team", "alpha", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_CACHE);
+	ck_assert_str_eq(t.host, "10.0.0.1");
+	ck_assert_int_eq(t.port, 8888);
+	ck_assert(t.is_ip);
+	ck_assert_int_eq(resolve("team", "claimed", NULL, false, &V, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "10.0.0.3");
+	ck_assert_str_eq(rt_source_name(t.source), "cache-name");
+}
+END_TEST
+
+START_TEST(unknown_and_dns)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	ck_assert_int_eq(resolve("team", "nobody", NULL, false, &V, &t, &rej), -1);
+	ck_assert_int_eq(rej.status, 404);
+	ck_assert_str_eq(rej.detail, "Sandbox team/nobody not found.");
+	/* a pod IP does not make an unknown Sandbox known */
+	ck_assert_int_eq(resolve("team", "nobody", "10.9.9.9", false, &V, &t, &rej), -1);
+	ck_assert_int_eq(rej.status, 404);
+	/* not authoritative: before the sync, outside the scope, no cache */
+	F.synced = false;
+	ck_assert_int_eq(resolve("team", "nobody", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	ck_assert_str_eq(t.host, "nobody.team.svc.cluster.local");
+	F.synced = true;
+	F.scope = "other";
+	ck_assert_int_eq(resolve("team", "alpha", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	ck_assert_int_eq(resolve("team", "alpha", NULL, false, NULL, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "alpha.team.svc.cluster.local");
+	/* known but not Ready, or an unclaimed pool member: DNS (connect retries) */
+	F.scope = "";
+	ck_assert_int_eq(resolve("team", "starting", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	ck_assert_int_eq(resolve("team", "pool-xyz", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* a cached loopback IP is used only with --allow-loopback-pod-ip */
+	ck_assert_int_eq(resolve("team", "loop", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	ck_assert_int_eq(resolve("team", "loop", NULL, true, &V, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "127.0.1.9");
+}
+END_TEST
+
+START_TEST(pod_ip_header)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	/* its own IP: dialled as given */
+	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.1", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_POD_IP);
+	ck_assert_str_eq(t.host, "10.0.0.1");
+	/* a warm-pool member by pod IP (how the SDK reaches one) */
+	ck_assert_int_eq(resolve("team", "pool-xyz", "10.0.0.4", false, &V, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "10.0.0.4");
+	ck_assert_int_eq(resolve("team", "claimed", "10.0.0.3", false, &V, &t, &rej), 0);
+	/* another Sandbox's IP, or an IP the Sandbox does not have */
+	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, &V, &t, &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_str_eq(rej.detail, "Invalid target IP address.");
+	ck_assert_int_eq(resolve("team", "alpha", "10.7.7.7", false, &V, &t, &rej), -1);
+	/* outside the cache's scope: still never another Sandbox's pod */
+	F.scope = "other";
+	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, &V, &t, &rej), -1);
+	ck_assert_int_eq(resolve("team", "alpha", "10.7.7.7", false, &V, &t, &rej), 0);
+	/* without a cache only the contract's class checks apply */
+	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, NULL, &t, &rej), 0);
+	/* the Sandbox's status.podIPs stand in while its Pod is not cached */
+	F.scope = "";
+	add_sandbox("team", "fresh", "u-fresh", NULL, false);
+	snprintf(F.sb[F.nsb - 1].ips[0], 46, "10.0.0.6");
+	F.sb[F.nsb - 1].nips = 1;
+	ck_assert_int_eq(resolve("team", "fresh", "10.0.0.6", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(resolve("team", "fresh", "10.0.0.7", false, &V, &t, &rej), -1);
+}
+END_TEST
+
+START_TEST(sandbox_diet)
+{
+	cJSON *sb = cJSON_Parse(
+		"{\"apiVersion\":\"agents.x-k8s.io/v1beta1\",\"kind\":\"Sandbox\","
+		"\"metadata\":{\"name\":\"s1\",\"namespace\":\"team\",\"uid\":\"u1\",\"resourceVersion\":\"7\","
+		"\"labels\":{\"agents.x-k8s.io/warm-pool-sandbox\":\"abcd\",\"other\":\"x\"},"
+		"\"annotations\":{\"agents.x-k8s.io/pod-name\":\"pool-1\",\"big\":\"yyyy\"},"
+		"\"managedFields\":[{}]},"
+		"\"spec\":{\"podTemplate\":{\"spec\":{\"containers\":[{\"name\":\"c\"}]}}},"
+		"\"status\":{\"podIPs\":[\"10.1.1.1\",{\"ip\":\"fd00::1\"}],\"conditions\":[]}}");
+	ck_assert_ptr_nonnull(sb);
+	cJSON *d = rt_cache_sandbox_transform(sb, NULL);
+	char *s = cJSON_PrintUnformatted(d);
+	ck_assert_str_eq(s, "{\"metadata\":{\"name\":\"s1\",\"namespace\":\"team\",\"uid\":\"u1\","
+	                    "\"resourceVersion\":\"7\",\"labels\":{\"agents.x-k8s.io/warm-pool-sandbox\":\"abcd\"},"
+	                    "\"annotations\":{\"agents.x-k8s.io/pod-name\":\"pool-1\"}},"
+	                    "\"status\":{\"podIPs\":[\"10.1.1.1\",{\"ip\":\"fd00::1\"}]}}");
+	cJSON_free(s);
+	rt_sandbox_info info;
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert_str_eq(info.uid, "u1");
+	ck_assert_str_eq(info.pod_name, "pool-1");
+	ck_assert(info.warm_pool);
+	ck_assert_int_eq(info.nips, 2);
+	ck_assert_str_eq(info.ips[1], "fd00::1");
+	cJSON_Delete(d);
+}
+END_TEST
+
+START_TEST(pod_ip_index)
+{
+	cJSON *pod = cJSON_Parse("{\"status\":{\"podIP\":\"10.0.0.9\",\"podIPs\":[{\"ip\":\"10.0.0.9\"},"
+	                         "{\"ip\":\"fd00::9\"}]}}");
+	const char *keys[4];
+	ck_assert_int_eq(rt_cache_index_pod_ips(pod, keys, 4, NULL), 2);
+	ck_assert_str_eq(keys[0], "10.0.0.9");
+	ck_assert_str_eq(keys[1], "fd00::9");
+	cJSON_Delete(pod);
+	pod = cJSON_Parse("{\"status\":{\"podIP\":\"10.0.0.8\"}}");
+	ck_assert_int_eq(rt_cache_index_pod_ips(pod, keys, 4, NULL), 1);
+	cJSON_Delete(pod);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("resolve");
+	TCase *tc = tcase_create("resolve");
+	tcase_add_test(tc, by_name);
+	tcase_add_test(tc, unknown_and_dns);
+	tcase_add_test(tc, pod_ip_header);
+	tcase_add_test(tc, sandbox_diet);
+	tcase_add_test(tc, pod_ip_index);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

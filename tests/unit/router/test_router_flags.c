@@ -1,0 +1,331 @@
+/*
+ * test_router_flags.c - unit tests of cmd/router/flags.c and flags_file.c:
+ * the Go router's names and defaults (spec/surfaces.md B.1, B.13), the
+ * flag spellings, the precedence command line > config file > environment
+ * > defaults, the config file's rules and the validation messages.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "flags.h"
+
+static char err[512];
+
+static void clear_env(void)
+{
+	unsetenv("CLUSTER_DOMAIN");
+	unsetenv("PROXY_TIMEOUT_SECONDS");
+	unsetenv("KUBECONFIG");
+	unsetenv("SANDBOX_ROUTER_CONFIG");
+	unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+	unsetenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+	unsetenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+}
+
+/* Loads the NULL-terminated flags into `f` (defaults first). */
+static int load(rt_flags *f, ...)
+{
+	static char *argv[64];
+	static char buf[64][512];
+	int argc = 0;
+	va_list ap;
+	argv[argc++] = strcpy(buf[0], "sandbox-router");
+	va_start(ap, f);
+	for (const char *a; (a = va_arg(ap, const char *)) && argc < 63; argc++)
+		argv[argc] = strncpy(buf[argc], a, sizeof(buf[argc]) - 1);
+	va_end(ap);
+	argv[argc] = NULL;
+	ck_assert_int_eq(rt_flags_defaults(f), 0);
+	FILE *null = fopen("/dev/null", "w");
+	err[0] = '\0';
+	int rc = rt_flags_load(f, argc, argv, null, err, sizeof(err));
+	fclose(null);
+	return rc;
+}
+
+/* Writes `text` to a temporary file; returns its path (static buffer). */
+static const char *tmpfile_with(const char *text)
+{
+	static char path[64];
+	strcpy(path, "/tmp/rt-flags-XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+START_TEST(defaults_are_upstream)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, NULL), RT_FLAGS_RUN);
+	ck_assert_str_eq(f.http_addr, ":8080");
+	ck_assert_str_eq(f.https_addr, "");
+	ck_assert_str_eq(f.metrics_addr, ":9090");
+	ck_assert_str_eq(f.probe_addr, ":8081");
+	ck_assert_str_eq(f.cluster_domain, "cluster.local");
+	ck_assert_int_eq(f.proxy_timeout_ms, 180000);
+	ck_assert_int_eq(f.response_header_timeout_ms, 30000);
+	ck_assert_int_eq(f.shutdown_timeout_ms, 30000);
+	ck_assert_int_eq(f.max_request_body_bytes, 0);
+	ck_assert(!f.allow_loopback_pod_ip);
+	ck_assert_int_eq(f.upstream_max_retries, 3);
+	ck_assert_int_eq(f.retry_initial_delay_ms, 200);
+	ck_assert_int_eq(f.retry_max_delay_ms, 800);
+	ck_assert_int_eq(f.authz_mode, RT_AUTHZ_ALLOW_ALL);
+	ck_assert_int_eq(f.tokenreview_ttl_ms, 30000);
+	ck_assert_int_eq(f.tokenreview_cache_size, 2048);
+	ck_assert(!f.tokenreview_require_token);
+	ck_assert(!f.cache_enabled);
+	ck_assert(f.access_log);
+	ck_assert_int_eq(f.mtls_mode, RT_MTLS_OFF);
+	ck_assert(!f.enable_tracing);
+	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), 0);
+	rt_flags_free(&f);
+}
+END_TEST
+
+START_TEST(spellings)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--http-bind-address=127.0.0.1:1", "-metrics-bind-address", "",
+	                      "--allow-loopback-pod-ip", "-cache-enabled=true", "--proxy-timeout",
+	                      "1m30s", "--max-request-body-bytes=1048576", "--upstream-max-retries=+2",
+	                      "--authz-mode", "scoped-token", "--access-log=false", NULL),
+	                 RT_FLAGS_RUN);
+	ck_assert_str_eq(f.http_addr, "127.0.0.1:1");
+	ck_assert_str_eq(f.metrics_addr, "");
+	ck_assert(f.allow_loopback_pod_ip);
+	ck_assert(f.cache_enabled);
+	ck_assert_int_eq(f.proxy_timeout_ms, 90000);
+	ck_assert_int_eq(f.max_request_body_bytes, 1048576);
+	ck_assert_int_eq(f.upstream_max_retries, 2);
+	ck_assert_int_eq(f.authz_mode, RT_AUTHZ_SCOPED_TOKEN);
+	ck_assert(!f.access_log);
+	rt_flags_free(&f);
+	/* a boolean takes no separate argument: "false" is then a stray argument */
+	ck_assert_int_eq(load(&f, "--cache-enabled", "false", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "unexpected argument \"false\""));
+	rt_flags_free(&f);
+}
+END_TEST
+
+START_TEST(errors_name_the_flag)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--proxy-timeout=soon", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--proxy-timeout"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--authz-mode=open", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--authz-mode"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--mtls-mode=sometimes", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--mtls-mode"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--upstream-max-retries=three", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--upstream-max-retries"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--no-such-flag", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "no-such-flag"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--kubeconfig", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "needs an argument: --kubeconfig"));
+	rt_flags_free(&f);
+}
+END_TEST
+
+START_TEST(help_and_version_exit)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--version", NULL), RT_FLAGS_EXIT);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "-h", NULL), RT_FLAGS_EXIT);
+	rt_flags_free(&f);
+}
+END_TEST
+
+/* B.13 validation, each failure naming the flag. */
+START_TEST(validation)
+{
+	clear_env();
+	static const struct {
+		const char *args[4];
+		const char *want;
+	} cases[] = {
+		{ { "--http-bind-address=", NULL }, "no proxy listener" },
+		{ { "--https-bind-address=:8443", NULL }, "--tls-cert-file" },
+		{ { "--mtls-mode=required", NULL }, "--mtls-mode needs --https-bind-address" },
+		{ { "--proxy-timeout=0s", NULL }, "--proxy-timeout" },
+		{ { "--response-header-timeout=-1s", NULL }, "--response-header-timeout" },
+		{ { "--shutdown-timeout=-1s", NULL }, "--shutdown-timeout" },
+		{ { "--max-request-body-bytes=-1", NULL }, "--max-request-body-bytes" },
+		{ { "--upstream-max-retries=-1", NULL }, "--upstream-max-retries" },
+		{ { "--upstream-retry-initial-delay=-5ms", NULL }, "--upstream-retry-initial-delay" },
+		{ { "--cluster-domain=", NULL }, "--cluster-domain" },
+		{ { "--authz-tokenreview-ttl=0s", NULL }, "--authz-tokenreview-ttl" },
+		{ { "--authz-tokenreview-cache-size=0", NULL }, "--authz-tokenreview-cache-size" },
+		{ { "--authz-mode=scoped-token", NULL }, "--authz-scoped-token-secret-file" },
+		{ { "--max-header-bytes=100", NULL }, "--max-header-bytes" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rt_flags f;
+		ck_assert_int_eq(load(&f, cases[i].args[0], cases[i].args[1], NULL), RT_FLAGS_RUN);
+		ck_assert_msg(rt_flags_validate(&f, err, sizeof(err)) == -1, "case %zu accepted", i);
+		ck_assert_msg(strstr(err, cases[i].want), "case %zu: \"%s\" lacks \"%s\"", i, err,
+		              cases[i].want);
+		rt_flags_free(&f);
+	}
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--https-bind-address=:8443", "--tls-cert-file=c", "--tls-key-file=k",
+	                      "--mtls-mode=optional", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "--tls-client-ca-file"));
+	rt_flags_free(&f);
+}
+END_TEST
+
+START_TEST(environment)
+{
+	clear_env();
+	setenv("CLUSTER_DOMAIN", "corp.example", 1);
+	setenv("PROXY_TIMEOUT_SECONDS", "2.5", 1);
+	setenv("KUBECONFIG", "/tmp/kc", 1);
+	rt_flags f;
+	ck_assert_int_eq(load(&f, NULL), RT_FLAGS_RUN);
+	ck_assert_str_eq(f.cluster_domain, "corp.example");
+	ck_assert_int_eq(f.proxy_timeout_ms, 2500);
+	ck_assert_str_eq(f.kubeconfig, "/tmp/kc");
+	rt_flags_free(&f);
+	/* the command line wins; bad PROXY_TIMEOUT_SECONDS values are ignored */
+	setenv("PROXY_TIMEOUT_SECONDS", "-3", 1);
+	ck_assert_int_eq(load(&f, "--cluster-domain=flag.example", NULL), RT_FLAGS_RUN);
+	ck_assert_str_eq(f.cluster_domain, "flag.example");
+	ck_assert_int_eq(f.proxy_timeout_ms, 180000);
+	rt_flags_free(&f);
+	/* OTLP endpoints switch tracing on unless the flag was given */
+	setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4317", 1);
+	ck_assert_int_eq(load(&f, NULL), RT_FLAGS_RUN);
+	ck_assert(f.enable_tracing);
+	ck_assert(!f.enable_otel_metrics);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--enable-tracing=false", NULL), RT_FLAGS_RUN);
+	ck_assert(!f.enable_tracing);
+	rt_flags_free(&f);
+	clear_env();
+}
+END_TEST
+
+START_TEST(config_file_precedence)
+{
+	clear_env();
+	setenv("CLUSTER_DOMAIN", "env.example", 1);
+	const char *path = tmpfile_with("cluster-domain: file.example\n"
+	                                "upstream-max-retries: 5.0\n"
+	                                "proxy-timeout: 10s\n"
+	                                "cache-enabled: true\n"
+	                                "enable-tracing: false\n");
+	char cfg[128];
+	snprintf(cfg, sizeof(cfg), "--config=%s", path);
+	rt_flags f;
+	ck_assert_int_eq(load(&f, cfg, "--proxy-timeout=20s", NULL), RT_FLAGS_RUN);
+	ck_assert_str_eq(f.cluster_domain, "file.example");  /* file > env */
+	ck_assert_int_eq(f.upstream_max_retries, 5);          /* 5.0 read as 5 */
+	ck_assert_int_eq(f.proxy_timeout_ms, 20000);          /* flag > file */
+	ck_assert(f.cache_enabled);
+	rt_flags_free(&f);
+	/* SANDBOX_ROUTER_CONFIG names the file when --config does not; a key
+	 * in the file counts as explicit for the OTLP auto-enable rule */
+	setenv("SANDBOX_ROUTER_CONFIG", path, 1);
+	setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317", 1);
+	ck_assert_int_eq(load(&f, NULL), RT_FLAGS_RUN);
+	ck_assert_str_eq(f.cluster_domain, "file.example");
+	ck_assert(!f.enable_tracing);
+	ck_assert(f.enable_otel_metrics);
+	rt_flags_free(&f);
+	unlink(path);
+	clear_env();
+}
+END_TEST
+
+START_TEST(config_file_errors)
+{
+	clear_env();
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "no-such-key: 1\n", "unknown key \"no-such-key\"" },
+		{ "cache-namespace:\n  nested: x\n", "nested values" },
+		{ "cache-namespace: [a, b]\n", "nested values" },
+		{ "upstream-max-retries: many\n", "--upstream-max-retries in config file" },
+		{ "cluster-domain:\n", "has no value" },
+		{ "- a\n- b\n", "want a map" },
+		{ "a: [\n", "config file" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = tmpfile_with(cases[i].text);
+		rt_flags f;
+		ck_assert_int_eq(rt_flags_defaults(&f), 0);
+		ck_assert_int_eq(rt_flags_apply_file(&f, path, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, cases[i].want), "case %zu: \"%s\" lacks \"%s\"", i, err,
+		              cases[i].want);
+		rt_flags_free(&f);
+		unlink(path);
+	}
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--config", "/nonexistent/router.yaml", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/router.yaml"));
+	rt_flags_free(&f);
+	/* an empty file sets nothing */
+	const char *path = tmpfile_with("");
+	ck_assert_int_eq(rt_flags_defaults(&f), 0);
+	ck_assert_int_eq(rt_flags_apply_file(&f, path, err, sizeof(err)), 0);
+	rt_flags_free(&f);
+	unlink(path);
+}
+END_TEST
+
+START_TEST(audiences_csv)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--authz-tokenreview-audiences= a , ,b,", NULL), RT_FLAGS_RUN);
+	char **v = rt_flags_audiences(&f);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(v[0], "a");
+	ck_assert_str_eq(v[1], "b");
+	ck_assert_ptr_null(v[2]);
+	rt_strv_free(v);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, NULL), RT_FLAGS_RUN);
+	ck_assert_ptr_null(rt_flags_audiences(&f));
+	rt_flags_free(&f);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("router_flags");
+	TCase *tc = tcase_create("flags");
+	tcase_add_test(tc, defaults_are_upstream);
+	tcase_add_test(tc, spellings);
+	tcase_add_test(tc, errors_name_the_flag);
+	tcase_add_test(tc, help_and_version_exit);
+	tcase_add_test(tc, validation);
+	tcase_add_test(tc, environment);
+	tcase_add_test(tc, config_file_precedence);
+	tcase_add_test(tc, config_file_errors);
+	tcase_add_test(tc, audiences_csv);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,94 @@
+/*
+ * test_router_metrics.c - unit tests of cmd/router/metrics.c and
+ * accesslog.c: the metric names, labels and histogram buckets of
+ * spec/surfaces.md B.11 as exposed, and the access log line's fields.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+#include "accesslog.h"
+#include "metrics.h"
+
+START_TEST(exposition)
+{
+	k8s_metrics_registry *reg;
+	rt_metrics *m;
+	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
+	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	ck_assert_int_eq(rt_metrics_new(&m, reg, &bi), 0);
+	rt_metrics_request(m, "GET", 200, "team", 0.003);
+	rt_metrics_request(m, "POST", 502, "-", 1.5);
+	rt_metrics_inflight(m, 1);
+	rt_metrics_upstream_error(m, "team", "dial");
+	rt_metrics_retry(m, "team");
+	rt_metrics_authz(m, "team", false);
+	rt_metrics_upstream_conn(m, "idle", 1);
+	char *out;
+	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, NULL), 0);
+	static const char *const want[] = {
+		"sandbox_router_requests_total{code=\"200\",method=\"GET\",sandbox_namespace=\"team\"} 1\n",
+		"sandbox_router_requests_total{code=\"502\",method=\"POST\",sandbox_namespace=\"-\"} 1\n",
+		"sandbox_router_request_duration_seconds_bucket{code=\"200\",method=\"GET\",sandbox_namespace=\"team\",le=\"0.005\"} 1\n",
+		"sandbox_router_request_duration_seconds_bucket{code=\"502\",method=\"POST\",sandbox_namespace=\"-\",le=\"180\"} 1\n",
+		"sandbox_router_inflight_requests 1\n",
+		"sandbox_router_upstream_errors_total{reason=\"dial\",sandbox_namespace=\"team\"} 1\n",
+		"sandbox_router_upstream_retries_total{sandbox_namespace=\"team\"} 1\n",
+		"sandbox_router_authz_decisions_total{decision=\"deny\",sandbox_namespace=\"team\"} 1\n",
+		"sandbox_router_upstream_connections{state=\"idle\"} 1\n",
+		"sandbox_router_upstream_connections{state=\"active\"} 0\n",
+		"sandbox_router_build_info{build_date=\"2026-01-01\",compiler=\"gcc\",git_commit=\"abc\","
+		"git_version=\"0.1.0\",go_version=\"\",platform=\"linux/amd64\"} 1\n",
+		"# TYPE sandbox_router_request_duration_seconds histogram\n",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		if (!strstr(out, want[i]))
+			fprintf(stderr, "--- got:\n%s\n", out);
+		ck_assert_msg(strstr(out, want[i]), "missing: %s", want[i]);
+	}
+	free(out);
+	rt_metrics_free(m);
+	k8s_metrics_registry_free(reg);
+}
+END_TEST
+
+START_TEST(access_line)
+{
+	rt_access_entry e = { "GET", "/files/a\"b", "10.0.0.9", "sb", "team", "curl/8", 200, 1.2345, 42 };
+	char *line = rt_access_line(&e, "2026-01-01T00:00:00.000Z");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_int_eq(line[strlen(line) - 1], '\n');
+	cJSON *o = cJSON_Parse(line);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "logger")->valuestring, "sandbox-router.access");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "msg")->valuestring, "request");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "path")->valuestring, "/files/a\"b");
+	ck_assert_int_eq(cJSON_GetObjectItem(o, "status")->valueint, 200);
+	ck_assert(cJSON_GetObjectItem(o, "duration_ms")->valuedouble > 1.23);
+	ck_assert_int_eq(cJSON_GetObjectItem(o, "bytes_out")->valueint, 42);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "client_ip")->valuestring, "10.0.0.9");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "sandbox_id")->valuestring, "sb");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "sandbox_namespace")->valuestring, "team");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "user_agent")->valuestring, "curl/8");
+	cJSON_Delete(o);
+	free(line);
+	ck_assert(rt_access_skip("/healthz"));
+	ck_assert(rt_access_skip("/metrics"));
+	ck_assert(!rt_access_skip("/healthz/x"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("router_metrics");
+	TCase *tc = tcase_create("metrics");
+	tcase_add_test(tc, exposition);
+	tcase_add_test(tc, access_line);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
