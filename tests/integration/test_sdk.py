@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, condition, wait_for
+from conftest import ROOT, condition, free_port, wait_for
 from test_sandbox import IMAGE
 from test_sdk_wire import Standin, headers
 
@@ -233,28 +233,6 @@ def test_cancelled_async_create_deletes_its_claim(kube, ns):
 # ---------------------------------------------------------------- the data path
 
 
-def test_direct_mode_through_a_standin_router(kube, ns, tmp_path):
-    """create_sandbox, then the E.1 flow (echo, write/read) through a router
-    at a URL (here the stand-in of test_sdk_wire.py): the pod IP header comes
-    from the claim's status."""
-    setup_pool(kube, ns, 1)
-    router = Standin(tmp_path)
-    try:
-        with sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url=router.url),
-                               kubeconfig=kube.kubeconfig) as c:
-            sb = c.create_sandbox("pool", ns)
-            r = sb.commands.run("echo 'Hello from SDK'")
-            assert r.exit_code == 0 and r.stderr == ""
-            h = headers(router.last())
-            assert h["x-sandbox-id"] == sb.sandbox_id and h["x-sandbox-namespace"] == ns
-            assert h["x-sandbox-pod-ip"] == sb.get_pod_ip()
-            sb.files.write("test.txt", b"round trip")
-            assert sb.files.read("test.txt") == b"round trip"
-        wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="claim deleted on exit")
-    finally:
-        router.stop()
-
-
 def start_sandboxd(host, root, logdir):
     """sandboxd (cmd/sandboxd) on a pod's loopback IP, as the pod would run
     it: python-runtime API on 8888, REST on 8080 (each pod has its own IP)."""
@@ -309,6 +287,53 @@ def test_in_cluster_mode_against_sandboxd(kube, ns, tmp_path):
                 runtime.kill()
                 runtime.wait()
         assert runtime.returncode == 0, "sandboxd did not exit cleanly on SIGTERM"
+
+
+def start_router(logdir):
+    """cmd/router's sandbox-router on a free loopback port, allowed to dial
+    the local stack's 127.x pod IPs (X-Sandbox-Pod-IP); no cache, probes or
+    metrics. Returns (process, URL)."""
+    binary = os.path.join(os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
+                          "cmd", "router", "sandbox-router")
+    port = free_port()
+    log = open(os.path.join(str(logdir), "router.log"), "w")
+    proc = subprocess.Popen([binary, "--http-bind-address", f"127.0.0.1:{port}",
+                             "--metrics-bind-address", "", "--health-probe-bind-address", "",
+                             "--allow-loopback-pod-ip"], stdout=log, stderr=subprocess.STDOUT)
+
+    def up():
+        assert proc.poll() is None, f"sandbox-router exited {proc.returncode}"
+        with socket.socket() as sock:
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+    wait_for(up, timeout=20, interval=0.05, desc="sandbox-router listening")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def test_sdk_router_sandboxd(kube, ns, tmp_path):
+    """The whole data path: SDK -> sandbox-router (direct URL) -> sandboxd on
+    the warm pod's loopback IP, reached through the X-Sandbox-Pod-IP the SDK
+    takes from the claim's status: the E.1 command and file round trip."""
+    setup_pool(kube, ns, 1)
+    router, url = start_router(tmp_path)
+    runtime = None
+    try:
+        with sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url=url, max_retries=0),
+                               kubeconfig=kube.kubeconfig) as c:
+            sb = c.create_sandbox("pool", ns)
+            assert sb.sandbox_id != sb.claim_name  # warm
+            runtime = start_sandboxd(sb.get_pod_ip(), tmp_path / "workspace", tmp_path)
+            r = sb.commands.run("echo 'Hello from SDK'")
+            assert (r.stdout, r.stderr, r.exit_code) == ("Hello from SDK\n", "", 0)
+            sb.files.write("test.txt", b"through the router")
+            assert sb.files.read("test.txt") == b"through the router"
+            assert sb.files.exists("test.txt")
+        wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="claim deleted on exit")
+    finally:
+        for p in (router, runtime):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(20)
+    assert router.returncode == 0 and runtime.returncode == 0
 
 
 GATEWAY_CRD = {
