@@ -196,3 +196,11 @@ int rt_contract_framing(const rt_head *h, rt_reject *rej)
 		return rt_reject_set(rej, 501, "Unsupported Transfer-Encoding: only chunked is accepted.");
 	return 0;
 }
+
+int rt_contract_target(const rt_head *h, rt_reject *rej)
+{
+	/* a CONNECT target has no path: the server shows it as "/" */
+	if (strcmp(h->method, "CONNECT") == 0 || h->path[0] != '/')
+		return rt_reject_set(rej, 400, "Invalid request target.");
+	return 0;
+}

@@ -97,6 +97,15 @@ bool rt_dns_label(const char *s);
 int rt_contract_framing(const rt_head *h, rt_reject *rej);
 
 /**
+ * Checks the request target of `h` (RFC 9112 §3.2): only origin-form
+ * ("/path?query") reaches a sandbox; an absolute-form target arrives here
+ * as its path already (its scheme and host are ignored, as Go's server
+ * does). CONNECT (authority-form) and asterisk-form ("*") are refused.
+ * Returns 0, or -1 with 400 "Invalid request target." in `rej`.
+ */
+int rt_contract_target(const rt_head *h, rt_reject *rej);
+
+/**
  * Applies the routing-header checks above to `h`. Returns 0 with `out`
  * filled, or -1 with the 400 of the first failing check in `rej` (the Go
  * router's detail texts, e.g. "Invalid sandbox ID format.").

@@ -60,6 +60,18 @@ def test_malformed_requests_400(router, backend, raw):
     still_serving(router, backend)
 
 
+@pytest.mark.parametrize("line", [b"CONNECT 127.0.0.1:1 HTTP/1.1", b"CONNECT sb:8888 HTTP/1.1"])
+def test_connect_400(router, backend, line):
+    """CONNECT (authority-form) never reaches a sandbox: it used to be
+    forwarded as "CONNECT / HTTP/1.1" and its answer relayed."""
+    before = len(backend.server.seen)
+    resp = raw_exchange(router.port, line + b"\r\n" + head_for(backend).split(b"\r\n", 1)[1] + b"\r\n")
+    assert status_of(resp) == 400, resp[:300]
+    assert resp.split(b"\r\n\r\n", 1)[1] == b'{"detail":"Invalid request target."}\n', resp
+    assert backend.server.seen[before:] == []
+    still_serving(router, backend)
+
+
 def test_header_injection(router, backend):
     before = len(backend.server.seen)
     for raw in (head_for(backend, b"X-A: a\rX-Injected: 1\r\n\r\n"),

@@ -181,6 +181,30 @@ START_TEST(smuggling)
 }
 END_TEST
 
+/* Only origin-form reaches a sandbox: CONNECT (authority-form) used to be
+ * forwarded as "CONNECT / HTTP/1.1", and "*" got the server's plain 404. */
+static int target(const char *method, const char *t, rt_reject *rej)
+{
+	rt_head h = { .method = method, .target = t, .path = t };
+	memset(rej, 0, sizeof(*rej));
+	return rt_contract_target(&h, rej);
+}
+
+START_TEST(request_target)
+{
+	rt_reject rej;
+	ck_assert_int_eq(target("GET", "/a?b", &rej), 0);
+	ck_assert_int_eq(target("OPTIONS", "/", &rej), 0);
+	ck_assert_int_eq(target("CONNECT", "/", &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_str_eq(rej.detail, "Invalid request target.");
+	ck_assert_int_eq(target("OPTIONS", "*", &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_int_eq(target("GET", "*", &rej), -1);
+	ck_assert_int_eq(target("GET", "", &rej), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contract");
@@ -190,6 +214,7 @@ int main(void)
 	tcase_add_test(tc, pod_ip_guards);
 	tcase_add_test(tc, ip_helpers);
 	tcase_add_test(tc, smuggling);
+	tcase_add_test(tc, request_target);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
