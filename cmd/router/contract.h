@@ -62,7 +62,10 @@ bool rt_ip_equal(const rt_ip *a, const rt_ip *b);
 /**
  * True when `ip` may be dialled as a sandbox: not unspecified, link-local
  * unicast or multicast, multicast, nor loopback unless `allow_loopback`.
- * 169.254.169.254 (the cloud metadata address) is link-local.
+ * 169.254.169.254 (the cloud metadata address) is link-local. Stricter
+ * than Go's checks: 255.255.255.255, the metadata addresses outside
+ * link-local (fd00:ec2::254 of AWS, 100.100.100.200 of Alibaba Cloud),
+ * IPv4-compatible ::a.b.c.d, and NAT64 64:ff9b::a.b.c.d judged as a.b.c.d.
  */
 bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback);
 

@@ -100,6 +100,12 @@ START_TEST(pod_ip_guards)
 		"127.0.0.1", "127.9.9.9", "::1", "0.0.0.0", "::", "169.254.169.254", "169.254.1.1",
 		"fe80::1", "224.0.0.1", "239.1.2.3", "ff02::1", "ff0e::1", "::ffff:127.0.0.1",
 		"::ffff:169.254.169.254", "010.1.2.3", "1.2.3", "fe80::1%eth0", "[::1]", "1.2.3.4 ",
+		/* the metadata service by other names: AWS's IPv6 endpoint, Alibaba's,
+		 * NAT64 (RFC 6052) and IPv4-compatible forms of refused IPv4
+		 * addresses; the limited broadcast address */
+		"fd00:ec2::254", "100.100.100.200", "64:ff9b::a9fe:a9fe", "64:ff9b::169.254.169.254",
+		"64:ff9b::127.0.0.1", "::169.254.169.254", "::127.0.0.1", "::224.0.0.1",
+		"255.255.255.255",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		rt_route r;
@@ -117,6 +123,11 @@ START_TEST(pod_ip_guards)
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "2001:db8::7"), false, &r,
 	                       &rej), 0);
 	ck_assert_str_eq(r.pod_ip.text, "2001:db8::7");
+	/* NAT64 of an ordinary address and the rest of 100.64/10 stay routable */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "64:ff9b::a00:7"), false, &r,
+	                       &rej), 0);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "100.100.100.201"), false,
+	                       &r, &rej), 0);
 	/* IPv4-mapped IPv6 is dialled as IPv4 */
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::ffff:10.0.0.8"), false,
 	                       &r, &rej), 0);
