@@ -81,30 +81,50 @@ bool rt_ip_equal(const rt_ip *a, const rt_ip *b)
 	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
 }
 
+/* Addresses of cloud metadata services outside link-local (which is
+ * refused whole): AWS's IPv6 endpoint and Alibaba Cloud's. No pod has them. */
+static const unsigned char aws_imds6[16] = { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 };
+static const unsigned char alibaba_mds[4] = { 100, 100, 100, 200 };
+
+static bool v4_allowed(const unsigned char *a, bool allow_loopback)
+{
+	if (!a[0] && !a[1] && !a[2] && !a[3])
+		return false;                       /* 0.0.0.0 */
+	if (a[0] == 127)
+		return allow_loopback;              /* 127.0.0.0/8 */
+	if (a[0] == 169 && a[1] == 254)
+		return false;                       /* link-local, metadata */
+	if ((a[0] & 0xf0) == 224)
+		return false;                       /* multicast incl. 224.0.0.0/24 */
+	if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
+		return false;                       /* limited broadcast */
+	if (memcmp(a, alibaba_mds, 4) == 0)
+		return false;
+	return true;
+}
+
 bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback)
 {
 	const unsigned char *a = ip->addr;
-	if (ip->family == AF_INET) {
-		if (!a[0] && !a[1] && !a[2] && !a[3])
-			return false;                       /* 0.0.0.0 */
-		if (a[0] == 127)
-			return allow_loopback;              /* 127.0.0.0/8 */
-		if (a[0] == 169 && a[1] == 254)
-			return false;                       /* link-local, metadata */
-		if ((a[0] & 0xf0) == 224)
-			return false;                       /* multicast incl. 224.0.0.0/24 */
-		return true;
-	}
+	if (ip->family == AF_INET)
+		return v4_allowed(a, allow_loopback);
 	static const unsigned char zero[16] = { 0 };
 	static const unsigned char one[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
 	if (memcmp(a, zero, 16) == 0)
 		return false;                           /* :: */
 	if (memcmp(a, one, 16) == 0)
 		return allow_loopback;                  /* ::1 */
+	if (memcmp(a, zero, 12) == 0)
+		return false;                           /* ::a.b.c.d, deprecated (RFC 4291 2.5.5.1) */
+	if (memcmp(a, nat64, 12) == 0)
+		return v4_allowed(a + 12, allow_loopback); /* 64:ff9b::a.b.c.d reaches a.b.c.d (RFC 6052) */
 	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
 		return false;                           /* fe80::/10 */
 	if (a[0] == 0xff)
 		return false;                           /* ff00::/8 multicast */
+	if (memcmp(a, aws_imds6, 16) == 0)
+		return false;
 	return true;
 }
 
@@ -194,5 +214,13 @@ int rt_contract_framing(const rt_head *h, rt_reject *rej)
 		return rt_reject_set(rej, 400, "Both Content-Length and Transfer-Encoding are set.");
 	if (nte > 1 || (te && !chunked_only(te)))
 		return rt_reject_set(rej, 501, "Unsupported Transfer-Encoding: only chunked is accepted.");
+	return 0;
+}
+
+int rt_contract_target(const rt_head *h, rt_reject *rej)
+{
+	/* a CONNECT target has no path: the server shows it as "/" */
+	if (strcmp(h->method, "CONNECT") == 0 || h->path[0] != '/')
+		return rt_reject_set(rej, 400, "Invalid request target.");
 	return 0;
 }

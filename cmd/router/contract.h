@@ -62,7 +62,10 @@ bool rt_ip_equal(const rt_ip *a, const rt_ip *b);
 /**
  * True when `ip` may be dialled as a sandbox: not unspecified, link-local
  * unicast or multicast, multicast, nor loopback unless `allow_loopback`.
- * 169.254.169.254 (the cloud metadata address) is link-local.
+ * 169.254.169.254 (the cloud metadata address) is link-local. Stricter
+ * than Go's checks: 255.255.255.255, the metadata addresses outside
+ * link-local (fd00:ec2::254 of AWS, 100.100.100.200 of Alibaba Cloud),
+ * IPv4-compatible ::a.b.c.d, and NAT64 64:ff9b::a.b.c.d judged as a.b.c.d.
  */
 bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback);
 
@@ -95,6 +98,15 @@ bool rt_dns_label(const char *s);
  * 400 in `rej`.
  */
 int rt_contract_framing(const rt_head *h, rt_reject *rej);
+
+/**
+ * Checks the request target of `h` (RFC 9112 §3.2): only origin-form
+ * ("/path?query") reaches a sandbox; an absolute-form target arrives here
+ * as its path already (its scheme and host are ignored, as Go's server
+ * does). CONNECT (authority-form) and asterisk-form ("*") are refused.
+ * Returns 0, or -1 with 400 "Invalid request target." in `rej`.
+ */
+int rt_contract_target(const rt_head *h, rt_reject *rej);
 
 /**
  * Applies the routing-header checks above to `h`. Returns 0 with `out`

@@ -1,11 +1,21 @@
 /*
  * metrics.c - registration and recording of the router's metrics (metrics.h).
  */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "metrics.h"
 
+/* Open addressing over copies of the admitted namespaces (labels are at
+ * most 63 bytes); the table is twice the bound, so probes stay short. */
+#define NS_SLOTS (2 * RT_METRICS_MAX_NAMESPACES)
+
 struct rt_metrics {
+	pthread_mutex_t ns_lock;
+	char (*ns)[64];
+	size_t nns;
 	k8s_metric *requests, *duration, *inflight, *upstream_errors, *retries,
 	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns;
 	k8s_metric_series *inflight_s;
@@ -38,6 +48,12 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 	rt_metrics *m = calloc(1, sizeof(*m));
 	if (!m)
 		return K8S_ENOMEM;
+	m->ns = calloc(NS_SLOTS, sizeof(*m->ns));
+	if (!m->ns) {
+		free(m);
+		return K8S_ENOMEM;
+	}
+	pthread_mutex_init(&m->ns_lock, NULL);
 	int rc;
 	if ((rc = reg(r, &m->requests, K8S_METRIC_COUNTER, "sandbox_router_requests_total",
 	              "Requests handled by the router, by method, status code and sandbox namespace.",
@@ -82,13 +98,49 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 	*out = m;
 	return 0;
 fail:
+	pthread_mutex_destroy(&m->ns_lock);
+	free(m->ns);
 	free(m);
 	return rc;
 }
 
 void rt_metrics_free(rt_metrics *m)
 {
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->ns_lock);
+	free(m->ns);
 	free(m);
+}
+
+/* The label value for namespace `ns`: itself when admitted before or while
+ * there is room, else "_other" (no namespace starts with '_'). */
+static const char *ns_label(rt_metrics *m, const char *ns)
+{
+	size_t len = strlen(ns);
+	if (strcmp(ns, "-") == 0 || len >= sizeof(m->ns[0]))
+		return strcmp(ns, "-") == 0 ? ns : "_other";
+	uint32_t h = 2166136261u;  /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)ns[i]) * 16777619u;
+	const char *out = "_other";
+	pthread_mutex_lock(&m->ns_lock);
+	for (size_t i = h % NS_SLOTS;; i = (i + 1) % NS_SLOTS) {
+		if (!m->ns[i][0]) {
+			if (m->nns < RT_METRICS_MAX_NAMESPACES) {
+				memcpy(m->ns[i], ns, len + 1);
+				m->nns++;
+				out = ns;
+			}
+			break;
+		}
+		if (strcmp(m->ns[i], ns) == 0) {
+			out = ns;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&m->ns_lock);
+	return out;
 }
 
 void rt_metrics_request(rt_metrics *m, const char *method, int code, const char *ns,
@@ -96,7 +148,7 @@ void rt_metrics_request(rt_metrics *m, const char *method, int code, const char 
 {
 	char c[8];
 	snprintf(c, sizeof(c), "%d", code);
-	const char *v[] = { method, c, ns };
+	const char *v[] = { method, c, ns_label(m, ns) };
 	k8s_metric_add(m->requests, v, 3, 1);
 	k8s_metric_observe(m->duration, v, 3, seconds);
 }
@@ -108,17 +160,17 @@ void rt_metrics_inflight(rt_metrics *m, int delta)
 
 void rt_metrics_upstream_error(rt_metrics *m, const char *ns, const char *reason)
 {
-	k8s_metric_add(m->upstream_errors, (const char *[]){ ns, reason }, 2, 1);
+	k8s_metric_add(m->upstream_errors, (const char *[]){ ns_label(m, ns), reason }, 2, 1);
 }
 
 void rt_metrics_retry(rt_metrics *m, const char *ns)
 {
-	k8s_metric_add(m->retries, (const char *[]){ ns }, 1, 1);
+	k8s_metric_add(m->retries, (const char *[]){ ns_label(m, ns) }, 1, 1);
 }
 
 void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow)
 {
-	k8s_metric_add(m->authz, (const char *[]){ ns, allow ? "allow" : "deny" }, 2, 1);
+	k8s_metric_add(m->authz, (const char *[]){ ns_label(m, ns), allow ? "allow" : "deny" }, 2, 1);
 }
 
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta)

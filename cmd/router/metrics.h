@@ -13,8 +13,10 @@
  *   sandbox_router_build_info{git_version,git_commit,build_date,go_version,compiler,platform}
  *   sandbox_router_upstream_connections{state="active"|"idle"} (ours)
  * No per-sandbox labels. The namespace label is "-" when the request had
- * no valid namespace. Recording is lock-free on a series found before;
- * every function is thread-safe.
+ * no valid namespace, and "_other" for a namespace first seen after
+ * RT_METRICS_MAX_NAMESPACES others (the value comes from a client header,
+ * before authorization: unbounded, any client could grow memory and every
+ * scrape without limit). Every function is thread-safe.
  */
 #ifndef RT_METRICS_H
 #define RT_METRICS_H
@@ -23,6 +25,9 @@
 #include "k8s/metrics.h"
 
 typedef struct rt_metrics rt_metrics;
+
+/** Distinct sandbox_namespace values kept; later new ones count as "_other". */
+#define RT_METRICS_MAX_NAMESPACES 1000
 
 /** Build facts for sandbox_router_build_info (borrowed strings). */
 typedef struct {

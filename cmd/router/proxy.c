@@ -704,7 +704,8 @@ static void handle(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	rt_reject rej;
-	if (rt_contract_framing(&r->head, &rej) < 0 ||
+	if (rt_contract_target(&r->head, &rej) < 0 ||
+	    rt_contract_framing(&r->head, &rej) < 0 ||
 	    rt_contract_route(&r->head, p->o.flags->allow_loopback_pod_ip, &r->route, &rej) < 0) {
 		fail_reject(r, &rej);
 		return;

@@ -60,6 +60,18 @@ def test_malformed_requests_400(router, backend, raw):
     still_serving(router, backend)
 
 
+@pytest.mark.parametrize("line", [b"CONNECT 127.0.0.1:1 HTTP/1.1", b"CONNECT sb:8888 HTTP/1.1"])
+def test_connect_400(router, backend, line):
+    """CONNECT (authority-form) never reaches a sandbox: it used to be
+    forwarded as "CONNECT / HTTP/1.1" and its answer relayed."""
+    before = len(backend.server.seen)
+    resp = raw_exchange(router.port, line + b"\r\n" + head_for(backend).split(b"\r\n", 1)[1] + b"\r\n")
+    assert status_of(resp) == 400, resp[:300]
+    assert resp.split(b"\r\n\r\n", 1)[1] == b'{"detail":"Invalid request target."}\n', resp
+    assert backend.server.seen[before:] == []
+    still_serving(router, backend)
+
+
 def test_header_injection(router, backend):
     before = len(backend.server.seen)
     for raw in (head_for(backend, b"X-A: a\rX-Injected: 1\r\n\r\n"),
@@ -91,7 +103,8 @@ def test_invalid_routing_headers(router, backend):
         st, _, body = router.request("GET", "/", {"X-Sandbox-ID": sid})
         assert (st, json.loads(body)["detail"]) == (400, "Invalid sandbox ID format."), sid
     for ip in ("169.254.169.254", "::ffff:169.254.169.254", "fe80::1", "224.0.0.251", "0.0.0.0", "::",
-               "127.0.0.1.nip.io", "2130706433", "0x7f000001"):
+               "127.0.0.1.nip.io", "2130706433", "0x7f000001", "0177.0.0.1", "127.1",
+               "fd00:ec2::254", "64:ff9b::a9fe:a9fe", "::169.254.169.254"):
         st, _, body = router.request("GET", "/", {"X-Sandbox-ID": "sb", "X-Sandbox-Pod-IP": ip})
         assert (st, json.loads(body)["detail"]) == (400, "Invalid target IP address."), ip
     still_serving(router, backend)

@@ -100,6 +100,12 @@ START_TEST(pod_ip_guards)
 		"127.0.0.1", "127.9.9.9", "::1", "0.0.0.0", "::", "169.254.169.254", "169.254.1.1",
 		"fe80::1", "224.0.0.1", "239.1.2.3", "ff02::1", "ff0e::1", "::ffff:127.0.0.1",
 		"::ffff:169.254.169.254", "010.1.2.3", "1.2.3", "fe80::1%eth0", "[::1]", "1.2.3.4 ",
+		/* the metadata service by other names: AWS's IPv6 endpoint, Alibaba's,
+		 * NAT64 (RFC 6052) and IPv4-compatible forms of refused IPv4
+		 * addresses; the limited broadcast address */
+		"fd00:ec2::254", "100.100.100.200", "64:ff9b::a9fe:a9fe", "64:ff9b::169.254.169.254",
+		"64:ff9b::127.0.0.1", "::169.254.169.254", "::127.0.0.1", "::224.0.0.1",
+		"255.255.255.255",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		rt_route r;
@@ -117,6 +123,11 @@ START_TEST(pod_ip_guards)
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "2001:db8::7"), false, &r,
 	                       &rej), 0);
 	ck_assert_str_eq(r.pod_ip.text, "2001:db8::7");
+	/* NAT64 of an ordinary address and the rest of 100.64/10 stay routable */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "64:ff9b::a00:7"), false, &r,
+	                       &rej), 0);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "100.100.100.201"), false,
+	                       &r, &rej), 0);
 	/* IPv4-mapped IPv6 is dialled as IPv4 */
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::ffff:10.0.0.8"), false,
 	                       &r, &rej), 0);
@@ -181,6 +192,30 @@ START_TEST(smuggling)
 }
 END_TEST
 
+/* Only origin-form reaches a sandbox: CONNECT (authority-form) used to be
+ * forwarded as "CONNECT / HTTP/1.1", and "*" got the server's plain 404. */
+static int target(const char *method, const char *t, rt_reject *rej)
+{
+	rt_head h = { .method = method, .target = t, .path = t };
+	memset(rej, 0, sizeof(*rej));
+	return rt_contract_target(&h, rej);
+}
+
+START_TEST(request_target)
+{
+	rt_reject rej;
+	ck_assert_int_eq(target("GET", "/a?b", &rej), 0);
+	ck_assert_int_eq(target("OPTIONS", "/", &rej), 0);
+	ck_assert_int_eq(target("CONNECT", "/", &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_str_eq(rej.detail, "Invalid request target.");
+	ck_assert_int_eq(target("OPTIONS", "*", &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+	ck_assert_int_eq(target("GET", "*", &rej), -1);
+	ck_assert_int_eq(target("GET", "", &rej), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contract");
@@ -190,6 +225,7 @@ int main(void)
 	tcase_add_test(tc, pod_ip_guards);
 	tcase_add_test(tc, ip_helpers);
 	tcase_add_test(tc, smuggling);
+	tcase_add_test(tc, request_target);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
