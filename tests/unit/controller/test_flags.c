@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "flags.h"
+#include "k8s/duration.h"
 
 /* Parses the NULL-terminated flags after the program name into `f`
  * (defaults first); returns controller_flags_parse()'s result. */
@@ -69,22 +70,22 @@ END_TEST
 START_TEST(go_durations)
 {
 	int64_t ns;
-	ck_assert_int_eq(controller_parse_duration("0", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("0", &ns), 0);
 	ck_assert_int_eq(ns, 0);
-	ck_assert_int_eq(controller_parse_duration("5m", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("5m", &ns), 0);
 	ck_assert_int_eq(ns, 300000000000LL);
-	ck_assert_int_eq(controller_parse_duration("1h2m3.5s", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("1h2m3.5s", &ns), 0);
 	ck_assert_int_eq(ns, 3723500000000LL);
-	ck_assert_int_eq(controller_parse_duration("-1.5ms", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("-1.5ms", &ns), 0);
 	ck_assert_int_eq(ns, -1500000);
-	ck_assert_int_eq(controller_parse_duration("\xc2\xb5s", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("3\xc2\xb5s", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("\xc2\xb5s", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("3\xc2\xb5s", &ns), 0);
 	ck_assert_int_eq(ns, 3000);
-	ck_assert_int_eq(controller_parse_duration("5", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("1d", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration(".s", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("3000000h", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("5", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("1d", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse(".s", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("3000000h", &ns), -1);
 }
 END_TEST
 
