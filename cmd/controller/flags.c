@@ -133,25 +133,19 @@ static int parse_int(const char *flag, const char *s, int min, int *out)
 	return 0;
 }
 
-int controller_parse_duration(const char *s, int64_t *ns)
-{
-	return k8s_duration_parse(s, ns);
-}
-
 /* A duration flag in whole milliseconds (a fraction rounds up, so a tiny
  * window is not silently 0), at least `min_ms`. */
 static int parse_duration_ms(const char *flag, const char *s, long min_ms, long *out)
 {
-	int64_t ns;
-	if (controller_parse_duration(s, &ns) < 0)
+	long ms;
+	if (k8s_duration_parse_ms(s, &ms) < 0)
 		return bad(flag, s, "must be a duration such as 250ms, 1s, 1m or 0");
-	int64_t ms = ns / 1000000 + (ns > 0 && ns % 1000000 ? 1 : 0);
-	if (ms < min_ms || ms > LONG_MAX) {
+	if (ms < min_ms) {
 		char want[64];
 		snprintf(want, sizeof(want), "must be >= %ldms", min_ms);
 		return bad(flag, s, want);
 	}
-	*out = (long)ms;
+	*out = ms;
 	return 0;
 }
 
@@ -159,18 +153,9 @@ static int parse_duration_ms(const char *flag, const char *s, long min_ms, long 
 static int parse_positive_duration_ms(const char *flag, const char *s, long *out)
 {
 	int64_t ns;
-	if (controller_parse_duration(s, &ns) == 0 && ns <= 0)
+	if (k8s_duration_parse(s, &ns) == 0 && ns <= 0)
 		return bad(flag, s, "must be a positive duration such as 30s, 5m or 1h");
 	return parse_duration_ms(flag, s, 1, out);
-}
-
-/* True when `s` is one of the NULL-terminated `set`. */
-static bool one_of(const char *s, const char *const *set)
-{
-	for (; *set; set++)
-		if (strcmp(s, *set) == 0)
-			return true;
-	return false;
 }
 
 /* controller-runtime lower-cases the values of its zap flags (strings.ToLower)
@@ -203,14 +188,9 @@ static int zap_level(const char *s)
 
 static int parse_bool(const char *flag, const char *s, bool *out)
 {
-	/* the spellings of Go's strconv.ParseBool */
-	if (!s || one_of(s, (const char *const[]){ "1", "t", "T", "true", "TRUE", "True", NULL }))
-		*out = true;
-	else if (one_of(s, (const char *const[]){ "0", "f", "F", "false", "FALSE", "False", NULL }))
-		*out = false;
-	else
-		return bad(flag, s, "must be true or false");
-	return 0;
+	if (!s)   /* a bare --flag */
+		return *out = true, 0;
+	return k8s_parse_bool(s, out) == 0 ? 0 : bad(flag, s, "must be true or false");
 }
 
 int controller_flags_parse(int argc, char **argv, controller_flags *f)

@@ -102,13 +102,4 @@ typedef void (*controller_flags_warn_fn)(const char *flag, const char *msg, void
 int controller_flags_warnings(const controller_flags *f, controller_flags_warn_fn warn,
                               void *userdata);
 
-/**
- * Parses a Go duration (time.ParseDuration syntax): an optional sign, then
- * one or more decimal numbers, each with an optional fraction and a unit
- * (ns, us, µs, ms, s, m, h), e.g. "250ms", "1.5s", "1m30s", "-2h"; the bare
- * "0" needs no unit. Writes nanoseconds to `*ns`. Returns 0, or -1 for a
- * malformed value or one beyond +-2^63 ns. Used by every duration flag.
- */
-int controller_parse_duration(const char *s, int64_t *ns);
-
 #endif

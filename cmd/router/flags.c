@@ -77,20 +77,6 @@ void rt_flags_free(rt_flags *f)
 
 /* ---- value parsers: 0, or -1 with the reason in `why` ---- */
 
-static int parse_bool(const char *s, bool *out)
-{
-	/* the spellings of Go's strconv.ParseBool */
-	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True", NULL };
-	static const char *const no[] = { "0", "f", "F", "false", "FALSE", "False", NULL };
-	for (int i = 0; yes[i]; i++)
-		if (strcmp(s, yes[i]) == 0)
-			return *out = true, 0;
-	for (int i = 0; no[i]; i++)
-		if (strcmp(s, no[i]) == 0)
-			return *out = false, 0;
-	return -1;
-}
-
 /* Go's strconv.ParseInt(s, 10, 64): optional sign, decimal digits only. */
 static int parse_i64(const char *s, int64_t *out)
 {
@@ -108,20 +94,6 @@ static int parse_i64(const char *s, int64_t *out)
 	if (errno || *end)
 		return -1;
 	*out = v;
-	return 0;
-}
-
-/* A Go duration in whole milliseconds; a positive fraction of a
- * millisecond rounds up so that a tiny timeout is not silently 0. */
-static int parse_duration_ms(const char *s, long *out)
-{
-	int64_t ns;
-	if (k8s_duration_parse(s, &ns) < 0)
-		return -1;
-	int64_t ms = ns / 1000000 + (ns > 0 && ns % 1000000 ? 1 : 0);
-	if (ms > LONG_MAX || ms < LONG_MIN)
-		return -1;
-	*out = (long)ms;
 	return 0;
 }
 
@@ -271,11 +243,11 @@ int rt_flag_set(rt_flags *f, const rt_flag_def *d, const char *v, const char *or
 		return 0;
 	}
 	case RT_FT_BOOL:
-		if (parse_bool(v, (bool *)base) < 0)
+		if (k8s_parse_bool(v, (bool *)base) < 0)
 			want = "must be true or false";
 		break;
 	case RT_FT_DUR:
-		if (parse_duration_ms(v, (long *)base) < 0)
+		if (k8s_duration_parse_ms(v, (long *)base) < 0)
 			want = "must be a duration such as 250ms, 30s or 1m30s";
 		break;
 	case RT_FT_INT: {

@@ -101,16 +101,15 @@ static int parse_long(const char *flag, const char *s, long min, long max, long 
 
 static int parse_ms(const char *flag, const char *s, long min_ms, long *out)
 {
-	int64_t ns;
-	if (k8s_duration_parse(s, &ns) < 0)
+	long ms;
+	if (k8s_duration_parse_ms(s, &ms) < 0)
 		return bad(flag, s, "must be a duration such as 500ms, 10s or 1m");
-	int64_t ms = ns / 1000000 + (ns > 0 && ns % 1000000 ? 1 : 0);
-	if (ms < min_ms || ms > LONG_MAX) {
+	if (ms < min_ms) {
 		char want[64];
 		snprintf(want, sizeof(want), "must be >= %ldms", min_ms);
 		return bad(flag, s, want);
 	}
-	*out = (long)ms;
+	*out = ms;
 	return 0;
 }
 

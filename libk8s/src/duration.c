@@ -4,6 +4,7 @@
  * values written for the Go binaries carry over.
  */
 #include <ctype.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -82,4 +83,31 @@ int k8s_duration_parse(const char *s, int64_t *ns)
 		return -1;
 	*ns = neg ? (int64_t)(0 - total) : (int64_t)total;
 	return 0;
+}
+
+int k8s_duration_parse_ms(const char *s, long *ms)
+{
+	int64_t ns;
+	if (k8s_duration_parse(s, &ns) < 0)
+		return -1;
+	int64_t v = ns / 1000000 + (ns > 0 && ns % 1000000 ? 1 : 0);
+	if (v > LONG_MAX || v < LONG_MIN)
+		return -1;
+	*ms = (long)v;
+	return 0;
+}
+
+int k8s_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "1", "t", "T", "true", "TRUE", "True" };
+	static const char *const no[] = { "0", "f", "F", "false", "FALSE", "False" };
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcmp(s, yes[i]) == 0)
+			return *out = true, 0;
+		if (strcmp(s, no[i]) == 0)
+			return *out = false, 0;
+	}
+	return -1;
 }

@@ -171,10 +171,41 @@ def sa_kubeconfig():
     return sa.stdout.strip().splitlines()[-1]
 
 
-class ControllerProcess:
+class LoggedProcess:
+    """A process of ours under test whose output goes to `self.log` through
+    `self._logf` (subclasses set both and `self.proc`); `kind` names it in
+    failure messages."""
+
+    kind = "process"
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Sends `sig` and waits; returns the exit code (SIGKILL: -9)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._logf.close()
+        return self.proc.returncode
+
+    def assert_clean_log(self):
+        text = self.text()
+        for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
+            assert bad not in text, f"sanitizer report in {self.kind} log: {bad}\n" + text[-6000:]
+
+
+class ControllerProcess(LoggedProcess):
     """One agent-sandbox-controller process running as the deploy/ ServiceAccount,
     on free loopback ports, logging to `log`. Extra flags are appended last, so
     they override the defaults given here."""
+
+    kind = "controller"
 
     # The conversion webhook's port, shared by the controllers of a session that
     # run one after another. The controller points the CRDs at its URL when it
@@ -220,31 +251,12 @@ class ControllerProcess:
         self.proc = subprocess.Popen(self.args, stdout=self._logf, stderr=subprocess.STDOUT, env=env)
         ControllerProcess._running.append(self)
 
-    def text(self):
-        return open(self.log).read()
-
     def wait_leading(self, timeout=60):
         """Waits until caches are synced and this process leads (workers started)."""
         wait_for(lambda: "starting workers" in self.text() or self.proc.poll() is not None,
                  timeout=timeout, desc="controller caches to sync and leadership")
         assert self.proc.poll() is None, "controller exited early:\n" + self.text()[-4000:]
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        """Sends `sig` and waits; returns the exit code (SIGKILL: -9)."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._logf.close()
-        return self.proc.returncode
-
-    def assert_clean_log(self):
-        text = self.text()
-        for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
-            assert bad not in text, f"sanitizer report in controller log: {bad}\n" + text[-4000:]
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ import http.client
 import http.server
 import json
 import os
-import signal
 import socket
 import socketserver
 import struct
@@ -18,7 +17,7 @@ import subprocess
 import threading
 import time
 
-from conftest import free_port, wait_for
+from conftest import LoggedProcess, free_port, wait_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -40,8 +39,10 @@ def asan_build():
     return "libasan" in out
 
 
-class Router:
+class Router(LoggedProcess):
     """One sandbox-router process on free loopback ports, logging to `log`."""
+
+    kind = "router"
 
     def __init__(self, logdir, extra_args=(), env=None, name="router", allow_loopback=True):
         self.port, self.metrics_port, self.probe_port = free_port(), free_port(), free_port()
@@ -71,10 +72,6 @@ class Router:
                 return False
         wait_for(ready, timeout=timeout, interval=0.05, desc="router /readyz")
         return self
-
-    def text(self):
-        with open(self.log) as f:
-            return f.read()
 
     def get_probe(self, path, port=None):
         c = http.client.HTTPConnection("127.0.0.1", port or self.probe_port, timeout=5)
@@ -106,21 +103,6 @@ class Router:
         finally:
             c.close()
 
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._logf.close()
-        return self.proc.returncode
-
-    def assert_clean_log(self):
-        text = self.text()
-        for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
-            assert bad not in text, f"sanitizer report in router log: {bad}\n" + text[-6000:]
 
 
 def sandbox_headers(sid="sb", port=None, ip="127.0.0.1", ns=None, **extra):

@@ -129,7 +129,6 @@ def test_large_response_and_head(router, backend):
 
 def test_keepalive_pool_reuses_connections(router, backend):
     c = http.client.HTTPConnection("127.0.0.1", router.port, timeout=10)
-    peers = set()
     for _ in range(20):
         c.request("GET", "/echo", headers=sandbox_headers(port=backend.port))
         r = c.getresponse()

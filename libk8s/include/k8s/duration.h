@@ -1,10 +1,12 @@
 /*
- * duration.h - parsing Go durations ("250ms", "1m30s"), the syntax of the
- * duration flags of Kubernetes components and of our commands.
+ * duration.h - parsing flag values in Go's syntax: durations ("250ms",
+ * "1m30s") and booleans, as the flags of Kubernetes components and of our
+ * commands take them.
  */
 #ifndef K8S_DURATION_H
 #define K8S_DURATION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "k8s/common.h"
 
@@ -22,6 +24,22 @@ extern "C" {
  *         last error is recorded: callers name their flag).
  */
 K8S_EXTERN int k8s_duration_parse(const char *s, int64_t *ns);
+
+/**
+ * As k8s_duration_parse(), in whole milliseconds: a positive fraction of a
+ * millisecond rounds up (so a tiny timeout or window is never silently 0),
+ * a negative one towards zero. Pure; thread-safe.
+ * @return 0, or -1 (malformed, or beyond the range of long).
+ */
+K8S_EXTERN int k8s_duration_parse_ms(const char *s, long *ms);
+
+/**
+ * Parses a boolean flag value with Go's strconv.ParseBool spellings
+ * (https://pkg.go.dev/strconv#ParseBool): 1, t, T, true, TRUE, True and
+ * 0, f, F, false, FALSE, False. Pure; thread-safe.
+ * @return 0, or -1 for anything else (NULL included).
+ */
+K8S_EXTERN int k8s_parse_bool(const char *s, bool *out);
 
 #ifdef __cplusplus
 }

@@ -10,21 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include "flags.h"
+#include "../argv.h"
+#include "k8s/duration.h"
 
 /* Parses the NULL-terminated flags after the program name into `f`
  * (defaults first); returns controller_flags_parse()'s result. */
 static int parse(controller_flags *f, ...)
 {
-	static char *argv[64];
-	static char buf[64][256];
-	int argc = 0;
+	char **argv;
 	va_list ap;
-	argv[argc++] = strcpy(buf[0], "agent-sandbox-controller");
 	va_start(ap, f);
-	for (const char *a; (a = va_arg(ap, const char *)) && argc < 63; argc++)
-		argv[argc] = strncpy(buf[argc], a, sizeof(buf[argc]) - 1);
+	int argc = test_argv(&argv, "agent-sandbox-controller", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	controller_flags_defaults(f);
 	return controller_flags_parse(argc, argv, f);
 }
@@ -69,22 +66,22 @@ END_TEST
 START_TEST(go_durations)
 {
 	int64_t ns;
-	ck_assert_int_eq(controller_parse_duration("0", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("0", &ns), 0);
 	ck_assert_int_eq(ns, 0);
-	ck_assert_int_eq(controller_parse_duration("5m", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("5m", &ns), 0);
 	ck_assert_int_eq(ns, 300000000000LL);
-	ck_assert_int_eq(controller_parse_duration("1h2m3.5s", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("1h2m3.5s", &ns), 0);
 	ck_assert_int_eq(ns, 3723500000000LL);
-	ck_assert_int_eq(controller_parse_duration("-1.5ms", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("-1.5ms", &ns), 0);
 	ck_assert_int_eq(ns, -1500000);
-	ck_assert_int_eq(controller_parse_duration("\xc2\xb5s", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("3\xc2\xb5s", &ns), 0);
+	ck_assert_int_eq(k8s_duration_parse("\xc2\xb5s", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("3\xc2\xb5s", &ns), 0);
 	ck_assert_int_eq(ns, 3000);
-	ck_assert_int_eq(controller_parse_duration("5", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("1d", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration(".s", &ns), -1);
-	ck_assert_int_eq(controller_parse_duration("3000000h", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("5", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("1d", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse(".s", &ns), -1);
+	ck_assert_int_eq(k8s_duration_parse("3000000h", &ns), -1);
 }
 END_TEST
 

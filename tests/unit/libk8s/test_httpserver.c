@@ -114,38 +114,7 @@ static void teardown(void)
 
 /* --- a libcurl client ---------------------------------------------------------- */
 
-typedef struct {
-	long status;
-	char body[8192];
-	size_t len;
-	char headers[4096];
-	size_t hlen;
-	CURLcode rc;
-} reply;
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-	reply *r = ud;
-	size_t len = size * n;
-	if (r->len + len < sizeof(r->body)) {
-		memcpy(r->body + r->len, p, len);
-		r->len += len;
-		r->body[r->len] = '\0';
-	}
-	return len;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *ud)
-{
-	reply *r = ud;
-	size_t len = size * n;
-	if (r->hlen + len < sizeof(r->headers)) {
-		memcpy(r->headers + r->hlen, p, len);
-		r->hlen += len;
-		r->headers[r->hlen] = '\0';
-	}
-	return len;
-}
+#include "curlreply.h"
 
 static void perform(CURL *h, const char *method, const char *path, const char *body,
                     long body_len, struct curl_slist *headers, reply *r)

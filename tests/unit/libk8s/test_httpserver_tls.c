@@ -94,26 +94,11 @@ static void teardown(void)
 
 /* --- libcurl client ---------------------------------------------------------- */
 
-typedef struct {
-	char body[4096];
-	size_t len;
-} sink;
-
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
-{
-	sink *s = ud;
-	size_t len = size * n;
-	if (s->len + len < sizeof(s->body)) {
-		memcpy(s->body + s->len, p, len);
-		s->len += len;
-		s->body[s->len] = '\0';
-	}
-	return len;
-}
+#include "curlreply.h"
 
 /* GET or POST `path` over HTTPS trusting `ca_pem` (NULL: the system store). */
 static CURLcode request(CURL *h, const char *ca_pem, const char *path, const char *post,
-                        long *status, sink *out)
+                        long *status, reply *out)
 {
 	char url[128];
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
@@ -138,7 +123,7 @@ static void assert_serves(const char *ca_pem)
 {
 	CURL *h = curl_easy_init();
 	long status;
-	sink out;
+	reply out;
 	CURLcode rc = request(h, ca_pem, "/hello", NULL, &status, &out);
 	ck_assert_msg(rc == CURLE_OK, "curl: %s", curl_easy_strerror(rc));
 	ck_assert_int_eq(status, 200);
@@ -150,7 +135,7 @@ START_TEST(https_verified_against_the_ca)
 {
 	CURL *h = curl_easy_init();
 	long status;
-	sink out;
+	reply out;
 	ck_assert_int_eq(request(h, bundle.ca_cert, "/hello", NULL, &status, &out), CURLE_OK);
 	ck_assert_int_eq(status, 200);
 	ck_assert_str_eq(out.body, "hello");
@@ -171,7 +156,7 @@ START_TEST(untrusted_client_refused_server_goes_on)
 {
 	CURL *h = curl_easy_init();
 	long status;
-	sink out;
+	reply out;
 	/* another CA: the client refuses our certificate */
 	k8s_cert_bundle other;
 	new_bundle(&other);
@@ -259,7 +244,7 @@ START_TEST(reloads_changed_files)
 	for (int i = 0; i < 100 && !reloaded; i++) {
 		CURL *h = curl_easy_init();
 		long status;
-		sink out;
+		reply out;
 		reloaded = request(h, next.ca_cert, "/hello", NULL, &status, &out) == CURLE_OK && status == 200;
 		curl_easy_cleanup(h);
 		if (!reloaded)
@@ -268,7 +253,7 @@ START_TEST(reloads_changed_files)
 	ck_assert_msg(reloaded, "the new certificate was not picked up");
 	CURL *h = curl_easy_init();
 	long status;
-	sink out;
+	reply out;
 	ck_assert_int_eq(request(h, bundle.ca_cert, "/hello", NULL, &status, &out), CURLE_PEER_FAILED_VERIFICATION);
 	curl_easy_cleanup(h);
 	k8s_cert_bundle_dispose(&next);

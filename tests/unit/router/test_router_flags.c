@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "flags.h"
+#include "../argv.h"
 
 static char err[512];
 
@@ -28,16 +29,11 @@ static void clear_env(void)
 /* Loads the NULL-terminated flags into `f` (defaults first). */
 static int load(rt_flags *f, ...)
 {
-	static char *argv[64];
-	static char buf[64][512];
-	int argc = 0;
+	char **argv;
 	va_list ap;
-	argv[argc++] = strcpy(buf[0], "sandbox-router");
 	va_start(ap, f);
-	for (const char *a; (a = va_arg(ap, const char *)) && argc < 63; argc++)
-		argv[argc] = strncpy(buf[argc], a, sizeof(buf[argc]) - 1);
+	int argc = test_argv(&argv, "sandbox-router", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	ck_assert_int_eq(rt_flags_defaults(f), 0);
 	FILE *null = fopen("/dev/null", "w");
 	err[0] = '\0';

@@ -10,19 +10,15 @@
 #include <string.h>
 
 #include "flags.h"
+#include "../argv.h"
 
 static int parse(sandboxd_flags *f, ...)
 {
-	static char *argv[64];
-	static char buf[64][256];
-	int argc = 0;
+	char **argv;
 	va_list ap;
-	argv[argc++] = strcpy(buf[0], "sandboxd");
 	va_start(ap, f);
-	for (const char *a; (a = va_arg(ap, const char *)) && argc < 63; argc++)
-		argv[argc] = strncpy(buf[argc], a, sizeof(buf[argc]) - 1);
+	int argc = test_argv(&argv, "sandboxd", ap);
 	va_end(ap);
-	argv[argc] = NULL;
 	sandboxd_flags_defaults(f);
 	return sandboxd_flags_parse(argc, argv, f);
 }
