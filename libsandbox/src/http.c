@@ -3,8 +3,9 @@
  * B.2, D.7): the router headers, a pooled libcurl connection, streamed
  * bodies both ways, retries on the statuses and failures upstream's SDK
  * retries, and errors that say what happened. When a request fails
- * because nothing answers, the Sandbox is looked up: if it is gone, the
- * error says it was deleted rather than quoting a 502.
+ * because nothing answers, or with a 404 (a router's "Sandbox not found"),
+ * the Sandbox is looked up: if it is gone, the error says it was deleted
+ * rather than quoting a 502 or 404.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -391,9 +392,13 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		free(b.buf);
 		b.buf = NULL;
 		bool unreachable = status == 0 || status == 502 || status == 503 || status == 504;
-		if (v == RETRY && unreachable) {
+		/* A router with a Sandbox cache answers 404 for a Sandbox it no
+		 * longer has; a 404 of the sandbox itself (a missing file) costs
+		 * one lookup that finds the Sandbox and keeps the error as is. */
+		if ((v == RETRY && unreachable) || (v == FAIL && status == 404 && !checked_gone)) {
 			/* a cached pod IP or tunnel may be what is stale */
-			sbx__handle_disconnect(h);
+			if (v == RETRY)
+				sbx__handle_disconnect(h);
 			if (!checked_gone) {
 				checked_gone = true;
 				char saved[1024];

@@ -1,7 +1,8 @@
 """The Python SDK (sdk-python/, package agent_sandbox_c, over libsandbox's
 client C API) against the real control plane, with the extension
-controllers running (fixture `extensions_controller`): what does not need
-the router and sandboxd yet.
+controllers running (fixture `extensions_controller`): the control-plane
+side of the SDK, and the modes the whole-stack tests (test_stack.py) do not
+take.
 
 - create from a warm pool and cold (a zero-replica pool), the claim the SDK
   writes (spec/surfaces.md D.4: name, labels, UTC ISO-8601 annotation,
@@ -12,11 +13,13 @@ the router and sandboxd yet.
   no claim behind, an asyncio task cancelled mid-wait;
 - get / list / delete, status, pod name and IP;
 - a sandbox deleted under the client: the next call says so;
-- 50 sandboxes from 50 threads, then 50 from 50 asyncio tasks.
+- in-cluster mode against sandboxd on the pod's IP; gateway mode (a
+  stand-in router on port 80).
 
 The SDK talks to the API server as the cluster admin (a user's kubeconfig).
-Commands and files through the router are tested in test_sdk_wire.py
-against a stand-in until the router and sandboxd land.
+The wire details (headers, bodies, retries, the kubectl tunnel) are tested in
+test_sdk_wire.py against a stand-in; SDK -> router -> sandboxd, concurrency
+and the upstream client in test_stack.py.
 """
 import asyncio
 import datetime
@@ -28,7 +31,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, condition, free_port, wait_for
+from conftest import ROOT, condition, wait_for
 from test_sandbox import IMAGE
 from test_sdk_wire import Standin, headers
 
@@ -289,53 +292,6 @@ def test_in_cluster_mode_against_sandboxd(kube, ns, tmp_path):
         assert runtime.returncode == 0, "sandboxd did not exit cleanly on SIGTERM"
 
 
-def start_router(logdir):
-    """cmd/router's sandbox-router on a free loopback port, allowed to dial
-    the local stack's 127.x pod IPs (X-Sandbox-Pod-IP); no cache, probes or
-    metrics. Returns (process, URL)."""
-    binary = os.path.join(os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
-                          "cmd", "router", "sandbox-router")
-    port = free_port()
-    log = open(os.path.join(str(logdir), "router.log"), "w")
-    proc = subprocess.Popen([binary, "--http-bind-address", f"127.0.0.1:{port}",
-                             "--metrics-bind-address", "", "--health-probe-bind-address", "",
-                             "--allow-loopback-pod-ip"], stdout=log, stderr=subprocess.STDOUT)
-
-    def up():
-        assert proc.poll() is None, f"sandbox-router exited {proc.returncode}"
-        with socket.socket() as sock:
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-    wait_for(up, timeout=20, interval=0.05, desc="sandbox-router listening")
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def test_sdk_router_sandboxd(kube, ns, tmp_path):
-    """The whole data path: SDK -> sandbox-router (direct URL) -> sandboxd on
-    the warm pod's loopback IP, reached through the X-Sandbox-Pod-IP the SDK
-    takes from the claim's status: the E.1 command and file round trip."""
-    setup_pool(kube, ns, 1)
-    router, url = start_router(tmp_path)
-    runtime = None
-    try:
-        with sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url=url, max_retries=0),
-                               kubeconfig=kube.kubeconfig) as c:
-            sb = c.create_sandbox("pool", ns)
-            assert sb.sandbox_id != sb.claim_name  # warm
-            runtime = start_sandboxd(sb.get_pod_ip(), tmp_path / "workspace", tmp_path)
-            r = sb.commands.run("echo 'Hello from SDK'")
-            assert (r.stdout, r.stderr, r.exit_code) == ("Hello from SDK\n", "", 0)
-            sb.files.write("test.txt", b"through the router")
-            assert sb.files.read("test.txt") == b"through the router"
-            assert sb.files.exists("test.txt")
-        wait_for(lambda: claims(kube, ns) == [], timeout=10, desc="claim deleted on exit")
-    finally:
-        for p in (router, runtime):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                p.wait(20)
-    assert router.returncode == 0 and runtime.returncode == 0
-
-
 GATEWAY_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
     "metadata": {"name": "gateways.gateway.networking.k8s.io",
@@ -441,56 +397,3 @@ def test_sandbox_deleted_under_the_client(kube, ns, client):
     with pytest.raises(sdk.SandboxNotFoundError):
         client.get_sandbox(sb.claim_name, ns)
     sb.terminate()  # the claim is gone already: fine
-
-
-# ---------------------------------------------------------------- concurrency
-
-N = 50
-
-
-def test_fifty_threads_and_fifty_tasks_at_once(kube, ns, client):
-    """50 sandboxes from 50 threads (sync client) while 50 asyncio tasks
-    (async client) create 50 more: 100 claims in flight on a pool of 10."""
-    setup_pool(kube, ns, 10)
-    results, errors = [], []
-
-    def one(i):
-        try:
-            results.append(client.create_sandbox("pool", ns, 120, {"by": "thread"}))
-        except Exception as e:  # noqa: BLE001 - collected and reported below
-            errors.append(repr(e))
-
-    async def tasks():
-        c = sdk.AsyncSandboxClient(NOWHERE, kubeconfig=kube.kubeconfig)
-        handles = await asyncio.gather(*(c.create_sandbox("pool", ns, 120, {"by": "task"})
-                                         for _ in range(N)))
-        states = await asyncio.gather(*(h.status() for h in handles))
-        return c, handles, states
-
-    t0 = time.monotonic()
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(N)]
-    for t in threads:
-        t.start()
-    aclient, handles, states = asyncio.run(tasks())
-    for t in threads:
-        t.join()
-    print(f"{2 * N} sandboxes Ready in {time.monotonic() - t0:.1f} s")
-    assert errors == []
-    assert len(results) == N and len(handles) == N
-    assert len({s.sandbox_id for s in results} | {h.sandbox_id for h in handles}) == 2 * N
-    assert all(s.status()[0] == "SandboxReady" for s in results)
-    assert {st for st, _ in states} == {"SandboxReady"}
-    assert sorted(client.list_all_sandboxes(ns, "by=thread")) == \
-        sorted(s.claim_name for s in results)
-    assert sorted(client.list_all_sandboxes(ns, "by=task")) == \
-        sorted(h.claim_name for h in handles)
-    launch = [s["metadata"]["labels"]["agents.x-k8s.io/launch-type"]
-              for s in kube.list("sandbox", ns, selector="agents.x-k8s.io/claim-uid")]
-    print(f"{launch.count('warm')} warm, {launch.count('cold')} cold")
-
-    async def cleanup():
-        await aclient.delete_all()
-        await aclient.close()
-    client.delete_all()
-    asyncio.run(cleanup())
-    wait_for(lambda: claims(kube, ns) == [], timeout=30, desc="every claim deleted")

@@ -1,0 +1,412 @@
+"""The whole stack on one machine: the Python SDK (agent_sandbox_c) ->
+sandbox-router (cmd/router, Sandbox/Pod caches on) -> sandboxd (cmd/sandboxd)
+on each sandbox pod's loopback IP, started by tools/sandboxd-pods standing in
+for the kubelet; the extension controllers run the warm pool and the claims.
+
+- the Python SDK e2e scenarios of spec/surfaces.md E.1 in router mode: a
+  zero-replica pool (cold) and a warm pool, the claim annotation in UTC
+  ISO-8601, volume claim templates; each runs `echo 'Hello from SDK'`
+  (stdout exact, stderr empty, exit 0) and a write/read round trip;
+- a 50 MB file both ways through the router in flat memory;
+- the sandbox deleted under the client;
+- 50 sandboxes from 50 threads and 50 from 50 asyncio tasks, each running
+  a command;
+- the upstream client (`k8s-agent-sandbox` 1.0.8 from PyPI, installed by
+  tools/install-deps) against our warm pool, router and sandboxd.
+
+The template is the example of deploy/sandboxd/sandboxtemplate.yaml as it is
+(runAsUser 1000: as root, sandboxd-pods runs each sandboxd as that user).
+"""
+import asyncio
+import datetime
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+import yaml
+
+from conftest import ROOT, LoggedProcess, condition, wait_for
+from router_util import Router
+
+import agent_sandbox_c as sdk
+
+pytestmark = pytest.mark.usefixtures("extensions_controller")
+
+EXT_API = "extensions.agents.x-k8s.io/v1beta1"
+CLAIM = "sandboxclaims.extensions.agents.x-k8s.io"
+POOL = "sandboxwarmpools.extensions.agents.x-k8s.io"
+A_REQUESTED = "agents.x-k8s.io/client-first-requested-at"
+HELLO = "echo 'Hello from SDK'"
+UPSTREAM_CLIENT = os.environ.get("AGENT_SANDBOX_UPSTREAM_CLIENT", os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agent-sandbox",
+    "k8s-agent-sandbox-1.0.8"))
+
+
+class SandboxdPods(LoggedProcess):
+    """tools/sandboxd-pods for the whole test cluster."""
+
+    kind = "sandboxd-pods"
+
+    def __init__(self, logdir, kubeconfig):
+        # sandboxd runs as the pods' runAsUser: its directories must be
+        # reachable by that user, which pytest's private tmp dirs are not
+        self.state = tempfile.mkdtemp(prefix="agent-sandbox-test-pods-", dir="/tmp")
+        os.chmod(self.state, 0o755)
+        self.log = os.path.join(str(logdir), "sandboxd-pods.log")
+        self._logf = open(self.log, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(ROOT, "tools", "sandboxd-pods"),
+             "--kubeconfig", kubeconfig, "--state-dir", self.state],
+            stdout=self._logf, stderr=subprocess.STDOUT)
+
+        def watching():
+            assert self.proc.poll() is None, f"sandboxd-pods exited:\n{self.text()}"
+            return "watching pods" in self.text()
+        wait_for(watching, timeout=30, desc="sandboxd-pods watching")
+
+    def root_of(self, ns, pod):
+        """The directory a pod's sandboxd serves (its /workspace)."""
+        found = glob.glob(os.path.join(self.state, "pods", f"{ns}_{pod}_*"))
+        assert len(found) == 1, f"runtime directories of {ns}/{pod}: {found}"
+        return found[0]
+
+    def assert_clean_logs(self):
+        """No sanitizer report in any sandboxd's log."""
+        for path in glob.glob(os.path.join(self.state, "logs", "*.log")):
+            with open(path) as f:
+                text = f.read()
+            for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
+                assert bad not in text, f"sanitizer report in {path}:\n{text[-4000:]}"
+
+
+class Stack:
+    def __init__(self, pods, router):
+        self.pods, self.router = pods, router
+        self.url = f"http://127.0.0.1:{router.port}"
+
+    def config(self, **kw):
+        return sdk.SandboxDirectConnectionConfig(api_url=self.url, **kw)
+
+
+@pytest.fixture(scope="module")
+def stack(kube, extensions_controller, tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("stack")
+    pods = SandboxdPods(logdir, kube.kubeconfig)
+    router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig])
+    try:
+        router.wait_ready()
+        yield Stack(pods, router)
+    finally:
+        rc_router = router.stop()
+        rc_pods = pods.stop()
+        print("---- sandboxd-pods log (tail) ----\n" + pods.text()[-3000:])
+    router.assert_clean_log()
+    pods.assert_clean_logs()
+    shutil.copytree(os.path.join(pods.state, "logs"), os.path.join(str(logdir), "sandboxd-logs"))
+    shutil.rmtree(pods.state)
+    assert "exited by itself" not in pods.text(), "a sandboxd died under its pod"
+    assert rc_router == 0, "sandbox-router: exit code %d on SIGTERM" % rc_router
+    assert rc_pods == 0, "sandboxd-pods: exit code %d on SIGTERM" % rc_pods
+    assert "stopped sandboxd" in pods.text() or "started sandboxd" not in pods.text()
+
+
+def sandboxd_template(**fields):
+    with open(os.path.join(ROOT, "deploy", "sandboxd", "sandboxtemplate.yaml")) as f:
+        tpl = yaml.safe_load(f)
+    tpl["spec"].update(fields)
+    return tpl
+
+
+def setup_pool(kube, ns, replicas, **tpl_fields):
+    """deploy/sandboxd's template and a pool `pool` of `replicas` on it,
+    waited until Ready."""
+    kube.create({"apiVersion": "v1", "kind": "List", "items": [
+        sandboxd_template(**tpl_fields),
+        {"apiVersion": EXT_API, "kind": "SandboxWarmPool", "metadata": {"name": "pool"},
+         "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "sandboxd"}}}]}, ns)
+    if replicas:
+        wait_for(lambda: ((kube.get(POOL, "pool", ns) or {}).get("status") or {})
+                 .get("readyReplicas") == replicas, timeout=90, desc="pool ready")
+
+
+def claims(kube, ns):
+    return [c["metadata"]["name"] for c in kube.list(CLAIM, ns)]
+
+
+def assert_hello_and_round_trip(stack, sb, content=b"Hello, file!"):
+    """E.1: the command's exact output, then test.txt written, read back,
+    listed and found, and on the pod's own disk."""
+    r = sb.commands.run(HELLO)
+    assert (r.stdout, r.stderr, r.exit_code) == ("Hello from SDK\n", "", 0)
+    sb.files.write("test.txt", content)
+    assert sb.files.read("test.txt") == content
+    assert [(e.name, e.type, e.size) for e in sb.files.list(".")] == \
+        [("test.txt", "file", len(content))]
+    assert sb.files.exists("test.txt") and not sb.files.exists("missing.txt")
+    with open(os.path.join(stack.pods.root_of(sb.namespace, sb.get_pod_name()), "test.txt"),
+              "rb") as f:
+        assert f.read() == content
+
+
+def assert_utc_iso8601(stamp, not_before):
+    t = datetime.datetime.fromisoformat(stamp)
+    assert t.utcoffset() == datetime.timedelta(0), stamp
+    assert not_before - datetime.timedelta(seconds=1) <= t <= \
+        datetime.datetime.now(datetime.timezone.utc), stamp
+
+
+@pytest.mark.parametrize("replicas", [0, 2], ids=["cold", "warm"])
+def test_router_mode(kube, ns, stack, replicas):
+    """E.1 router mode with a zero-replica pool (cold) and a warm pool; the
+    claim's annotation is UTC ISO-8601; leaving the client deletes the claim,
+    and the pod's sandboxd stops with its pod."""
+    setup_pool(kube, ns, replicas)
+    before = datetime.datetime.now(datetime.timezone.utc)
+    with sdk.SandboxClient(stack.config(), kubeconfig=kube.kubeconfig) as c:
+        sb = c.create_sandbox("pool", ns, 90)
+        launch = kube.get("sandbox", sb.sandbox_id, ns)["metadata"]["labels"][
+            "agents.x-k8s.io/launch-type"]
+        assert launch == ("warm" if replicas else "cold")
+        assert (sb.sandbox_id == sb.claim_name) == (replicas == 0)
+        claim = kube.get(CLAIM, sb.claim_name, ns)
+        assert_utc_iso8601(claim["metadata"]["annotations"][A_REQUESTED], before)
+        assert condition(claim, "Ready")["status"] == "True"
+        assert_hello_and_round_trip(stack, sb)
+        pod = sb.get_pod_name()
+    wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="claim deleted on exit")
+    wait_for(lambda: f"stopped sandboxd for pod {ns}/{pod}" in stack.pods.text(), timeout=60,
+             desc="the pod's sandboxd stopped with its pod")
+
+
+def test_volume_claim_templates(kube, ns, stack):
+    """E.1 volume claim templates: a template that allows them, a claim
+    carrying one; the Sandbox gets the PVC and the data path works."""
+    setup_pool(kube, ns, 0, volumeClaimTemplatesPolicy="Allowed")
+    vct = {"metadata": {"name": "data"},
+           "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}}}
+    with sdk.SandboxClient(stack.config(), kubeconfig=kube.kubeconfig) as c:
+        sb = c.create_sandbox("pool", ns, 90, volume_claim_templates=[vct])
+        assert kube.get(CLAIM, sb.claim_name, ns)["spec"]["volumeClaimTemplates"] == [vct]
+        assert kube.get("pvc", f"data-{sb.sandbox_id}", ns) is not None
+        assert_hello_and_round_trip(stack, sb, b"on a volume claim template")
+
+
+def test_sandbox_deleted_under_the_client(kube, ns, stack):
+    setup_pool(kube, ns, 1)
+    with sdk.SandboxClient(stack.config(max_retries=1), kubeconfig=kube.kubeconfig) as c:
+        sb = c.create_sandbox("pool", ns, 90)
+        assert sb.commands.run("true").exit_code == 0
+        pod = sb.get_pod_name()
+        kube.delete(CLAIM, sb.claim_name, ns)
+        wait_for(lambda: kube.get("sandbox", sb.sandbox_id, ns) is None, timeout=30,
+                 desc="the Sandbox garbage-collected")
+        wait_for(lambda: f"stopped sandboxd for pod {ns}/{pod}" in stack.pods.text(),
+                 timeout=60, desc="its sandboxd stopped")
+        with pytest.raises(sdk.SandboxNotFoundError, match="deleted while this client"):
+            sb.commands.run("echo again")
+
+
+# Run in a child process: its peak RSS says whether a body was held in memory.
+STREAM_SCRIPT = """
+import os, sys
+sys.path.insert(0, {sdk!r})
+import agent_sandbox_c as sdk
+size = int(sys.argv[1])
+c = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url={url!r}), kubeconfig={kc!r})
+sb = c.get_sandbox({claim!r}, {ns!r})
+with open(sys.argv[2], "rb") as f:
+    sb.files.write("big.bin", f, timeout=300)
+n = sb.files.read("big.bin", timeout=300, destination=sys.argv[3])
+assert n == size, n
+# VmHWM, not ru_maxrss: that one keeps the parent's peak across fork + exec
+print(next(ln.split()[1] for ln in open("/proc/self/status") if ln.startswith("VmHWM:")))
+"""
+
+
+def test_fifty_megabytes_both_ways_through_the_router(kube, ns, stack, tmp_path):
+    """A 50 MB file up and back down through router and sandboxd: the SDK
+    process's peak RSS grows by buffers, not by the file."""
+    setup_pool(kube, ns, 1)
+    with sdk.SandboxClient(stack.config(), kubeconfig=kube.kubeconfig) as c:
+        sb = c.create_sandbox("pool", ns, 90)
+        root = stack.pods.root_of(ns, sb.get_pod_name())
+
+        def peak_kib(size):
+            src, dest = tmp_path / f"src-{size}", tmp_path / f"dest-{size}"
+            chunk = os.urandom(1 << 20)
+            with open(src, "wb") as f:
+                for _ in range(size >> 20):
+                    f.write(chunk)
+            script = STREAM_SCRIPT.format(
+                sdk=os.path.dirname(os.path.dirname(sdk.__file__)), url=stack.url,
+                kc=kube.kubeconfig, claim=sb.claim_name, ns=ns)
+            env = dict(os.environ)
+            if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):  # a sanitized libsandbox (tools/test)
+                env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
+                           ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+            out = subprocess.run([sys.executable, "-c", script, str(size), str(src), str(dest)],
+                                 capture_output=True, text=True, timeout=600, env=env)
+            assert out.returncode == 0, out.stderr[-4000:]
+            assert os.path.getsize(os.path.join(root, "big.bin")) == size
+            assert_same_file(src, dest)
+            return int(out.stdout.split()[-1])
+
+        small, big = peak_kib(1 << 20), peak_kib(50 << 20)
+    print(f"SDK peak RSS: 1 MiB each way {small} KiB, 50 MiB each way {big} KiB")
+    # holding either body would add 50 MiB; streaming adds buffers only
+    assert big - small < 16 * 1024, f"peak RSS grew by {big - small} KiB for 49 MiB more"
+
+
+def assert_same_file(a, b):
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            assert x == y, f"{b} differs from {a}"
+            if not x:
+                return
+
+
+# ---------------------------------------------------------------- concurrency
+
+N = 50
+
+
+def test_fifty_threads_and_fifty_tasks_each_run_a_command(kube, ns, stack):
+    """50 sandboxes from 50 threads (sync client) while 50 asyncio tasks
+    (async client) create 50 more, on a pool of 10: 100 claims in flight;
+    each sandbox then runs a command of its own through the router."""
+    setup_pool(kube, ns, 10)
+    errors = []
+    outputs = {}
+
+    def one(c, i):
+        try:
+            sb = c.create_sandbox("pool", ns, 180, {"by": "thread"})
+            r = sb.commands.run(f"echo thread-{i}", timeout=120)
+            outputs[f"thread-{i}"] = (sb.sandbox_id, r.stdout, r.exit_code)
+        except Exception as e:  # noqa: BLE001 - collected and reported below
+            errors.append(f"thread {i}: {e!r}")
+
+    async def task(c, i):
+        sb = await c.create_sandbox("pool", ns, 180, {"by": "task"})
+        r = await sb.commands.run(f"echo task-{i}", timeout=120)
+        outputs[f"task-{i}"] = (sb.sandbox_id, r.stdout, r.exit_code)
+
+    async def tasks():
+        async with sdk.AsyncSandboxClient(stack.config(), kubeconfig=kube.kubeconfig) as c:
+            res = await asyncio.gather(*(task(c, i) for i in range(N)), return_exceptions=True)
+            errors.extend(f"task {i}: {e!r}" for i, e in enumerate(res) if e is not None)
+            return await c.list_all_sandboxes(ns, "by=task")
+
+    t0 = time.monotonic()
+    with sdk.SandboxClient(stack.config(), kubeconfig=kube.kubeconfig) as sync_client:
+        threads = [threading.Thread(target=one, args=(sync_client, i)) for i in range(N)]
+        for t in threads:
+            t.start()
+        by_task = asyncio.run(tasks())
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - t0
+        assert errors == [], "\n".join(errors[:10])
+        assert len(by_task) == N and len(sync_client.list_all_sandboxes(ns, "by=thread")) == N
+        launch = [s["metadata"]["labels"]["agents.x-k8s.io/launch-type"]
+                  for s in kube.list("sandbox", ns, selector="agents.x-k8s.io/claim-uid")]
+    print(f"{2 * N} sandboxes created and each ran a command in {elapsed:.1f} s "
+          f"({launch.count('warm')} warm, {launch.count('cold')} cold)")
+    assert len(outputs) == 2 * N
+    wrong = {k: v for k, v in outputs.items() if v[1:] != (f"{k}\n", 0)}
+    assert wrong == {}, "commands whose output was not their own"
+    assert len({v[0] for v in outputs.values()}) == 2 * N, "a Sandbox was handed out twice"
+    wait_for(lambda: claims(kube, ns) == [], timeout=60, desc="every claim deleted")
+
+
+# ---------------------------------------------------------------- compatibility
+
+UPSTREAM_SCRIPT = """
+import json, sys
+from k8s_agent_sandbox import SandboxClient
+from k8s_agent_sandbox.models import SandboxDirectConnectionConfig
+c = SandboxClient(connection_config=SandboxDirectConnectionConfig(api_url=sys.argv[1]))
+sb = c.create_sandbox("pool", namespace=sys.argv[2], sandbox_ready_timeout=120)
+r = sb.commands.run("echo 'Hello from SDK'")
+sb.files.write("test.txt", b"from the upstream client")
+out = {"claim": sb.claim_name, "sandbox": sb.sandbox_id, "stdout": r.stdout,
+       "stderr": r.stderr, "exit_code": r.exit_code,
+       "read": sb.files.read("test.txt").decode(),
+       "list": [e.name for e in sb.files.list(".")],
+       "exists": sb.files.exists("test.txt"), "missing": sb.files.exists("nope.txt")}
+pod = sb.get_pod_name()
+out["pod"] = pod
+print("RESULT " + json.dumps(out), flush=True)
+sb.terminate()
+"""
+
+
+def test_upstream_client_through_our_stack(kube, ns, stack):
+    """The upstream Python client, unchanged (k8s-agent-sandbox 1.0.8), in
+    direct mode against our router: it claims from our warm pool, waits on
+    our controller's conditions, runs a command and moves a file through
+    our router and sandboxd, and terminates."""
+    if not os.path.isdir(os.path.join(UPSTREAM_CLIENT, "k8s_agent_sandbox")):
+        msg = f"the upstream client is not installed in {UPSTREAM_CLIENT} (tools/install-deps)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    setup_pool(kube, ns, 2)
+    members = {s["metadata"]["name"] for s in kube.list("sandbox", ns)}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "PYTHONPATH") and not k.startswith("ASAN")}
+    env.update(PYTHONPATH=UPSTREAM_CLIENT, KUBECONFIG=kube.kubeconfig)
+    p = subprocess.run([sys.executable, "-c", UPSTREAM_SCRIPT, stack.url, ns],
+                       capture_output=True, text=True, timeout=300, env=env)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert p.returncode == 0 and lines, \
+        f"upstream client failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    out = json.loads(lines[0][len("RESULT "):])
+    assert out["sandbox"] in members, "not a member of our warm pool"
+    assert (out["stdout"], out["stderr"], out["exit_code"]) == ("Hello from SDK\n", "", 0)
+    assert out["read"] == "from the upstream client"
+    assert out["list"] == ["test.txt"] and out["exists"] is True and out["missing"] is False
+    wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="terminate deleted the claim")
+    wait_for(lambda: f"stopped sandboxd for pod {ns}/{out['pod']}" in stack.pods.text(),
+             timeout=60, desc="its sandboxd stopped")
+
+
+def test_sandboxd_pods_follows_the_pods(kube, ns, stack):
+    """The harness itself: a pod gets its sandboxd on its IP as that pod's
+    runAsUser, with the container's own flags; a deleted pod's sandboxd
+    stops (SIGTERM, exit 0) and its directory goes."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rt"},
+           "spec": {"securityContext": {"runAsUser": 1000, "runAsGroup": 1000},
+                    "containers": [{"name": "s", "image": "sandboxd:dev",
+                                    "args": ["--listen-host=0.0.0.0", "--root-dir=/workspace",
+                                             "--runtime-port=0"]}]}}
+    kube.create(pod, ns)
+    wait_for(lambda: f"started sandboxd for pod {ns}/rt" in stack.pods.text(), timeout=60,
+             desc="sandboxd started for the pod")
+    ip = kube.get("pod", "rt", ns)["status"]["podIP"]
+    pid = int(stack.pods.text().split(f"started sandboxd for pod {ns}/rt on {ip} (pid ")[1]
+              .split(")")[0])
+    with open(f"/proc/{pid}/status") as f:
+        uid = next(ln.split()[1] for ln in f if ln.startswith("Uid:"))
+    if os.geteuid() == 0:
+        assert uid == "1000", "sandboxd does not run as the pod's runAsUser"
+    root = stack.pods.root_of(ns, "rt")
+    with open(f"/proc/{pid}/cmdline") as f:
+        argv = f.read().split("\0")
+    assert f"--listen-host={ip}" in argv and f"--root-dir={root}" in argv
+    assert "--runtime-port=0" in argv and "--listen-host=0.0.0.0" not in argv
+    kube.delete("pod", "rt", ns)
+    wait_for(lambda: f"stopped sandboxd for pod {ns}/rt (pod deleted; exit 0)"
+             in stack.pods.text(), timeout=60, desc="its sandboxd stopped")
+    assert not os.path.exists(root)
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
