@@ -4,17 +4,20 @@ bench/README.md.
 
 Through the SDK (sdk-python, agent_sandbox_c over libsandbox), with our
 controller (--extensions) on a local control plane:
-  1. warm: `--count` sandboxes, one after the other, from a pool of
+  1. warm: `--count` sandboxes, one after the other (`--settle` s apart
+     after each termination), from a pool of
      `--count` Ready members: time from the create_sandbox() call to the
      first command's output (commands.run("echo ...") returned);
   2. cold: the same from a pool with replicas 0 (every sandbox created);
   3. commands/s: for each concurrency C of `--concurrency`, C threads run
      commands.run() on one sandbox for `--seconds` s.
-The router: `--router-url` (a sandbox router in front of real runtimes),
-else a stand-in router+runtime (tests/integration/sdk_standin.py, Python's
-http.server, one process) on loopback, which answers at once and so
-measures the SDK, the controller and the control plane, not a runtime; its
-own throughput bounds the commands/s.
+The data path, by default the whole local stack: our sandbox-router
+(cmd/router, Sandbox/Pod caches on) and sandboxd (cmd/sandboxd) on every
+pod's loopback IP, started by tools/sandboxd-pods; the template is
+deploy/sandboxd/sandboxtemplate.yaml. `--router-url URL` uses a router (and
+sandboxd pods) already running instead; `--standin` a stand-in
+router+runtime (tests/integration/sdk_standin.py, one Python process that
+answers at once: the SDK, controller and control plane alone).
 
 Cluster and controller as bench/claim_latency.sh: KUBECONFIG's cluster, or a
 private one (ports 20xxx); the controller command after `--`, default ours
@@ -24,6 +27,8 @@ import argparse
 import json
 import os
 import shlex
+import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +47,52 @@ import agent_sandbox_c as sdk  # noqa: E402
 
 def log(*a):
     print("[sdk_latency]", *a, file=sys.stderr, flush=True)
+
+
+def sandboxd_template():
+    import yaml
+    with open(os.path.join(ROOT, "deploy", "sandboxd", "sandboxtemplate.yaml")) as f:
+        tpl = yaml.safe_load(f)
+    tpl["metadata"]["name"] = "tpl"
+    return tpl
+
+
+def wait_listening(proc, port, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited ({proc.returncode})")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} not listening after {timeout} s")
+
+
+def local_stack(kubeconfig, build_dir, tmp):
+    """sandbox-router with its caches and tools/sandboxd-pods; returns
+    ([processes], router URL)."""
+    port, probes = free_port(), free_port()
+    router = subprocess.Popen(
+        [os.path.join(build_dir, "cmd", "router", "sandbox-router"),
+         "--http-bind-address", f"127.0.0.1:{port}", "--metrics-bind-address", "",
+         "--health-probe-bind-address", f"127.0.0.1:{probes}", "--access-log=false",
+         "--allow-loopback-pod-ip", "--cache-enabled", "--kubeconfig", kubeconfig],
+        stdout=open(os.path.join(tmp, "router.log"), "w"), stderr=subprocess.STDOUT)
+    state = tempfile.mkdtemp(prefix="sdk_latency-pods-", dir="/tmp")
+    os.chmod(state, 0o755)
+    pods = subprocess.Popen(
+        [sys.executable, os.path.join(ROOT, "tools", "sandboxd-pods"), "--kubeconfig", kubeconfig,
+         "--state-dir", state, "--sandboxd", os.path.join(build_dir, "cmd", "sandboxd", "sandboxd")],
+        stdout=open(os.path.join(tmp, "sandboxd-pods.log"), "w"), stderr=subprocess.STDOUT)
+    wait_listening(router, port, "sandbox-router")
+    return [router, pods], f"http://127.0.0.1:{port}", state
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def standin_router(tmp):
@@ -65,22 +116,25 @@ def wait_pool(kc, ns, name, n, timeout):
     raise RuntimeError(f"pool {ns}/{name} not {n} Ready in {timeout} s")
 
 
-def phase(client, kc, ns, replicas, count, timeout):
+def phase(client, kc, ns, replicas, count, timeout, tpl, settle=0.0):
     """count sequential create_sandbox + first command; latencies in ms."""
-    create(kc, ns, "sandboxtemplates", template())
+    create(kc, ns, "sandboxtemplates", tpl)
     create(kc, ns, "sandboxwarmpools", pool("pool", replicas))
     if replicas:
         wait_pool(kc, ns, "pool", replicas, timeout)
-    lat, warm = [], 0
+    lat, created, warm = [], [], 0
     for i in range(count):
         t = time.monotonic()
         sb = client.create_sandbox("pool", ns, sandbox_ready_timeout=timeout)
+        t1 = time.monotonic()
         out = sb.commands.run(f"echo sandbox {i}")
         lat.append((time.monotonic() - t) * 1000)
+        created.append((t1 - t) * 1000)
         assert out.exit_code == 0, out
         warm += sb.sandbox_id != sb.claim_name
         sb.terminate()
-    return sorted(lat), warm
+        time.sleep(settle)  # let the termination's work (GC, refill) pass first
+    return sorted(lat), warm, sorted(created)
 
 
 def commands_per_second(sb, threads, seconds):
@@ -111,7 +165,13 @@ def main(argv):
     ap.add_argument("--count", type=int, default=100, help="sandboxes per phase (default 100)")
     ap.add_argument("--concurrency", default="1,8,32", help="threads of the commands/s phase (default 1,8,32)")
     ap.add_argument("--seconds", type=float, default=10, help="seconds per commands/s level (default 10)")
-    ap.add_argument("--router-url", help="a sandbox router (default: the stand-in, see the docstring)")
+    ap.add_argument("--router-url", help="a sandbox router already running (default: ours and "
+                                         "tools/sandboxd-pods, started here)")
+    ap.add_argument("--standin", action="store_true",
+                    help="a stand-in router+runtime instead (tests/integration/sdk_standin.py)")
+    ap.add_argument("--settle", type=float, default=0,
+                    help="seconds to wait after each sandbox's termination before the next create "
+                         "(default 0: back to back, each create meets the previous one's cleanup)")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")))
     args = ap.parse_args(argv)
@@ -119,28 +179,32 @@ def main(argv):
     cmd = cmd or default_command(args.build_dir, "sdk_latency")
     own, env, kubeconfig = cluster_for("bench-sdk-cluster", 20, 2 * args.count + 20)
     tmp = tempfile.mkdtemp(prefix="sdk_latency-")
-    router, proc = None, None
+    stack, proc, state = [], None, None
+    tpl = template() if args.standin else sandboxd_template()
     try:
         kc, kubectl = prepare_cluster(kubeconfig, 2 * args.count + 20)
         sa = sa_kubeconfig(kc, kubectl, tmp)
         proc, logf, logpath, line = start_controller(cmd, sa, tmp, 0)
         url = args.router_url
-        if not url:
+        if args.standin:
             router, url = standin_router(tmp)
+            stack = [router]
+        elif not url:
+            stack, url, state = local_stack(kubeconfig, os.path.abspath(args.build_dir), tmp)
         client = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url=url), kubeconfig=kubeconfig)
         load0 = os.getloadavg()
         # warm-up: the controller's caches are synced once a claim is served
         ns = new_ns(kc, "sdk-warmup")
-        phase(client, kc, ns, 0, 1, args.timeout)
+        phase(client, kc, ns, 0, 1, args.timeout, tpl)
         drop_ns(kc, ns)
         res = {}
         for name, replicas in (("warm", args.count), ("cold", 0)):
             ns = new_ns(kc, f"sdk-{name}")
-            res[name] = phase(client, kc, ns, replicas, args.count, args.timeout)
+            res[name] = phase(client, kc, ns, replicas, args.count, args.timeout, tpl, args.settle)
             log(f"{name}: p50 {pct(res[name][0], 50):.0f} ms")
             drop_ns(kc, ns)
         ns = new_ns(kc, "sdk-cps")
-        create(kc, ns, "sandboxtemplates", template())
+        create(kc, ns, "sandboxtemplates", tpl)
         create(kc, ns, "sandboxwarmpools", pool("pool", 0))
         sb = client.create_sandbox("pool", ns, sandbox_ready_timeout=args.timeout)
         cps = {c: commands_per_second(sb, c, args.seconds) for c in map(int, args.concurrency.split(","))}
@@ -148,9 +212,11 @@ def main(argv):
         drop_ns(kc, ns)
         load1 = os.getloadavg()
     finally:
-        if router:
-            router.terminate()
-            router.wait()
+        for p in stack:
+            p.terminate()
+            p.wait()
+        if state:
+            shutil.rmtree(state, ignore_errors=True)
         if proc:
             stop_controller(proc, logf)
         if own:
@@ -159,15 +225,19 @@ def main(argv):
           f"load average {load0[0]:.1f} before, {load1[0]:.1f} after")
     print(f"# command: bench/sdk_latency.sh {shlex.join(sys.argv[1:])}")
     print(f"# controller: {line}")
-    print(f"# router: {args.router_url or 'stand-in (tests/integration/sdk_standin.py)'}")
+    print("# data path: " + ("stand-in router+runtime (tests/integration/sdk_standin.py)" if args.standin
+                             else f"router {args.router_url}" if args.router_url
+                             else "sandbox-router (caches on) -> sandboxd on each pod's IP (tools/sandboxd-pods)"))
     print("| figure | sandboxes | warm / cold | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|---|")
     for name in ("warm", "cold"):
-        lat, warm = res[name]
+        lat, warm, created = res[name]
         print(f"| create_sandbox -> first command output, {name} pool | {len(lat)} | {warm} / {len(lat) - warm} | "
               f"{pct(lat, 50):.0f} | {pct(lat, 99):.0f} | {lat[-1]:.0f} |")
+        print(f"| of which create_sandbox() returned, {name} pool | {len(lat)} | | "
+              f"{pct(created, 50):.0f} | {pct(created, 99):.0f} | {created[-1]:.0f} |")
     for c, v in cps.items():
-        print(f"| commands/s through the SDK, {c} threads, one sandbox | - | - | {v:.0f}/s | | |")
+        print(f"| commands/s through the SDK (`true`), {c} threads, one sandbox | - | - | {v:.0f}/s | | |")
     return 0
 
 
