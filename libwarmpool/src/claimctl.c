@@ -1119,28 +1119,61 @@ static int try_warm(pass *p, int *pending_network)
 	return result;
 }
 
+/*
+ * A pool or template by name: the cache, else the API server. A pool and a
+ * claim applied together (or a pool created just before create_sandbox())
+ * can reach the claim worker before the pool's informer: the SDK fails
+ * fast on WarmPoolNotFound, so "not found" must be the API server's word,
+ * not a lagging cache's. Costs one GET per pass of a claim whose pool or
+ * template is really missing (those are requeued slowly).
+ * Returns 0 (*out owned), K8S_ENOTFOUND, or the GET's error.
+ */
+static int get_ref(pass *p, k8s_informer *inf, const k8s_resource *r, const char *name,
+                   cJSON **out)
+{
+	if (ju_empty(name))
+		return K8S_ENOTFOUND;
+	if (k8s_informer_get(inf, p->ns, name, out) == 0)
+		return 0;
+	int rc = k8s_client_get(p->c->client, r, p->ns, name, out);
+	if (rc == 0)
+		k8s_log(p->c->logger, K8S_LOG_DEBUG, "cache miss, found on the API server", "claim",
+		        p->key, "resource", r->resource, "name", name, NULL);
+	return rc;
+}
+
 /* §9.4: the cold path (pool, template, create). */
 static void create_cold(pass *p)
 {
 	wp_claim_controller *c = p->c;
 	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
 	cJSON *pool = NULL, *tpl = NULL;
-	if (k8s_informer_get(c->pools, p->ns, ju_nz(pname), &pool) != 0) {
-		wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND, "SandboxWarmPool \"%s\" not found",
-		                 ju_nz(pname));
+	int rc = get_ref(p, c->pools, &wp_resource_pools, pname, &pool);
+	if (rc != 0) {
+		if (rc == K8S_ENOTFOUND)
+			wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND,
+			                 "SandboxWarmPool \"%s\" not found", ju_nz(pname));
+		else
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "get SandboxWarmPool \"%s\": %s",
+			                 ju_nz(pname), k8s_error_last()->message);
 		return;
 	}
 	const char *tname = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-	if (k8s_informer_get(c->templates, p->ns, ju_nz(tname), &tpl) != 0) {
-		wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
-		                 "SandboxTemplate \"%s\" not found", ju_nz(tname));
+	rc = get_ref(p, c->templates, &wp_resource_templates, tname, &tpl);
+	if (rc != 0) {
+		if (rc == K8S_ENOTFOUND)
+			wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
+			                 "SandboxTemplate \"%s\" not found", ju_nz(tname));
+		else
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "get SandboxTemplate \"%s\": %s",
+			                 ju_nz(tname), k8s_error_last()->message);
 		cJSON_Delete(pool);
 		return;
 	}
 	cJSON *want = wp_claim_cold_sandbox(p->claim, tpl, &p->err);
 	if (want) {
 		cJSON *out = NULL;
-		int rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
+		rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
 		if (rc == K8S_EALREADYEXISTS) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_CREATE_PENDING, "sandbox \"%s\" already exists",
 			                 p->name);

@@ -3,9 +3,10 @@ sandbox-router (cmd/router, Sandbox/Pod caches on) -> sandboxd (cmd/sandboxd)
 on each sandbox pod's loopback IP, started by tools/sandboxd-pods standing in
 for the kubelet; the extension controllers run the warm pool and the claims.
 
-- the Python SDK e2e scenarios of spec/surfaces.md E.1 in router mode: a
-  zero-replica pool (cold) and a warm pool, the claim annotation in UTC
-  ISO-8601, volume claim templates; each runs `echo 'Hello from SDK'`
+- the Python SDK e2e scenarios of spec/surfaces.md E.1: router mode and
+  gateway mode (as root: port 80), each with a zero-replica pool (cold) and
+  a warm pool, the claim annotation in UTC ISO-8601, volume claim
+  templates; each runs `echo 'Hello from SDK'`
   (stdout exact, stderr empty, exit 0) and a write/read round trip;
 - a 50 MB file both ways through the router in flat memory;
 - the sandbox deleted under the client;
@@ -34,6 +35,7 @@ import yaml
 
 from conftest import ROOT, LoggedProcess, condition, wait_for
 from router_util import Router
+from test_sdk import GATEWAY_CRD
 
 import agent_sandbox_c as sdk
 
@@ -183,6 +185,41 @@ def test_router_mode(kube, ns, stack, replicas):
     wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="claim deleted on exit")
     wait_for(lambda: f"stopped sandboxd for pod {ns}/{pod}" in stack.pods.text(), timeout=60,
              desc="the pod's sandboxd stopped with its pod")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a Gateway's address is reached on port 80")
+@pytest.mark.parametrize("replicas", [0, 2], ids=["cold", "warm"])
+def test_gateway_mode(kube, ns, stack, replicas, tmp_path):
+    """E.1 gateway mode, cold and warm: the SDK finds the router behind a
+    Gateway's status.addresses (a minimal Gateway CRD: no Gateway API
+    controller runs here) and reaches it on port 80; a second sandbox-router
+    listens there."""
+    if not kube.get("crd", GATEWAY_CRD["metadata"]["name"]):
+        kube.apply(GATEWAY_CRD)
+        kube.run("wait", "--for=condition=Established", "--timeout=60s",
+                 "crd/" + GATEWAY_CRD["metadata"]["name"])
+    kube.create({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                 "metadata": {"name": "gw"}, "spec": {}}, ns)
+    kube.patch("gateways.gateway.networking.k8s.io", "gw", ns,
+               {"status": {"addresses": [{"type": "IPAddress", "value": "127.0.0.78"}]}},
+               subresource="status")
+    gw = Router(tmp_path, ["--cache-enabled", "--kubeconfig", kube.kubeconfig,
+                           "--http-bind-address", "127.0.0.78:80"], name="gateway-router")
+    try:
+        gw.wait_ready()
+        setup_pool(kube, ns, replicas)
+        config = sdk.SandboxGatewayConnectionConfig(gateway_name="gw", gateway_namespace=ns)
+        with sdk.SandboxClient(config, kubeconfig=kube.kubeconfig) as c:
+            sb = c.create_sandbox("pool", ns, 90)
+            assert (sb.sandbox_id == sb.claim_name) == (replicas == 0)
+            assert_hello_and_round_trip(stack, sb)
+            sid = sb.sandbox_id
+    finally:
+        rc = gw.stop()
+    gw.assert_clean_log()
+    assert rc == 0
+    served = [json.loads(ln) for ln in gw.text().splitlines() if '"sandbox-router.access"' in ln]
+    assert {r["sandbox_id"] for r in served} == {sid} and len(served) >= 6, served
 
 
 def test_volume_claim_templates(kube, ns, stack):

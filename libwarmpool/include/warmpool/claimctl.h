@@ -63,6 +63,9 @@ WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
 /**
  * Reconciles the SandboxClaim `key` ("namespace/name") once (spec/api.md
  * §9.1). Reads come from the informer caches; writes go to the API server.
+ * A pool or template missing from its cache is looked up on the API server
+ * before the claim is reported WarmPoolNotFound / TemplateNotFound (a
+ * lagging cache must not fail a client that waits fail-fast on them).
  * `res` receives the requeue: the remaining time to the claim's expiry,
  * 1 ms after persisting ClaimExpired, 200 ms after a create that hit
  * AlreadyExists (cache lag), at most 1 min for WarmPoolNotFound /
