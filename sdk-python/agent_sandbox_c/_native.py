@@ -279,7 +279,13 @@ check(lib.sbx_global_init())
 
 
 def enc(s: str | None) -> bytes | None:
-    return None if s is None else s.encode("utf-8")
+    """UTF-8 for a C string; ValueError for a NUL, where C would silently cut
+    the string (a command or path would run or land somewhere else)."""
+    if s is None:
+        return None
+    if "\0" in s:
+        raise ValueError(f"{s!r} contains a NUL character, which cannot be passed on")
+    return s.encode("utf-8")
 
 
 def take_string(p: c_void_p) -> str:
@@ -298,7 +304,7 @@ def kv_array(m: Mapping[str, str] | None) -> tuple[Any, int, list[bytes]]:
     for i, (k, v) in enumerate(items):
         if not isinstance(k, str) or not isinstance(v, str):
             raise ValueError(f"labels and annotations must map str to str, got {k!r}: {v!r}")
-        kb, vb = k.encode(), v.encode()
+        kb, vb = enc(k), enc(v)
         keep += [kb, vb]
         arr[i].key, arr[i].value = kb, vb
     return arr, len(items), keep

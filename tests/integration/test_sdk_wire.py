@@ -252,6 +252,28 @@ def test_fifty_megabytes_both_ways_in_flat_memory(standin, native_client, tmp_pa
 # ---------------------------------------------------------------- errors
 
 
+def test_nul_characters_are_refused_before_sending(standin, native_client):
+    """A NUL would end the C string: the command, path or claim field would
+    silently be another one (`echo a` for "echo a\\0b", file `a` for
+    "a\\0b.txt"). ValueError instead, and nothing is sent."""
+    sb = handle(native_client, sdk.SandboxDirectConnectionConfig(api_url=standin.url))
+    n = len(standin.requests())
+    calls = [lambda: sb.commands.run("echo a\0b"),
+             lambda: sb.files.write("a\0b.txt", b"x"),
+             lambda: sb.files.write("a\0b.txt", b"x", allow_unsafe_paths=True),
+             lambda: sb.files.read("x\0../etc/passwd"),
+             lambda: sb.files.list("d\0ir"),
+             lambda: sb.files.exists("a\0b"),
+             lambda: native_client.create("pool", NS, 1, labels={"k": "v\0w"}),
+             lambda: native_client.create("pool", NS, 1, env={"K": "v\0w"}),
+             lambda: native_client.create("po\0ol", NS, 1)]
+    for call in calls:
+        with pytest.raises(ValueError, match="contains a NUL character"):
+            call()
+    assert len(standin.requests()) == n
+    assert sb.commands.run("echo ab").exit_code == 0  # the handle still works
+
+
 def test_error_statuses_retries_and_bad_answers(standin, native_client):
     quick = sdk.SandboxDirectConnectionConfig(api_url=standin.url, max_retries=2,
                                               retry_backoff=0.01)
