@@ -43,7 +43,12 @@ static const char *skip_ws(const char *s)
 	return s;
 }
 
-/* Reads a token or quoted-string value at `*sp` into a malloc'd string. */
+/*
+ * Reads a token or quoted-string value at `*sp` into a malloc'd string.
+ * Inside quotes only \\ and \" are escapes, as in python-multipart (Python's
+ * email.utils.unquote) behind upstream's runtime: HTML forms and libcurl send
+ * a filename's backslashes as they are, so "dir\x.txt" stays dir\x.txt.
+ */
 static char *param_value(const char **sp)
 {
 	const char *s = *sp;
@@ -55,7 +60,7 @@ static char *param_value(const char **sp)
 	if (*s == '"') {
 		s++;
 		while (*s && *s != '"') {
-			if (*s == '\\' && s[1])
+			if (*s == '\\' && (s[1] == '\\' || s[1] == '"'))
 				s++;
 			v[w++] = *s++;
 		}

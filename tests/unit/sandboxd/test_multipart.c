@@ -93,6 +93,28 @@ START_TEST(parts_at_every_split)
 }
 END_TEST
 
+START_TEST(backslashes_in_a_filename)
+{
+	/* on the wire: filename="x\dir\\a\"b\n.txt" (libcurl and HTML forms
+	 * leave a lone backslash as it is); python-multipart reads
+	 * x\dir\a"b\n.txt: only \\ and \" are escapes */
+	static const char b[] =
+		"--q\r\n"
+		"Content-Disposition: form-data; name=file; filename=\"x\\dir\\\\a\\\"b\\n.txt\"\r\n"
+		"\r\n"
+		"x\r\n--q--\r\n";
+	collect c;
+	memset(&c, 0, sizeof(c));
+	sbxd_multipart *m;
+	ck_assert_int_eq(sbxd_multipart_new(&m, "q", &cbs, &c), 0);
+	ck_assert_int_eq(sbxd_multipart_feed(m, b, sizeof(b) - 1), 0);
+	ck_assert_int_eq(sbxd_multipart_finish(m), 0);
+	sbxd_multipart_free(m);
+	ck_assert_int_eq(c.parts, 1);
+	ck_assert_str_eq(c.files[0], "x\\dir\\a\"b\\n.txt");
+}
+END_TEST
+
 START_TEST(boundary_from_content_type)
 {
 	char *b;
@@ -150,6 +172,7 @@ int main(void)
 	Suite *s = suite_create("sandboxd_multipart");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, parts_at_every_split);
+	tcase_add_test(tc, backslashes_in_a_filename);
 	tcase_add_test(tc, boundary_from_content_type);
 	tcase_add_test(tc, malformed_bodies);
 	suite_add_tcase(s, tc);
