@@ -23,7 +23,9 @@ t0 = time.monotonic()
 with client.create_sandbox(pool, namespace=namespace) as sb:  # a SandboxClaim on the pool
     print(f"claim {sb.claim_name} got Sandbox {sb.sandbox_id} "
           f"(pod {sb.get_pod_name()}, {sb.get_pod_ip()}) in {(time.monotonic() - t0) * 1000:.0f} ms")
-    result = sb.commands.run("echo 'Hello from SDK'; uname -sr")
+    # split like shlex.split and run without a shell: for `;`, pipes or
+    # variables, run `sh -c '...'` (docs/sandboxd.md)
+    result = sb.commands.run("echo 'Hello from SDK'")
     print(f"exit code {result.exit_code}, stdout:\n{result.stdout}", end="")
     sb.files.write("notes/hello.txt", b"written from Python\n")
     print(f"read back: {sb.files.read('notes/hello.txt')!r}")
