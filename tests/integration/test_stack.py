@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -56,7 +57,7 @@ class SandboxdPods(LoggedProcess):
 
     kind = "sandboxd-pods"
 
-    def __init__(self, logdir, kubeconfig):
+    def __init__(self, logdir, kubeconfig, extra_args=()):
         # sandboxd runs as the pods' runAsUser: its directories must be
         # reachable by that user, which pytest's private tmp dirs are not
         self.state = tempfile.mkdtemp(prefix="agent-sandbox-test-pods-", dir="/tmp")
@@ -65,7 +66,7 @@ class SandboxdPods(LoggedProcess):
         self._logf = open(self.log, "a")
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(ROOT, "tools", "sandboxd-pods"),
-             "--kubeconfig", kubeconfig, "--state-dir", self.state],
+             "--kubeconfig", kubeconfig, "--state-dir", self.state, *extra_args],
             stdout=self._logf, stderr=subprocess.STDOUT)
 
         def watching():
@@ -447,3 +448,46 @@ def test_sandboxd_pods_follows_the_pods(kube, ns, stack):
     assert not os.path.exists(root)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_sandboxd_pods_killed_takes_its_sandboxds_along(kube, ns, stack, tmp_path):
+    """sandboxd-pods SIGKILLed (no chance to stop anything): its sandboxds get
+    SIGTERM from the kernel (parent-death signal) instead of living on with
+    their pods' IPs and ports, which a restarted sandboxd-pods could then not
+    bind. A second sandboxd-pods of its own, for an image the stack's ignores."""
+    own = SandboxdPods(tmp_path, kube.kubeconfig,
+                       ["--namespace", ns, "--image-match", "orphan-check"])
+    pid = None
+
+    def running():
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    def serving():
+        try:
+            with open(os.path.join(own.state, "logs", f"{ns}_orphan.log")) as f:
+                return "sandboxd started" in f.read()
+        except FileNotFoundError:
+            return False
+
+    try:
+        kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "orphan"},
+                     "spec": {"containers": [{"name": "s", "image": "orphan-check:dev"}]}}, ns)
+        wait_for(lambda: f"started sandboxd for pod {ns}/orphan" in own.text(), timeout=60,
+                 desc="sandboxd started for the pod")
+        pid = int(own.text().split(f"started sandboxd for pod {ns}/orphan on ")[1]
+                  .split("(pid ")[1].split(")")[0])
+        wait_for(serving, timeout=10, desc="sandboxd serving")
+        assert running()
+        assert own.stop(signal.SIGKILL) == -signal.SIGKILL
+        wait_for(lambda: not running(), timeout=15, desc="the orphaned sandboxd stopped")
+    finally:
+        own.stop()
+        if pid and running():  # the failure above: leave no orphan behind
+            os.kill(pid, signal.SIGKILL)
+        kube.delete("pod", "orphan", ns)
+        shutil.rmtree(own.state, ignore_errors=True)
+    assert f"sandboxd for pod {ns}/orphan" not in stack.pods.text()
