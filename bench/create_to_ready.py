@@ -473,7 +473,7 @@ def cluster_for(name, port_prefix, pods):
     for k, v in (("CLUSTER_DIR", f"/tmp/agent-sandbox-{name}"), ("APISERVER_PORT", f"{port_prefix}443"),
                  ("ETCD_PORT", f"{port_prefix}379"), ("ETCD_PEER_PORT", f"{port_prefix}380"),
                  ("KCM_PORT", f"{port_prefix}257"), ("SCHEDULER_PORT", f"{port_prefix}259"),
-                 ("KWOK_PORT", f"{port_prefix}247")):
+                 ("KWOK_PORT", f"{port_prefix}247"), ("POD_NET", str(port_prefix))):
         env.setdefault("AGENT_SANDBOX_" + k, v)
     env.setdefault("AGENT_SANDBOX_NODES", str(math.ceil(pods / PODS_PER_NODE) + 1))
     env["PATH"] = env.get("PATH", "") + ":/usr/local/go/bin"
