@@ -261,6 +261,24 @@ static bool retryable_status(long s)
 	return s == 500 || s == 502 || s == 503 || s == 504;
 }
 
+/* As upstream's client (k8s-agent-sandbox 1.0.8: urllib3 Retry with
+ * allowed_methods GET, PUT, DELETE): statuses and failures after the
+ * request went out are retried for idempotent methods only; a POST
+ * (execute, upload) that may have run is never sent twice. */
+static bool idempotent(const char *method)
+{
+	return strcmp(method, "GET") == 0 || strcmp(method, "PUT") == 0 ||
+	       strcmp(method, "DELETE") == 0;
+}
+
+/* The request never left: no connection was made. Safe to retry for any
+ * method (urllib3's connect retries). */
+static bool never_sent(CURLcode cc)
+{
+	return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	       cc == CURLE_COULDNT_RESOLVE_PROXY;
+}
+
 /* Sandbox gone? Then record that and return K8S_ENOTFOUND; else 0. */
 static int check_gone(sbx_handle *h)
 {
@@ -381,7 +399,9 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 			v = DONE;
 		} else {
 			rc = k8s_error_set(SBX_EREQUEST, (int)status, NULL, "%s", msg);
-			v = status == 0 || retryable_status(status) ? RETRY : FAIL;
+			bool again = (status == 0 && never_sent(cc)) ||
+			             (idempotent(req->method) && (status == 0 || retryable_status(status)));
+			v = again ? RETRY : FAIL;
 		}
 		if (v == DONE) {
 			resp->status = status;
@@ -395,10 +415,9 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		/* A router with a Sandbox cache answers 404 for a Sandbox it no
 		 * longer has; a 404 of the sandbox itself (a missing file) costs
 		 * one lookup that finds the Sandbox and keeps the error as is. */
-		if ((v == RETRY && unreachable) || (v == FAIL && status == 404 && !checked_gone)) {
-			/* a cached pod IP or tunnel may be what is stale */
-			if (v == RETRY)
-				sbx__handle_disconnect(h);
+		if (v != DONE && unreachable) /* a cached pod IP or tunnel may be what is stale */
+			sbx__handle_disconnect(h);
+		if (v != DONE && (unreachable || status == 404)) {
 			if (!checked_gone) {
 				checked_gone = true;
 				char saved[1024];

@@ -174,6 +174,14 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(zeros[:k])
                 n -= k
             return
+        if verb == "download" and rest.startswith("__fail__"):
+            # __fail__<status>_<times>_<key>: as the `fail` command, for a GET
+            status, times, key = rest[len("__fail__"):].split("_", 2)
+            with self.lock:
+                n = self.fail_counts[key] = self.fail_counts.get(key, 0) + 1
+            if n <= int(times):
+                return self.reply(int(status), {"detail": f"failure {n}"})
+            return self.reply(200, b"after the failures", "application/octet-stream")
         if verb == "download" and rest == "__redirect__":
             return self.reply(302, b"", headers=[("Location", "http://elsewhere/")])
         path = self.local(rest)

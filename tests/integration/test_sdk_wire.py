@@ -278,15 +278,23 @@ def test_error_statuses_retries_and_bad_answers(standin, native_client):
     quick = sdk.SandboxDirectConnectionConfig(api_url=standin.url, max_retries=2,
                                               retry_backoff=0.01)
     sb = handle(native_client, quick)
-    # 503 twice, then a result: retried (upstream retries POST too)
-    assert sb.commands.run("fail 503 2 k1").exit_code == 0
-    assert [r["path"] for r in standin.requests()[-3:]] == ["/execute"] * 3
-    # 500 more often than the retries allow: the last status is reported
+    # a GET: 503 twice, then the file: retried
+    n = len(standin.requests())
+    assert sb.files.read("__fail__503_2_k1", allow_unsafe_paths=True) == b"after the failures"
+    assert len(standin.requests()) == n + 3
+    # more often than the retries allow: the last status is reported
     with pytest.raises(sdk.SandboxRequestError) as e:
-        sb.commands.run("fail 500 9 k2")
+        sb.files.read("__fail__500_9_k2", allow_unsafe_paths=True)
     assert e.value.status_code == 500 and "HTTP 500" in str(e.value)
+    assert len(standin.requests()) == n + 6
+    # a POST that went out is never sent twice (upstream 1.0.8): a command
+    # must not run again because its answer was a 5xx or never came
+    with pytest.raises(sdk.SandboxRequestError) as e:
+        sb.commands.run("fail 503 1 k3")
+    assert e.value.status_code == 503
     assert str(e.value).startswith(f"Failed to communicate with the sandbox at {standin.url}"
                                    "/execute.")
+    assert len(standin.requests()) == n + 7
     # a 4xx is not retried
     n = len(standin.requests())
     with pytest.raises(sdk.SandboxRequestError) as e:
@@ -301,10 +309,13 @@ def test_error_statuses_retries_and_bad_answers(standin, native_client):
         sb.commands.run("badjson")
     with pytest.raises(RuntimeError, match="invalid execution result format"):
         sb.commands.run("badformat")
-    # the request timeout is the call's
+    # the request timeout is the call's, and a timed-out command is not re-run
+    n = len(standin.requests())
     with pytest.raises(sdk.SandboxRequestError) as e:
         sb.commands.run("sleep 3", timeout=0.5)
     assert e.value.status_code is None
+    time.sleep(0.3)
+    assert len(standin.requests()) == n + 1
 
 
 def test_unreachable_router_and_closed_handle(native_client):

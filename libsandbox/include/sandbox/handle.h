@@ -67,9 +67,13 @@ typedef struct {
 	                                *   on PATH */
 	int server_port;               /**< the runtime's port in the pod, sent as
 	                                *   X-Sandbox-Port (8888, python-runtime) */
-	int max_retries;               /**< tries after the first on 500, 502, 503,
-	                                *   504 or no connection (5, as upstream's
-	                                *   urllib3 Retry(total=5)) */
+	int max_retries;               /**< tries after the first (5, as upstream's
+	                                *   urllib3 Retry(total=5)): any request
+	                                *   whose connection could not be made;
+	                                *   GET, PUT and DELETE also on 500, 502,
+	                                *   503, 504 or a failure after sending.
+	                                *   A POST (run, write) that went out is
+	                                *   never repeated (upstream 1.0.8) */
 	long retry_backoff_ms;         /**< waits 0, 2b, 4b, 8b, 16b... between tries
 	                                *   (b = 500: 0, 1, 2, 4, 8 s as upstream) */
 	long connect_timeout_ms;       /**< TCP connect to the router (10000) */
@@ -244,9 +248,10 @@ typedef struct {
  * Writes a file in the sandbox: POST /upload, multipart/form-data with one
  * part `file` whose filename is the path (the runtime creates missing
  * directories). Unless `flags` has SBX_FILE_ALLOW_UNSAFE_PATHS, the path
- * goes through sbx_path_guard() first. The body is streamed from `src`;
- * a retry after a 5xx rewinds a buffer or a seekable fd, while a callback
- * or pipe source is sent once.
+ * goes through sbx_path_guard() first. The body is streamed from `src`.
+ * Being a POST, it is retried only when no connection could be made
+ * (then a buffer or seekable fd is rewound; a callback or pipe source that
+ * was read from is not sent again).
  *
  * @return 0; K8S_EINVAL (path refused by the guard: upstream's message;
  *   no source; timeout <= 0); K8S_ECANCELED (the read callback aborted);
