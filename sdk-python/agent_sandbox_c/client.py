@@ -6,6 +6,8 @@ handles it gave out.
 from __future__ import annotations
 
 import atexit
+import ctypes
+import functools
 import json
 import logging
 import threading
@@ -94,10 +96,44 @@ class SandboxClient(Generic[T]):
         TimeoutError after ``sandbox_ready_timeout`` seconds, ValueError for bad
         arguments (checked before anything is created).
         """
-        return self._create(warmpool, namespace, sandbox_ready_timeout, labels,
-                            claim_name=claim_name, shutdown_after_seconds=shutdown_after_seconds,
-                            volume_claim_templates=volume_claim_templates,
-                            pod_labels=pod_labels, pod_annotations=pod_annotations, env=env)
+        call = functools.partial(
+            self._create, warmpool, namespace, sandbox_ready_timeout, labels,
+            claim_name=claim_name, shutdown_after_seconds=shutdown_after_seconds,
+            volume_claim_templates=volume_claim_templates,
+            pod_labels=pod_labels, pod_annotations=pod_annotations, env=env)
+        if threading.current_thread() is not threading.main_thread():
+            return call()
+        # On the main thread, Ctrl-C (KeyboardInterrupt) must end the wait:
+        # the C call blocks there, so it runs on a worker and a signal
+        # cancels it; the claim is deleted before the interrupt goes on.
+        cancel = ctypes.c_int(0)
+        out: dict[str, Any] = {}
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                out["sandbox"] = call(cancel=cancel)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                out["error"] = e
+            finally:
+                done.set()
+        # An Event, not Thread.join(): a KeyboardInterrupt inside join() can
+        # leave the thread looking finished while it still runs (CPython
+        # gh-90882), and the claim would not be deleted before exit.
+        threading.Thread(target=work, name="agent_sandbox_c-create", daemon=True).start()
+        try:
+            while not done.wait(0.1):
+                pass
+        except BaseException:
+            cancel.value = 1
+            done.wait()
+            sb = out.get("sandbox")
+            if sb is not None:  # won the race with the interrupt: nobody will use it
+                self.delete_sandbox(sb.claim_name or "", sb.namespace)
+            raise
+        if "error" in out:
+            raise out["error"]
+        return out["sandbox"]
 
     def _create(self, warmpool: str, namespace: str, sandbox_ready_timeout: float,
                 labels: Optional[dict[str, str]], *, claim_name: Optional[str],

@@ -24,8 +24,10 @@ and the upstream client in test_stack.py.
 import asyncio
 import datetime
 import os
+import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -231,6 +233,49 @@ def test_cancelled_async_create_deletes_its_claim(kube, ns):
                 await task
     asyncio.run(main())
     wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="the cancelled claim deleted")
+
+
+INTERRUPT_SCRIPT = """
+import sys, time
+sys.path.insert(0, {sdk!r})
+import agent_sandbox_c as sdk
+c = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url="http://127.0.0.1:9"),
+                      kubeconfig={kc!r})
+print("waiting", flush=True)
+t0 = time.monotonic()
+try:
+    c.create_sandbox("stuck", {ns!r}, sandbox_ready_timeout=120)
+except KeyboardInterrupt:
+    print("interrupted after %.1f s" % (time.monotonic() - t0), flush=True)
+    sys.exit(3)
+"""
+
+
+def test_ctrl_c_ends_a_sync_create_and_deletes_its_claim(kube, ns):
+    """The plain client's create_sandbox() on the main thread: SIGINT
+    (Ctrl-C) raises KeyboardInterrupt during the wait, not after the ready
+    timeout, and the claim is deleted."""
+    unschedulable(kube, ns)
+    env = dict(os.environ)
+    if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):  # a sanitized libsandbox (tools/test)
+        env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
+                   ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    script = INTERRUPT_SCRIPT.format(sdk=os.path.dirname(os.path.dirname(sdk.__file__)),
+                                     kc=kube.kubeconfig, ns=ns)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "waiting"
+        wait_for(lambda: claims(kube, ns), timeout=30, desc="the claim created")
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 3, f"exit {p.returncode}: {out} {err[-2000:]}"
+    assert "interrupted after" in out
+    wait_for(lambda: claims(kube, ns) == [], timeout=15, desc="the interrupted claim deleted")
 
 
 # ---------------------------------------------------------------- the data path
