@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 import pytest
 import yaml
@@ -57,10 +58,10 @@ class SandboxdPods(LoggedProcess):
 
     kind = "sandboxd-pods"
 
-    def __init__(self, logdir, kubeconfig, extra_args=()):
+    def __init__(self, logdir, kubeconfig, extra_args=(), state=None):
         # sandboxd runs as the pods' runAsUser: its directories must be
         # reachable by that user, which pytest's private tmp dirs are not
-        self.state = tempfile.mkdtemp(prefix="agent-sandbox-test-pods-", dir="/tmp")
+        self.state = state or tempfile.mkdtemp(prefix="agent-sandbox-test-pods-", dir="/tmp")
         os.chmod(self.state, 0o755)
         self.log = os.path.join(str(logdir), "sandboxd-pods.log")
         self._logf = open(self.log, "a")
@@ -72,21 +73,21 @@ class SandboxdPods(LoggedProcess):
         def watching():
             assert self.proc.poll() is None, f"sandboxd-pods exited:\n{self.text()}"
             return "watching pods" in self.text()
-        wait_for(watching, timeout=30, desc="sandboxd-pods watching")
+        try:
+            wait_for(watching, timeout=30, desc="sandboxd-pods watching")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        # longer than its own longest wait (a pod's grace period, 30 s at most)
+        return super().stop(sig, timeout)
 
     def root_of(self, ns, pod):
         """The directory a pod's sandboxd serves (its /workspace)."""
         found = glob.glob(os.path.join(self.state, "pods", f"{ns}_{pod}_*"))
         assert len(found) == 1, f"runtime directories of {ns}/{pod}: {found}"
         return found[0]
-
-    def assert_clean_logs(self):
-        """No sanitizer report in any sandboxd's log."""
-        for path in glob.glob(os.path.join(self.state, "logs", "*.log")):
-            with open(path) as f:
-                text = f.read()
-            for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
-                assert bad not in text, f"sanitizer report in {path}:\n{text[-4000:]}"
 
 
 class Stack:
@@ -102,22 +103,32 @@ class Stack:
 def stack(kube, extensions_controller, tmp_path_factory):
     logdir = tmp_path_factory.mktemp("stack")
     pods = SandboxdPods(logdir, kube.kubeconfig)
-    router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig])
+    router = None
     try:
+        router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig])
         router.wait_ready()
         yield Stack(pods, router)
     finally:
-        rc_router = router.stop()
+        rc_router = router.stop() if router else None
         rc_pods = pods.stop()
         print("---- sandboxd-pods log (tail) ----\n" + pods.text()[-3000:])
+        # the sandboxd logs stay with the test's logs; their directories go
+        shutil.copytree(os.path.join(pods.state, "logs"),
+                        os.path.join(str(logdir), "sandboxd-logs"))
+        shutil.rmtree(pods.state, ignore_errors=True)
     router.assert_clean_log()
-    pods.assert_clean_logs()
-    shutil.copytree(os.path.join(pods.state, "logs"), os.path.join(str(logdir), "sandboxd-logs"))
-    shutil.rmtree(pods.state)
+    for path in glob.glob(os.path.join(str(logdir), "sandboxd-logs", "*.log")):
+        with open(path) as f:
+            text = f.read()
+        for bad in ("ERROR: AddressSanitizer", "runtime error:", "LeakSanitizer"):
+            assert bad not in text, f"sanitizer report in {path}:\n{text[-4000:]}"
     assert "exited by itself" not in pods.text(), "a sandboxd died under its pod"
     assert rc_router == 0, "sandbox-router: exit code %d on SIGTERM" % rc_router
     assert rc_pods == 0, "sandboxd-pods: exit code %d on SIGTERM" % rc_pods
-    assert "stopped sandboxd" in pods.text() or "started sandboxd" not in pods.text()
+    stops = [ln for ln in pods.text().splitlines() if "stopped sandboxd for pod" in ln]
+    assert stops and all(ln.endswith("exit 0)") for ln in stops), \
+        "a sandboxd did not exit 0 on SIGTERM:\n" + "\n".join(ln for ln in stops
+                                                           if not ln.endswith("exit 0)"))
 
 
 def sandboxd_template(**fields):
@@ -491,3 +502,52 @@ def test_sandboxd_pods_killed_takes_its_sandboxds_along(kube, ns, stack, tmp_pat
         kube.delete("pod", "orphan", ns)
         shutil.rmtree(own.state, ignore_errors=True)
     assert f"sandboxd for pod {ns}/orphan" not in stack.pods.text()
+
+
+def test_sandboxd_pods_restart_keeps_live_pods_files(kube, ns, tmp_path):
+    """sandboxd-pods stopped and started again (as `tools/demo` does): a live
+    pod's files are served again, as across a kubelet restart; a pod deleted
+    while it was down loses its directory at the next start. A sandboxd-pods
+    of its own, for an image the stack's ignores."""
+    args = ["--namespace", ns, "--image-match", "restart-check"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "keep"},
+           "spec": {"containers": [{"name": "s", "image": "restart-check:dev"}]}}
+    os.makedirs(tmp_path / "first")
+    first = SandboxdPods(tmp_path / "first", kube.kubeconfig, args)
+    state = first.state
+    try:
+        kube.create(pod, ns)
+        kube.create({**pod, "metadata": {"name": "gone"}}, ns)
+        for name in ("keep", "gone"):
+            wait_for(lambda: f"started sandboxd for pod {ns}/{name}" in first.text(), timeout=60,
+                     desc=f"sandboxd started for {name}")
+        keep, gone = first.root_of(ns, "keep"), first.root_of(ns, "gone")
+        with open(os.path.join(keep, "notes.txt"), "w") as f:
+            f.write("still here")
+        assert first.stop() == 0
+        assert os.path.isdir(keep) and os.path.isdir(gone)
+        kube.delete("pod", "gone", ns, wait=True)
+
+        os.makedirs(tmp_path / "second")
+        second = SandboxdPods(tmp_path / "second", kube.kubeconfig, args, state=state)
+        try:
+            wait_for(lambda: f"started sandboxd for pod {ns}/keep" in second.text(), timeout=60,
+                     desc="sandboxd started again for keep")
+            assert second.root_of(ns, "keep") == keep
+            ip = kube.get("pod", "keep", ns)["status"]["podIP"]
+
+            def served():
+                try:
+                    with urllib.request.urlopen(f"http://{ip}:8080/v1/files/notes.txt",
+                                                timeout=5) as r:
+                        return r.read()
+                except OSError:
+                    return None
+            assert wait_for(served, timeout=20, desc="notes.txt served again") == b"still here"
+            assert not os.path.exists(gone), "the deleted pod's directory was kept"
+        finally:
+            assert second.stop() == 0
+    finally:
+        first.stop()
+        kube.delete("pod", "keep", ns)
+        shutil.rmtree(state, ignore_errors=True)
