@@ -5,6 +5,7 @@ libsandbox (sandbox/handle.h), which does the HTTP through the router.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -70,14 +71,26 @@ class Filesystem:
              ) -> Union[bytes, int]:
         """Returns the bytes of ``path``; with ``destination`` (a file path or a
         writable binary file object) streams them there instead and returns
-        the number of bytes written."""
+        the number of bytes written. A path is written whole or not at all
+        (a failed read leaves it as it was)."""
         flags = _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0
         ms = timeout_ms(timeout)
         if destination is None:
             return self._h.read(path, ms, flags)
         if isinstance(destination, (str, os.PathLike)):
-            with open(destination, "wb") as f:
-                return self._h.read_into(path, f, ms, flags)
+            # into a temporary file beside it, renamed once whole: a failed
+            # read leaves neither an empty or partial file nor a clobbered one
+            dest = os.fspath(destination)
+            part = f"{dest}.part-{os.getpid()}-{threading.get_ident()}"
+            try:
+                with open(part, "xb") as f:
+                    n = self._h.read_into(path, f, ms, flags)
+                os.replace(part, dest)
+                return n
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(part)
+                raise
         return self._h.read_into(path, destination, ms, flags)
 
     def list(self, path: str, timeout: float = 60) -> list[FileEntry]:

@@ -274,7 +274,7 @@ def test_nul_characters_are_refused_before_sending(standin, native_client):
     assert sb.commands.run("echo ab").exit_code == 0  # the handle still works
 
 
-def test_error_statuses_retries_and_bad_answers(standin, native_client):
+def test_error_statuses_retries_and_bad_answers(standin, native_client, tmp_path):
     quick = sdk.SandboxDirectConnectionConfig(api_url=standin.url, max_retries=2,
                                               retry_backoff=0.01)
     sb = handle(native_client, quick)
@@ -301,6 +301,15 @@ def test_error_statuses_retries_and_bad_answers(standin, native_client):
         sb.files.read("missing.txt")
     assert e.value.status_code == 404 and "File not found" in str(e.value)
     assert len(standin.requests()) == n + 1
+    # a failed read into a path leaves the path as it was: absent, or intact
+    dest = tmp_path / "out.bin"
+    with pytest.raises(sdk.SandboxRequestError):
+        sb.files.read("missing.txt", destination=str(dest))
+    dest.write_bytes(b"before")
+    with pytest.raises(sdk.SandboxRequestError):
+        sb.files.read("missing.txt", destination=dest)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out.bin")) == \
+        ["out.bin"] and dest.read_bytes() == b"before"
     # a redirect is an error, never followed
     with pytest.raises(sdk.SandboxRequestError) as e:
         sb.files.read("__redirect__", allow_unsafe_paths=True)
