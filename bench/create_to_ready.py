@@ -24,7 +24,6 @@ at the end. With KUBECONFIG (admin), uses that cluster: it needs room for N
 pods and must run no other Sandbox controller.
 """
 import argparse
-import base64
 import http.client
 import json
 import math
@@ -45,6 +44,8 @@ import uuid
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from kubeconfig import Context  # noqa: E402  tools/kubeconfig.py
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
 API = "/apis/agents.x-k8s.io/v1beta1"
 IMAGE = "registry.k8s.io/pause:3.10"
@@ -63,32 +64,16 @@ class Kubeconfig:
 
     def __init__(self, path):
         self.path = path
-        with open(path) as f:
-            kc = yaml.safe_load(f)
-        ctx = next(c["context"] for c in kc["contexts"] if c["name"] == kc["current-context"])
-        self.cluster = next(c["cluster"] for c in kc["clusters"] if c["name"] == ctx["cluster"])
-        self.user = next(u["user"] for u in kc["users"] if u["name"] == ctx["user"])
-        self.server = self.cluster["server"]
+        ctx = Context(path, tempfile.mkdtemp(prefix="c2r-kc-"))
+        self.server = ctx.server
         hostport = self.server.split("://", 1)[1].split("/", 1)[0]
         self.host, _, port = hostport.rpartition(":")
         self.port = int(port or 443)
-        self._tmp = tempfile.mkdtemp(prefix="c2r-kc-")
-        self.ctx = ssl.create_default_context(cafile=self._file("certificate-authority", self.cluster))
-        cert = self._file("client-certificate", self.user)
-        if cert:
-            self.ctx.load_cert_chain(cert, self._file("client-key", self.user))
-        self.token = self.user.get("token")
-        if not self.token and self.user.get("tokenFile"):
-            self.token = open(self.user["tokenFile"]).read().strip()
-
-    def _file(self, key, section):
-        if section.get(key + "-data"):
-            p = os.path.join(self._tmp, key)
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(base64.b64decode(section[key + "-data"]))
-            return p
-        return section.get(key)
+        self.ca = ctx.ca  # a file, kept for the life of this process
+        self.ctx = ssl.create_default_context(cafile=ctx.ca)
+        if ctx.cert:
+            self.ctx.load_cert_chain(ctx.cert, ctx.key)
+        self.token = ctx.token
 
     def connect(self, timeout=60):
         return http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=timeout)
@@ -428,9 +413,8 @@ def sa_kubeconfig(kc, kubectl, outdir):
                             "token", "agent-sandbox-controller", "--duration=2h"],
                            capture_output=True, text=True, check=True).stdout.strip()
     cluster = {"server": kc.server}
-    for key in ("certificate-authority-data", "certificate-authority"):
-        if kc.cluster.get(key):
-            cluster[key] = kc.cluster[key]
+    if kc.ca:
+        cluster["certificate-authority"] = kc.ca
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "sa",
            "clusters": [{"name": "c", "cluster": cluster}],
            "users": [{"name": "sa", "user": {"token": token}}],

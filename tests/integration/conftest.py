@@ -28,6 +28,17 @@ sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
 if os.environ.get("AGENT_SANDBOX_ASAN_PRELOAD"):
     os.environ.pop("LD_PRELOAD", None)
     os.environ["ASAN_OPTIONS"] = os.environ.get("AGENT_SANDBOX_CHILD_ASAN_OPTIONS", "")
+
+
+def sdk_child_env():
+    """The environment of a python child that loads the SDK: this one, plus,
+    in the sanitizer pass, libasan preloaded with leak detection off (as
+    tools/test runs pytest itself)."""
+    env = dict(os.environ)
+    if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):
+        env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
+                   ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    return env
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
 # the CRDs of deploy/ (the controller points their conversion webhook at itself)

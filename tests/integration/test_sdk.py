@@ -33,7 +33,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, condition, wait_for
+from conftest import ROOT, condition, sdk_child_env, wait_for
 from test_sandbox import IMAGE
 from test_sdk_wire import Standin, headers
 
@@ -256,10 +256,7 @@ def test_ctrl_c_ends_a_sync_create_and_deletes_its_claim(kube, ns):
     (Ctrl-C) raises KeyboardInterrupt during the wait, not after the ready
     timeout, and the claim is deleted."""
     unschedulable(kube, ns)
-    env = dict(os.environ)
-    if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):  # a sanitized libsandbox (tools/test)
-        env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
-                   ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    env = sdk_child_env()
     script = INTERRUPT_SCRIPT.format(sdk=os.path.dirname(os.path.dirname(sdk.__file__)),
                                      kc=kube.kubeconfig, ns=ns)
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,

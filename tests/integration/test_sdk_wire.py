@@ -21,6 +21,8 @@ import time
 
 import pytest
 
+from conftest import sdk_child_env
+
 import agent_sandbox_c as sdk
 from agent_sandbox_c import _native
 
@@ -232,10 +234,7 @@ def test_fifty_megabytes_both_ways_in_flat_memory(standin, native_client, tmp_pa
         script = STREAM_SCRIPT.format(sdk=os.path.dirname(os.path.dirname(sdk.__file__)),
                                       kc=str(kc), url=standin.url, src=str(src),
                                       dest=str(tmp_path / f"dest-{size}"))
-        env = dict(os.environ)
-        if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):  # a sanitized libsandbox (tools/test)
-            env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
-                       ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+        env = sdk_child_env()
         out = subprocess.run([sys.executable, "-c", script, str(size)], capture_output=True,
                              text=True, timeout=300, env=env)
         assert out.returncode == 0, out.stderr

@@ -35,7 +35,7 @@ import urllib.request
 import pytest
 import yaml
 
-from conftest import ROOT, LoggedProcess, condition, wait_for
+from conftest import LoggedProcess, ROOT, condition, sdk_child_env, wait_for
 from router_util import Router
 from test_sdk import GATEWAY_CRD
 
@@ -297,10 +297,7 @@ def test_fifty_megabytes_both_ways_through_the_router(kube, ns, stack, tmp_path)
             script = STREAM_SCRIPT.format(
                 sdk=os.path.dirname(os.path.dirname(sdk.__file__)), url=stack.url,
                 kc=kube.kubeconfig, claim=sb.claim_name, ns=ns)
-            env = dict(os.environ)
-            if env.get("AGENT_SANDBOX_ASAN_PRELOAD"):  # a sanitized libsandbox (tools/test)
-                env.update(LD_PRELOAD=env["AGENT_SANDBOX_ASAN_PRELOAD"],
-                           ASAN_OPTIONS=env.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+            env = sdk_child_env()
             out = subprocess.run([sys.executable, "-c", script, str(size), str(src), str(dest)],
                                  capture_output=True, text=True, timeout=600, env=env)
             assert out.returncode == 0, out.stderr[-4000:]
