@@ -81,10 +81,18 @@ bool rt_ip_equal(const rt_ip *a, const rt_ip *b)
 	       memcmp(a->addr, b->addr, a->family == AF_INET ? 4 : 16) == 0;
 }
 
-/* Addresses of cloud metadata services outside link-local (which is
- * refused whole): AWS's IPv6 endpoint and Alibaba Cloud's. No pod has them. */
-static const unsigned char aws_imds6[16] = { 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 };
-static const unsigned char alibaba_mds[4] = { 100, 100, 100, 200 };
+/* Addresses of cloud metadata and platform services outside link-local
+ * (which is refused whole). No pod has them. */
+static const unsigned char meta_v4[][4] = {
+	{ 100, 100, 100, 200 },   /* Alibaba Cloud metadata */
+	{ 168, 63, 129, 16 },     /* Azure WireServer */
+	{ 192, 0, 0, 192 },       /* Oracle Cloud legacy metadata */
+};
+static const unsigned char meta_v6[][16] = {
+	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },  /* fd00:ec2::254, AWS IMDS */
+	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x23 },     /* fd00:ec2::23, EKS Pod Identity */
+	{ 0xfd, 0x20, 0, 0xce, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },  /* fd20:ce::254, GCP metadata */
+};
 
 static bool v4_allowed(const unsigned char *a, bool allow_loopback)
 {
@@ -98,9 +106,59 @@ static bool v4_allowed(const unsigned char *a, bool allow_loopback)
 		return false;                       /* multicast incl. 224.0.0.0/24 */
 	if (a[0] == 255 && a[1] == 255 && a[2] == 255 && a[3] == 255)
 		return false;                       /* limited broadcast */
-	if (memcmp(a, alibaba_mds, 4) == 0)
-		return false;
+	for (size_t i = 0; i < sizeof(meta_v4) / sizeof(meta_v4[0]); i++)
+		if (memcmp(a, meta_v4[i], 4) == 0)
+			return false;
 	return true;
+}
+
+static bool has_prefix(const unsigned char *a, const unsigned char *p, size_t n)
+{
+	return memcmp(a, p, n) == 0;
+}
+
+/* The IPv4 addresses an IPv6 address carries inside it, wherever a
+ * translator, tunnel or relay could turn it into that IPv4 destination:
+ * SIIT ::ffff:0:a.b.c.d (RFC 6145), NAT64 64:ff9b::/96 (RFC 6052) and the
+ * local-use 64:ff9b:1::/48 (RFC 8215) at every RFC 6052 position a /48,
+ * /56, /64 or /96 prefix puts it, 6to4 2002:V4::/16 (RFC 3056), Teredo's
+ * server and obfuscated client (RFC 4380) and ISATAP's interface ID
+ * (RFC 5214). Writes up to 4 of them to `out`; returns how many. */
+static int embedded_v4(const unsigned char *a, unsigned char out[4][4])
+{
+	static const unsigned char siit[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0 };
+	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const unsigned char nat64_local[6] = { 0, 0x64, 0xff, 0x9b, 0, 0x01 };
+	static const unsigned char sixtofour[2] = { 0x20, 0x02 };
+	static const unsigned char teredo[4] = { 0x20, 0x01, 0, 0 };
+	int n = 0;
+	if (has_prefix(a, siit, 12) || has_prefix(a, nat64, 12)) {
+		memcpy(out[n++], a + 12, 4);
+	} else if (has_prefix(a, nat64_local, 6)) {
+		/* the translator's prefix length is the operator's choice: read
+		 * every position (RFC 6052 §2.2: bits 64-71, byte 8, are skipped);
+		 * a reading of 0.0.0.0 is the zero padding of another position */
+		const unsigned char at[4][4] = {
+			{ a[6], a[7], a[9], a[10] },     /* /48 */
+			{ a[7], a[9], a[10], a[11] },    /* /56 */
+			{ a[9], a[10], a[11], a[12] },   /* /64 */
+			{ a[12], a[13], a[14], a[15] },  /* /96 */
+		};
+		for (int i = 0; i < 4; i++)
+			if (at[i][0] | at[i][1] | at[i][2] | at[i][3])
+				memcpy(out[n++], at[i], 4);
+	} else if (has_prefix(a, sixtofour, 2)) {
+		memcpy(out[n++], a + 2, 4);
+	} else if (has_prefix(a, teredo, 4)) {
+		memcpy(out[n++], a + 4, 4);    /* the server */
+		for (int i = 0; i < 4; i++)
+			out[n][i] = (unsigned char)~a[12 + i];  /* the client, inverted */
+		n++;
+	}
+	/* ISATAP, under any prefix: interface ID 0000:5efe or 0200:5efe */
+	if (n < 4 && (a[8] & ~0x02) == 0 && a[9] == 0 && a[10] == 0x5e && a[11] == 0xfe)
+		memcpy(out[n++], a + 12, 4);
+	return n;
 }
 
 bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback)
@@ -110,21 +168,24 @@ bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback)
 		return v4_allowed(a, allow_loopback);
 	static const unsigned char zero[16] = { 0 };
 	static const unsigned char one[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
-	static const unsigned char nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
 	if (memcmp(a, zero, 16) == 0)
 		return false;                           /* :: */
 	if (memcmp(a, one, 16) == 0)
 		return allow_loopback;                  /* ::1 */
 	if (memcmp(a, zero, 12) == 0)
 		return false;                           /* ::a.b.c.d, deprecated (RFC 4291 2.5.5.1) */
-	if (memcmp(a, nat64, 12) == 0)
-		return v4_allowed(a + 12, allow_loopback); /* 64:ff9b::a.b.c.d reaches a.b.c.d (RFC 6052) */
 	if (a[0] == 0xfe && (a[1] & 0xc0) == 0x80)
 		return false;                           /* fe80::/10 */
 	if (a[0] == 0xff)
 		return false;                           /* ff00::/8 multicast */
-	if (memcmp(a, aws_imds6, 16) == 0)
-		return false;
+	for (size_t i = 0; i < sizeof(meta_v6) / sizeof(meta_v6[0]); i++)
+		if (memcmp(a, meta_v6[i], 16) == 0)
+			return false;
+	unsigned char v4[4][4];
+	int n = embedded_v4(a, v4);
+	for (int i = 0; i < n; i++)
+		if (!v4_allowed(v4[i], allow_loopback))
+			return false;
 	return true;
 }
 

@@ -63,9 +63,15 @@ bool rt_ip_equal(const rt_ip *a, const rt_ip *b);
  * True when `ip` may be dialled as a sandbox: not unspecified, link-local
  * unicast or multicast, multicast, nor loopback unless `allow_loopback`.
  * 169.254.169.254 (the cloud metadata address) is link-local. Stricter
- * than Go's checks: 255.255.255.255, the metadata addresses outside
- * link-local (fd00:ec2::254 of AWS, 100.100.100.200 of Alibaba Cloud),
- * IPv4-compatible ::a.b.c.d, and NAT64 64:ff9b::a.b.c.d judged as a.b.c.d.
+ * than Go's checks: 255.255.255.255; the metadata and platform addresses
+ * outside link-local (fd00:ec2::254 and fd00:ec2::23 of AWS and EKS,
+ * fd20:ce::254 of GCP, 100.100.100.200 of Alibaba Cloud, 168.63.129.16 of
+ * Azure, 192.0.0.192 of Oracle Cloud); IPv4-compatible ::a.b.c.d; and
+ * every IPv6 form that carries an IPv4 address a translator or tunnel
+ * could deliver to (SIIT ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96 and
+ * 64:ff9b:1::/48 at each RFC 6052 position, 6to4 2002::/16, Teredo
+ * 2001::/32 server and client, ISATAP interface IDs) is judged by that
+ * IPv4 address too (::ffff:a.b.c.d is parsed as IPv4 already).
  */
 bool rt_ip_allowed(const rt_ip *ip, bool allow_loopback);
 

@@ -104,7 +104,10 @@ def test_invalid_routing_headers(router, backend):
         assert (st, json.loads(body)["detail"]) == (400, "Invalid sandbox ID format."), sid
     for ip in ("169.254.169.254", "::ffff:169.254.169.254", "fe80::1", "224.0.0.251", "0.0.0.0", "::",
                "127.0.0.1.nip.io", "2130706433", "0x7f000001", "0177.0.0.1", "127.1",
-               "fd00:ec2::254", "64:ff9b::a9fe:a9fe", "::169.254.169.254"):
+               "fd00:ec2::254", "64:ff9b::a9fe:a9fe", "::169.254.169.254",
+               # metadata over IPv6 and IPv4 inside IPv6 (SIIT, RFC 8215 NAT64, 6to4, Teredo)
+               "fd00:ec2::23", "fd20:ce::254", "::ffff:0:169.254.169.254", "64:ff9b:1::a9fe:a9fe",
+               "2002:a9fe:a9fe::", "2001:0:4136:e378:8000:63bf:5601:5601"):
         st, _, body = router.request("GET", "/", {"X-Sandbox-ID": "sb", "X-Sandbox-Pod-IP": ip})
         assert (st, json.loads(body)["detail"]) == (400, "Invalid target IP address."), ip
     still_serving(router, backend)

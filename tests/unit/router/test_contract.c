@@ -106,6 +106,21 @@ START_TEST(pod_ip_guards)
 		"fd00:ec2::254", "100.100.100.200", "64:ff9b::a9fe:a9fe", "64:ff9b::169.254.169.254",
 		"64:ff9b::127.0.0.1", "::169.254.169.254", "::127.0.0.1", "::224.0.0.1",
 		"255.255.255.255",
+		/* more metadata endpoints: EKS Pod Identity and GCP over IPv6, Azure's
+		 * WireServer, Oracle's legacy address */
+		"fd00:ec2::23", "fd00:ec2:0:0:0:0:0:23", "fd20:ce::254", "FD20:CE::254",
+		"168.63.129.16", "192.0.0.192",
+		/* IPv4 inside IPv6, every spelling judged as the IPv4 address: SIIT
+		 * (RFC 6145), RFC 8215 local-use NAT64 at /96, /64, /56 and /48,
+		 * 6to4, Teredo server and (inverted) client, ISATAP */
+		"::ffff:0:169.254.169.254", "::ffff:0:a9fe:a9fe", "::ffff:0:127.0.0.1", "::ffff:0:0.0.0.0",
+		"::ffff:0:224.0.0.1", "::ffff:0:100.100.100.200",
+		"64:ff9b:1::169.254.169.254", "64:ff9b:1::a9fe:a9fe", "64:ff9b:1:0:a9:fea9:fe00:0",
+		"64:ff9b:1:a9:fe:a9fe::", "64:ff9b:1:a9fe:a9:fe00::", "64:ff9b:1::127.0.0.1",
+		"2002:a9fe:a9fe::", "2002:a9fe:a9fe::1", "2002:7f00:1::", "2002:6464:64c8:1::5",
+		"2001:0:a9fe:a9fe::1", "2001:0:4136:e378:8000:63bf:5601:5601", "2001::ffff:ffff",
+		"2001:db8::5efe:169.254.169.254", "2001:db8::200:5efe:a9fe:a9fe", "fd00::5efe:127.0.0.1",
+		"::ffff:0:168.63.129.16",
 	};
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		rt_route r;
@@ -128,6 +143,21 @@ START_TEST(pod_ip_guards)
 	                       &rej), 0);
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "100.100.100.201"), false,
 	                       &r, &rej), 0);
+	/* the same embeddings of ordinary addresses stay routable, and so do
+	 * addresses beside the metadata endpoints */
+	static const char *const allowed[] = {
+		"::ffff:0:10.0.0.9", "64:ff9b:1::10.0.0.9", "64:ff9b:1:a00:0:900::", "2002:a00:9::1",
+		"2001:0:a00:9::f5ff:fff6", "2001:db8::5efe:10.0.0.9", "fd00:ec2::253", "fd20:ce::253",
+		"fd00::1", "2001:db8:5efe::1", "168.63.129.17", "192.0.0.193",
+	};
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
+		ck_assert_msg(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", allowed[i]), false, &r,
+		                    &rej) == 0, "%s refused", allowed[i]);
+	/* loopback embedded in IPv6 follows --allow-loopback-pod-ip */
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::ffff:0:127.0.0.1"), true,
+	                       &r, &rej), 0);
+	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "2002:a9fe:a9fe::"), true,
+	                       &r, &rej), -1);
 	/* IPv4-mapped IPv6 is dialled as IPv4 */
 	ck_assert_int_eq(route(KV("X-Sandbox-ID", "ok", "X-Sandbox-Pod-IP", "::ffff:10.0.0.8"), false,
 	                       &r, &rej), 0);
