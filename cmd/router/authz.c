@@ -355,6 +355,11 @@ rt_verdict rt_authz_check(rt_authz *a, const char *authorization, const char *ns
 	return RT_VERDICT_FORBIDDEN;
 }
 
+bool rt_authz_pod_ip_allowed(const rt_authz *a, bool bound)
+{
+	return a->mode == RT_AUTHZ_ALLOW_ALL || bound;
+}
+
 /* POSTs `body` to a review resource; the answer's status in `*status`. */
 static int review(rt_authz *a, const k8s_resource *r, cJSON *body, cJSON **status,
                   cJSON **answer)

@@ -15,6 +15,8 @@
  * - scoped-token: an HMAC-SHA256 token bound to one namespace/sandbox
  *   (format below); a request carrying X-Sandbox-Pod-IP or X-Sandbox-UID
  *   is refused (the target must then come from the name).
+ * In both authenticating modes X-Sandbox-Pod-IP is honoured only where the
+ * cache binds it to the authorized Sandbox (rt_authz_pod_ip_allowed()).
  * Scoped token: "v1." payload "." signature, payload = unpadded base64url
  * of the JSON {"ns":..,"name":..,"exp":<unix seconds>}, signature =
  * unpadded base64url HMAC-SHA256(secret, "agent-sandbox/scoped-token/v1."
@@ -67,6 +69,18 @@ void rt_authz_free(rt_authz *a);
 rt_verdict rt_authz_check(rt_authz *a, const char *authorization, const char *ns,
                           const char *id, bool overrides, int64_t now_s, char *detail,
                           size_t cap);
+
+/**
+ * Whether a request that carries X-Sandbox-Pod-IP may go on once allowed,
+ * given `bound`: the router's cache is synced and covers the request's
+ * namespace, so resolve.h pins the header to the authorized Sandbox's own
+ * pod. allow-all: always. tokenreview and scoped-token: only when bound
+ * (the caller was authorized for a Sandbox by name; an address nothing
+ * ties to that name could be anyone's pod or service), else the request is
+ * refused with 403; scoped-token refuses the header in rt_authz_check()
+ * already. Pure; thread-safe.
+ */
+bool rt_authz_pod_ip_allowed(const rt_authz *a, bool bound);
 
 /**
  * The tokenreview decision by API calls (TokenReview, then the access

@@ -57,10 +57,6 @@ cJSON *rt_cache_sandbox_transform(cJSON *obj, void *ud)
 	if (podname)
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
 		                        SBX_ANNOTATION_POD_NAME, podname);
-	const cJSON *ips = k8s_obj_at(obj, "status.podIPs");
-	if (cJSON_IsArray(ips))
-		cJSON_AddItemToObject(cJSON_AddObjectToObject(out, "status"), "podIPs",
-		                      cJSON_Duplicate(ips, true));
 	cJSON_Delete(obj);
 	return out;
 }
@@ -73,13 +69,6 @@ int rt_cache_sandbox_info(const cJSON *sb, rt_sandbox_info *out)
 	copy(out->pod_name, sizeof(out->pod_name), podname && *podname ? podname : k8s_obj_name(sb));
 	const char *pool = k8s_obj_label(sb, SBX_LABEL_WARM_POOL_SANDBOX);
 	out->warm_pool = pool && *pool;
-	const cJSON *ip;
-	/* status.podIPs: strings, or {ip: ...} objects (api.md §0) */
-	cJSON_ArrayForEach(ip, k8s_obj_at(sb, "status.podIPs")) {
-		const char *s = cJSON_IsString(ip) ? ip->valuestring : k8s_obj_str(ip, "ip");
-		if (s && out->nips < RT_MAX_IPS)
-			copy(out->ips[out->nips++], sizeof(out->ips[0]), s);
-	}
 	return 0;
 }
 

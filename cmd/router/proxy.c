@@ -543,7 +543,17 @@ static void start_attempt(rt_req *r)
 
 static void proceed(rt_req *r, rt_verdict v, const char *detail)
 {
-	rt_metrics_authz(r->p->o.metrics, ns_label(r), v == RT_VERDICT_ALLOW);
+	rt_proxy *p = r->p;
+	if (v == RT_VERDICT_ALLOW && r->route.has_pod_ip &&
+	    !rt_authz_pod_ip_allowed(p->o.authz, p->has_view &&
+	                             p->view.authoritative(p->view.ud, r->route.ns))) {
+		if (p->o.log)
+			k8s_log(p->o.log, K8S_LOG_DEBUG, "X-Sandbox-Pod-IP refused: no cache binds it to "
+			        "the authorized sandbox", "sandbox", r->route.id, "namespace", r->route.ns,
+			        NULL);
+		v = RT_VERDICT_FORBIDDEN;
+	}
+	rt_metrics_authz(p->o.metrics, ns_label(r), v == RT_VERDICT_ALLOW);
 	switch (v) {
 	case RT_VERDICT_ALLOW:
 		start_attempt(r);

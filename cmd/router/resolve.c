@@ -65,15 +65,12 @@ int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster
 		have_pod = sandbox_pod(view, r->ns, &sb, &pod);
 	}
 
-	if (r->has_pod_ip) {
-		if (have_sb) {
-			/* the IPs the caches know for this Sandbox, Pod first */
-			bool known = have_pod ? pod.nips > 0 : sb.nips > 0;
-			bool mine = have_pod ? ip_in(&r->pod_ip, pod.ips, pod.nips)
-			                     : ip_in(&r->pod_ip, sb.ips, sb.nips);
-			if (known && !mine)
-				return rt_reject_set(rej, 400, "Invalid target IP address.");
-		}
+	/* authoritative: the header may only name an IP of the Sandbox's live
+	 * pod; with none known it is not dialled at all (resolved by name) */
+	bool pinned = have_pod && !pod.deleting && pod.nips > 0;
+	if (r->has_pod_ip && (!have_sb || pinned)) {
+		if (pinned && !ip_in(&r->pod_ip, pod.ips, pod.nips))
+			return rt_reject_set(rej, 400, "Invalid target IP address.");
 		if (view && view->synced(view->ud)) {
 			rt_pod_info others[4];
 			int n = view->pods_with_ip(view->ud, r->pod_ip.text, others, 4);

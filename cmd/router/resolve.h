@@ -8,16 +8,23 @@
  * - an unknown Sandbox is refused with 404;
  * - the Sandbox's pod is the Pod named by its agents.x-k8s.io/pod-name
  *   annotation (else the Sandbox's name) that the Sandbox controls, or else
- *   any Pod it controls (api.md §6.3); its IPs are the Pod's status.podIPs,
- *   or the Sandbox's status.podIPs when the Pod is not cached yet;
+ *   any live Pod it controls (api.md §6.3); its IPs are the Pod's
+ *   status.podIPs as the Pod cache holds them now;
+ * - X-Sandbox-Pod-IP (already class-checked by the contract) must be one
+ *   of the IPs of that Pod, not being deleted (else 400 "Invalid target IP
+ *   address."). When the cache knows no such Pod with an IP (the Sandbox
+ *   is starting, its pod is gone or going), the header is not dialled: the
+ *   request is resolved by name as if it had none, as for any Sandbox not
+ *   Ready yet. (The Sandbox's own status.podIPs are never trusted: they
+ *   outlive a deleted pod.)
  * - without X-Sandbox-Pod-IP the request goes to that Pod's first IP when
  *   the Pod is Ready and not an unclaimed warm-pool member (those are
  *   reachable by pod IP only, as upstream); otherwise to DNS.
- * X-Sandbox-Pod-IP (already class-checked by the contract) must be one of
- * the Sandbox's IPs when the cache knows them, and never the IP of a Pod
- * the cache knows to belong to another Sandbox (400 "Invalid target IP
- * address."). Without a cache, or outside its scope: the pod IP as given,
- * else DNS `<id>.<ns>.svc.<cluster-domain>`. IPs from the cache pass the
+ * Wherever the cache is synced, X-Sandbox-Pod-IP is never the IP of a Pod
+ * it knows to belong to another Sandbox (400). Without a cache, or outside
+ * its scope: the pod IP as given, else DNS
+ * `<id>.<ns>.svc.<cluster-domain>` (the authorizer refuses the header in
+ * its authenticating modes there, authz.h). IPs from the cache pass the
  * same class check as the header (loopback only with the flag).
  * X-Sandbox-UID is not used for routing: the name is authoritative.
  *
@@ -36,8 +43,6 @@ typedef struct {
 	char uid[64];
 	char pod_name[254];        /**< pod-name annotation, else the Sandbox name */
 	bool warm_pool;            /**< unclaimed warm-pool member (label present) */
-	char ips[RT_MAX_IPS][46];  /**< status.podIPs */
-	int nips;
 } rt_sandbox_info;
 
 /** A Pod as the resolver needs it (copied out of the cache). */

@@ -11,6 +11,8 @@ listens on the pod's IP, hence --allow-loopback-pod-ip.
 import json
 import os
 import subprocess
+import urllib.parse
+import uuid
 
 import pytest
 
@@ -160,3 +162,106 @@ def test_warm_pool_sandbox_by_pod_ip(deployed, extensions_controller, router_kub
         s.close()
         assert r.stop() == 0
         r.assert_clean_log()
+
+
+def caller_token(kube, ns, name="caller"):
+    """A ServiceAccount token allowed to get sandboxes in `ns` only."""
+    kube.run("create", "serviceaccount", name, "-n", ns)
+    kube.run("create", "role", f"{name}-sandboxes", "-n", ns, "--verb=get",
+             "--resource=sandboxes.agents.x-k8s.io")
+    kube.run("create", "rolebinding", f"{name}-sandboxes", "-n", ns, f"--role={name}-sandboxes",
+             f"--serviceaccount={ns}:{name}")
+    return kube.run("create", "token", name, "-n", ns, "--duration=10m").stdout.strip()
+
+
+@pytest.fixture
+def bob_ns(deployed, controller):
+    """A second tenant's namespace."""
+    name = "it-bob-" + uuid.uuid4().hex[:6]
+    deployed.run("create", "namespace", name)
+    wait_for(lambda: deployed.get("serviceaccount", "default", name), timeout=30,
+             desc="default ServiceAccount")
+    yield name
+    deployed.delete("namespace", name)
+
+
+def test_tokenreview_pod_ip_cannot_reach_another_tenant(deployed, ns, bob_ns, router_kubeconfig,
+                                                        tmp_path):
+    """Issue 15 item 1: a caller authorized for its own Sandbox named it
+    with another tenant's pod IP and reached that pod. Without a cache the
+    header is refused (403) in tokenreview mode; with the cache it must be
+    the IP of the authorized Sandbox's own pod (400 otherwise)."""
+    kube = deployed
+    mine, bobs = running(kube, ns, "mine"), running(kube, bob_ns, "bobs")
+    token = caller_token(kube, ns)
+    auth = {"Authorization": f"Bearer {token}"}
+    plain = Router(tmp_path, ["--kubeconfig", router_kubeconfig, "--authz-mode=tokenreview",
+                              "--upstream-max-retries=0"], name="router-tr-nocache").wait_ready()
+    cached = start_router(tmp_path, router_kubeconfig, ["--authz-mode=tokenreview"],
+                          name="router-tr-cache")
+    try:
+        # naming bob's sandbox directly is forbidden (the access review)
+        st, _, body = plain.request("GET", "/echo", {**sandbox_headers("bobs", port=bobs.port,
+                                                                         ip=None, ns=bob_ns), **auth})
+        assert (st, json.loads(body)["detail"]) == (403, "forbidden")
+        # so is naming one's own with bob's pod IP, and even with one's own
+        # IP: without the cache nothing ties an address to a Sandbox
+        for ip, port in ((bobs.host, bobs.port), (mine.host, mine.port)):
+            st, _, body = plain.request("GET", "/echo", {**sandbox_headers("mine", port=port, ip=ip,
+                                                                             ns=ns), **auth})
+            assert (st, json.loads(body)["detail"]) == (403, "forbidden"), ip
+        # a request without a token is no way around it
+        st, _, _ = plain.request("GET", "/echo", sandbox_headers("mine", port=bobs.port, ip=bobs.host,
+                                                                 ns=ns))
+        assert st == 403
+        assert not bobs.server.seen and not mine.server.seen
+        # with the cache: bob's IP is not this Sandbox's, one's own is fine
+        st, _, body = cached.request("GET", "/echo", {**sandbox_headers("mine", port=bobs.port,
+                                                                          ip=bobs.host, ns=ns), **auth})
+        assert (st, json.loads(body)["detail"]) == (400, "Invalid target IP address.")
+        assert not bobs.server.seen
+        own = {**sandbox_headers("mine", port=mine.port, ip=mine.host, ns=ns), **auth}
+        wait_for(lambda: cached.request("GET", "/echo", own)[0] == 200, timeout=20,
+                 desc="own pod IP through the cached router")
+        m = plain.metrics()
+        assert f'sandbox_router_authz_decisions_total{{decision="deny",sandbox_namespace="{ns}"}} 3' in m
+    finally:
+        mine.close()
+        bobs.close()
+        for r in (plain, cached):
+            assert r.stop() == 0
+            r.assert_clean_log()
+
+
+def test_cache_pod_ip_of_a_sandbox_without_one_is_not_dialled(deployed, ns, cached_router):
+    """Issue 15 item 2: with the cache on, a Sandbox whose pod has no IP
+    yet accepted any non-sandbox address in X-Sandbox-Pod-IP (the API
+    server, a node service). The header is now ignored there: the request
+    goes by name, as for any Sandbox not Ready (DNS, which fails here)."""
+    kube = deployed
+    # a pod no node will take: it stays Pending, without an IP
+    kube.create(sandbox("pending", podspec={"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+                                            "nodeSelector": {"no-such-node": "true"}}), ns)
+    wait_for(lambda: (kube.get("pod", "pending", ns) or {}).get("metadata"), timeout=30,
+             desc="the pending pod")
+    assert not ((kube.get("pod", "pending", ns) or {}).get("status") or {}).get("podIP")
+    service = Backend(host="127.0.0.1")  # stands for any non-sandbox service
+    try:
+        api_port = api_server_port()
+        for ip, port in (("127.0.0.1", service.port), ("127.0.0.1", api_port)):
+            st, _, body = cached_router.request("GET", "/echo", sandbox_headers("pending", port=port,
+                                                                                 ip=ip, ns=ns))
+            assert (st, json.loads(body)["detail"]) == \
+                (502, "Could not connect to the backend sandbox: pending"), (ip, port, body)
+        assert not service.server.seen
+    finally:
+        service.close()
+
+
+def api_server_port():
+    """The test cluster's API server port, from the kubeconfig's server URL."""
+    with open(os.environ["KUBECONFIG"]) as f:
+        for line in f:
+            if "server:" in line:
+                return urllib.parse.urlparse(line.split("server:", 1)[1].strip()).port
+    raise AssertionError("no server in $KUBECONFIG")

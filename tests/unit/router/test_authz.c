@@ -145,6 +145,29 @@ START_TEST(tokenreview_without_api)
 }
 END_TEST
 
+/* X-Sandbox-Pod-IP in the authenticating modes: only where the cache binds
+ * it to the authorized Sandbox (without one, any pod or service could be
+ * reached under another Sandbox's authorization) */
+START_TEST(pod_ip_needs_a_binding_cache)
+{
+	rt_authz_options o = { .mode = RT_AUTHZ_TOKENREVIEW, .client = (k8s_client *)&o,
+	                       .ttl_ms = 30000, .cache_size = 4 };
+	rt_authz *a;
+	ck_assert_int_eq(rt_authz_new(&a, &o), 0);
+	ck_assert(!rt_authz_pod_ip_allowed(a, false));
+	ck_assert(rt_authz_pod_ip_allowed(a, true));
+	rt_authz_free(a);
+	rt_authz_options so = { .mode = RT_AUTHZ_SCOPED_TOKEN, .secret = KEY, .secret_len = KEYLEN };
+	ck_assert_int_eq(rt_authz_new(&a, &so), 0);
+	ck_assert(!rt_authz_pod_ip_allowed(a, false));
+	rt_authz_free(a);
+	o.mode = RT_AUTHZ_ALLOW_ALL;
+	ck_assert_int_eq(rt_authz_new(&a, &o), 0);
+	ck_assert(rt_authz_pod_ip_allowed(a, false));
+	rt_authz_free(a);
+}
+END_TEST
+
 START_TEST(secret_file)
 {
 	char path[] = "/tmp/rt-secret-XXXXXX", err[256];
@@ -214,6 +237,7 @@ int main(void)
 	tcase_add_test(tc, scoped_binding);
 	tcase_add_test(tc, bearer);
 	tcase_add_test(tc, tokenreview_without_api);
+	tcase_add_test(tc, pod_ip_needs_a_binding_cache);
 	tcase_add_test(tc, secret_file);
 	tcase_add_test(tc, lru);
 	suite_add_tcase(s, tc);

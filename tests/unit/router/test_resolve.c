@@ -3,8 +3,10 @@
  * view: a Sandbox resolved by name to its Ready Pod's IP, the pod-name
  * annotation of warm-pool Sandboxes, unknown Sandboxes (404 when the cache
  * is authoritative, DNS otherwise), X-Sandbox-Pod-IP accepted only for the
- * Sandbox's own IP and never for another Sandbox's, unclaimed warm-pool
- * members not reachable by name; and cache.c's Sandbox diet and converter.
+ * IP of the Sandbox's own live pod and never for another Sandbox's, not
+ * dialled at all when the cache knows no such IP (starting Sandbox, pod
+ * gone or going), unclaimed warm-pool members not reachable by name; and
+ * cache.c's Sandbox diet and converter.
  */
 #include <check.h>
 #include <stdio.h>
@@ -217,13 +219,44 @@ START_TEST(pod_ip_header)
 	ck_assert_int_eq(resolve("team", "alpha", "10.7.7.7", false, &V, &t, &rej), 0);
 	/* without a cache only the contract's class checks apply */
 	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, NULL, &t, &rej), 0);
-	/* the Sandbox's status.podIPs stand in while its Pod is not cached */
+	/* a pod that is starting (not Ready) is reached at its own IP only */
 	F.scope = "";
+	ck_assert_int_eq(resolve("team", "starting", "10.0.0.5", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_POD_IP);
+	ck_assert_int_eq(resolve("team", "starting", "10.7.7.7", false, &V, &t, &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+}
+END_TEST
+
+/* The cache is authoritative and knows no live pod IP for the Sandbox:
+ * the header is never dialled, whatever it names; the request goes by name
+ * as for a Sandbox not Ready yet. */
+START_TEST(pod_ip_header_without_known_ip)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	/* no Pod cached yet */
 	add_sandbox("team", "fresh", "u-fresh", NULL, false);
-	snprintf(F.sb[F.nsb - 1].ips[0], 46, "10.0.0.6");
-	F.sb[F.nsb - 1].nips = 1;
-	ck_assert_int_eq(resolve("team", "fresh", "10.0.0.6", false, &V, &t, &rej), 0);
-	ck_assert_int_eq(resolve("team", "fresh", "10.0.0.7", false, &V, &t, &rej), -1);
+	static const char *const any[] = { "127.0.0.1", "10.0.0.6", "10.9.9.9", "192.168.1.1" };
+	for (size_t i = 0; i < sizeof(any) / sizeof(any[0]); i++) {
+		ck_assert_int_eq(resolve("team", "fresh", any[i], true, &V, &t, &rej), 0);
+		ck_assert_int_eq(t.source, RT_SRC_DNS);
+		ck_assert_str_eq(t.host, "fresh.team.svc.cluster.local");
+	}
+	/* a Pod without an IP yet */
+	add_sandbox("team", "noip", "u-noip", NULL, false);
+	add_pod("team", "noip", "u-noip", "noip", NULL, false);
+	ck_assert_int_eq(resolve("team", "noip", "10.0.0.6", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* a Pod being deleted: its IP is on its way to someone else */
+	add_sandbox("team", "going", "u-going", NULL, false);
+	add_pod("team", "going", "u-going", "going", "10.0.0.8", true)->deleting = true;
+	ck_assert_int_eq(resolve("team", "going", "10.0.0.8", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* another Sandbox's pod is still refused outright */
+	ck_assert_int_eq(resolve("team", "fresh", "10.0.0.2", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
 }
 END_TEST
 
@@ -242,16 +275,13 @@ START_TEST(sandbox_diet)
 	char *s = cJSON_PrintUnformatted(d);
 	ck_assert_str_eq(s, "{\"metadata\":{\"name\":\"s1\",\"namespace\":\"team\",\"uid\":\"u1\","
 	                    "\"resourceVersion\":\"7\",\"labels\":{\"agents.x-k8s.io/warm-pool-sandbox\":\"abcd\"},"
-	                    "\"annotations\":{\"agents.x-k8s.io/pod-name\":\"pool-1\"}},"
-	                    "\"status\":{\"podIPs\":[\"10.1.1.1\",{\"ip\":\"fd00::1\"}]}}");
+	                    "\"annotations\":{\"agents.x-k8s.io/pod-name\":\"pool-1\"}}}");
 	cJSON_free(s);
 	rt_sandbox_info info;
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
 	ck_assert_str_eq(info.uid, "u1");
 	ck_assert_str_eq(info.pod_name, "pool-1");
 	ck_assert(info.warm_pool);
-	ck_assert_int_eq(info.nips, 2);
-	ck_assert_str_eq(info.ips[1], "fd00::1");
 	cJSON_Delete(d);
 }
 END_TEST
@@ -278,6 +308,7 @@ int main(void)
 	tcase_add_test(tc, by_name);
 	tcase_add_test(tc, unknown_and_dns);
 	tcase_add_test(tc, pod_ip_header);
+	tcase_add_test(tc, pod_ip_header_without_known_ip);
 	tcase_add_test(tc, sandbox_diet);
 	tcase_add_test(tc, pod_ip_index);
 	suite_add_tcase(s, tc);
