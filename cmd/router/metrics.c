@@ -25,11 +25,20 @@ static int reg(k8s_metrics_registry *r, k8s_metric **out, k8s_metric_type type,
                const char *name, const char *help, const char *const *labels)
 {
 	static const double buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180 };
+	/* overflow tuples: sandbox_namespace "_other", the rest kept */
+	static const char *const overflow[3][3] = {
+		{ "_other", NULL, NULL }, { NULL, "_other", NULL }, { NULL, NULL, "_other" },
+	};
 	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
 	o.type = type;
 	o.name = name;
 	o.help = help;
 	o.label_names = labels;
+	for (size_t i = 0; labels && labels[i] && i < 3; i++)
+		if (strcmp(labels[i], "sandbox_namespace") == 0) {
+			o.max_series = RT_METRICS_MAX_SERIES;
+			o.overflow_values = overflow[i];
+		}
 	if (type == K8S_METRIC_HISTOGRAM) {
 		o.buckets = buckets;
 		o.nbuckets = sizeof(buckets) / sizeof(buckets[0]);
@@ -143,12 +152,44 @@ static const char *ns_label(rt_metrics *m, const char *ns)
 	return out;
 }
 
+const char *rt_metrics_method(const char *method)
+{
+	static const char *const known[] = {
+		"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+	};
+	for (size_t i = 0; method && i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(method, known[i]) == 0)
+			return known[i];
+	return "OTHER";
+}
+
+const char *rt_metrics_code(int code, char *buf, size_t cap)
+{
+	/* RFC 9110 §15, 6585 (428, 429, 431, 511), 7725 (451); 499: ours */
+	static const short known[] = {
+		100, 101, 200, 201, 202, 203, 204, 205, 206, 300, 301, 302, 303, 304, 305, 307, 308,
+		400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415, 416,
+		417, 421, 422, 426, 428, 429, 431, 451, 499, 500, 501, 502, 503, 504, 505, 511,
+	};
+	if (code < 100 || code > 599) {
+		snprintf(buf, cap, "other");
+		return buf;
+	}
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (known[i] == code) {
+			snprintf(buf, cap, "%d", code);
+			return buf;
+		}
+	snprintf(buf, cap, "%dxx", code / 100);
+	return buf;
+}
+
 void rt_metrics_request(rt_metrics *m, const char *method, int code, const char *ns,
                         double seconds)
 {
 	char c[8];
-	snprintf(c, sizeof(c), "%d", code);
-	const char *v[] = { method, c, ns_label(m, ns) };
+	const char *v[] = { rt_metrics_method(method), rt_metrics_code(code, c, sizeof(c)),
+	                    ns_label(m, ns) };
 	k8s_metric_add(m->requests, v, 3, 1);
 	k8s_metric_observe(m->duration, v, 3, seconds);
 }

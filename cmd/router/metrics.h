@@ -12,22 +12,47 @@
  *   sandbox_router_cert_reloads_total{outcome}
  *   sandbox_router_build_info{git_version,git_commit,build_date,go_version,compiler,platform}
  *   sandbox_router_upstream_connections{state="active"|"idle"} (ours)
- * No per-sandbox labels. The namespace label is "-" when the request had
- * no valid namespace, and "_other" for a namespace first seen after
- * RT_METRICS_MAX_NAMESPACES others (the value comes from a client header,
- * before authorization: unbounded, any client could grow memory and every
- * scrape without limit). Every function is thread-safe.
+ * No per-sandbox labels. Every label value an outside party chooses is
+ * bounded, or any client could grow memory and every scrape without limit
+ * (one attack reached 231 k series, a 387 MB scrape):
+ * - sandbox_namespace (a client header, before authorization): "-" when
+ *   the request had no valid namespace, "_other" for a namespace first
+ *   seen after RT_METRICS_MAX_NAMESPACES others;
+ * - method (the client's): the methods of RFC 9110 §9 and PATCH, else
+ *   "OTHER" (rt_metrics_method());
+ * - code (often the sandbox's): the registered status codes, else the
+ *   class, "2xx" ... "5xx" (rt_metrics_code());
+ * - and each family labelled by namespace holds at most
+ *   RT_METRICS_MAX_SERIES series: past that, new ones count under
+ *   sandbox_namespace "_other" with their other labels (bounded above), so
+ *   a family never exceeds RT_METRICS_MAX_SERIES plus those combinations.
+ * Every function is thread-safe.
  */
 #ifndef RT_METRICS_H
 #define RT_METRICS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "k8s/metrics.h"
 
 typedef struct rt_metrics rt_metrics;
 
 /** Distinct sandbox_namespace values kept; later new ones count as "_other". */
 #define RT_METRICS_MAX_NAMESPACES 1000
+
+/** Series of one namespace-labelled family before new ones fold into
+ *  sandbox_namespace "_other" (a duration series is ~2 KiB of a scrape). */
+#define RT_METRICS_MAX_SERIES 2000
+
+/** The method label of `method`: itself when one of GET, HEAD, POST, PUT,
+ *  DELETE, CONNECT, OPTIONS, TRACE, PATCH, else "OTHER". Static strings. */
+const char *rt_metrics_method(const char *method);
+
+/** The code label of status `code` in `buf` (>= 8 bytes), returned: the
+ *  number for a status registered by RFC 9110 / 6585 / 7725 (and 499, the
+ *  router's "client went first"), else its class "1xx" ... "5xx", "other"
+ *  outside 100..599. */
+const char *rt_metrics_code(int code, char *buf, size_t cap);
 
 /** Build facts for sandbox_router_build_info (borrowed strings). */
 typedef struct {

@@ -19,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,13 @@ struct k8s_metric {
 	double *bounds;
 	size_t nbounds;
 
-	pthread_rwlock_t lock;         /* guards by_key, head, tail */
+	size_t max_series;             /* 0: no bound */
+	char **overflow;               /* nvar entries, NULL: keep; with max_series */
+
+	pthread_rwlock_t lock;         /* guards by_key, head, tail, nseries */
 	k8s_map by_key;                /* encoded values -> series */
 	k8s_metric_series *head, *tail;
+	size_t nseries;
 
 	pthread_mutex_t collect_lock;  /* guards collectors; held while they run */
 	collector *collectors;
@@ -243,6 +248,10 @@ static void family_free(k8s_metric *m)
 	free_strv(m->var_names, m->nvar);
 	free_strv(m->const_names, m->nconst);
 	free_strv(m->const_values, m->nconst);
+	if (m->overflow)
+		for (size_t i = 0; i < m->nvar; i++)
+			free(m->overflow[i]);
+	free(m->overflow);
 	free(m->order);
 	free(m->bounds);
 	free(m);
@@ -325,6 +334,21 @@ static int family_new(k8s_metric **out, const k8s_metric_options *o)
 	} else {
 		nb = 0;
 	}
+	size_t max_series = o->version >= 2 ? o->max_series : 0;
+	const char *const *ov = o->version >= 2 ? o->overflow_values : NULL;
+	if (max_series) {
+		size_t kept = 0;
+		for (size_t i = 0; ov && i < nvar; i++)
+			kept += ov[i] == NULL;
+		if (!ov || !nvar || kept == nvar)
+			return k8s_error_set(K8S_EINVAL, 0, NULL, "metric %s: max_series needs overflow_values "
+			                     "with a value for at least one label", what);
+		for (size_t i = 0; i < nvar; i++)
+			if (ov[i] && !valid_utf8(ov[i]))
+				return k8s_error_set(K8S_EINVAL, 0, NULL,
+				                     "metric %s: overflow value of %s is not valid UTF-8", what,
+				                     o->label_names[i]);
+	}
 
 	k8s_metric *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -343,8 +367,18 @@ static int family_new(k8s_metric **out, const k8s_metric_options *o)
 	m->const_values = calloc(nconst ? nconst : 1, sizeof(char *));
 	m->order = calloc(nvar + nconst ? nvar + nconst : 1, sizeof(size_t));
 	m->bounds = calloc(nb ? nb : 1, sizeof(double));
+	m->max_series = max_series;
+	if (max_series && (m->overflow = calloc(nvar, sizeof(char *))))
+		for (size_t i = 0; i < nvar; i++)
+			if (ov[i] && !(m->overflow[i] = strdup(ov[i]))) {
+				for (size_t j = 0; j < i; j++)
+					free(m->overflow[j]);
+				free(m->overflow);
+				m->overflow = NULL;
+				break;
+			}
 	bool ok = m->name && m->help && m->var_names && m->const_names &&
-	          m->const_values && m->order && m->bounds;
+	          m->const_values && m->order && m->bounds && (!max_series || m->overflow);
 	for (size_t i = 0; ok && i < nconst; i++) {
 		m->const_names[i] = strdup(o->const_labels[2 * i]);
 		m->const_values[i] = strdup(o->const_labels[2 * i + 1]);
@@ -377,14 +411,26 @@ static bool same_shape(const k8s_metric *a, const k8s_metric *b)
 	for (size_t i = 0; i < a->nbounds; i++)
 		if (a->bounds[i] != b->bounds[i])
 			return false;
+	if (a->max_series != b->max_series)
+		return false;
+	for (size_t i = 0; a->max_series && i < a->nvar; i++)
+		if (!a->overflow[i] != !b->overflow[i] ||
+		    (a->overflow[i] && strcmp(a->overflow[i], b->overflow[i]) != 0))
+			return false;
 	return true;
 }
 
 int k8s_metric_options_init(k8s_metric_options *opts, unsigned int version)
 {
 	k8s_metric_options def = K8S_METRIC_OPTIONS_INIT;
-	if (!opts || version != K8S_METRIC_OPTIONS_VERSION)
+	if (!opts || version < 1 || version > K8S_METRIC_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "metric options: unknown version %u", version);
+	if (version == 1) {
+		/* a version 1 struct ends before max_series */
+		def.version = 1;
+		memcpy(opts, &def, offsetof(k8s_metric_options, max_series));
+		return 0;
+	}
 	*opts = def;
 	return 0;
 }
@@ -419,7 +465,7 @@ int k8s_metrics_register(k8s_metric **out, k8s_metrics_registry *r,
 	if (!out || !r || !o)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "metrics register: out, registry and options are required");
 	*out = NULL;
-	if (o->version != K8S_METRIC_OPTIONS_VERSION)
+	if (o->version < 1 || o->version > K8S_METRIC_OPTIONS_VERSION)
 		return k8s_error_set(K8S_EINVAL, 0, NULL, "metric %s: unknown options version %u",
 		                     o->name ? o->name : "(null)", o->version);
 	k8s_metric *m = NULL;
@@ -453,6 +499,16 @@ int k8s_metrics_register(k8s_metric **out, k8s_metrics_registry *r,
 size_t k8s_metric_label_count(const k8s_metric *m)
 {
 	return m ? m->nvar : 0;
+}
+
+size_t k8s_metric_size(k8s_metric *m)
+{
+	if (!m)
+		return 0;
+	pthread_rwlock_rdlock(&m->lock);
+	size_t n = m->nseries;
+	pthread_rwlock_unlock(&m->lock);
+	return n;
 }
 
 /* --- series ------------------------------------------------------------------ */
@@ -490,6 +546,52 @@ static k8s_metric_series *series_new(k8s_metric *m, const char *const *values)
 	return s;
 }
 
+/* Stores a new series under `key`; the write lock is held. NULL: no memory. */
+static k8s_metric_series *add_locked(k8s_metric *m, const char *const *values, const char *key)
+{
+	k8s_metric_series *s = series_new(m, values);
+	if (!s)
+		return NULL;
+	if (k8s_map_set(&m->by_key, key, s, NULL) < 0) {
+		series_free(s, m->nvar);
+		return NULL;
+	}
+	if (m->tail)
+		m->tail->next = s;
+	else
+		m->head = s;
+	m->tail = s;
+	m->nseries++;
+	return s;
+}
+
+/* True when `values` is an overflow tuple already. */
+static bool is_overflow(const k8s_metric *m, const char *const *values)
+{
+	for (size_t i = 0; i < m->nvar; i++)
+		if (m->overflow[i] && strcmp(m->overflow[i], values[i]) != 0)
+			return false;
+	return true;
+}
+
+/* The overflow tuple's series of `values`, found or stored; the write lock
+ * is held. NULL: no memory. */
+static k8s_metric_series *overflow_locked(k8s_metric *m, const char *const *values)
+{
+	const char **ov = calloc(m->nvar, sizeof(*ov));
+	if (!ov)
+		return NULL;
+	for (size_t i = 0; i < m->nvar; i++)
+		ov[i] = m->overflow[i] ? m->overflow[i] : values[i];
+	k8s_strbuf key = K8S_STRBUF_INIT;
+	k8s_metric_series *s = NULL;
+	if (encode_key(&key, ov, m->nvar) == 0 && !(s = k8s_map_get(&m->by_key, key.data)))
+		s = add_locked(m, ov, key.data);
+	k8s_strbuf_free(&key);
+	free(ov);
+	return s;
+}
+
 int k8s_metric_series_get(k8s_metric_series **out, k8s_metric *m,
                           const char *const *values, size_t n)
 {
@@ -510,17 +612,11 @@ int k8s_metric_series_get(k8s_metric_series **out, k8s_metric *m,
 	if (!s) {
 		pthread_rwlock_wrlock(&m->lock);
 		/* another thread may have created it between the two locks */
-		if (!(s = k8s_map_get(&m->by_key, key.data)) && (s = series_new(m, values))) {
-			if (k8s_map_set(&m->by_key, key.data, s, NULL) < 0) {
-				series_free(s, m->nvar);
-				s = NULL;
-			} else {
-				if (m->tail)
-					m->tail->next = s;
-				else
-					m->head = s;
-				m->tail = s;
-			}
+		if (!(s = k8s_map_get(&m->by_key, key.data))) {
+			if (m->max_series && m->nseries >= m->max_series && !is_overflow(m, values))
+				s = overflow_locked(m, values);
+			else
+				s = add_locked(m, values, key.data);
 		}
 		pthread_rwlock_unlock(&m->lock);
 	}

@@ -212,6 +212,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif path == "/slow":
             time.sleep(float(q.get("s", "1")))
             self._send(200, b"late")
+        elif path == "/status":
+            self._send(int(q.get("code", "200")), b"{}")
         else:
             self._send(404, b'{"detail":"backend 404"}')
 

@@ -217,3 +217,18 @@ def test_10000_idle_connections(tmp_path, backend):
         assert r.stop() == 0
         r.assert_clean_log()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_metric_labels_bounded(router, backend):
+    """Method (the client's) and code (the sandbox's) are bounded labels:
+    unknown methods count as OTHER, unregistered codes as their class."""
+    for method, path in (("PROPFIND", "/echo"), ("MKCOL", "/echo"), ("GET", "/status?code=299"),
+                         ("GET", "/status?code=599"), ("GET", "/status?code=418")):
+        st, _, _ = router.request(method, path, sandbox_headers(port=backend.port))
+        assert st in (501, 299, 599, 418), (method, path, st)
+    m = router.metrics()
+    for want in ('code="501",method="OTHER"', 'code="2xx",method="GET"', 'code="5xx",method="GET"',
+                 'code="4xx",method="GET"'):
+        assert "sandbox_router_requests_total{" + want in m, want
+    for never in ("PROPFIND", "MKCOL", 'code="299"', 'code="599"', 'code="418"'):
+        assert never not in m, never

@@ -57,7 +57,7 @@ typedef enum {
 	K8S_METRIC_HISTOGRAM = 2  /**< cumulative buckets, _sum and _count */
 } k8s_metric_type;
 
-#define K8S_METRIC_OPTIONS_VERSION 1
+#define K8S_METRIC_OPTIONS_VERSION 2
 
 /**
  * Describes a metric family to register. Strings and arrays are copied.
@@ -78,11 +78,25 @@ typedef struct {
 	 *  with nbuckets 0: client_golang's DefBuckets (.005 ... 10). */
 	const double *buckets;
 	size_t nbuckets;                 /**< entries in `buckets` */
+	/** Version 2: the most series the family holds, for labels whose
+	 *  values an outside party chooses (a cardinality bound); 0: no bound.
+	 *  Once the family holds that many, a new tuple of label values is
+	 *  recorded in its overflow tuple instead: the tuple with each non-NULL
+	 *  entry of `overflow_values` in place of the caller's value (as
+	 *  OpenTelemetry's cardinality limit folds into one overflow series).
+	 *  Overflow tuples are admitted past the bound, so the family holds at
+	 *  most max_series series plus one per combination of the values the
+	 *  overflow keeps: the caller bounds those labels. */
+	size_t max_series;
+	/** Version 2, required with max_series: one entry per variable label,
+	 *  NULL to keep the caller's value, at least one non-NULL (copied). */
+	const char *const *overflow_values;
 } k8s_metric_options;
 
-#define K8S_METRIC_OPTIONS_INIT { K8S_METRIC_OPTIONS_VERSION, K8S_METRIC_COUNTER, NULL, NULL, NULL, NULL, NULL, 0 }
+#define K8S_METRIC_OPTIONS_INIT { K8S_METRIC_OPTIONS_VERSION, K8S_METRIC_COUNTER, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL }
 
-/** Fills `opts` with defaults; K8S_EINVAL for an unknown version. */
+/** Fills `opts` with defaults; K8S_EINVAL for an unknown version (1 and 2
+ *  are known; a version 1 struct ends at `nbuckets`). */
 K8S_EXTERN int k8s_metric_options_init(k8s_metric_options *opts,
                                        unsigned int version);
 
@@ -103,11 +117,15 @@ K8S_EXTERN void k8s_metrics_registry_free(k8s_metrics_registry *r);
  * queue metric family for all queues. `*out` is borrowed from the registry.
  *
  * @return 0; K8S_EINVAL for a bad name, label name, bucket list or options
- *         version, or a name registered with a different shape (the
- *         message says which); K8S_ENOMEM.
+ *         version, max_series without a valid overflow_values, or a name
+ *         registered with a different shape (the message says which);
+ *         K8S_ENOMEM.
  */
 K8S_EXTERN int k8s_metrics_register(k8s_metric **out, k8s_metrics_registry *r,
                                     const k8s_metric_options *opts);
+
+/** Number of series the family holds now (stored ones, not collectors'). */
+K8S_EXTERN size_t k8s_metric_size(k8s_metric *m);
 
 /** Number of variable labels of the family. */
 K8S_EXTERN size_t k8s_metric_label_count(const k8s_metric *m);
@@ -117,7 +135,8 @@ K8S_EXTERN size_t k8s_metric_label_count(const k8s_metric *m);
  * first use. `values` holds exactly k8s_metric_label_count() strings, in
  * label-name order of registration (NULL with n 0 for a family without
  * labels); they are copied and must be valid UTF-8. `*out` stays valid
- * as long as the registry.
+ * as long as the registry. In a family at its max_series, a new tuple
+ * gives its overflow tuple's series (k8s_metric_options).
  *
  * @return 0; K8S_EINVAL (wrong count, NULL or non-UTF-8 value); K8S_ENOMEM.
  */

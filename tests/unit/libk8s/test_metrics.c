@@ -453,6 +453,63 @@ START_TEST(concurrent_recording_loses_nothing)
 }
 END_TEST
 
+/* max_series: new tuples past the bound fold into their overflow tuple,
+ * which keeps the labels the caller bounds (here: code), so the family
+ * never holds more than the bound plus one series per kept value. */
+START_TEST(series_bound_folds_into_overflow)
+{
+	static const char *const labels[] = { "tenant", "code", NULL };
+	static const char *const overflow[] = { "_other", NULL };
+	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	o.name = "bounded_total";
+	o.help = "b";
+	o.label_names = labels;
+	o.max_series = 3;
+	o.overflow_values = overflow;
+	k8s_metric *m;
+	ck_assert_int_eq(k8s_metrics_register(&m, reg, &o), 0);
+	for (int i = 0; i < 1000; i++) {
+		char t[16];
+		snprintf(t, sizeof(t), "t%d", i);
+		const char *v[] = { t, i % 2 ? "200" : "500" };
+		ck_assert_int_eq(k8s_metric_add(m, v, 2, 1), 0);
+	}
+	/* 3 admitted tenants, then (_other, 200) and (_other, 500) */
+	ck_assert_uint_eq(k8s_metric_size(m), 5);
+	/* an admitted tuple keeps counting on its own series */
+	ck_assert_int_eq(k8s_metric_add(m, (const char *[]){ "t1", "200" }, 2, 1), 0);
+	ASSERT_EXPOSITION(
+		"# HELP bounded_total b\n"
+		"# TYPE bounded_total counter\n"
+		"bounded_total{code=\"200\",tenant=\"_other\"} 499\n"
+		"bounded_total{code=\"200\",tenant=\"t1\"} 2\n"
+		"bounded_total{code=\"500\",tenant=\"_other\"} 498\n"
+		"bounded_total{code=\"500\",tenant=\"t0\"} 1\n"
+		"bounded_total{code=\"500\",tenant=\"t2\"} 1\n");
+	/* no bound without overflow values; re-registering must match it */
+	k8s_metric *again;
+	ck_assert_int_eq(k8s_metrics_register(&again, reg, &o), 0);
+	ck_assert_ptr_eq(again, m);
+	o.max_series = 4;
+	ck_assert_int_eq(k8s_metrics_register(&again, reg, &o), K8S_EINVAL);
+	o.name = "unbounded_total";
+	o.overflow_values = NULL;
+	ck_assert_int_eq(k8s_metrics_register(&again, reg, &o), K8S_EINVAL);
+	static const char *const keep_all[] = { NULL, NULL };
+	o.overflow_values = keep_all;
+	ck_assert_int_eq(k8s_metrics_register(&again, reg, &o), K8S_EINVAL);
+	/* a version 1 options struct is still accepted (and has no bound) */
+	k8s_metric_options v1;
+	memset(&v1, 0xff, sizeof(v1));
+	ck_assert_int_eq(k8s_metric_options_init(&v1, 1), 0);
+	ck_assert_uint_eq(v1.version, 1);
+	ck_assert_uint_eq(v1.max_series, (size_t)-1);  /* not written: not in a v1 struct */
+	v1.name = "v1_total";
+	ck_assert_int_eq(k8s_metrics_register(&again, reg, &v1), 0);
+	ck_assert_int_eq(k8s_metric_options_init(&v1, 3), K8S_EINVAL);
+}
+END_TEST
+
 static const char *fmt(double v)
 {
 	static char buf[64];
@@ -517,6 +574,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, collectors_run_at_scrape_time);
 	tcase_add_test(tc, empty_registry_exposes_empty_text);
 	tcase_add_test(tc, concurrent_recording_loses_nothing);
+	tcase_add_test(tc, series_bound_folds_into_overflow);
 	tcase_add_test(tc, floats_format_like_go);
 	tcase_add_test(tc, exponential_buckets_match_client_golang);
 	suite_add_tcase(s, tc);

@@ -98,6 +98,79 @@ START_TEST(namespace_cardinality_bounded)
 }
 END_TEST
 
+static size_t count_lines(const char *text, const char *prefix)
+{
+	size_t n = 0, len = strlen(prefix);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		n += strncmp(p, prefix, len) == 0;
+	return n;
+}
+
+/* Method (the client's) x code (the sandbox's, 100-599) x namespace (a
+ * client header) reached 231 k series and a 387 MB scrape. Hostile values
+ * of all three at once: every label stays within its set, and each family
+ * within RT_METRICS_MAX_SERIES plus its "_other" overflow combinations. */
+START_TEST(hostile_labels_bounded)
+{
+	k8s_metrics_registry *reg;
+	rt_metrics *m;
+	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
+	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	ck_assert_int_eq(rt_metrics_new(&m, reg, &bi), 0);
+	/* methods http-parser accepts, codes a sandbox may answer */
+	static const char *const methods[] = {
+		"GET", "POST", "PROPFIND", "MKCOL", "M-SEARCH", "PURGE", "SOURCE", "LINK", "DELETE",
+		"MKCALENDAR", "UNSUBSCRIBE", "PATCH",
+	};
+	char ns[32];
+	unsigned seed = 1;
+	for (int i = 0; i < RT_METRICS_MAX_NAMESPACES; i++) {
+		snprintf(ns, sizeof(ns), "tenant-%d", i);
+		for (int j = 0; j < 12; j++) {
+			seed = seed * 1103515245u + 12345u;
+			const char *meth = methods[(seed >> 8) % 12];
+			int code = 100 + (int)((seed >> 16) % 500);
+			rt_metrics_request(m, meth, code, ns, 0.01);
+			rt_metrics_upstream_error(m, ns, "dial");
+		}
+	}
+	char *out;
+	size_t len;
+	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, &len), 0);
+	/* 10 methods x 56 codes ("other" and five classes included) of "_other" */
+	size_t nreq = count_lines(out, "sandbox_router_requests_total{");
+	ck_assert_uint_gt(nreq, RT_METRICS_MAX_SERIES);
+	ck_assert_uint_le(nreq, RT_METRICS_MAX_SERIES + 10 * 56);
+	size_t ncount = count_lines(out, "sandbox_router_request_duration_seconds_count{");
+	ck_assert_uint_eq(ncount, nreq);
+	ck_assert_uint_le(count_lines(out, "sandbox_router_upstream_errors_total{"), RT_METRICS_MAX_NAMESPACES);
+	ck_assert_ptr_nonnull(strstr(out, "sandbox_namespace=\"_other\""));
+	/* methods outside RFC 9110 and PATCH are OTHER; odd codes their class */
+	ck_assert_ptr_null(strstr(out, "PROPFIND"));
+	ck_assert_ptr_null(strstr(out, "M-SEARCH"));
+	ck_assert_ptr_nonnull(strstr(out, "method=\"OTHER\""));
+	ck_assert_ptr_nonnull(strstr(out, "method=\"PATCH\""));
+	ck_assert_ptr_nonnull(strstr(out, "code=\"2xx\""));
+	ck_assert_ptr_nonnull(strstr(out, "code=\"5xx\""));
+	ck_assert_ptr_null(strstr(out, "code=\"299\""));
+	ck_assert_ptr_null(strstr(out, "code=\"599\""));
+	/* so the scrape stays in the megabytes, not the hundreds */
+	ck_assert_uint_lt(len, 8u << 20);
+	free(out);
+	rt_metrics_free(m);
+	k8s_metrics_registry_free(reg);
+	char b[8];
+	ck_assert_str_eq(rt_metrics_code(404, b, sizeof(b)), "404");
+	ck_assert_str_eq(rt_metrics_code(299, b, sizeof(b)), "2xx");
+	ck_assert_str_eq(rt_metrics_code(499, b, sizeof(b)), "499");
+	ck_assert_str_eq(rt_metrics_code(600, b, sizeof(b)), "other");
+	ck_assert_str_eq(rt_metrics_code(0, b, sizeof(b)), "other");
+	ck_assert_str_eq(rt_metrics_method("get"), "OTHER");
+	ck_assert_str_eq(rt_metrics_method(NULL), "OTHER");
+	ck_assert_str_eq(rt_metrics_method("OPTIONS"), "OPTIONS");
+}
+END_TEST
+
 START_TEST(access_line)
 {
 	rt_access_entry e = { "GET", "/files/a\"b", "10.0.0.9", "sb", "team", "curl/8", 200, 1.2345, 42 };
@@ -131,6 +204,7 @@ int main(void)
 	tcase_add_test(tc, exposition);
 	tcase_add_test(tc, access_line);
 	tcase_add_test(tc, namespace_cardinality_bounded);
+	tcase_add_test(tc, hostile_labels_bounded);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
