@@ -300,10 +300,14 @@ void rt_authz_free(rt_authz *a)
 	free(a);
 }
 
-/* Cache key: hex SHA-256 of the token, plus the sandbox when the decision
- * depends on it (the access review). The token itself is never kept. */
+/* Cache keys: the hex SHA-256 of the token, plus the sandbox when the
+ * decision depends on it (the access review); the token itself is never
+ * kept. `token_key` (may be NULL) receives the key of the token alone,
+ * under which a token that did not authenticate is remembered whatever
+ * sandbox it named: a rejected token tried on many sandboxes costs one
+ * review, not one each. */
 static void cache_key(rt_authz *a, const char *tok, size_t n, const char *ns, const char *id,
-                      char *key, size_t cap)
+                      char *key, size_t cap, char *token_key, size_t tcap)
 {
 	unsigned char sum[32];
 	mbedtls_md(mbedtls_md_info_from_type(MBEDTLS_MD_SHA256), (const unsigned char *)tok, n, sum);
@@ -314,6 +318,8 @@ static void cache_key(rt_authz *a, const char *tok, size_t n, const char *ns, co
 		snprintf(key, cap, "%s/%s/%s", hex, ns, id);
 	else
 		snprintf(key, cap, "%s", hex);
+	if (token_key)
+		snprintf(token_key, tcap, "%s", hex);
 }
 
 static int64_t now_ms(void)
@@ -344,10 +350,13 @@ rt_verdict rt_authz_check(rt_authz *a, const char *authorization, const char *ns
 	case RT_AUTHZ_TOKENREVIEW: {
 		if (!tok)
 			return a->require_token ? RT_VERDICT_UNAUTHENTICATED : RT_VERDICT_ALLOW;
-		char key[200];
+		char key[200], tkey[80];
 		int v;
-		cache_key(a, tok, n, ns, id, key, sizeof(key));
+		cache_key(a, tok, n, ns, id, key, sizeof(key), tkey, sizeof(tkey));
 		if (rt_lru_get(a->cache, key, now_ms(), &v, detail, cap) == 0)
+			return (rt_verdict)v;
+		if (a->access_review && rt_lru_get(a->cache, tkey, now_ms(), &v, detail, cap) == 0 &&
+		    v == RT_VERDICT_UNAUTHENTICATED)
 			return (rt_verdict)v;
 		return RT_VERDICT_PENDING;
 	}
@@ -430,8 +439,8 @@ rt_verdict rt_authz_review(rt_authz *a, const char *authorization, const char *n
 	const char *tok = rt_bearer(authorization, &n);
 	if (a->mode != RT_AUTHZ_TOKENREVIEW || !tok)
 		return rt_authz_check(a, authorization, ns, id, false, now_ms() / 1000, detail, cap);
-	char key[200];
-	cache_key(a, tok, n, ns, id, key, sizeof(key));
+	char key[200], tkey[80];
+	cache_key(a, tok, n, ns, id, key, sizeof(key), tkey, sizeof(tkey));
 	cJSON *spec, *o = review_object("authentication.k8s.io/v1", "TokenReview", &spec);
 	if (!o)
 		return snprintf(detail, cap, "tokenreview: out of memory"), RT_VERDICT_ERROR;
@@ -468,6 +477,8 @@ rt_verdict rt_authz_review(rt_authz *a, const char *authorization, const char *n
 		rt_lru_put(a->cache, key, v, cached, now_ms() + ttl);
 	} else {
 		rt_lru_put(a->cache, key, v, "", now_ms() + ttl);
+		if (v == RT_VERDICT_UNAUTHENTICATED && a->access_review)
+			rt_lru_put(a->cache, tkey, v, "", now_ms() + ttl);
 	}
 	return v;
 }

@@ -10,8 +10,11 @@
  *   SubjectAccessReview then asks whether that user may `get` the Sandbox
  *   <id> in <namespace>: a caller is refused (403) a sandbox in a namespace
  *   it may not use. Decisions are cached for --authz-tokenreview-ttl in an
- *   LRU keyed by the token's SHA-256 (and the sandbox); API failures are
- *   cached for max(TTL/3, 1 s) and answered 500;
+ *   LRU keyed by the token's SHA-256 (and the sandbox); a token that did
+ *   not authenticate also under its SHA-256 alone (whatever sandbox it
+ *   names next, no new review); API failures are cached for max(TTL/3,
+ *   1 s) and answered 500. The reviews run on threads of their own
+ *   (reviewq.h);
  * - scoped-token: an HMAC-SHA256 token bound to one namespace/sandbox
  *   (format below); a request carrying X-Sandbox-Pod-IP or X-Sandbox-UID
  *   is refused (the target must then come from the name).

@@ -36,6 +36,9 @@ int rt_flags_defaults(rt_flags *f)
 		.authz_mode = RT_AUTHZ_ALLOW_ALL,
 		.tokenreview_ttl_ms = 30000,
 		.tokenreview_cache_size = 2048,
+		.tokenreview_workers = 4,
+		.tokenreview_max_pending = 1024,
+		.tokenreview_max_pending_per_client = 64,
 		.access_review = true,
 		.log_format = K8S_LOG_JSON,
 		.log_level = K8S_LOG_INFO,
@@ -172,6 +175,13 @@ const rt_flag_def rt_flag_table[] = {
 	  "refuse requests without a bearer token with 401 (default false)" },
 	{ "authz-tokenreview-audiences", RT_FT_STR, OFF(tokenreview_audiences), "CSV",
 	  "audiences the TokenReview asks for, comma-separated (default none)" },
+	{ "authz-tokenreview-workers", RT_FT_INT, OFF(tokenreview_workers), "N",
+	  "threads of their own that run the reviews (default 4)" },
+	{ "authz-tokenreview-max-pending", RT_FT_INT, OFF(tokenreview_max_pending), "N",
+	  "reviews queued or running at once, more get 503 (default 1024)" },
+	{ "authz-tokenreview-max-pending-per-client", RT_FT_INT,
+	  OFF(tokenreview_max_pending_per_client), "N",
+	  "of those, per client address, more get 429; 0: no limit (default 64)" },
 	{ "authz-namespace-access-review", RT_FT_BOOL, OFF(access_review), NULL,
 	  "tokenreview: also ask a SubjectAccessReview whether the caller may get the sandbox (default true)" },
 	{ "authz-scoped-token-secret-file", RT_FT_STR, OFF(scoped_token_secret_file), "PATH",
@@ -512,6 +522,12 @@ int rt_flags_validate(const rt_flags *f, char *err, size_t cap)
 		FAIL("invalid value for flag --authz-tokenreview-ttl: must be positive");
 	if (f->tokenreview_cache_size <= 0)
 		FAIL("invalid value for flag --authz-tokenreview-cache-size: must be positive");
+	if (f->tokenreview_workers <= 0 || f->tokenreview_workers > 256)
+		FAIL("invalid value for flag --authz-tokenreview-workers: must be 1..256");
+	if (f->tokenreview_max_pending <= 0)
+		FAIL("invalid value for flag --authz-tokenreview-max-pending: must be positive");
+	if (f->tokenreview_max_pending_per_client < 0)
+		FAIL("invalid value for flag --authz-tokenreview-max-pending-per-client: must not be negative");
 	if (f->authz_mode == RT_AUTHZ_SCOPED_TOKEN && !*f->scoped_token_secret_file)
 		FAIL("--authz-mode=scoped-token needs --authz-scoped-token-secret-file");
 	if (f->max_header_bytes < 1024 || f->max_header_bytes > 81920)

@@ -56,6 +56,9 @@ typedef struct {
 	rt_authz_mode authz_mode;        /**< --authz-mode (allow-all) */
 	long tokenreview_ttl_ms;         /**< --authz-tokenreview-ttl (30s) */
 	int tokenreview_cache_size;      /**< --authz-tokenreview-cache-size (2048) */
+	int tokenreview_workers;         /**< --authz-tokenreview-workers (4; ours) */
+	int tokenreview_max_pending;     /**< --authz-tokenreview-max-pending (1024; ours) */
+	int tokenreview_max_pending_per_client; /**< --authz-tokenreview-max-pending-per-client (64; ours) */
 	bool tokenreview_require_token;  /**< --authz-tokenreview-require-token (false) */
 	char *tokenreview_audiences;     /**< --authz-tokenreview-audiences (csv) */
 	bool access_review;              /**< --authz-namespace-access-review (true; ours) */

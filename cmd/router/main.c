@@ -32,6 +32,7 @@
 #include "flags.h"
 #include "metrics.h"
 #include "proxy.h"
+#include "reviewq.h"
 
 #define PROG "sandbox-router"
 #define CACHE_SYNC_TIMEOUT_MS 60000
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 	k8s_metrics_registry *reg = NULL;
 	rt_metrics *metrics = NULL;
 	rt_authz *authz = NULL;
+	rt_reviewq *reviews = NULL;
 	rt_cache *cache = NULL;
 	rt_proxy *proxy = NULL;
 	unsigned char *secret = NULL;
@@ -238,6 +240,15 @@ int main(int argc, char **argv)
 	};
 	if (rt_authz_new(&authz, &ao) < 0)
 		goto out;
+	if (f.authz_mode == RT_AUTHZ_TOKENREVIEW) {
+		rt_reviewq_options qo = { .authz = authz, .workers = f.tokenreview_workers,
+		                          .max_pending = f.tokenreview_max_pending,
+		                          .max_per_client = f.tokenreview_max_pending_per_client };
+		if (rt_reviewq_new(&reviews, &qo) < 0) {
+			fprintf(stderr, PROG ": %s\n", k8s_error_last()->message);
+			goto out;
+		}
+	}
 
 	if (f.cache_enabled) {
 		if (rt_cache_new(&cache, client, f.cache_namespace, log) < 0 || rt_cache_start(cache) < 0 ||
@@ -251,7 +262,8 @@ int main(int argc, char **argv)
 		        *f.cache_namespace ? f.cache_namespace : "(all)", NULL);
 	}
 
-	rt_proxy_options po = { .flags = &f, .authz = authz, .cache = cache, .metrics = metrics,
+	rt_proxy_options po = { .flags = &f, .authz = authz, .reviews = reviews, .cache = cache,
+	                        .metrics = metrics,
 	                        .log = log, .access_log = f.access_log ? stderr : NULL };
 	if (rt_proxy_new(&proxy, &po) < 0)
 		goto out;
@@ -294,6 +306,9 @@ out:
 	shutdown_all(srv, S_METRICS, f.shutdown_timeout_ms);
 	long left = f.shutdown_timeout_ms - (long)(k8s_monotonic_ms() - t0);
 	shutdown_all(srv + S_METRICS, S_COUNT - S_METRICS, left > 1000 ? left : 1000);
+	/* the loops have ended: reviews still running come back to nothing, and
+	 * must be done before the servers they would post to are freed */
+	rt_reviewq_free(reviews);
 	for (int i = 0; i < S_COUNT; i++)
 		k8s_http_server_free(srv[i]);
 	rt_proxy_free(proxy);

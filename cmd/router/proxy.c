@@ -6,6 +6,7 @@
  * those hold references, the exchange holds the first one.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <strings.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "headers.h"
 #include "proxy.h"
 #include "resolve.h"
+#include "reviewq.h"
 #include "upstream.h"
 
 #define MAX_LOOPS 64
@@ -58,8 +60,9 @@ typedef struct rt_req {
 	bool head_sent, done, tunnel;
 	uint64_t bytes_out;
 	uint64_t start_ns;
-	/* authorization on the thread pool */
-	uv_work_t work;
+	/* authorization on the review threads (reviewq.h) */
+	unsigned loop_index;
+	atomic_bool gone;            /* set in on_close: the review may be skipped */
 	char *authorization;
 	rt_verdict verdict;
 	char detail[256];
@@ -569,19 +572,46 @@ static void proceed(rt_req *r, rt_verdict v, const char *detail)
 	}
 }
 
-static void authz_work(uv_work_t *w)
+static void review_on_loop(void *ud)
 {
-	rt_req *r = w->data;
-	r->verdict = rt_authz_review(r->p->o.authz, r->authorization, r->route.ns, r->route.id,
-	                             r->detail, sizeof(r->detail));
+	rt_req *r = ud;
+	if (r->ex && !r->done)
+		proceed(r, r->verdict, r->detail);
+	req_unref(r);
 }
 
-static void authz_done(uv_work_t *w, int status)
+/* On a review thread: back to the request's loop. When that loop has
+ * ended, nothing else holds the request any more: let it go here. */
+static void review_done(rt_verdict v, const char *detail, void *ud)
 {
-	rt_req *r = w->data;
-	if (r->ex && !r->done)
-		proceed(r, status == 0 ? r->verdict : RT_VERDICT_ERROR, r->detail);
-	req_unref(r);
+	rt_req *r = ud;
+	r->verdict = v;
+	snprintf(r->detail, sizeof(r->detail), "%s", detail ? detail : "");
+	int rc = k8s_http_server_call(r->l->srv, r->loop_index, review_on_loop, r);
+	if (rc == K8S_ESHUTDOWN || rc == K8S_EINVAL)
+		req_unref(r);
+	/* K8S_ENOMEM: the request is leaked rather than freed under its loop */
+}
+
+static void submit_review(rt_req *r, const char *auth)
+{
+	rt_proxy *p = r->p;
+	r->authorization = strdup(auth ? auth : "");
+	r->refs++;  /* held until review_on_loop */
+	int rc = r->authorization && p->o.reviews
+	                 ? rt_reviewq_submit(p->o.reviews, r->authorization, r->route.ns,
+	                                     r->route.id, r->peer, &r->gone, review_done, r)
+	                 : K8S_ENOMEM;
+	if (rc == 0)
+		return;
+	r->refs--;
+	rt_metrics_authz(p->o.metrics, ns_label(r), false);
+	if (rc == K8S_ETOOMANYREQUESTS)
+		fail_request(r, 429, "Too many token reviews pending for this client.");
+	else if (rc == K8S_ESERVICEUNAVAILABLE)
+		fail_request(r, 503, "Too many token reviews pending.");
+	else
+		fail_request(r, 500, "tokenreview: cannot queue the review");
 }
 
 /* ---- life cycle ---- */
@@ -630,6 +660,7 @@ static void on_close(k8s_http_exchange *ex, int reason, void *ud)
 		rt_access_log(p->o.access_log, &e);
 	}
 	r->ex = NULL;
+	atomic_store(&r->gone, true);
 	r->head.headers = NULL;  /* the strings go with the exchange */
 	r->head.nheaders = 0;
 	r->head.path = r->head.method = r->head.target = NULL;
@@ -703,6 +734,8 @@ static void handle(k8s_http_exchange *ex, void *ud)
 	r->ex = ex;
 	r->refs = 3;  /* the exchange, and the two timers until closed */
 	r->start_ns = now_ns();
+	r->loop_index = k8s_http_exchange_loop_index(ex);
+	atomic_init(&r->gone, false);
 	uv_timer_init(k8s_http_exchange_loop(ex), &r->phase);
 	uv_timer_init(k8s_http_exchange_loop(ex), &r->deadline);
 	r->phase.data = r->deadline.data = r;
@@ -746,14 +779,7 @@ static void handle(k8s_http_exchange *ex, void *ud)
 		proceed(r, v, r->detail);
 		return;
 	}
-	r->authorization = strdup(auth ? auth : "");
-	r->work.data = r;
-	r->refs++;
-	if (!r->authorization ||
-	    uv_queue_work(k8s_http_exchange_loop(ex), &r->work, authz_work, authz_done) < 0) {
-		r->refs--;
-		fail_request(r, 500, "tokenreview: cannot queue the review");
-	}
+	submit_review(r, auth);
 }
 
 /* ---- setup and shutdown ---- */

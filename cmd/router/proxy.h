@@ -24,7 +24,9 @@
  *
  * Threads: requests run on the listener's loop threads; each loop thread
  * has its own upstream pool. Authorization calls that need the API run on
- * libuv's thread pool.
+ * the review queue's threads (reviewq.h), never on libuv's thread pool,
+ * which DNS lookups need; a full queue answers 503, a client's full share
+ * of it 429.
  */
 #ifndef RT_PROXY_H
 #define RT_PROXY_H
@@ -37,12 +39,14 @@
 #include "cache.h"
 #include "flags.h"
 #include "metrics.h"
+#include "reviewq.h"
 
 typedef struct rt_proxy rt_proxy;
 
 typedef struct {
 	const rt_flags *flags;       /**< borrowed; outlives the proxy */
 	rt_authz *authz;             /**< borrowed */
+	rt_reviewq *reviews;         /**< borrowed; tokenreview mode (reviews the API answers) */
 	rt_cache *cache;             /**< borrowed; NULL: no cache */
 	rt_metrics *metrics;         /**< borrowed */
 	k8s_logger *log;             /**< borrowed; may be NULL */

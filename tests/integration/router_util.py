@@ -404,3 +404,79 @@ def _complete(resp):
 
 def status_of(resp):
     return int(resp.split(b" ", 2)[1]) if resp.startswith(b"HTTP/1.") else None
+
+
+class GateProxy:
+    """A TCP proxy to host:port (TLS passes through untouched) whose client
+    to server direction can be held: while the gate is closed, no byte a
+    client sends goes on, so every request through it hangs (a stand-in for
+    an API server that has stopped answering). `held` counts the chunks
+    waiting at the gate now."""
+
+    def __init__(self, host, port):
+        self.target = (host, port)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.lock = threading.Lock()
+        self.held = 0
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(256)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(self.target)
+            except OSError:
+                c.close()
+                continue
+            self.conns += [c, u]
+            threading.Thread(target=self._pump, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c, False), daemon=True).start()
+
+    def _pump(self, src, dst, gated):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if gated and not self.gate.is_set():
+                    with self.lock:
+                        self.held += 1
+                    self.gate.wait()
+                    with self.lock:
+                        self.held -= 1
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close_gate(self):
+        self.gate.clear()
+
+    def open_gate(self):
+        self.gate.set()
+
+    def close(self):
+        self.closed = True
+        self.gate.set()
+        self.sock.close()
+        for s in self.conns:
+            try:
+                s.close()
+            except OSError:
+                pass

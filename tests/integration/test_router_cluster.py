@@ -11,13 +11,14 @@ listens on the pod's IP, hence --allow-loopback-pod-ip.
 import json
 import os
 import subprocess
+import threading
 import urllib.parse
 import uuid
 
 import pytest
 
 from conftest import LOCAL_CLUSTER, ROOT, condition, wait_for
-from router_util import Backend, Router, sandbox_headers
+from router_util import Backend, GateProxy, Router, sandbox_headers
 from test_sandbox import sandbox, wait_ready
 
 EXT_API = "extensions.agents.x-k8s.io/v1beta1"
@@ -265,3 +266,80 @@ def api_server_port():
             if "server:" in line:
                 return urllib.parse.urlparse(line.split("server:", 1)[1].strip()).port
     raise AssertionError("no server in $KUBECONFIG")
+
+
+def proxied_kubeconfig(kubeconfig, port, path):
+    """A copy of `kubeconfig` whose API server is reached on 127.0.0.1:port."""
+    with open(kubeconfig) as f:
+        text = f.read()
+    server = urllib.parse.urlparse(next(l.split("server:", 1)[1].strip()
+                                        for l in text.splitlines() if "server:" in l))
+    with open(path, "w") as f:
+        f.write(text.replace(f"{server.hostname}:{server.port}", f"127.0.0.1:{port}"))
+    return str(path)
+
+
+def test_tokenreview_flood_does_not_hold_up_other_requests(deployed, ns, router_kubeconfig, tmp_path):
+    """Issue 15 item 5: reviews of unknown tokens occupied libuv's thread
+    pool, which DNS lookups share: 40 of them delayed a legitimate request
+    by 10 s. With the API server's reviews held (a proxy that stops
+    forwarding), a request with an already reviewed token and one resolved
+    by DNS are both answered while the flood is still pending; one client
+    gets only its share of the review queue (429 past it); a token that
+    failed is not reviewed again for another sandbox."""
+    kube = deployed
+    s = running(kube, ns, "tr")
+    token = caller_token(kube, ns)
+    api = urllib.parse.urlparse(next(l.split("server:", 1)[1].strip()
+                                     for l in open(router_kubeconfig) if "server:" in l))
+    gate = GateProxy(api.hostname, api.port)
+    kc = proxied_kubeconfig(router_kubeconfig, gate.port, tmp_path / "gated-kubeconfig")
+    r = start_router(tmp_path, kc, ["--authz-mode=tokenreview", f"--cache-namespace={ns}",
+                                    "--upstream-max-retries=0", "--authz-tokenreview-workers=4",
+                                    "--authz-tokenreview-max-pending-per-client=12"],
+                     name="router-flood")
+    ok = {**sandbox_headers("tr", port=s.port, ip=None, ns=ns), "Authorization": f"Bearer {token}"}
+    flood, threads = [], []
+
+    def flood_one(i):
+        h = {**sandbox_headers("tr", port=s.port, ip=None, ns=ns),
+             "Authorization": f"Bearer flood-{i}-{uuid.uuid4().hex}"}
+        st = r.request("GET", "/echo", h, timeout=120)[0]
+        flood.append(st)
+    try:
+        wait_for(lambda: r.request("GET", "/echo", ok)[0] == 200, timeout=20,
+                 desc="the caller's token reviewed")
+        gate.close_gate()
+        for i in range(40):
+            t = threading.Thread(target=flood_one, args=(i,), daemon=True)
+            t.start()
+            threads.append(t)
+        # one client's share of the queue: the rest are refused at once
+        wait_for(lambda: flood.count(429) == 28, timeout=30, desc="28 floods over the client's share")
+        wait_for(lambda: gate.held >= 1, timeout=30, desc="reviews held at the API server")
+        # both served while the 12 reviews are still pending
+        st, _, _ = r.request("GET", "/echo", ok, timeout=60)
+        pending_then = 40 - len(flood)
+        assert st == 200 and pending_then >= 8, (st, pending_then)
+        other = f"{ns}-x"  # outside --cache-namespace: DNS (no such name here: 502)
+        st, _, body = r.request("GET", "/", sandbox_headers("dns-target", ip=None, ns=other[:63]),
+                                timeout=60)
+        pending_then = 40 - len(flood)
+        assert st == 502 and pending_then >= 8, (st, body, pending_then)
+        gate.open_gate()
+        for t in threads:
+            t.join(timeout=60)
+        assert sorted(set(flood)) in ([401, 429], [401, 429, 500]), flood
+        # a rejected token is remembered whatever sandbox it names next
+        bad = {**sandbox_headers("another", ip=None, ns=ns), "Authorization": "Bearer flood-again"}
+        assert r.request("GET", "/", bad)[0] == 401
+        gate.close_gate()
+        bad["X-Sandbox-ID"] = "yet-another"
+        assert r.request("GET", "/", bad, timeout=60)[0] == 401
+        assert gate.held == 0
+    finally:
+        gate.open_gate()
+        s.close()
+        assert r.stop() == 0
+        r.assert_clean_log()
+        gate.close()

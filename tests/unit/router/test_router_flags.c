@@ -74,6 +74,9 @@ START_TEST(defaults_are_upstream)
 	ck_assert_int_eq(f.retry_max_delay_ms, 800);
 	ck_assert_int_eq(f.authz_mode, RT_AUTHZ_ALLOW_ALL);
 	ck_assert_int_eq(f.tokenreview_ttl_ms, 30000);
+	ck_assert_int_eq(f.tokenreview_workers, 4);
+	ck_assert_int_eq(f.tokenreview_max_pending, 1024);
+	ck_assert_int_eq(f.tokenreview_max_pending_per_client, 64);
 	ck_assert_int_eq(f.tokenreview_cache_size, 2048);
 	ck_assert(!f.tokenreview_require_token);
 	ck_assert(!f.cache_enabled);
@@ -167,6 +170,11 @@ START_TEST(validation)
 		{ { "--cluster-domain=", NULL }, "--cluster-domain" },
 		{ { "--authz-tokenreview-ttl=0s", NULL }, "--authz-tokenreview-ttl" },
 		{ { "--authz-tokenreview-cache-size=0", NULL }, "--authz-tokenreview-cache-size" },
+		{ { "--authz-tokenreview-workers=0", NULL }, "--authz-tokenreview-workers" },
+		{ { "--authz-tokenreview-workers=257", NULL }, "--authz-tokenreview-workers" },
+		{ { "--authz-tokenreview-max-pending=0", NULL }, "--authz-tokenreview-max-pending" },
+		{ { "--authz-tokenreview-max-pending-per-client=-1", NULL },
+		  "--authz-tokenreview-max-pending-per-client" },
 		{ { "--authz-mode=scoped-token", NULL }, "--authz-scoped-token-secret-file" },
 		{ { "--max-header-bytes=100", NULL }, "--max-header-bytes" },
 	};
