@@ -17,10 +17,10 @@
 typedef struct {
 	bool synced;
 	const char *scope;  /* "" all */
-	rt_sandbox_info sb[8];
-	char sb_ns[8][64], sb_name[8][64];
+	rt_sandbox_info sb[16];
+	char sb_ns[16][64], sb_name[16][64];
 	int nsb;
-	rt_pod_info pods[8];
+	rt_pod_info pods[16];
 	int npods;
 } fake;
 
@@ -80,6 +80,7 @@ static rt_cache_view V = { f_auth, f_synced, f_sandbox, f_pod, f_owned, f_with_i
 static void add_sandbox(const char *ns, const char *name, const char *uid, const char *podname,
                         bool pool)
 {
+	ck_assert_int_lt(F.nsb, 16);
 	int i = F.nsb++;
 	snprintf(F.sb_ns[i], 64, "%s", ns);
 	snprintf(F.sb_name[i], 64, "%s", name);
@@ -92,6 +93,7 @@ static void add_sandbox(const char *ns, const char *name, const char *uid, const
 static rt_pod_info *add_pod(const char *ns, const char *name, const char *owner_uid,
                             const char *owner_name, const char *ip, bool ready)
 {
+	ck_assert_int_lt(F.npods, 16);
 	rt_pod_info *p = &F.pods[F.npods++];
 	memset(p, 0, sizeof(*p));
 	snprintf(p->ns, 64, "%s", ns);
