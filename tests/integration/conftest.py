@@ -288,13 +288,20 @@ def controller(deployed, tmp_path_factory):
         c.assert_clean_log()
 
 
+def new_namespace(kube, prefix="it-"):
+    """Creates a namespace named prefix + 8 hex digits; waits for its
+    default ServiceAccount. Returns the name."""
+    name = prefix + uuid.uuid4().hex[:8]
+    kube.run("create", "namespace", name)
+    wait_for(lambda: kube.get("serviceaccount", "default", name), timeout=30,
+             desc="default ServiceAccount")
+    return name
+
+
 @pytest.fixture
 def ns(deployed, controller):
     """A fresh namespace per test, deleted afterwards (without waiting)."""
-    name = "it-" + uuid.uuid4().hex[:8]
-    deployed.run("create", "namespace", name)
-    wait_for(lambda: deployed.get("serviceaccount", "default", name), timeout=30,
-             desc="default ServiceAccount")
+    name = new_namespace(deployed)
     yield name
     deployed.delete("namespace", name)
 

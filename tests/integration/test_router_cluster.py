@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 
-from conftest import LOCAL_CLUSTER, ROOT, condition, wait_for
+from conftest import LOCAL_CLUSTER, ROOT, condition, new_namespace, wait_for
 from router_util import Backend, GateProxy, Router, sandbox_headers
 from test_sandbox import sandbox, wait_ready
 
@@ -178,10 +178,7 @@ def caller_token(kube, ns, name="caller"):
 @pytest.fixture
 def bob_ns(deployed, controller):
     """A second tenant's namespace."""
-    name = "it-bob-" + uuid.uuid4().hex[:6]
-    deployed.run("create", "namespace", name)
-    wait_for(lambda: deployed.get("serviceaccount", "default", name), timeout=30,
-             desc="default ServiceAccount")
+    name = new_namespace(deployed, "it-bob-")
     yield name
     deployed.delete("namespace", name)
 
@@ -259,21 +256,25 @@ def test_cache_pod_ip_of_a_sandbox_without_one_is_not_dialled(deployed, ns, cach
         service.close()
 
 
-def api_server_port():
-    """The test cluster's API server port, from the kubeconfig's server URL."""
-    with open(os.environ["KUBECONFIG"]) as f:
+def kubeconfig_server(path):
+    """The API server URL of a kubeconfig (one cluster), parsed."""
+    with open(path) as f:
         for line in f:
             if "server:" in line:
-                return urllib.parse.urlparse(line.split("server:", 1)[1].strip()).port
-    raise AssertionError("no server in $KUBECONFIG")
+                return urllib.parse.urlparse(line.split("server:", 1)[1].strip())
+    raise AssertionError(f"no server in {path}")
+
+
+def api_server_port():
+    """The test cluster's API server port."""
+    return kubeconfig_server(os.environ["KUBECONFIG"]).port
 
 
 def proxied_kubeconfig(kubeconfig, port, path):
     """A copy of `kubeconfig` whose API server is reached on 127.0.0.1:port."""
     with open(kubeconfig) as f:
         text = f.read()
-    server = urllib.parse.urlparse(next(l.split("server:", 1)[1].strip()
-                                        for l in text.splitlines() if "server:" in l))
+    server = kubeconfig_server(kubeconfig)
     with open(path, "w") as f:
         f.write(text.replace(f"{server.hostname}:{server.port}", f"127.0.0.1:{port}"))
     return str(path)
@@ -290,8 +291,7 @@ def test_tokenreview_flood_does_not_hold_up_other_requests(deployed, ns, router_
     kube = deployed
     s = running(kube, ns, "tr")
     token = caller_token(kube, ns)
-    api = urllib.parse.urlparse(next(l.split("server:", 1)[1].strip()
-                                     for l in open(router_kubeconfig) if "server:" in l))
+    api = kubeconfig_server(router_kubeconfig)
     gate = GateProxy(api.hostname, api.port)
     kc = proxied_kubeconfig(router_kubeconfig, gate.port, tmp_path / "gated-kubeconfig")
     r = start_router(tmp_path, kc, ["--authz-mode=tokenreview", f"--cache-namespace={ns}",

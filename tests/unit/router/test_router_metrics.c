@@ -11,13 +11,20 @@
 #include "accesslog.h"
 #include "metrics.h"
 
+/* A registry with the router's metrics in it. */
+static rt_metrics *new_metrics(k8s_metrics_registry **reg)
+{
+	rt_metrics *m;
+	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
+	ck_assert_int_eq(k8s_metrics_registry_new(reg), 0);
+	ck_assert_int_eq(rt_metrics_new(&m, *reg, &bi), 0);
+	return m;
+}
+
 START_TEST(exposition)
 {
 	k8s_metrics_registry *reg;
-	rt_metrics *m;
-	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
-	ck_assert_int_eq(rt_metrics_new(&m, reg, &bi), 0);
+	rt_metrics *m = new_metrics(&reg);
 	rt_metrics_request(m, "GET", 200, "team", 0.003);
 	rt_metrics_request(m, "POST", 502, "-", 1.5);
 	rt_metrics_inflight(m, 1);
@@ -61,10 +68,7 @@ END_TEST
 START_TEST(namespace_cardinality_bounded)
 {
 	k8s_metrics_registry *reg;
-	rt_metrics *m;
-	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
-	ck_assert_int_eq(rt_metrics_new(&m, reg, &bi), 0);
+	rt_metrics *m = new_metrics(&reg);
 	char ns[32];
 	for (int i = 0; i < RT_METRICS_MAX_NAMESPACES + 50; i++) {
 		snprintf(ns, sizeof(ns), "ns-%d", i);
@@ -113,10 +117,7 @@ static size_t count_lines(const char *text, const char *prefix)
 START_TEST(hostile_labels_bounded)
 {
 	k8s_metrics_registry *reg;
-	rt_metrics *m;
-	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
-	ck_assert_int_eq(rt_metrics_new(&m, reg, &bi), 0);
+	rt_metrics *m = new_metrics(&reg);
 	/* methods http-parser accepts, codes a sandbox may answer */
 	static const char *const methods[] = {
 		"GET", "POST", "PROPFIND", "MKCOL", "M-SEARCH", "PURGE", "SOURCE", "LINK", "DELETE",
