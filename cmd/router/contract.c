@@ -91,13 +91,15 @@ static const unsigned char meta_v4[][4] = {
 static const unsigned char meta_v6[][16] = {
 	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },  /* fd00:ec2::254, AWS IMDS */
 	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x23 },     /* fd00:ec2::23, EKS Pod Identity */
+	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x53 },  /* fd00:ec2::253, AWS DNS */
+	{ 0xfd, 0, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x23 },  /* fd00:ec2::123, AWS time */
 	{ 0xfd, 0x20, 0, 0xce, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54 },  /* fd20:ce::254, GCP metadata */
 };
 
 static bool v4_allowed(const unsigned char *a, bool allow_loopback)
 {
-	if (!a[0] && !a[1] && !a[2] && !a[3])
-		return false;                       /* 0.0.0.0 */
+	if (a[0] == 0)
+		return false;                       /* 0.0.0.0/8, "this network" (RFC 1122) */
 	if (a[0] == 127)
 		return allow_loopback;              /* 127.0.0.0/8 */
 	if (a[0] == 169 && a[1] == 254)
@@ -137,7 +139,7 @@ static int embedded_v4(const unsigned char *a, unsigned char out[4][4])
 	} else if (has_prefix(a, nat64_local, 6)) {
 		/* the translator's prefix length is the operator's choice: read
 		 * every position (RFC 6052 §2.2: bits 64-71, byte 8, are skipped);
-		 * a reading of 0.0.0.0 is the zero padding of another position */
+		 * a reading in 0.0.0.0/8 is the zero padding of another position */
 		const unsigned char at[4][4] = {
 			{ a[6], a[7], a[9], a[10] },     /* /48 */
 			{ a[7], a[9], a[10], a[11] },    /* /56 */
@@ -145,8 +147,10 @@ static int embedded_v4(const unsigned char *a, unsigned char out[4][4])
 			{ a[12], a[13], a[14], a[15] },  /* /96 */
 		};
 		for (int i = 0; i < 4; i++)
-			if (at[i][0] | at[i][1] | at[i][2] | at[i][3])
+			if (at[i][0])
 				memcpy(out[n++], at[i], 4);
+		if (!n)
+			memset(out[n++], 0, 4);    /* the bare prefix: 0.0.0.0 */
 	} else if (has_prefix(a, sixtofour, 2)) {
 		memcpy(out[n++], a + 2, 4);
 	} else if (has_prefix(a, teredo, 4)) {

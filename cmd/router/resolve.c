@@ -24,7 +24,10 @@ static bool sandbox_pod(const rt_cache_view *v, const char *ns, const rt_sandbox
 	rt_pod_info owned[4];
 	int n = v->pods_owned(v->ud, sb->uid, owned, 4);
 	for (int i = 0; i < n && i < 4; i++)
-		if (!owned[i].deleting && strcmp(owned[i].owner_uid, sb->uid) == 0) {
+		/* an ownerReference is anyone's to write: only a Pod of the
+		 * Sandbox's own namespace is its pod */
+		if (!owned[i].deleting && strcmp(owned[i].owner_uid, sb->uid) == 0 &&
+		    strcmp(owned[i].ns, ns) == 0) {
 			*out = owned[i];
 			return true;
 		}

@@ -3,9 +3,11 @@
  *
  * One list holds every pending review, queued or running, in arrival
  * order; it is at most max_pending long, so the scans below (a shared
- * review, a client's count) stay short. Workers take the oldest queued
- * one, run it without the lock, then hand the verdict to each requester.
+ * review, a client's count) stay short. Workers take the next queued one
+ * (next_job: clients take turns), run it without the lock, then hand the
+ * verdict to each requester.
  */
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@ typedef struct job {
 	char *authorization;
 	char ns[64], id[64], client[64];
 	bool running;
+	bool skip;                     /* running, but not sent: every requester left */
+	int round;                     /* its client's reviews pending when it came */
 	waiter *waiters;
 	struct job *next;
 } job;
@@ -83,14 +87,29 @@ static void unlink_job(rt_reviewq *q, job *j)
 	q->pending--;
 }
 
+/* The queued review to run next: the one with the lowest round (how many
+ * reviews its client had pending when it was asked), oldest first among
+ * equals. A client's first pending review goes before another client's
+ * tenth, so one client with many pending reviews takes turns with the
+ * others instead of holding every worker. Lock held. */
+static job *next_job(rt_reviewq *q)
+{
+	job *best = NULL;
+	for (job *j = q->head; j; j = j->next)
+		if (!j->running && (!best || j->round < best->round)) {
+			best = j;
+			if (!best->round)
+				break;
+		}
+	return best;
+}
+
 static void *worker(void *ud)
 {
 	rt_reviewq *q = ud;
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		job *j = q->head;
-		while (j && j->running)
-			j = j->next;
+		job *j = next_job(q);
 		if (!j) {
 			if (q->stopping)
 				break;
@@ -98,7 +117,8 @@ static void *worker(void *ud)
 			continue;
 		}
 		j->running = true;
-		bool skip = all_gone(j);
+		j->skip = all_gone(j);   /* no one joins a skipped review (submit) */
+		bool skip = j->skip;
 		pthread_mutex_unlock(&q->lock);
 		char detail[256] = "";
 		rt_verdict v;
@@ -152,11 +172,31 @@ int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o)
 	return 0;
 }
 
-int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, const char *id,
-                      const char *client, const atomic_bool *gone, rt_review_cb cb, void *ud)
+/* The client a review counts for: an IPv4 address as it is, an IPv6 one
+ * by its /64 (one host may hold all of it), anything else as given. */
+static void client_key(const char *client, char *out, size_t cap)
 {
-	if (!client)
-		client = "";
+	unsigned char a[16];
+	if (strchr(client, ':') && inet_pton(AF_INET6, client, a) == 1) {
+		static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		if (memcmp(a, mapped, 12) == 0) {
+			inet_ntop(AF_INET, a + 12, out, (socklen_t)cap);
+			return;
+		}
+		memset(a + 8, 0, 8);
+		char text[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, a, text, sizeof(text));
+		snprintf(out, cap, "%s/64", text);
+		return;
+	}
+	snprintf(out, cap, "%s", client);
+}
+
+int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, const char *id,
+                      const char *raw_client, const atomic_bool *gone, rt_review_cb cb, void *ud)
+{
+	char client[64];
+	client_key(raw_client ? raw_client : "", client, sizeof(client));
 	waiter *w = calloc(1, sizeof(*w));
 	if (!w)
 		return K8S_ENOMEM;
@@ -164,7 +204,7 @@ int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, 
 	pthread_mutex_lock(&q->lock);
 	int mine = 0;
 	for (job *j = q->head; j; j = j->next) {
-		if (strcmp(j->authorization, authorization) == 0 && strcmp(j->ns, ns) == 0 &&
+		if (!j->skip && strcmp(j->authorization, authorization) == 0 && strcmp(j->ns, ns) == 0 &&
 		    strcmp(j->id, id) == 0) {
 			w->next = j->waiters;   /* the same question: share its answer */
 			j->waiters = w;
@@ -192,6 +232,7 @@ int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, 
 	snprintf(j->id, sizeof(j->id), "%s", id);
 	snprintf(j->client, sizeof(j->client), "%s", client);
 	j->waiters = w;
+	j->round = mine;
 	if (q->tail)
 		q->tail->next = j;
 	else

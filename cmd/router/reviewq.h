@@ -8,8 +8,12 @@
  * `workers` threads that serve nothing else, behind a bounded queue:
  * - at most `max_pending` reviews are queued or running at once; a review
  *   past that is refused (K8S_ESERVICEUNAVAILABLE: the caller answers 503);
- * - at most `max_per_client` of them were asked for by one client address
- *   (K8S_ETOOMANYREQUESTS: 429), so one client cannot fill the queue;
+ * - at most `max_per_client` of them were asked for by one client (an IPv4
+ *   address, or an IPv6 /64: K8S_ETOOMANYREQUESTS, 429), so one client
+ *   cannot fill the queue;
+ * - clients take turns: a client's first pending review runs before
+ *   another client's tenth, so one with many pending reviews does not hold
+ *   every worker while others wait;
  * - requests for the same (Authorization, namespace, sandbox) while its
  *   review is queued or running share it (one API call, one verdict);
  * - a review whose every requester has gone (its `gone` flag set) is not
@@ -60,7 +64,7 @@ int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o);
 /**
  * Asks for the review of `authorization` (the request's Authorization
  * value, copied) for sandbox `id` in `ns`, on behalf of client address
- * `client` (copied; "" counts as one client). `cb` gets the verdict once,
+ * `client` (an IP address as text, or "": counted as one client). `cb` gets the verdict once,
  * with `ud`; `gone` (may be NULL) is read before the review is sent: set
  * it when the requester no longer needs the answer (it must stay valid
  * until `cb` ran). Returns 0; K8S_ESERVICEUNAVAILABLE (max_pending

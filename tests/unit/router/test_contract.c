@@ -109,6 +109,7 @@ START_TEST(pod_ip_guards)
 		/* more metadata endpoints: EKS Pod Identity and GCP over IPv6, Azure's
 		 * WireServer, Oracle's legacy address */
 		"fd00:ec2::23", "fd00:ec2:0:0:0:0:0:23", "fd20:ce::254", "FD20:CE::254",
+		"fd00:ec2::253", "fd00:ec2::123", "0.0.0.1", "0.255.255.255", "64:ff9b:1::",
 		"168.63.129.16", "192.0.0.192",
 		/* IPv4 inside IPv6, every spelling judged as the IPv4 address: SIIT
 		 * (RFC 6145), RFC 8215 local-use NAT64 at /96, /64, /56 and /48,
@@ -147,7 +148,7 @@ START_TEST(pod_ip_guards)
 	 * addresses beside the metadata endpoints */
 	static const char *const allowed[] = {
 		"::ffff:0:10.0.0.9", "64:ff9b:1::10.0.0.9", "64:ff9b:1:a00:0:900::", "2002:a00:9::1",
-		"2001:0:a00:9::f5ff:fff6", "2001:db8::5efe:10.0.0.9", "fd00:ec2::253", "fd20:ce::253",
+		"2001:0:a00:9::f5ff:fff6", "2001:db8::5efe:10.0.0.9", "fd00:ec2::252", "fd20:ce::253",
 		"fd00::1", "2001:db8:5efe::1", "168.63.129.17", "192.0.0.193",
 	};
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)

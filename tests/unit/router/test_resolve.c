@@ -230,6 +230,27 @@ START_TEST(pod_ip_header)
 }
 END_TEST
 
+/* An ownerReference is anyone's to write: a Pod in another namespace that
+ * names a Sandbox's UID as its controller is never that Sandbox's pod. */
+START_TEST(owned_pod_of_another_namespace_ignored)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	add_sandbox("victim-ns", "victim", "u-victim", NULL, false);
+	add_pod("attacker-ns", "evil", "u-victim", "victim", "10.6.6.6", true);
+	ck_assert_int_eq(resolve("victim-ns", "victim", NULL, false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* nor is its IP what the header gets pinned to */
+	ck_assert_int_eq(resolve("victim-ns", "victim", "10.6.6.6", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* a Pod of the Sandbox's own namespace that it controls is */
+	add_pod("victim-ns", "victim-other", "u-victim", "victim", "10.6.6.7", true);
+	ck_assert_int_eq(resolve("victim-ns", "victim", NULL, false, &V, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "10.6.6.7");
+}
+END_TEST
+
 /* The cache is authoritative and knows no live pod IP for the Sandbox:
  * the header is never dialled, whatever it names; the request goes by name
  * as for a Sandbox not Ready yet. */
@@ -311,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, unknown_and_dns);
 	tcase_add_test(tc, pod_ip_header);
 	tcase_add_test(tc, pod_ip_header_without_known_ip);
+	tcase_add_test(tc, owned_pod_of_another_namespace_ignored);
 	tcase_add_test(tc, sandbox_diet);
 	tcase_add_test(tc, pod_ip_index);
 	suite_add_tcase(s, tc);

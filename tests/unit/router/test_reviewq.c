@@ -20,6 +20,7 @@ typedef struct {
 	int reviews;       /* review function calls */
 	int running;       /* inside it now */
 	int answers;       /* callbacks */
+	char order[16][32];  /* Authorization values in the order reviewed */
 	int errors;        /* of which RT_VERDICT_ERROR */
 	char last_error[256];
 } world;
@@ -37,6 +38,8 @@ static rt_verdict gated_review(void *ud, const char *auth, const char *ns, const
                                char *detail, size_t cap)
 {
 	pthread_mutex_lock(&W.lock);
+	if (W.reviews < 16)
+		snprintf(W.order[W.reviews], sizeof(W.order[0]), "%s", auth);
 	W.reviews++;
 	W.running++;
 	pthread_cond_broadcast(&W.cond);
@@ -121,6 +124,51 @@ START_TEST(bounds_hold_while_reviews_are_stuck)
 }
 END_TEST
 
+/* One worker, stuck on client a's first review while a queues three more
+ * and b asks once: b's review runs second, not after all of a's. */
+START_TEST(clients_take_turns)
+{
+	world_init();
+	rt_reviewq *q = queue(1, 16, 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer a0", "ns", "sb", "10.0.0.1", NULL, answered, NULL), 0);
+	wait_count(&W.running, 1);
+	for (int i = 1; i < 4; i++) {
+		char auth[32];
+		snprintf(auth, sizeof(auth), "Bearer a%d", i);
+		ck_assert_int_eq(rt_reviewq_submit(q, auth, "ns", "sb", "10.0.0.1", NULL, answered, NULL), 0);
+	}
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer b0", "ns", "sb", "10.0.0.2", NULL, answered, NULL), 0);
+	open_gate();
+	wait_count(&W.answers, 5);
+	ck_assert_str_eq(W.order[0], "Bearer a0");
+	ck_assert_str_eq(W.order[1], "Bearer b0");
+	ck_assert_str_eq(W.order[2], "Bearer a1");
+	ck_assert_str_eq(W.order[4], "Bearer a3");
+	rt_reviewq_free(q);
+}
+END_TEST
+
+/* An IPv6 client is counted by its /64 (one host may hold all of it), a
+ * v4-mapped one as its IPv4 address. */
+START_TEST(ipv6_clients_counted_by_prefix)
+{
+	world_init();
+	rt_reviewq *q = queue(1, 16, 2);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x0", "ns", "sb", "2001:db8:1:2::1", NULL, answered, NULL), 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x1", "ns", "sb", "2001:db8:1:2:ffff::9", NULL, answered, NULL), 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x2", "ns", "sb", "2001:db8:1:2:a:b:c:d", NULL, answered, NULL),
+	                 K8S_ETOOMANYREQUESTS);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer y0", "ns", "sb", "2001:db8:1:3::1", NULL, answered, NULL), 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z0", "ns", "sb", "10.1.1.1", NULL, answered, NULL), 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z1", "ns", "sb", "::ffff:10.1.1.1", NULL, answered, NULL), 0);
+	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z2", "ns", "sb", "10.1.1.1", NULL, answered, NULL),
+	                 K8S_ETOOMANYREQUESTS);
+	open_gate();
+	wait_count(&W.answers, 5);
+	rt_reviewq_free(q);
+}
+END_TEST
+
 START_TEST(a_review_nobody_waits_for_is_not_sent)
 {
 	world_init();
@@ -190,6 +238,8 @@ int main(void)
 	TCase *tc = tcase_create("reviewq");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, bounds_hold_while_reviews_are_stuck);
+	tcase_add_test(tc, clients_take_turns);
+	tcase_add_test(tc, ipv6_clients_counted_by_prefix);
 	tcase_add_test(tc, a_review_nobody_waits_for_is_not_sent);
 	tcase_add_test(tc, stopping_answers_the_queued_reviews);
 	tcase_add_test(tc, options_checked);
