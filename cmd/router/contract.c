@@ -289,3 +289,41 @@ int rt_contract_target(const rt_head *h, rt_reject *rej)
 		return rt_reject_set(rej, 400, "Invalid request target.");
 	return 0;
 }
+
+/* Counts the Via elements of `v` whose received-by is ours: elements are
+ * comma-separated "protocol received-by [comment]". */
+static int our_hops(const char *v)
+{
+	int n = 0;
+	const size_t plen = strlen(RT_VIA_PSEUDONYM);
+	while (*v) {
+		const char *end = strchr(v, ',');
+		size_t len = end ? (size_t)(end - v) : strlen(v);
+		/* the second word of the element */
+		size_t i = 0;
+		while (i < len && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		while (i < len && v[i] != ' ' && v[i] != '\t')
+			i++;
+		while (i < len && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		if (len - i >= plen && strncasecmp(v + i, RT_VIA_PSEUDONYM, plen) == 0 &&
+		    (len - i == plen || v[i + plen] == ' ' || v[i + plen] == '\t'))
+			n++;
+		v += len;
+		if (*v == ',')
+			v++;
+	}
+	return n;
+}
+
+int rt_contract_loop(const rt_head *h, rt_reject *rej)
+{
+	int hops = 0;
+	for (size_t i = 0; i < h->nheaders; i++)
+		if (strcasecmp(h->headers[i].name, "Via") == 0)
+			hops += our_hops(h->headers[i].value);
+	if (hops >= RT_MAX_ROUTER_HOPS)
+		return rt_reject_set(rej, 508, "Loop detected.");
+	return 0;
+}

@@ -121,6 +121,20 @@ int rt_contract_target(const rt_head *h, rt_reject *rej);
  */
 int rt_contract_route(const rt_head *h, bool allow_loopback, rt_route *out, rt_reject *rej);
 
+/** The router's received-by pseudonym in the Via field it adds. */
+#define RT_VIA_PSEUDONYM "sandbox-router"
+
+/** Router hops a request may already have passed (Via entries of ours). */
+#define RT_MAX_ROUTER_HOPS 2
+
+/**
+ * Refuses a request that already passed RT_MAX_ROUTER_HOPS routers, as its
+ * Via fields say (RFC 9110 §7.6.3): X-Sandbox-Pod-IP naming a router
+ * itself would otherwise send one request round the router thousands of
+ * times. Returns 0, or -1 with 508 "Loop detected." in `rej`.
+ */
+int rt_contract_loop(const rt_head *h, rt_reject *rej);
+
 /** Fills `rej` (status and printf-style detail); returns -1. */
 int rt_reject_set(rt_reject *rej, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -228,6 +228,8 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_r
 	if (host && *host)
 		rt_buf_fmt(out, "X-Forwarded-Host: %s\r\n", host);
 	rt_buf_fmt(out, "X-Forwarded-Proto: %s\r\n", h->tls ? "https" : "http");
+	/* RFC 9110 §7.6.3; also how a request that loops back is caught */
+	rt_buf_str(out, "Via: 1.1 " RT_VIA_PSEUDONYM "\r\n");
 	if (o->upgrade)
 		rt_buf_fmt(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", rt_head_get(h, "Upgrade"));
 	if (o->framing.chunked)

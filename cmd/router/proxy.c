@@ -748,6 +748,7 @@ static void handle(k8s_http_exchange *ex, void *ud)
 	}
 	rt_reject rej;
 	if (rt_contract_target(&r->head, &rej) < 0 ||
+	    rt_contract_loop(&r->head, &rej) < 0 ||
 	    rt_contract_framing(&r->head, &rej) < 0 ||
 	    rt_contract_route(&r->head, p->o.flags->allow_loopback_pod_ip, &r->route, &rej) < 0) {
 		fail_reject(r, &rej);

@@ -247,6 +247,30 @@ START_TEST(request_target)
 }
 END_TEST
 
+static int loop(const char *const *kv, rt_reject *rej)
+{
+	rt_header hs[16];
+	rt_head h = head_of(hs, 16, kv);
+	memset(rej, 0, sizeof(*rej));
+	return rt_contract_loop(&h, rej);
+}
+
+/* X-Sandbox-Pod-IP naming a router itself sent one request round it ~10,000
+ * times; the Via entries each hop adds stop it at the third router. */
+START_TEST(router_loops)
+{
+	rt_reject rej;
+	ck_assert_int_eq(loop(KV("X-Sandbox-ID", "a"), &rej), 0);
+	ck_assert_int_eq(loop(KV("Via", "1.1 sandbox-router"), &rej), 0);
+	ck_assert_int_eq(loop(KV("Via", "1.1 proxy, 1.0 gw (nginx)"), &rej), 0);
+	ck_assert_int_eq(loop(KV("Via", "1.1 sandbox-router-x, 1.1 x sandbox-router"), &rej), 0);
+	ck_assert_int_eq(loop(KV("Via", "1.1 sandbox-router, 1.1 Sandbox-Router (c)"), &rej), -1);
+	ck_assert_int_eq(rej.status, 508);
+	ck_assert_str_eq(rej.detail, "Loop detected.");
+	ck_assert_int_eq(loop(KV("Via", "1.1 sandbox-router", "via", "HTTP/1.1 sandbox-router"), &rej), -1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contract");
@@ -257,6 +281,7 @@ int main(void)
 	tcase_add_test(tc, ip_helpers);
 	tcase_add_test(tc, smuggling);
 	tcase_add_test(tc, request_target);
+	tcase_add_test(tc, router_loops);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -56,6 +56,7 @@ START_TEST(request_line_and_forwarding)
 	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-For: 10.9.8.7\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-Host: router.example\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Forwarded-Proto: http\r\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\r\nVia: 1.1 sandbox-router\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nX-Sandbox-ID: sb\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nUser-Agent: ua/1\r\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\r\nContent-Length: 3\r\n\r\n"));
