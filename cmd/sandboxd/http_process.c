@@ -171,8 +171,13 @@ static int open_cwd(sbxd_daemon *d, const char *cwd, int *fd)
 		                     strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0
 		                     ? "path traversal outside sandbox root is forbidden"
 		                     : "permission denied");
-	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR))
-		return k8s_error_set(K8S_ENOTFOUND, 404, NULL, "command or path not found: cwd");
+	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR)) {
+		/* the path as the client wrote it, never the host path */
+		bool notdir = rc == K8S_ERROR;
+		return k8s_error_set(K8S_ENOTFOUND, 404, NULL,
+		                     "command or path not found: cwd \"%.1024s\": %s", cwd ? cwd : "",
+		                     notdir ? "not a directory" : "no such directory");
+	}
 	return rc;
 }
 

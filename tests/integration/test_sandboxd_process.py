@@ -65,8 +65,17 @@ def test_launch_errors(sbx):
     assert "command or path not found" in r.json()["message"]
     r = sbx.start_process({"config": {"command": ["ls"], "cwd": "../.."}})
     assert r.status_code == 403 and r.json()["message"].startswith("cwd: ")
-    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "missing-dir"}})
+    # a missing cwd names the path that is missing, as the client wrote it
+    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "missing-dir/sub"}})
+    assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"
+    assert r.json()["message"] == ('command or path not found: cwd "missing-dir/sub": '
+                                   'no such directory')
+    with open(os.path.join(sbx.root, "plain-file"), "w"):
+        pass
+    r = sbx.session.post(sbx.rest + "/v1/execute",
+                         json={"config": {"command": ["ls"], "cwd": "/plain-file"}})
     assert r.status_code == 404
+    assert r.json()["message"] == 'command or path not found: cwd "/plain-file": not a directory'
     r = sbx.start_process({"config": {"command": []}})
     assert (r.status_code, r.json()) == (400, {"code": "INVALID_ARGUMENT",
                                                "message": "command is required"})
