@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 
 	/* Descriptors: the soft limit up to the hard one, as Go's runtime does
 	 * for upstream's sandboxd. Container runtimes may leave the soft limit
-	 * at 1024, below what 1024 connections, the processes' pipes or a
-	 * recursive DELETE of a deep tree (one descriptor per level) need. */
+	 * at 1024, below what 1024 connections and the processes' pipes
+	 * need. */
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
