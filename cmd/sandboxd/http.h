@@ -33,6 +33,7 @@ typedef struct {
 	struct sbxd_daemon *d;
 	k8s_http_server *srv;
 	sbxd_run *runs;              /* every live run of this server's loop */
+	sbxd_proc_lingering lingering; /* ended commands' output still held by a background process */
 	bool shutting_down;          /* set on the loop by sbxd_http_begin_shutdown */
 } sbxd_server;
 
@@ -58,8 +59,9 @@ int sbxd_http_runtime_routes(sbxd_daemon *d, k8s_http_server *s);
 /** Builds the /v1/metadata body from the environment (C.3). */
 int sbxd_metadata_build(sbxd_daemon *d);
 
-/** Posted to each server's loop at shutdown: every run gets SIGTERM, then
- *  SIGKILL after the grace period (`ud` is the sbxd_server). */
+/** Posted to each server's loop at shutdown: every run's tree gets
+ *  SIGTERM, then SIGKILL after the grace period, and the drains of ended
+ *  commands stop (`ud` is the sbxd_server). */
 void sbxd_http_begin_shutdown(void *ud);
 
 /* ---- the process cap ---- */

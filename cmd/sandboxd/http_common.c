@@ -67,6 +67,7 @@ void sbxd_http_begin_shutdown(void *ud)
 	for (sbxd_run *r = s->runs; r; r = r->next)
 		if (r->proc)
 			sbxd_proc_terminate(r->proc);
+	sbxd_proc_lingering_stop(&s->lingering);
 }
 
 /* ---- responses ---- */

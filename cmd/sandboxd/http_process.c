@@ -198,6 +198,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	}
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	o.reaper = d->reaper;
+	o.lingering = &d->rest.lingering;
 	o.argv = pr->argv;
 	o.env = pr->env;
 	o.cwd_fd = cwd;

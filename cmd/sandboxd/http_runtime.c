@@ -61,7 +61,11 @@ static void exec_free(exec_req *r)
 
 static void exec_close(k8s_http_exchange *ex, int reason, void *ud)
 {
-	exec_free(ud);
+	exec_req *r = ud;
+	if (r->run.proc && !sbxd_proc_done(r->run.proc))
+		k8s_log(r->d->log, K8S_LOG_INFO, "client went away: process killed", "api",
+		        "runtime-execute", NULL);
+	exec_free(r);  /* kills the whole tree if the command still runs */
 }
 
 /* 200 {"stdout": "", "stderr": "Failed to execute command: <why>", "exit_code": 1} */
@@ -195,6 +199,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	r->cmd_repr = argv_repr(argv);
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	o.reaper = d->reaper;
+	o.lingering = &d->runtime.lingering;
 	o.argv = argv;
 	o.cwd_fd = sbxd_root_fd(d->root);
 	o.timeout_ms = (long)ceil(r->timeout_s * 1000.0);

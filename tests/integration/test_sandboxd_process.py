@@ -7,6 +7,7 @@ fork bomb held by the process cap and the task limit.
 import base64
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -14,7 +15,7 @@ import time
 import pytest
 import requests
 
-from sandboxd_util import Sandboxd, events, run_stream, wait_dead
+from sandboxd_util import Sandboxd, alive, events, run_stream, wait_dead
 
 MB = 1024 * 1024
 
@@ -185,6 +186,64 @@ def test_client_gone_kills_process(sbx):
     pid = int(next(it)["stdout"])
     r.close()
     assert wait_dead(pid)
+
+
+def test_timeout_ends_what_left_the_session(tmp_path):
+    """A timeout ends everything the command started, a process that left
+    its session (setsid) and keeps the output open included, and the answer
+    comes at the timeout, not when that process would have ended (60 s).
+    One slot: a slot still taken would refuse the next command."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=1", "--kill-grace=300ms"],
+                 env={"SANDBOX_EXEC_TIMEOUT_SECONDS": "1"})
+    try:
+        r = requests.post(s.rest + "/v1/execute",
+                          json={"config": {"shell": "setsid sleep 60 & echo $!; sleep 60"},
+                                "timeoutSeconds": 1}, timeout=20)
+        j = r.json()
+        assert r.status_code == 200 and j["timedOut"] is True, j
+        assert wait_dead(int(base64.b64decode(j["stdout"])))
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.status_code == 200 and r.json()["exitCode"] == 0, r.text
+        # the python-runtime (SANDBOX_EXEC_TIMEOUT_SECONDS=1)
+        r = requests.post(s.runtime + "/execute", timeout=20,
+                          json={"command": "sh -c 'setsid sleep 60 & echo $! > sid.pid; sleep 60'"})
+        assert "timed out" in r.json()["stderr"], r.text
+        with open(os.path.join(s.root, "sid.pid")) as f:
+            assert wait_dead(int(f.read()))
+        r = requests.post(s.runtime + "/execute", json={"command": "true"})
+        assert r.json() == {"stdout": "", "stderr": "", "exit_code": 0}
+    finally:
+        assert s.stop() == 0, s.text()
+
+
+def test_background_server_answered_after_a_short_drain(sbx):
+    """`server & echo started`: once the command itself exited, what is in
+    its pipes is collected briefly and answered, well before the timeout;
+    the server lives on, and keeps living when it writes to the output
+    nobody reads any more (no EPIPE)."""
+    bg = "sh -c 'echo $$ > {}; sleep 0.5; echo late; echo late >&2; exec sleep 300'"
+    r = requests.post(sbx.rest + "/v1/execute", timeout=10,
+                      json={"config": {"shell": bg.format("srv1.pid") + " & echo started"},
+                            "timeoutSeconds": 20})
+    j = r.json()
+    assert r.status_code == 200 and j["exitCode"] == 0 and "timedOut" not in j, j
+    assert base64.b64decode(j["stdout"]) == b"started\n"
+    # the python-runtime (its timeout is 1 s here: before, the answer was
+    # that timeout's failure)
+    r = requests.post(sbx.runtime + "/execute", timeout=10,
+                      json={"command": 'sh -c "' + bg.format("srv2.pid") + ' & echo started"'})
+    assert r.json() == {"stdout": "started\n", "stderr": "", "exit_code": 0}, r.text
+    pids = []
+    for name in ("srv1.pid", "srv2.pid"):
+        with open(os.path.join(sbx.root, name)) as f:
+            pids.append(int(f.read()))
+    time.sleep(1.0)  # they wrote "late" meanwhile
+    try:
+        for pid in pids:
+            assert alive(pid), f"background server {pid} did not survive its output"
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_process_cap(tmp_path):
