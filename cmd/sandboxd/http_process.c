@@ -21,8 +21,9 @@
  * client, the process's output is not read (the child then blocks on its
  * pipe); output past --max-output-bytes is dropped and the exit event
  * says so. A client that goes away kills the process group (noticed at
- * the next write: a quiet stream gets an empty event "{}" every
- * --stream-keepalive).
+ * its connection's EOF, or, behind a proxy that keeps the connection,
+ * at the next write: a quiet stream gets an empty event "{}" every
+ * --stream-keepalive). Execute's client going away kills it the same way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -287,6 +288,8 @@ static void proc_route(k8s_http_exchange *ex, sbxd_daemon *d, bool streaming)
 	r->streaming = streaming;
 	r->run.srv = &d->rest;
 	k8s_http_exchange_on_close(ex, req_close, r);
+	/* a client that closes the connection ends its command at once */
+	k8s_http_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, proc_body, r, NULL);
 }
 

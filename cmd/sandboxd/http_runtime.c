@@ -238,6 +238,8 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 	r->ex = ex;
 	r->run.srv = &r->d->runtime;
 	k8s_http_exchange_on_close(ex, exec_close, r);
+	/* a client that closes the connection ends its command at once */
+	k8s_http_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, exec_body, r, NULL);
 }
 

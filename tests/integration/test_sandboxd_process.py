@@ -5,6 +5,8 @@ ignoring SIGTERM, 1 GB of output cut at the bound with flat memory, and a
 fork bomb held by the process cap and the task limit.
 """
 import base64
+import http.client
+import json
 import os
 import shutil
 import signal
@@ -244,6 +246,49 @@ def test_background_server_answered_after_a_short_drain(sbx):
     finally:
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
+
+
+def _wait_pid_file(path, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return int(text)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never written")
+
+
+def test_client_gone_ends_its_command(tmp_path):
+    """A client that closes its connection ends its command, and what the
+    command started, at once: without a timeout the slot would be held
+    forever (one slot here)."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=1"])
+    script = "setsid sleep 60 & echo $! > {0}.bg; echo $$ > {0}.pid; exec sleep 60"
+    try:
+        for name, port, path, body, after in [
+                ("rest", s.rest_port, "/v1/execute",
+                 {"config": {"shell": script.format("rest")}},
+                 lambda: requests.post(s.rest + "/v1/execute",
+                                       json={"config": {"command": ["true"]}}).json()),
+                ("runtime", s.runtime_port, "/execute",
+                 {"command": "sh -c '" + script.format("runtime") + "'"},
+                 lambda: requests.post(s.runtime + "/execute", json={"command": "true"}).json())]:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("POST", path, body=json.dumps(body),
+                      headers={"Content-Type": "application/json"})
+            pid = _wait_pid_file(os.path.join(s.root, name + ".pid"))
+            bg = _wait_pid_file(os.path.join(s.root, name + ".bg"))
+            c.close()  # gone without reading the answer
+            assert wait_dead(pid), f"{name}: the command outlived its client"
+            assert wait_dead(bg), f"{name}: what it started outlived its client"
+            j = after()
+            assert j.get("exitCode", j.get("exit_code")) == 0, (name, j)
+    finally:
+        assert s.stop() == 0, s.text()
 
 
 def test_process_cap(tmp_path):
