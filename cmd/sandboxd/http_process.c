@@ -310,8 +310,10 @@ typedef struct {
 	k8s_http_exchange *ex;
 	int32_t id;
 	bool raw, eof_after, failed, answered;
-	uv_timer_t timer;        /* raw stdin: waits for the queue to drain */
+	uv_timer_t timer;        /* stdin: waits for the queue to drain */
 	bool timer_on;
+	unsigned char *held;     /* JSON stdin input waiting for room in the queue */
+	size_t held_len;
 } ctl_req;
 
 static sbxd_proc *lookup(sbxd_daemon *d, int32_t id)
@@ -342,6 +344,8 @@ static void timer_closed(uv_handle_t *h)
 static void ctl_close(k8s_http_exchange *ex, int reason, void *ud)
 {
 	ctl_req *c = ud;
+	free(c->held);
+	c->held = NULL;
 	if (c->timer_on) {
 		uv_timer_stop(&c->timer);
 		uv_close((uv_handle_t *)&c->timer, timer_closed);  /* frees c */
@@ -393,6 +397,41 @@ static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, 
 	}
 }
 
+/* JSON stdin: a write joins the queue when the queue has room for it
+ * (or is empty), so that the queue stays under STDIN_HIGH and a client
+ * writing faster than the process reads waits for its answer. */
+static bool stdin_fits(sbxd_proc *p, size_t n)
+{
+	size_t q = sbxd_proc_stdin_pending(p);
+	return q == 0 || q + n <= STDIN_HIGH;
+}
+
+static void stdin_write_answer(ctl_req *c, sbxd_proc *p, const unsigned char *data, size_t n)
+{
+	if (sbxd_proc_write_stdin(p, data, n, NULL, NULL) != 0) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "failed to write stdin: %s", k8s_error_last()->message);
+		sbxd_respond_error(c->ex, 500, "INTERNAL", msg);
+		return;
+	}
+	ctl_ok(c->ex);
+}
+
+static void stdin_held_poll(uv_timer_t *t)
+{
+	ctl_req *c = t->data;
+	sbxd_proc *p = lookup(c->d, c->id);
+	if (p && !stdin_fits(p, c->held_len))
+		return;
+	uv_timer_stop(t);
+	if (p)
+		stdin_write_answer(c, p, c->held, c->held_len);
+	else
+		ctl_not_found(c);
+	free(c->held);
+	c->held = NULL;
+}
+
 static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
 {
 	ctl_req *c = ud;
@@ -434,12 +473,28 @@ static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *
 			ctl_not_found(c);
 			return;
 		}
-		rc = eof ? sbxd_proc_close_stdin(p) : sbxd_proc_write_stdin(p, data, n, NULL, NULL);
+		if (!eof) {
+			if (stdin_fits(p, n) || n == 0) {
+				stdin_write_answer(c, p, data, n);
+				free(data);
+				return;
+			}
+			/* backpressure: answered once the process has read enough */
+			c->held = data;
+			c->held_len = n;
+			if (!c->timer_on) {
+				uv_timer_init(k8s_http_exchange_loop(ex), &c->timer);
+				c->timer.data = c;
+				c->timer_on = true;
+			}
+			k8s_http_exchange_set_timeout(ex, 0);
+			uv_timer_start(&c->timer, stdin_held_poll, 5, 5);
+			return;
+		}
 		free(data);
-		if (rc) {
+		if (sbxd_proc_close_stdin(p) != 0) {
 			char msg[160];
-			snprintf(msg, sizeof(msg), "failed to %s stdin: %s", eof ? "close" : "write",
-			         k8s_error_last()->message);
+			snprintf(msg, sizeof(msg), "failed to close stdin: %s", k8s_error_last()->message);
 			sbxd_respond_error(ex, 500, "INTERNAL", msg);
 			return;
 		}

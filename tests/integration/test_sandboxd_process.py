@@ -116,6 +116,42 @@ def test_stdin_streaming_and_control(sbx):
     assert sbx.control(pid, "signal", {"signal": "SIGNAL_SIGTERM"}).status_code == 404
 
 
+def test_json_stdin_writes_wait_for_the_process(sbx):
+    """JSON stdin writes to a process that does not read are queued up to a
+    bound, then answered only as the process reads (before, every write was
+    answered at once and the queue grew without end)."""
+    r = sbx.start_process({"config": {"shell": "while [ ! -e stdin-go ]; do sleep 0.05; done; "
+                                                "exec wc -c"}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    chunk = base64.b64encode(b"z" * (512 * 1024)).decode()
+    answered = []
+
+    def writer():
+        with requests.Session() as w:
+            for _ in range(16):  # 8 MiB
+                resp = w.post(f"{sbx.rest}/v1/processes/{pid}/stdin", json={"input": chunk},
+                              timeout=30)
+                answered.append(resp.status_code)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(1.5)
+    # 1 MiB queued, what the pipe took, one write held: the others wait
+    held_back = len(answered)
+    try:
+        assert held_back <= 4, f"{held_back} writes of 512 KiB answered to a process not reading"
+        assert t.is_alive()
+    finally:
+        with open(os.path.join(sbx.root, "stdin-go"), "w"):
+            pass
+        t.join(30)
+    assert answered == [200] * 16
+    assert sbx.control(pid, "stdin", {"eof": {}}).status_code == 200
+    out = b"".join(e.get("stdout", b"") for e in it if "stdout" in e)
+    assert out.strip() == str(16 * 512 * 1024).encode()
+
+
 def test_signal_and_resize_rules(sbx):
     r = sbx.start_process({"config": {"command": ["sleep", "30"]}})
     it = events(r)
