@@ -36,6 +36,7 @@
 #include "k8s/common.h"
 #include "codec.h"
 #include "http.h"
+#include "http_answer.h"
 
 #define REQUEST_LIMIT (1024 * 1024)
 #define EVENTS_HIGH (1024 * 1024)
@@ -51,6 +52,7 @@ typedef struct {
 	bool streaming;          /* Start (events) or Execute (buffered) */
 	bool head_sent;
 	sbxd_bytes out, err;
+	sbxd_answer answer;      /* Execute's, streamed from out and err (http_answer.h) */
 	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
 } proc_req;
 
@@ -64,6 +66,7 @@ static void req_free(proc_req *r)
 	if (r->keepalive)
 		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
 	sbxd_run_release(&r->run);
+	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
 	free(r);
@@ -132,13 +135,20 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 			k8s_http_exchange_finish(r->ex);
 		return;
 	}
-	char *body = sbxd_execute_response(ex, r->out.data, r->out.len, r->err.data, r->err.len,
-	                                   &len);
-	if (body)
-		sbxd_respond_json(r->ex, 200, body, len);
-	else
+	/* the answer of sbxd_execute_response(), in pieces (codec.h) */
+	char *head = sbxd_execute_answer_head(ex, &len);
+	if (!head) {
 		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");
-	free(body);
+		return;
+	}
+	static const char mid[] = SBXD_EXECUTE_ANSWER_MID, tail[] = SBXD_EXECUTE_ANSWER_TAIL;
+	sbxd_answer *a = &r->answer;
+	sbxd_answer_add(a, SBXD_PART_LITERAL, head, len, NULL, head);
+	sbxd_answer_add(a, SBXD_PART_BASE64, r->out.data, r->out.len, &r->out, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_BASE64, r->err.data, r->err.len, &r->err, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, tail, sizeof(tail) - 1, NULL, NULL);
+	sbxd_answer_send(a, r->ex, true);
 }
 
 static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };

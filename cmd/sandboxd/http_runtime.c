@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "fsops.h"
 #include "http.h"
+#include "http_answer.h"
 #include "http_files.h"
 #include "http_upload.h"
 #include "multipart.h"
@@ -48,11 +49,14 @@ typedef struct {
 	sbxd_bytes out, err;
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
+	sbxd_answer answer;      /* streamed from out and err (http_answer.h) */
+	char tail[32];
 } exec_req;
 
 static void exec_free(exec_req *r)
 {
 	sbxd_run_release(&r->run);
+	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
 	free(r->cmd_repr);
@@ -99,17 +103,18 @@ static void exec_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 		exec_failed(r->ex, why);
 		return;
 	}
-	/* Python's returncode: -N for a death by signal N */
-	int code = ex->signal ? -ex->signal : ex->exit_code;
-	size_t len;
-	char *b = sbxd_runtime_execute_response(r->out.data ? r->out.data : "", r->out.len,
-	                                        r->err.data ? r->err.data : "", r->err.len, code,
-	                                        &len);
-	if (b)
-		sbxd_respond_json(r->ex, 200, b, len);
-	else
-		sbxd_respond_message(r->ex, 500, "out of memory");
-	free(b);
+	/* Python's returncode: -N for a death by signal N; the answer of
+	 * sbxd_runtime_execute_response(), in pieces (codec.h) */
+	size_t tl = sbxd_runtime_answer_tail(ex->signal ? -ex->signal : ex->exit_code, r->tail,
+	                                     sizeof(r->tail));
+	static const char head[] = SBXD_RUNTIME_ANSWER_HEAD, mid[] = SBXD_RUNTIME_ANSWER_MID;
+	sbxd_answer *a = &r->answer;
+	sbxd_answer_add(a, SBXD_PART_LITERAL, head, sizeof(head) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_TEXT, r->out.data, r->out.len, &r->out, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_TEXT, r->err.data, r->err.len, &r->err, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, r->tail, tl, NULL, NULL);
+	sbxd_answer_send(a, r->ex, false);
 }
 
 static const sbxd_proc_callbacks exec_cbs = { exec_output, exec_exit };
