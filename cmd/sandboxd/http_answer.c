@@ -65,7 +65,9 @@ static void pump(sbxd_answer *a);
 
 static void written(k8s_http_exchange *ex, void *ud)
 {
-	pump(ud);
+	sbxd_answer *a = ud;
+	sbxd_stall_progress(a->stall);
+	pump(a);
 }
 
 /* Begins part a->cur (its cursor). */

@@ -40,6 +40,9 @@ typedef struct {
 	sbxd_out_cursor c;
 	k8s_http_exchange *ex;
 	bool finished;
+	/** Told of each write's completion (may be NULL; the caller's, started
+	 *  and freed by it: --stall-timeout). */
+	struct sbxd_stall *stall;
 } sbxd_answer;
 
 /**

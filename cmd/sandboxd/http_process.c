@@ -54,6 +54,7 @@ typedef struct {
 	sbxd_bytes out, err;
 	sbxd_answer answer;      /* Execute's, streamed from out and err (http_answer.h) */
 	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
+	sbxd_stall *stall;       /* --stall-timeout on the events or the answer */
 } proc_req;
 
 static void keepalive_closed(uv_handle_t *h)
@@ -66,6 +67,7 @@ static void req_free(proc_req *r)
 	if (r->keepalive)
 		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
 	sbxd_run_release(&r->run);
+	sbxd_stall_free(r->stall);
 	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
@@ -85,6 +87,7 @@ static void req_close(k8s_http_exchange *ex, int reason, void *ud)
 static void events_drained(k8s_http_exchange *ex, void *ud)
 {
 	proc_req *r = ud;
+	sbxd_stall_progress(r->stall);
 	if (r->run.proc && k8s_http_exchange_pending(ex) < EVENTS_LOW)
 		sbxd_proc_resume_output(r->run.proc);
 }
@@ -143,6 +146,7 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	}
 	static const char mid[] = SBXD_EXECUTE_ANSWER_MID, tail[] = SBXD_EXECUTE_ANSWER_TAIL;
 	sbxd_answer *a = &r->answer;
+	a->stall = r->stall = sbxd_stall_start(r->d, r->ex, r->d->flags->stall_timeout_ms, true);
 	sbxd_answer_add(a, SBXD_PART_LITERAL, head, len, NULL, head);
 	sbxd_answer_add(a, SBXD_PART_BASE64, r->out.data, r->out.len, &r->out, NULL);
 	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
@@ -258,6 +262,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	if (k8s_http_exchange_send_head(r->ex, -1) != 0)
 		return;
 	r->head_sent = true;
+	r->stall = sbxd_stall_start(d, r->ex, f->stall_timeout_ms, true);
 	if (f->stream_keepalive_ms > 0 && (r->keepalive = malloc(sizeof(uv_timer_t)))) {
 		uv_timer_init(k8s_http_exchange_loop(r->ex), r->keepalive);
 		r->keepalive->data = r;
@@ -324,6 +329,7 @@ typedef struct {
 	bool timer_on;
 	unsigned char *held;     /* JSON stdin input waiting for room in the queue */
 	size_t held_len;
+	sbxd_stall *stall;       /* raw stdin: --stall-timeout on the body */
 } ctl_req;
 
 static sbxd_proc *lookup(sbxd_daemon *d, int32_t id)
@@ -356,6 +362,8 @@ static void ctl_close(k8s_http_exchange *ex, int reason, void *ud)
 	ctl_req *c = ud;
 	free(c->held);
 	c->held = NULL;
+	sbxd_stall_free(c->stall);
+	c->stall = NULL;
 	if (c->timer_on) {
 		uv_timer_stop(&c->timer);
 		uv_close((uv_handle_t *)&c->timer, timer_closed);  /* frees c */
@@ -379,6 +387,7 @@ static void stdin_poll(uv_timer_t *t)
 	}
 	if (sbxd_proc_stdin_pending(p) < STDIN_HIGH / 2) {
 		uv_timer_stop(t);
+		sbxd_stall_pause(c->stall, false);
 		k8s_http_exchange_read_resume(c->ex);
 	}
 }
@@ -386,6 +395,7 @@ static void stdin_poll(uv_timer_t *t)
 static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
 {
 	ctl_req *c = ud;
+	sbxd_stall_progress(c->stall);
 	if (c->failed)
 		return;
 	sbxd_proc *p = lookup(c->d, c->id);
@@ -403,6 +413,7 @@ static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, 
 	}
 	if (sbxd_proc_stdin_pending(p) > STDIN_HIGH) {
 		k8s_http_exchange_read_pause(ex);
+		sbxd_stall_pause(c->stall, true);  /* held back by the process, not the client */
 		uv_timer_start(&c->timer, stdin_poll, 5, 5);
 	}
 }
@@ -586,6 +597,7 @@ static void ctl_route(k8s_http_exchange *ex, void *ud)
 		k8s_http_exchange_set_timeout(ex, 0);
 		k8s_http_exchange_set_max_body(ex, 0);
 		static const k8s_http_body_reader reader = { stdin_raw_data, stdin_raw_end, NULL };
+		c->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, false);
 		k8s_http_exchange_read_start(ex, &reader, c);
 		return;
 	}

@@ -50,12 +50,14 @@ typedef struct {
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
 	sbxd_answer answer;      /* streamed from out and err (http_answer.h) */
+	sbxd_stall *stall;       /* --stall-timeout on the answer */
 	char tail[32];
 } exec_req;
 
 static void exec_free(exec_req *r)
 {
 	sbxd_run_release(&r->run);
+	sbxd_stall_free(r->stall);
 	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
@@ -109,6 +111,7 @@ static void exec_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	                                     sizeof(r->tail));
 	static const char head[] = SBXD_RUNTIME_ANSWER_HEAD, mid[] = SBXD_RUNTIME_ANSWER_MID;
 	sbxd_answer *a = &r->answer;
+	a->stall = r->stall = sbxd_stall_start(r->d, r->ex, r->d->flags->stall_timeout_ms, true);
 	sbxd_answer_add(a, SBXD_PART_LITERAL, head, sizeof(head) - 1, NULL, NULL);
 	sbxd_answer_add(a, SBXD_PART_TEXT, r->out.data, r->out.len, &r->out, NULL);
 	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
@@ -284,6 +287,10 @@ static void up_fail(k8s_http_exchange *ex, int rc, void *ud)
 		sbxd_respond_message(ex, 403, "Access denied");
 		return;
 	}
+	if (rc == K8S_ETOOMANYREQUESTS) {
+		sbxd_respond_message(ex, 429, k8s_error_last()->message);
+		return;
+	}
 	/* a malformed body is a 400, as Starlette's; a destination that
 	 * cannot be written is upstream's 500, even one found out before
 	 * writing (a directory: IsADirectoryError; a NUL: ValueError) */
@@ -336,7 +343,7 @@ static void upload_route(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	c->d = d;
-	sbxd_upload_start(ex, NULL, boundary, d->flags->max_upload_bytes, &upload_ops, c);
+	sbxd_upload_start(d, ex, NULL, boundary, &upload_ops, c);
 	free(boundary);
 }
 
@@ -396,7 +403,7 @@ static void download_route(k8s_http_exchange *ex, void *ud)
 		sbxd_respond_message(ex, 404, "File not found");
 	} else {
 		char *disp = disposition(shown);
-		sbxd_serve_file(ex, fd, &st, disp);
+		sbxd_serve_file(d, ex, fd, &st, disp, false);
 		free(disp);
 	}
 	free(rel);

@@ -38,6 +38,8 @@ static int new_server(k8s_http_server **out, const sandboxd_flags *f, int port,
 	o.name = name;
 	o.logger = log;
 	o.idle_timeout_ms = f->http_idle_timeout_ms;
+	/* transfers, however slow, leave connections for health and the rest */
+	o.max_connections = SBXD_MAX_TRANSFERS + SBXD_SPARE_CONNECTIONS;
 	/* one loop: handlers, processes and the id table share its thread */
 	o.loops = 1;
 	int rc = k8s_http_server_new(out, &o);
