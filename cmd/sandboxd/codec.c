@@ -469,6 +469,74 @@ char *sbxd_runtime_execute_response(const char *out, size_t out_len, const char 
 	return print(j, false, len);
 }
 
+size_t sbxd_runtime_answer_tail(int exit_code, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "\",\"exit_code\":%d}", exit_code);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+char *sbxd_text_cursor_next(sbxd_out_cursor *c, size_t in_max, size_t *len)
+{
+	size_t left = c->n - c->off;
+	size_t take = left < in_max ? left : in_max;
+	if (take < left) {
+		/* Cut before the last byte that is not a continuation byte when it
+		 * is among the last three: a sequence starting there might go on
+		 * past the cut, and one starting earlier cannot reach past it. Any
+		 * byte that is not a continuation byte starts afresh in the clean-up,
+		 * so the two sides are cleaned as the whole would be. */
+		for (size_t k = 1; k <= 3 && k < take; k++)
+			if (((unsigned char)c->s[c->off + take - k] & 0xC0) != 0x80) {
+				take -= k;
+				break;
+			}
+	}
+	char *clean = sbxd_utf8_clean(c->s + c->off, take);
+	cJSON *j = clean ? cJSON_CreateStringReference(clean) : NULL;
+	char *p = j ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	free(clean);
+	if (!p)
+		return NULL;
+	/* "..." without its quotes */
+	size_t pl = strlen(p);
+	memmove(p, p + 1, pl - 2);
+	p[pl - 2] = '\0';
+	*len = pl - 2;
+	c->off += take;
+	return p;
+}
+
+char *sbxd_b64_cursor_next(sbxd_out_cursor *c, size_t in_max, size_t *len)
+{
+	size_t left = c->n - c->off;
+	size_t take = left <= in_max ? left : in_max - in_max % 3;
+	char *p = sbxd_b64_encode(c->s + c->off, take, len);
+	if (p)
+		c->off += take;
+	return p;
+}
+
+char *sbxd_execute_answer_head(const sbxd_exit *ex, size_t *len)
+{
+	cJSON *j = cJSON_CreateObject();
+	if (!j || !add_exit(j, ex)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	size_t n;
+	char *s = print(j, false, &n);  /* {"exitCode":N,...} */
+	static const char field[] = ",\"stdout\":\"";
+	char *t = s ? realloc(s, n + sizeof(field)) : NULL;
+	if (!t) {
+		free(s);
+		return NULL;
+	}
+	memcpy(t + n - 1, field, sizeof(field));  /* over the closing brace */
+	*len = n - 1 + sizeof(field) - 1;
+	return t;
+}
+
 char *sbxd_error_body(const char *code, const char *message, size_t *len)
 {
 	char *m = sbxd_utf8_clean(message, strlen(message));

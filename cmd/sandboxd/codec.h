@@ -95,6 +95,54 @@ char *sbxd_execute_response(const sbxd_exit *ex, const char *out, size_t out_len
 char *sbxd_runtime_execute_response(const char *out, size_t out_len, const char *err,
                                     size_t err_len, int exit_code, size_t *len);
 
+/* ---- big answers in pieces ---- */
+
+/**
+ * The answers of sbxd_runtime_execute_response() and
+ * sbxd_execute_response(), byte for byte, in pieces, for outputs too big
+ * to copy whole (the text cleaned, then escaped, then the whole answer:
+ * each as big as the output or, for NUL and control bytes, 3 and 6 times
+ * it). A python-runtime answer is
+ *   SBXD_RUNTIME_ANSWER_HEAD, stdout as text, SBXD_RUNTIME_ANSWER_MID,
+ *   stderr as text, sbxd_runtime_answer_tail(exit_code);
+ * an ExecuteResponse is
+ *   sbxd_execute_answer_head(exit), stdout in base64, SBXD_EXECUTE_ANSWER_MID,
+ *   stderr in base64, SBXD_EXECUTE_ANSWER_TAIL;
+ * where each stream comes from a cursor, piece by piece.
+ */
+#define SBXD_RUNTIME_ANSWER_HEAD "{\"stdout\":\""
+#define SBXD_RUNTIME_ANSWER_MID "\",\"stderr\":\""
+#define SBXD_EXECUTE_ANSWER_MID "\",\"stderr\":\""
+#define SBXD_EXECUTE_ANSWER_TAIL "\"}\n"
+
+/** The python-runtime answer's end for `exit_code`, written into `buf`
+ *  (>= 32 bytes); returns its length. */
+size_t sbxd_runtime_answer_tail(int exit_code, char *buf, size_t cap);
+
+/** The ExecuteResponse up to its stdout's first byte: `{"exitCode":N,
+ *  ...,"stdout":"` (malloc'd), or NULL when out of memory. */
+char *sbxd_execute_answer_head(const sbxd_exit *ex, size_t *len);
+
+/** A cursor over `n` bytes of output at `s` (borrowed). Zero `off` to start. */
+typedef struct {
+	const char *s;
+	size_t n, off;
+} sbxd_out_cursor;
+
+/**
+ * The next piece of the cursor's output as the inside of a JSON string
+ * (text: cleaned as sbxd_utf8_clean() does, escaped by cJSON), for at most
+ * `in_max` (>= 4) more bytes of output, cut between characters so that the
+ * pieces joined are the text encoded whole. Call while c->off < c->n.
+ * Returns the piece (malloc'd, caller frees) and its length in `*len`, or
+ * NULL when out of memory (the cursor has not moved).
+ */
+char *sbxd_text_cursor_next(sbxd_out_cursor *c, size_t in_max, size_t *len);
+
+/** The same for base64: pieces of a multiple of 3 bytes of output (but the
+ *  last), so that they join into the base64 of the whole. `in_max` >= 3. */
+char *sbxd_b64_cursor_next(sbxd_out_cursor *c, size_t in_max, size_t *len);
+
 /* ---- errors and small bodies ---- */
 
 /** sandboxd REST error: `{"code":"<code>","message":"<message>"}` + "\n". */

@@ -28,6 +28,7 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 		.metadata_env_prefix = "SANDBOX_",
 		.shutdown_timeout_ms = 10000,
 		.http_idle_timeout_ms = 60000,
+		.stall_timeout_ms = 60000,
 		.stream_chunk_size = 4096,
 		.stream_keepalive_ms = 10000,
 		.max_processes = 64,
@@ -60,6 +61,9 @@ static void usage(FILE *f)
 "  --metadata-env-prefix P     env prefix shown by /v1/metadata (default SANDBOX_)\n"
 "  --shutdown-timeout D        graceful shutdown budget (Go duration; default 10s)\n"
 "  --http-idle-timeout D       keep-alive idle timeout (default 60s)\n"
+"  --stall-timeout D           a download whose client reads nothing, or a body\n"
+"                              that stops arriving, this long is cut (default\n"
+"                              60s; 0: off)\n"
 "  --stream-chunk-size N       bytes per streamed output event at most (default 4096;\n"
 "                              <= 0: 4096)\n"
 "  --stream-keepalive D        an empty event {} on a quiet process stream this often,\n"
@@ -145,7 +149,7 @@ int sandboxd_parse_bytes(const char *s, uint64_t *out)
 
 int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 {
-	enum { HOST = 256, REST, RUNTIME, GRPC, ROOT, PREFIX, SHUTDOWN, IDLE, CHUNK, KEEPALIVE, MAXPROC,
+	enum { HOST = 256, REST, RUNTIME, GRPC, ROOT, PREFIX, SHUTDOWN, IDLE, STALL, CHUNK, KEEPALIVE, MAXPROC,
 	       MAXOUT, MAXTASKS, GRACE, MAXUP, LOGFMT, LOGLVL, VERSION, HELP };
 	static const struct option opts[] = {
 		{ "listen-host", required_argument, NULL, HOST },
@@ -156,6 +160,7 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 		{ "metadata-env-prefix", required_argument, NULL, PREFIX },
 		{ "shutdown-timeout", required_argument, NULL, SHUTDOWN },
 		{ "http-idle-timeout", required_argument, NULL, IDLE },
+		{ "stall-timeout", required_argument, NULL, STALL },
 		{ "stream-chunk-size", required_argument, NULL, CHUNK },
 		{ "stream-keepalive", required_argument, NULL, KEEPALIVE },
 		{ "max-processes", required_argument, NULL, MAXPROC },
@@ -211,6 +216,10 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 			break;
 		case IDLE:
 			if (parse_ms("http-idle-timeout", optarg, 1, &f->http_idle_timeout_ms) < 0)
+				return -1;
+			break;
+		case STALL:
+			if (parse_ms("stall-timeout", optarg, 0, &f->stall_timeout_ms) < 0)
 				return -1;
 			break;
 		case CHUNK:

@@ -21,6 +21,7 @@ typedef struct {
 	const char *metadata_env_prefix;/**< default SANDBOX_ (empty falls back to it) */
 	long shutdown_timeout_ms;       /**< --shutdown-timeout, default 10s */
 	long http_idle_timeout_ms;      /**< --http-idle-timeout, default 60s */
+	long stall_timeout_ms;          /**< --stall-timeout: a transfer without progress is cut; default 60s, 0: off */
 	size_t stream_chunk_size;       /**< --stream-chunk-size, <= 0 means 4096 */
 	long stream_keepalive_ms;       /**< --stream-keepalive, default 10s; 0: off */
 	int max_processes;              /**< --max-processes, default 64 */

@@ -270,42 +270,175 @@ void sbxd_writer_free(sbxd_writer *w)
 
 /* ---- delete ---- */
 
-/* Removes every entry of directory `fd` (consumed), never following links. */
-static int clear_dir(int fd)
+/*
+ * Deleting a tree: one directory at a time, without recursion and with
+ * three descriptors open at most, however deep the tree is (a command can
+ * build one far deeper than any path a client can send). The walk goes
+ * down into the first subdirectory it meets and back up through ".." once
+ * a directory is empty. Going up checks that ".." is the directory it came
+ * down from (same device and inode), and that the name about to be
+ * removed is still the directory just emptied: a directory moved meanwhile
+ * (out of the root, say) stops the walk with an error instead of leading
+ * it elsewhere. Each level keeps where its listing stopped (telldir), so a
+ * wide directory is read once, not once per subdirectory; before a
+ * directory counts as empty, one more pass reads it from its start
+ * (entries a resumed listing skipped, or that appeared meanwhile).
+ */
+
+/* One directory on the way down. */
+typedef struct {
+	dev_t dev;
+	ino_t ino;
+	char *name;      /* its name in its parent; NULL for the top */
+	long resume;     /* telldir() after its last subdirectory; 0: from the start */
+} del_level;
+
+/* Unlinks the non-directories of `dirfd` from position `*resume` on, up
+ * to the first subdirectory, whose name it returns in `*sub` (malloc'd;
+ * NULL when the listing ended) with `*resume` just past it. */
+static int del_scan(int dirfd, long *resume, char **sub)
 {
-	DIR *d = fdopendir(fd);
+	*sub = NULL;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		int rc = sbxd_confine_error(errno, NULL);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		return rc;
 	}
+	if (*resume)
+		seekdir(d, *resume);
 	int rc = 0;
 	struct dirent *de;
+	errno = 0;
 	while (rc == 0 && (de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
 				rc = sbxd_confine_error(errno, NULL);
 			continue;
 		}
 		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name,
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub < 0) {
+			if (!(*sub = strdup(de->d_name)))
+				rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+			*resume = telldir(d);
+			break;
+		}
+		if (unlinkat(dirfd, de->d_name, 0) < 0 && errno != ENOENT)
+			rc = sbxd_confine_error(errno, NULL);
+		errno = 0;
+	}
+	if (rc == 0 && !*sub && errno)
+		rc = sbxd_confine_error(errno, NULL);
+	if (!*sub)
+		*resume = 0;
+	closedir(d);
+	return rc;
+}
+
+static bool same_dir(const struct stat *st, const del_level *l)
+{
+	return S_ISDIR(st->st_mode) && st->st_dev == l->dev && st->st_ino == l->ino;
+}
+
+static int tree_changed(void)
+{
+	return k8s_error_set(K8S_ERROR, 500, SBXD_REASON_INTERNAL,
+	                     "the tree changed while it was being removed");
+}
+
+/* Removes every entry of directory `fd` (consumed), never following links. */
+static int clear_dir(int fd)
+{
+	del_level *lv = malloc(16 * sizeof(*lv));
+	size_t depth = 0, cap = 16;
+	struct stat st;
+	int rc = 0;
+	if (!lv)
+		rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+	else if (fstat(fd, &st) < 0)
+		rc = sbxd_confine_error(errno, NULL);
+	else
+		lv[depth++] = (del_level){ st.st_dev, st.st_ino, NULL, 0 };
+	int cur = fd;
+	bool full_pass = false;  /* the last scan of `cur` began at its start */
+	while (rc == 0) {
+		del_level *top = &lv[depth - 1];
+		char *sub;
+		full_pass = top->resume == 0;
+		rc = del_scan(cur, &top->resume, &sub);
+		if (rc)
+			break;
+		if (sub) {
+			/* down */
+			int child = openat(cur, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (child < 0 || fstat(child, &st) < 0) {
+				if (child < 0 && errno == ENOENT) {
+					free(sub);  /* removed meanwhile */
+					continue;
+				}
 				rc = sbxd_confine_error(errno, NULL);
-				continue;
+				if (child >= 0)
+					close(child);
+				free(sub);
+				break;
 			}
-			rc = clear_dir(sub);
-			if (rc == 0 && unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 &&
-			    errno != ENOENT)
+			if (depth == cap) {
+				del_level *n = realloc(lv, cap * 2 * sizeof(*lv));
+				if (!n) {
+					close(child);
+					free(sub);
+					rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL,
+					                   "out of memory");
+					break;
+				}
+				lv = n;
+				cap *= 2;
+			}
+			lv[depth++] = (del_level){ st.st_dev, st.st_ino, sub, 0 };
+			close(cur);
+			cur = child;
+			continue;
+		}
+		if (!full_pass)
+			continue;  /* once more from the start before it counts as empty */
+		if (depth == 1)
+			break;     /* the top is empty: done */
+		/* up: ".." must be the parent we came from, the name still us */
+		del_level *me = &lv[depth - 1], *parent = &lv[depth - 2];
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up < 0) {
+			rc = sbxd_confine_error(errno, NULL);
+			break;
+		}
+		struct stat ust, mst;
+		if (fstat(up, &ust) < 0 || !same_dir(&ust, parent)) {
+			close(up);
+			rc = tree_changed();
+			break;
+		}
+		close(cur);
+		cur = up;
+		if (fstatat(cur, me->name, &mst, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (!same_dir(&mst, me)) {
+				rc = tree_changed();
+				break;
+			}
+			if (unlinkat(cur, me->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 				rc = sbxd_confine_error(errno, NULL);
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT) {
+		} else if (errno != ENOENT) {
 			rc = sbxd_confine_error(errno, NULL);
 		}
+		free(me->name);
+		depth--;
 	}
-	closedir(d);
+	close(cur);
+	for (size_t i = 0; lv && i < depth; i++)
+		free(lv[i].name);
+	free(lv);
 	return rc;
 }
 

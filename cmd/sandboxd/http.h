@@ -33,6 +33,7 @@ typedef struct {
 	struct sbxd_daemon *d;
 	k8s_http_server *srv;
 	sbxd_run *runs;              /* every live run of this server's loop */
+	sbxd_proc_lingering lingering; /* ended commands' output still held by a background process */
 	bool shutting_down;          /* set on the loop by sbxd_http_begin_shutdown */
 } sbxd_server;
 
@@ -44,6 +45,7 @@ typedef struct sbxd_daemon {
 	sbxd_proctable *cap;         /* slots for both servers; ids for the REST loop */
 	sbxd_reaper *reaper;         /* waits for orphans reparented to us (PID 1) */
 	atomic_bool shutting_down;   /* /v1/health answers 503 */
+	atomic_uint transfers;       /* file bodies in flight, both servers (SBXD_MAX_TRANSFERS) */
 	time_t started;
 	char *metadata;              /* /v1/metadata body, computed at start */
 	size_t metadata_len;
@@ -58,8 +60,9 @@ int sbxd_http_runtime_routes(sbxd_daemon *d, k8s_http_server *s);
 /** Builds the /v1/metadata body from the environment (C.3). */
 int sbxd_metadata_build(sbxd_daemon *d);
 
-/** Posted to each server's loop at shutdown: every run gets SIGTERM, then
- *  SIGKILL after the grace period (`ud` is the sbxd_server). */
+/** Posted to each server's loop at shutdown: every run's tree gets
+ *  SIGTERM, then SIGKILL after the grace period, and the drains of ended
+ *  commands stop (`ud` is the sbxd_server). */
 void sbxd_http_begin_shutdown(void *ud);
 
 /* ---- the process cap ---- */
@@ -69,6 +72,45 @@ void sbxd_http_begin_shutdown(void *ud);
 int sbxd_cap_acquire(sbxd_daemon *d);
 /** Gives a slot back (any thread). */
 void sbxd_cap_release(sbxd_daemon *d);
+
+/* ---- transfers and the connections kept for everything else ---- */
+
+/**
+ * File bodies in flight at once, both servers together: downloads (GET
+ * /v1/files of a file, /download) and uploads (PUT /v1/files, /upload).
+ * Each server serves SBXD_MAX_TRANSFERS + SBXD_SPARE_CONNECTIONS
+ * connections, so that transfers, however slow, never take the connections
+ * that /v1/health, listings and commands need.
+ */
+#define SBXD_MAX_TRANSFERS 1024
+#define SBXD_SPARE_CONNECTIONS 1024
+
+/** Takes a transfer slot (any thread): 0, or K8S_ETOOMANYREQUESTS with
+ *  "too many transfers: ..." as the last error. */
+int sbxd_transfer_acquire(sbxd_daemon *d);
+/** Gives it back (any thread). */
+void sbxd_transfer_release(sbxd_daemon *d);
+
+/* ---- the no-progress timeout (--stall-timeout) ---- */
+
+typedef struct sbxd_stall sbxd_stall;
+
+/**
+ * Watches `ex` for a transfer that makes no progress, and cuts it
+ * (k8s_http_exchange_abort) after `ms`: when `sending` (a response body),
+ * while bytes wait for the client and none of its writes completes; else
+ * (a request body), while no body byte arrives and the watch is not
+ * paused. Report progress with sbxd_stall_progress(). NULL when `ms` <= 0
+ * (off) or out of memory: every function accepts NULL. Free it in the
+ * exchange's on_close. Loop thread only.
+ */
+sbxd_stall *sbxd_stall_start(sbxd_daemon *d, k8s_http_exchange *ex, long ms, bool sending);
+/** Something moved: the watch starts over. */
+void sbxd_stall_progress(sbxd_stall *s);
+/** Receiving: paused while the body is held back on purpose (backpressure). */
+void sbxd_stall_pause(sbxd_stall *s, bool paused);
+/** Stops and frees the watch. */
+void sbxd_stall_free(sbxd_stall *s);
 
 /* ---- runs: a process with its cap slot, on one server's list ---- */
 

@@ -27,6 +27,87 @@ void sbxd_cap_release(sbxd_daemon *d)
 	pthread_mutex_unlock(&d->cap_lock);
 }
 
+/* ---- transfers ---- */
+
+int sbxd_transfer_acquire(sbxd_daemon *d)
+{
+	unsigned int n = atomic_fetch_add(&d->transfers, 1);
+	if (n < SBXD_MAX_TRANSFERS)
+		return 0;
+	atomic_fetch_sub(&d->transfers, 1);
+	return k8s_error_set(K8S_ETOOMANYREQUESTS, 429, NULL,
+	                     "too many transfers: %u at once is the limit", SBXD_MAX_TRANSFERS);
+}
+
+void sbxd_transfer_release(sbxd_daemon *d)
+{
+	atomic_fetch_sub(&d->transfers, 1);
+}
+
+/* ---- no-progress timeout ---- */
+
+struct sbxd_stall {
+	uv_timer_t timer;        /* first: the close callback frees the struct */
+	k8s_http_exchange *ex;
+	k8s_logger *log;
+	uint64_t ms;
+	bool sending, paused;
+};
+
+static void stall_fired(uv_timer_t *t)
+{
+	sbxd_stall *s = (sbxd_stall *)t;
+	if (s->paused || (s->sending && k8s_http_exchange_pending(s->ex) == 0)) {
+		uv_timer_start(t, stall_fired, s->ms, 0);  /* nothing is owed: not a stall */
+		return;
+	}
+	k8s_log(s->log, K8S_LOG_INFO, "transfer without progress: connection cut", "direction",
+	        s->sending ? "send" : "receive", NULL);
+	k8s_http_exchange_abort(s->ex);
+}
+
+sbxd_stall *sbxd_stall_start(sbxd_daemon *d, k8s_http_exchange *ex, long ms, bool sending)
+{
+	if (ms <= 0)
+		return NULL;
+	sbxd_stall *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->ex = ex;
+	s->log = d->log;
+	s->ms = (uint64_t)ms;
+	s->sending = sending;
+	uv_timer_init(k8s_http_exchange_loop(ex), &s->timer);
+	uv_timer_start(&s->timer, stall_fired, s->ms, 0);
+	return s;
+}
+
+void sbxd_stall_progress(sbxd_stall *s)
+{
+	if (s)
+		uv_timer_start(&s->timer, stall_fired, s->ms, 0);
+}
+
+void sbxd_stall_pause(sbxd_stall *s, bool paused)
+{
+	if (s && s->paused != paused) {
+		s->paused = paused;
+		if (!paused)
+			sbxd_stall_progress(s);
+	}
+}
+
+static void stall_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+void sbxd_stall_free(sbxd_stall *s)
+{
+	if (s)
+		uv_close((uv_handle_t *)&s->timer, stall_closed);
+}
+
 /* ---- runs ---- */
 
 void sbxd_run_link(sbxd_run *r)
@@ -67,6 +148,7 @@ void sbxd_http_begin_shutdown(void *ud)
 	for (sbxd_run *r = s->runs; r; r = r->next)
 		if (r->proc)
 			sbxd_proc_terminate(r->proc);
+	sbxd_proc_lingering_stop(&s->lingering);
 }
 
 /* ---- responses ---- */

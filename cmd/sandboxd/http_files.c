@@ -5,9 +5,11 @@
  * /v1/metadata. Also the streamed file download shared with the
  * python-runtime's /download (sbxd_serve_file).
  *
- * Downloads and uploads stream: a download reads 256 KiB at a time and
- * waits while more than 1 MiB is queued for the socket; an upload goes
- * through http_upload.c.
+ * Downloads and uploads stream: a download reads 128 KiB at a time and
+ * waits while more than 256 KiB is queued for the socket (the kernel's
+ * socket buffers hold more; 1024 stalled downloads hold 400 MiB at most); an upload goes
+ * through http_upload.c. Each holds a transfer slot (http.h) and is cut
+ * by --stall-timeout when its client stops reading or sending.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -29,13 +31,15 @@
 #include "multipart.h"
 
 #define FILES_PREFIX "/v1/files/"
-#define READ_CHUNK (256 * 1024)
-#define WRITE_HIGH (1024 * 1024)
+#define READ_CHUNK (128 * 1024)
+#define WRITE_HIGH (256 * 1024)
 
 /* ---- downloads ---- */
 
 typedef struct {
 	k8s_http_exchange *ex;
+	sbxd_daemon *d;
+	sbxd_stall *stall;       /* --stall-timeout */
 	int fd;
 	uint64_t off, remaining;
 	bool finished;
@@ -46,7 +50,9 @@ static void dl_pump(download *s);
 
 static void dl_written(k8s_http_exchange *ex, void *ud)
 {
-	dl_pump(ud);
+	download *s = ud;
+	sbxd_stall_progress(s->stall);
+	dl_pump(s);
 }
 
 static void dl_pump(download *s)
@@ -75,6 +81,8 @@ static void dl_pump(download *s)
 static void dl_close(k8s_http_exchange *ex, int reason, void *ud)
 {
 	download *s = ud;
+	sbxd_stall_free(s->stall);
+	sbxd_transfer_release(s->d);
 	close(s->fd);
 	free(s->buf);
 	free(s);
@@ -135,8 +143,8 @@ static int parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *
 	return 1;
 }
 
-void sbxd_serve_file(k8s_http_exchange *ex, int fd, const struct stat *st,
-                     const char *disposition)
+void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct stat *st,
+                     const char *disposition, bool rest_errors)
 {
 	const k8s_http_request *req = k8s_http_exchange_request(ex);
 	k8s_http_response *res = k8s_http_exchange_response(ex);
@@ -185,16 +193,29 @@ void sbxd_serve_file(k8s_http_exchange *ex, int fd, const struct stat *st,
 		k8s_http_exchange_finish(ex);
 		return;
 	}
+	int rc = sbxd_transfer_acquire(d);
+	if (rc) {
+		close(fd);
+		if (rest_errors)
+			sbxd_respond_k8s_error(ex, rc);
+		else
+			sbxd_respond_message(ex, 429, k8s_error_last()->message);
+		return;
+	}
 	download *s = calloc(1, sizeof(*s));
 	if (s)
 		s->buf = malloc(READ_CHUNK);
 	if (!s || !s->buf) {
-		free(s);
+		if (s)
+			free(s);
+		sbxd_transfer_release(d);
 		close(fd);
 		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
 		return;
 	}
 	s->ex = ex;
+	s->d = d;
+	s->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, true);
 	s->fd = fd;
 	s->off = start;
 	s->remaining = len;
@@ -236,7 +257,7 @@ static void files_get(k8s_http_exchange *ex, void *ud)
 		int fd;
 		rc = sbxd_open_read(d->root, rel, &fd, &st);
 		if (rc == 0)
-			sbxd_serve_file(ex, fd, &st, NULL);
+			sbxd_serve_file(d, ex, fd, &st, NULL, true);
 	}
 	if (rc)
 		sbxd_respond_k8s_error(ex, rc);
@@ -314,7 +335,7 @@ static void files_put(k8s_http_exchange *ex, void *ud)
 		sbxd_respond_k8s_error(ex, rc);
 		return;
 	}
-	sbxd_upload_start(ex, w, boundary, d->flags->max_upload_bytes, &put_ops, NULL);
+	sbxd_upload_start(d, ex, w, boundary, &put_ops, NULL);
 	free(boundary);
 }
 

@@ -5,17 +5,23 @@
 #ifndef SBXD_HTTP_FILES_H
 #define SBXD_HTTP_FILES_H
 
+#include <stdbool.h>
 #include <sys/stat.h>
 #include "k8s/httpexchange.h"
+
+struct sbxd_daemon;
 
 /**
  * Answers with the regular file open on `fd` (taken over: closed when
  * done) and its `st`: application/octet-stream, Last-Modified,
  * If-Modified-Since (304), a single Range (206, 416), HEAD without
- * reading; the body read and written piece by piece with backpressure.
- * `disposition` (may be NULL) is a Content-Disposition value.
+ * reading; the body read and written piece by piece with backpressure,
+ * holding a transfer slot of `d` (none free: 429, in the REST shape when
+ * `rest_errors`, else `{"message"}`) and cut by --stall-timeout when the
+ * client stops reading. `disposition` (may be NULL) is a
+ * Content-Disposition value.
  */
-void sbxd_serve_file(k8s_http_exchange *ex, int fd, const struct stat *st,
-                     const char *disposition);
+void sbxd_serve_file(struct sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct stat *st,
+                     const char *disposition, bool rest_errors);
 
 #endif

@@ -21,8 +21,9 @@
  * client, the process's output is not read (the child then blocks on its
  * pipe); output past --max-output-bytes is dropped and the exit event
  * says so. A client that goes away kills the process group (noticed at
- * the next write: a quiet stream gets an empty event "{}" every
- * --stream-keepalive).
+ * its connection's EOF, or, behind a proxy that keeps the connection,
+ * at the next write: a quiet stream gets an empty event "{}" every
+ * --stream-keepalive). Execute's client going away kills it the same way.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include "k8s/common.h"
 #include "codec.h"
 #include "http.h"
+#include "http_answer.h"
 
 #define REQUEST_LIMIT (1024 * 1024)
 #define EVENTS_HIGH (1024 * 1024)
@@ -50,7 +52,9 @@ typedef struct {
 	bool streaming;          /* Start (events) or Execute (buffered) */
 	bool head_sent;
 	sbxd_bytes out, err;
+	sbxd_answer answer;      /* Execute's, streamed from out and err (http_answer.h) */
 	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
+	sbxd_stall *stall;       /* --stall-timeout on the events or the answer */
 } proc_req;
 
 static void keepalive_closed(uv_handle_t *h)
@@ -63,6 +67,8 @@ static void req_free(proc_req *r)
 	if (r->keepalive)
 		uv_close((uv_handle_t *)r->keepalive, keepalive_closed);
 	sbxd_run_release(&r->run);
+	sbxd_stall_free(r->stall);
+	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
 	free(r);
@@ -81,6 +87,7 @@ static void req_close(k8s_http_exchange *ex, int reason, void *ud)
 static void events_drained(k8s_http_exchange *ex, void *ud)
 {
 	proc_req *r = ud;
+	sbxd_stall_progress(r->stall);
 	if (r->run.proc && k8s_http_exchange_pending(ex) < EVENTS_LOW)
 		sbxd_proc_resume_output(r->run.proc);
 }
@@ -131,13 +138,21 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 			k8s_http_exchange_finish(r->ex);
 		return;
 	}
-	char *body = sbxd_execute_response(ex, r->out.data, r->out.len, r->err.data, r->err.len,
-	                                   &len);
-	if (body)
-		sbxd_respond_json(r->ex, 200, body, len);
-	else
+	/* the answer of sbxd_execute_response(), in pieces (codec.h) */
+	char *head = sbxd_execute_answer_head(ex, &len);
+	if (!head) {
 		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");
-	free(body);
+		return;
+	}
+	static const char mid[] = SBXD_EXECUTE_ANSWER_MID, tail[] = SBXD_EXECUTE_ANSWER_TAIL;
+	sbxd_answer *a = &r->answer;
+	a->stall = r->stall = sbxd_stall_start(r->d, r->ex, r->d->flags->stall_timeout_ms, true);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, head, len, NULL, head);
+	sbxd_answer_add(a, SBXD_PART_BASE64, r->out.data, r->out.len, &r->out, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_BASE64, r->err.data, r->err.len, &r->err, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, tail, sizeof(tail) - 1, NULL, NULL);
+	sbxd_answer_send(a, r->ex, true);
 }
 
 static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };
@@ -171,8 +186,13 @@ static int open_cwd(sbxd_daemon *d, const char *cwd, int *fd)
 		                     strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0
 		                     ? "path traversal outside sandbox root is forbidden"
 		                     : "permission denied");
-	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR))
-		return k8s_error_set(K8S_ENOTFOUND, 404, NULL, "command or path not found: cwd");
+	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR)) {
+		/* the path as the client wrote it, never the host path */
+		bool notdir = rc == K8S_ERROR;
+		return k8s_error_set(K8S_ENOTFOUND, 404, NULL,
+		                     "command or path not found: cwd \"%.1024s\": %s", cwd ? cwd : "",
+		                     notdir ? "not a directory" : "no such directory");
+	}
 	return rc;
 }
 
@@ -193,6 +213,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	}
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	o.reaper = d->reaper;
+	o.lingering = &d->rest.lingering;
 	o.argv = pr->argv;
 	o.env = pr->env;
 	o.cwd_fd = cwd;
@@ -241,6 +262,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	if (k8s_http_exchange_send_head(r->ex, -1) != 0)
 		return;
 	r->head_sent = true;
+	r->stall = sbxd_stall_start(d, r->ex, f->stall_timeout_ms, true);
 	if (f->stream_keepalive_ms > 0 && (r->keepalive = malloc(sizeof(uv_timer_t)))) {
 		uv_timer_init(k8s_http_exchange_loop(r->ex), r->keepalive);
 		r->keepalive->data = r;
@@ -281,6 +303,8 @@ static void proc_route(k8s_http_exchange *ex, sbxd_daemon *d, bool streaming)
 	r->streaming = streaming;
 	r->run.srv = &d->rest;
 	k8s_http_exchange_on_close(ex, req_close, r);
+	/* a client that closes the connection ends its command at once */
+	k8s_http_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, proc_body, r, NULL);
 }
 
@@ -301,8 +325,11 @@ typedef struct {
 	k8s_http_exchange *ex;
 	int32_t id;
 	bool raw, eof_after, failed, answered;
-	uv_timer_t timer;        /* raw stdin: waits for the queue to drain */
+	uv_timer_t timer;        /* stdin: waits for the queue to drain */
 	bool timer_on;
+	unsigned char *held;     /* JSON stdin input waiting for room in the queue */
+	size_t held_len;
+	sbxd_stall *stall;       /* raw stdin: --stall-timeout on the body */
 } ctl_req;
 
 static sbxd_proc *lookup(sbxd_daemon *d, int32_t id)
@@ -333,6 +360,10 @@ static void timer_closed(uv_handle_t *h)
 static void ctl_close(k8s_http_exchange *ex, int reason, void *ud)
 {
 	ctl_req *c = ud;
+	free(c->held);
+	c->held = NULL;
+	sbxd_stall_free(c->stall);
+	c->stall = NULL;
 	if (c->timer_on) {
 		uv_timer_stop(&c->timer);
 		uv_close((uv_handle_t *)&c->timer, timer_closed);  /* frees c */
@@ -356,6 +387,7 @@ static void stdin_poll(uv_timer_t *t)
 	}
 	if (sbxd_proc_stdin_pending(p) < STDIN_HIGH / 2) {
 		uv_timer_stop(t);
+		sbxd_stall_pause(c->stall, false);
 		k8s_http_exchange_read_resume(c->ex);
 	}
 }
@@ -363,6 +395,7 @@ static void stdin_poll(uv_timer_t *t)
 static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
 {
 	ctl_req *c = ud;
+	sbxd_stall_progress(c->stall);
 	if (c->failed)
 		return;
 	sbxd_proc *p = lookup(c->d, c->id);
@@ -380,8 +413,44 @@ static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, 
 	}
 	if (sbxd_proc_stdin_pending(p) > STDIN_HIGH) {
 		k8s_http_exchange_read_pause(ex);
+		sbxd_stall_pause(c->stall, true);  /* held back by the process, not the client */
 		uv_timer_start(&c->timer, stdin_poll, 5, 5);
 	}
+}
+
+/* JSON stdin: a write joins the queue when the queue has room for it
+ * (or is empty), so that the queue stays under STDIN_HIGH and a client
+ * writing faster than the process reads waits for its answer. */
+static bool stdin_fits(sbxd_proc *p, size_t n)
+{
+	size_t q = sbxd_proc_stdin_pending(p);
+	return q == 0 || q + n <= STDIN_HIGH;
+}
+
+static void stdin_write_answer(ctl_req *c, sbxd_proc *p, const unsigned char *data, size_t n)
+{
+	if (sbxd_proc_write_stdin(p, data, n, NULL, NULL) != 0) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "failed to write stdin: %s", k8s_error_last()->message);
+		sbxd_respond_error(c->ex, 500, "INTERNAL", msg);
+		return;
+	}
+	ctl_ok(c->ex);
+}
+
+static void stdin_held_poll(uv_timer_t *t)
+{
+	ctl_req *c = t->data;
+	sbxd_proc *p = lookup(c->d, c->id);
+	if (p && !stdin_fits(p, c->held_len))
+		return;
+	uv_timer_stop(t);
+	if (p)
+		stdin_write_answer(c, p, c->held, c->held_len);
+	else
+		ctl_not_found(c);
+	free(c->held);
+	c->held = NULL;
 }
 
 static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
@@ -425,12 +494,28 @@ static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *
 			ctl_not_found(c);
 			return;
 		}
-		rc = eof ? sbxd_proc_close_stdin(p) : sbxd_proc_write_stdin(p, data, n, NULL, NULL);
+		if (!eof) {
+			if (stdin_fits(p, n) || n == 0) {
+				stdin_write_answer(c, p, data, n);
+				free(data);
+				return;
+			}
+			/* backpressure: answered once the process has read enough */
+			c->held = data;
+			c->held_len = n;
+			if (!c->timer_on) {
+				uv_timer_init(k8s_http_exchange_loop(ex), &c->timer);
+				c->timer.data = c;
+				c->timer_on = true;
+			}
+			k8s_http_exchange_set_timeout(ex, 0);
+			uv_timer_start(&c->timer, stdin_held_poll, 5, 5);
+			return;
+		}
 		free(data);
-		if (rc) {
+		if (sbxd_proc_close_stdin(p) != 0) {
 			char msg[160];
-			snprintf(msg, sizeof(msg), "failed to %s stdin: %s", eof ? "close" : "write",
-			         k8s_error_last()->message);
+			snprintf(msg, sizeof(msg), "failed to close stdin: %s", k8s_error_last()->message);
 			sbxd_respond_error(ex, 500, "INTERNAL", msg);
 			return;
 		}
@@ -512,6 +597,7 @@ static void ctl_route(k8s_http_exchange *ex, void *ud)
 		k8s_http_exchange_set_timeout(ex, 0);
 		k8s_http_exchange_set_max_body(ex, 0);
 		static const k8s_http_body_reader reader = { stdin_raw_data, stdin_raw_end, NULL };
+		c->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, false);
 		k8s_http_exchange_read_start(ex, &reader, c);
 		return;
 	}

@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "fsops.h"
 #include "http.h"
+#include "http_answer.h"
 #include "http_files.h"
 #include "http_upload.h"
 #include "multipart.h"
@@ -48,11 +49,16 @@ typedef struct {
 	sbxd_bytes out, err;
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
+	sbxd_answer answer;      /* streamed from out and err (http_answer.h) */
+	sbxd_stall *stall;       /* --stall-timeout on the answer */
+	char tail[32];
 } exec_req;
 
 static void exec_free(exec_req *r)
 {
 	sbxd_run_release(&r->run);
+	sbxd_stall_free(r->stall);
+	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
 	free(r->cmd_repr);
@@ -61,7 +67,11 @@ static void exec_free(exec_req *r)
 
 static void exec_close(k8s_http_exchange *ex, int reason, void *ud)
 {
-	exec_free(ud);
+	exec_req *r = ud;
+	if (r->run.proc && !sbxd_proc_done(r->run.proc))
+		k8s_log(r->d->log, K8S_LOG_INFO, "client went away: process killed", "api",
+		        "runtime-execute", NULL);
+	exec_free(r);  /* kills the whole tree if the command still runs */
 }
 
 /* 200 {"stdout": "", "stderr": "Failed to execute command: <why>", "exit_code": 1} */
@@ -95,17 +105,19 @@ static void exec_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 		exec_failed(r->ex, why);
 		return;
 	}
-	/* Python's returncode: -N for a death by signal N */
-	int code = ex->signal ? -ex->signal : ex->exit_code;
-	size_t len;
-	char *b = sbxd_runtime_execute_response(r->out.data ? r->out.data : "", r->out.len,
-	                                        r->err.data ? r->err.data : "", r->err.len, code,
-	                                        &len);
-	if (b)
-		sbxd_respond_json(r->ex, 200, b, len);
-	else
-		sbxd_respond_message(r->ex, 500, "out of memory");
-	free(b);
+	/* Python's returncode: -N for a death by signal N; the answer of
+	 * sbxd_runtime_execute_response(), in pieces (codec.h) */
+	size_t tl = sbxd_runtime_answer_tail(ex->signal ? -ex->signal : ex->exit_code, r->tail,
+	                                     sizeof(r->tail));
+	static const char head[] = SBXD_RUNTIME_ANSWER_HEAD, mid[] = SBXD_RUNTIME_ANSWER_MID;
+	sbxd_answer *a = &r->answer;
+	a->stall = r->stall = sbxd_stall_start(r->d, r->ex, r->d->flags->stall_timeout_ms, true);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, head, sizeof(head) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_TEXT, r->out.data, r->out.len, &r->out, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, mid, sizeof(mid) - 1, NULL, NULL);
+	sbxd_answer_add(a, SBXD_PART_TEXT, r->err.data, r->err.len, &r->err, NULL);
+	sbxd_answer_add(a, SBXD_PART_LITERAL, r->tail, tl, NULL, NULL);
+	sbxd_answer_send(a, r->ex, false);
 }
 
 static const sbxd_proc_callbacks exec_cbs = { exec_output, exec_exit };
@@ -195,6 +207,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	r->cmd_repr = argv_repr(argv);
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	o.reaper = d->reaper;
+	o.lingering = &d->runtime.lingering;
 	o.argv = argv;
 	o.cwd_fd = sbxd_root_fd(d->root);
 	o.timeout_ms = (long)ceil(r->timeout_s * 1000.0);
@@ -233,6 +246,8 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 	r->ex = ex;
 	r->run.srv = &r->d->runtime;
 	k8s_http_exchange_on_close(ex, exec_close, r);
+	/* a client that closes the connection ends its command at once */
+	k8s_http_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, exec_body, r, NULL);
 }
 
@@ -270,6 +285,10 @@ static void up_fail(k8s_http_exchange *ex, int rc, void *ud)
 	upload_ctx *c = ud;
 	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(ex, 403, "Access denied");
+		return;
+	}
+	if (rc == K8S_ETOOMANYREQUESTS) {
+		sbxd_respond_message(ex, 429, k8s_error_last()->message);
 		return;
 	}
 	/* a malformed body is a 400, as Starlette's; a destination that
@@ -324,7 +343,7 @@ static void upload_route(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	c->d = d;
-	sbxd_upload_start(ex, NULL, boundary, d->flags->max_upload_bytes, &upload_ops, c);
+	sbxd_upload_start(d, ex, NULL, boundary, &upload_ops, c);
 	free(boundary);
 }
 
@@ -384,7 +403,7 @@ static void download_route(k8s_http_exchange *ex, void *ud)
 		sbxd_respond_message(ex, 404, "File not found");
 	} else {
 		char *disp = disposition(shown);
-		sbxd_serve_file(ex, fd, &st, disp);
+		sbxd_serve_file(d, ex, fd, &st, disp, false);
 		free(disp);
 	}
 	free(rel);

@@ -16,6 +16,8 @@
 
 typedef struct {
 	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	sbxd_daemon *d;          /* holds a transfer slot of it */
+	sbxd_stall *stall;       /* --stall-timeout on the body */
 	const sbxd_upload_ops *ops;
 	void *ud;
 	sbxd_writer *w;
@@ -28,6 +30,8 @@ typedef struct {
 
 static void up_free(upload *u)
 {
+	sbxd_stall_free(u->stall);
+	sbxd_transfer_release(u->d);
 	sbxd_writer_free(u->w);
 	sbxd_multipart_free(u->mp);
 	if (u->ops->release)
@@ -78,6 +82,7 @@ static int part_end(void *ud)
 static void on_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
 {
 	upload *u = ud;
+	sbxd_stall_progress(u->stall);
 	if (u->failed)
 		return;
 	int rc = u->mp ? sbxd_multipart_feed(u->mp, data, len) : sbxd_writer_write(u->w, data, len);
@@ -107,6 +112,7 @@ static void after_commit(uv_work_t *w, int status)
 static void on_end(k8s_http_exchange *ex, void *ud)
 {
 	upload *u = ud;
+	sbxd_stall_pause(u->stall, true);  /* the body is whole */
 	if (u->failed)
 		return;
 	if (u->mp) {
@@ -129,24 +135,30 @@ static void on_end(k8s_http_exchange *ex, void *ud)
 	}
 }
 
-void sbxd_upload_start(k8s_http_exchange *ex, sbxd_writer *w, const char *boundary,
-                       uint64_t max_bytes, const sbxd_upload_ops *ops, void *ud)
+void sbxd_upload_start(sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
+                       const char *boundary, const sbxd_upload_ops *ops, void *ud)
 {
-	upload *u = calloc(1, sizeof(*u));
+	int rc = sbxd_transfer_acquire(d);
+	upload *u = rc ? NULL : calloc(1, sizeof(*u));
 	if (!u) {
+		if (!rc) {
+			sbxd_transfer_release(d);
+			rc = k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		}
 		sbxd_writer_free(w);
-		ops->fail(ex, k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory"), ud);
+		ops->fail(ex, rc, ud);
 		if (ops->release)
 			ops->release(ud);
 		return;
 	}
 	u->ex = ex;
+	u->d = d;
 	u->ops = ops;
 	u->ud = ud;
 	u->w = w;
 	if (boundary) {
 		static const sbxd_multipart_callbacks cbs = { part_begin, part_data, part_end };
-		int rc = sbxd_multipart_new(&u->mp, boundary, &cbs, u);
+		rc = sbxd_multipart_new(&u->mp, boundary, &cbs, u);
 		if (rc) {
 			ops->fail(ex, rc, ud);
 			up_free(u);
@@ -156,7 +168,8 @@ void sbxd_upload_start(k8s_http_exchange *ex, sbxd_writer *w, const char *bounda
 	k8s_http_exchange_on_close(ex, up_close, u);
 	/* a big body on a slow link may take long: no overall deadline */
 	k8s_http_exchange_set_timeout(ex, 0);
-	k8s_http_exchange_set_max_body(ex, max_bytes);
+	k8s_http_exchange_set_max_body(ex, d->flags->max_upload_bytes);
+	u->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, false);
 	static const k8s_http_body_reader reader = { on_data, on_end, NULL };
 	k8s_http_exchange_read_start(ex, &reader, u);
 }

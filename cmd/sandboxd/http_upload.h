@@ -12,6 +12,8 @@
 #include "k8s/httpexchange.h"
 #include "fsops.h"
 
+struct sbxd_daemon;
+
 typedef struct {
 	/** The part named "file" starts (multipart only; the first one): open
 	 *  its writer into `*w`. Returns 0 or a libk8s code with the last error
@@ -31,11 +33,14 @@ typedef struct {
 /**
  * Reads the body of `ex` into a file: raw into `w` (taken over; may be
  * NULL for multipart with open_part) when `boundary` is NULL, else the
- * first multipart part named "file". Bodies beyond `max_bytes` (0: no
- * limit) get 413. The fsync and rename of the end run on libuv's worker
- * pool. Answers through `ops` exactly once, unless the client goes first.
+ * first multipart part named "file". Bodies beyond --max-upload-bytes of
+ * `d` get 413; a body that stops arriving for --stall-timeout is cut; it
+ * holds a transfer slot of `d` (none free: `fail` with
+ * K8S_ETOOMANYREQUESTS). The fsync and rename of the end run on libuv's
+ * worker pool. Answers through `ops` exactly once, unless the client goes
+ * first.
  */
-void sbxd_upload_start(k8s_http_exchange *ex, sbxd_writer *w, const char *boundary,
-                       uint64_t max_bytes, const sbxd_upload_ops *ops, void *ud);
+void sbxd_upload_start(struct sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
+                       const char *boundary, const sbxd_upload_ops *ops, void *ud);
 
 #endif

@@ -38,6 +38,8 @@ static int new_server(k8s_http_server **out, const sandboxd_flags *f, int port,
 	o.name = name;
 	o.logger = log;
 	o.idle_timeout_ms = f->http_idle_timeout_ms;
+	/* transfers, however slow, leave connections for health and the rest */
+	o.max_connections = SBXD_MAX_TRANSFERS + SBXD_SPARE_CONNECTIONS;
 	/* one loop: handlers, processes and the id table share its thread */
 	o.loops = 1;
 	int rc = k8s_http_server_new(out, &o);
@@ -73,8 +75,8 @@ int main(int argc, char **argv)
 
 	/* Descriptors: the soft limit up to the hard one, as Go's runtime does
 	 * for upstream's sandboxd. Container runtimes may leave the soft limit
-	 * at 1024, below what 1024 connections, the processes' pipes or a
-	 * recursive DELETE of a deep tree (one descriptor per level) need. */
+	 * at 1024, below what 1024 connections and the processes' pipes
+	 * need. */
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;

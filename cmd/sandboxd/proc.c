@@ -1,10 +1,14 @@
 /*
- * proc.c - child processes on a libuv loop (proc.h): fork+exec into a new
- * session, pipes or a pseudo-terminal polled with uv_poll, libuv's SIGCHLD
- * watcher for the exit, timers for the timeout, the SIGKILL grace and the output drain.
+ * proc.c - child processes on a libuv loop (proc.h): a keeper process per
+ * command (keeper.c) that forks it into a new session, pipes or a
+ * pseudo-terminal polled with uv_poll, the keeper's reports on a pipe of
+ * their own, libuv's SIGCHLD watcher for the keeper's end, timers for the
+ * timeout, the SIGKILL grace and the output drain, and the drain that goes
+ * on after the end for output a background process still holds.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,17 +22,21 @@
 #include <unistd.h>
 
 #include "k8s/common.h"
+#include "keeper.h"
 #include "proc.h"
 
 extern char **environ;
 
 #define DEFAULT_GRACE_MS 2000
 #define DEFAULT_CHUNK 4096
-#define DEFAULT_DRAIN_MS 5000
+#define DEFAULT_DRAIN_MS 100
+#define DEFAULT_LINGER_MAX 256
 /* chunks read per readiness callback before yielding to other handles */
 #define READS_PER_WAKEUP 16
 /* read size for output past the bound, which is dropped */
 #define DRAIN_BUF 65536
+/* read size once the process is freed and its output only drained */
+#define LINGER_BUF 4096
 
 /* A queued stdin write. */
 typedef struct wreq {
@@ -47,7 +55,8 @@ typedef struct {
 	int fd;             /* -1 once closed */
 	bool readable;      /* carries output */
 	bool writable;      /* carries stdin */
-	bool eof;           /* output ended */
+	bool eof;           /* output ended (or the descriptor is closed) */
+	bool discard;       /* past the drain after the end: read and dropped */
 	bool handle_open;   /* poll initialised and not yet closed */
 	sbxd_stream stream;
 	uint64_t delivered;
@@ -59,22 +68,30 @@ struct sbxd_proc {
 	uv_loop_t *loop;
 	sbxd_proc_callbacks cb;
 	void *ud;
-	pid_t pid;
-	sbxd_reaper *reaper;     /* holds a claim on pid until it is reaped; may be NULL */
+	pid_t pid;               /* the command */
+	pid_t keeper;            /* its keeper, our child (keeper.h) */
+	sbxd_reaper *reaper;     /* holds a claim on the keeper until it is reaped; may be NULL */
 	bool pty;
 	chan ch[CH_COUNT];       /* with a pty, ch[CH_OUT] is the master, both ways */
-	uv_signal_t sigchld;     /* SIGCHLD through libuv: the exit, without a global handler of ours */
+	uv_poll_t report;        /* the keeper's report pipe */
+	int report_fd;           /* -1 once closed */
+	bool report_open;        /* `report` initialised and not yet closed */
+	uv_signal_t sigchld;     /* SIGCHLD through libuv: the keeper's end, without a global handler of ours */
 	uv_timer_t timeout, grace, drain;
 	unsigned int open_handles;
 	wreq *wq_head, *wq_tail;
 	size_t wq_bytes;
 	bool stdin_closed;       /* close requested (or never opened) */
 	bool paused;
-	bool reaped, done, freed, killing, group_gone;
+	bool exited;             /* the command's end is known: reported, or the keeper is lost */
+	bool reaped;             /* the keeper was waited for */
+	bool done, freed, killing, group_gone;
+	sbxd_proc_lingering *linger_list;  /* borrowed; NULL: no drain after free */
+	bool lingering;          /* on linger_list */
+	sbxd_proc *lprev, *lnext;
 	size_t chunk, buf_size;
 	uint64_t max_out;
 	long grace_ms, drain_ms;
-	bool has_timeout;
 	sbxd_exit exit;
 	char *buf;
 };
@@ -119,7 +136,8 @@ static void fail_queue(sbxd_proc *p, int status)
 }
 
 static void chan_update(chan *c);
-static void release(sbxd_proc *p);
+static void maybe_release(sbxd_proc *p);
+static void linger_end(sbxd_proc *p);
 
 static void chan_close(chan *c)
 {
@@ -135,33 +153,50 @@ static void chan_close(chan *c)
 	c->eof = true;
 }
 
-/* Kill the whole group; remember when it is gone so that a recycled id is
- * never signalled. */
+static bool outputs_open(const sbxd_proc *p)
+{
+	return p->ch[CH_OUT].fd >= 0 || p->ch[CH_ERR].fd >= 0;
+}
+
+/* Signals the command's process group (API signals, as upstream); the
+ * keeper is not in it. Remembers when the group is gone, so that a
+ * recycled id is never signalled. */
 static void kill_group(sbxd_proc *p, int sig)
 {
 	if (p->group_gone)
 		return;
 	if (kill(-p->pid, sig) < 0 && errno == ESRCH) {
 		p->group_gone = true;
-		if (!p->reaped)
+		if (!p->exited)
 			kill(p->pid, sig);
 	}
 }
 
+/* Asks the keeper (SBXD_KEEPER_TERMINATE or _KILL), waking it first in
+ * case something stopped it. */
+static void tell_keeper(sbxd_proc *p, int sig)
+{
+	if (p->reaped)
+		return;
+	kill(p->keeper, SIGCONT);
+	kill(p->keeper, sig);
+}
+
 static void maybe_finish(sbxd_proc *p)
 {
-	if (p->done || !p->reaped)
+	if (p->done || !p->exited)
 		return;
-	if (!p->ch[CH_OUT].eof || !p->ch[CH_ERR].eof)
+	const chan *o = &p->ch[CH_OUT], *e = &p->ch[CH_ERR];
+	if (!(o->eof || o->discard) || !(e->eof || e->discard))
 		return;
 	p->done = true;
 	uv_timer_stop(&p->timeout);
 	uv_timer_stop(&p->drain);
-	/* the grace timer keeps running after a timeout: children that ignored
-	 * SIGTERM still get their SIGKILL */
-	chan_close(&p->ch[CH_IN]);
-	if (p->pty)
-		chan_close(&p->ch[CH_OUT]);
+	/* the grace timer keeps running after a timeout: the keeper gets its
+	 * SIGKILL request for whatever ignored SIGTERM */
+	p->stdin_closed = true;
+	if (!p->pty)
+		chan_close(&p->ch[CH_IN]);
 	fail_queue(p, K8S_ESHUTDOWN);
 	if (p->cb.on_exit && !p->freed)
 		p->cb.on_exit(p, &p->exit, p->ud);
@@ -171,39 +206,44 @@ static void on_drain_timeout(uv_timer_t *t)
 {
 	sbxd_proc *p = t->data;
 	/* something still holds the output open (a background child): stop
-	 * waiting for it */
-	if (!p->pty) {
-		chan_close(&p->ch[CH_OUT]);
-		chan_close(&p->ch[CH_ERR]);
-	} else {
-		p->ch[CH_OUT].eof = true;
-	}
+	 * waiting for it; what it writes from now on is read and dropped, so
+	 * that it never blocks nor gets EPIPE */
+	for (int i = CH_OUT; i <= CH_ERR; i++)
+		if (!p->ch[i].eof) {
+			p->ch[i].discard = true;
+			chan_update(&p->ch[i]);
+		}
 	maybe_finish(p);
 }
 
 static void output_eof(chan *c)
 {
 	sbxd_proc *p = c->p;
-	c->eof = true;
 	if (p->pty) {
-		/* the master also carries stdin: keep the descriptor until the end,
-		 * just stop reading */
+		/* the master also carries stdin: keep the descriptor until the end
+		 * (or release), just stop reading */
+		c->eof = true;
 		c->readable = false;
 		chan_update(c);
+		if (p->lingering)
+			chan_close(c);
 	} else {
 		chan_close(c);
 	}
-	maybe_finish(p);
+	if (p->lingering && !outputs_open(p))
+		linger_end(p);
+	else
+		maybe_finish(p);
 }
 
 static void read_some(chan *c)
 {
 	sbxd_proc *p = c->p;
 	for (int i = 0; i < READS_PER_WAKEUP && c->fd >= 0 && !c->eof; i++) {
-		bool over = p->max_out && c->delivered >= p->max_out;
+		bool over = c->discard || (p->max_out && c->delivered >= p->max_out);
 		if (p->paused && !over)
 			return;
-		/* output past the bound is only counted: read it in big gulps */
+		/* output that is dropped is only counted: read it in big gulps */
 		ssize_t n = read(c->fd, p->buf, over ? p->buf_size : p->chunk);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -219,6 +259,8 @@ static void read_some(chan *c)
 			output_eof(c);
 			return;
 		}
+		if (c->discard)
+			continue;
 		size_t len = (size_t)n;
 		if (p->max_out) {
 			uint64_t room = c->delivered >= p->max_out ? 0 : p->max_out - c->delivered;
@@ -230,7 +272,7 @@ static void read_some(chan *c)
 		c->delivered += len;
 		if (len && p->cb.on_output && !p->freed)
 			p->cb.on_output(p, c->stream, p->buf, len, p->ud);
-		if (p->freed)
+		if (p->freed && !p->lingering)
 			return;
 	}
 }
@@ -264,7 +306,7 @@ static void write_some(chan *c)
 			free(w);
 		}
 	}
-	if (!p->wq_head && p->stdin_closed) {
+	if (!p->wq_head && p->stdin_closed && !p->done) {
 		if (p->pty) {
 			/* hang up the terminal: its master goes, output ends */
 			chan_close(&p->ch[CH_OUT]);
@@ -293,8 +335,8 @@ static void on_chan(uv_poll_t *h, int status, int events)
 		chan_update(c);
 }
 
-/* Sets what to poll for: output unless paused (or past the bound), stdin
- * while there is something queued. */
+/* Sets what to poll for: output unless paused (or past the bound, or
+ * dropped), stdin while there is something queued. */
 static void chan_update(chan *c)
 {
 	if (c->fd < 0 || !c->handle_open)
@@ -302,7 +344,7 @@ static void chan_update(chan *c)
 	sbxd_proc *p = c->p;
 	int ev = 0;
 	if (c->readable && !c->eof) {
-		bool over = p->max_out && c->delivered >= p->max_out;
+		bool over = c->discard || (p->max_out && c->delivered >= p->max_out);
 		if (!p->paused || over)
 			ev |= UV_READABLE;
 	}
@@ -314,62 +356,219 @@ static void chan_update(chan *c)
 		uv_poll_stop(&c->poll);
 }
 
+/* ---- the command's end, from the keeper ---- */
+
+static void report_close(sbxd_proc *p)
+{
+	if (p->report_fd < 0)
+		return;
+	if (p->report_open) {
+		uv_poll_stop(&p->report);
+		close_handle((uv_handle_t *)&p->report);
+		p->report_open = false;
+	}
+	close(p->report_fd);
+	p->report_fd = -1;
+}
+
+/* The command ended (`status` from waitpid, or `lost`: the keeper died
+ * without a word, killed by the command itself, say). */
+static void command_ended(sbxd_proc *p, int status, bool lost)
+{
+	if (p->exited)
+		return;
+	p->exited = true;
+	if (!lost && WIFEXITED(status)) {
+		p->exit.exit_code = WEXITSTATUS(status);
+	} else {
+		p->exit.exit_code = -1;
+		p->exit.signal = !lost && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	}
+	if (p->freed)
+		return;
+	/* Output still open: a background process holds it. Collect what is
+	 * there for drain_ms and answer; it lives on. (After a timeout or a
+	 * terminate the keeper reports only once the whole tree is gone, so
+	 * the output has ended by then.) */
+	if (!p->done && (!p->ch[CH_OUT].eof || !p->ch[CH_ERR].eof))
+		uv_timer_start(&p->drain, on_drain_timeout, (uint64_t)p->drain_ms, 0);
+	maybe_finish(p);
+}
+
+/* Reads the keeper's records that are there; EOF: it is gone. */
+static void read_report(sbxd_proc *p)
+{
+	while (p->report_fd >= 0) {
+		sbxd_keeper_msg m;
+		ssize_t n = read(p->report_fd, &m, sizeof(m));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n == (ssize_t)sizeof(m)) {
+			if (m.kind == SBXD_KEEPER_EXIT)
+				command_ended(p, m.value, false);
+			continue;
+		}
+		/* EOF (or a torn record, which a pipe never makes) */
+		report_close(p);
+		command_ended(p, 0, true);
+	}
+}
+
+static void on_report(uv_poll_t *h, int status, int events)
+{
+	read_report(h->data);
+}
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
 	sbxd_proc *p = h->data;
 	int st;
-	pid_t r = waitpid(p->pid, &st, WNOHANG);
+	pid_t r = waitpid(p->keeper, &st, WNOHANG);
 	if (r == 0 || (r < 0 && errno == EINTR))
 		return;  /* another child of the daemon */
 	uv_signal_stop(&p->sigchld);
 	close_handle((uv_handle_t *)&p->sigchld);
 	p->reaped = true;
 	if (p->reaper)
-		sbxd_reaper_release(p->reaper, p->pid);
-	if (p->freed) {
-		release(p);
-		return;
-	}
-	if (r > 0 && WIFEXITED(st)) {
-		p->exit.exit_code = WEXITSTATUS(st);
-	} else {
-		p->exit.exit_code = -1;
-		p->exit.signal = r > 0 && WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-	}
-	/* Output still open: a background child holds it. With a timeout we
-	 * wait for it up to the timeout, which then ends the whole group (as
-	 * upstream's python-runtime, whose communicate() waits for the pipes);
-	 * without one, up to drain_ms (as upstream sandboxd), and the child
-	 * lives on. */
-	if (!p->done && !(p->ch[CH_OUT].eof && p->ch[CH_ERR].eof) && !p->has_timeout)
-		uv_timer_start(&p->drain, on_drain_timeout, (uint64_t)p->drain_ms, 0);
-	maybe_finish(p);
+		sbxd_reaper_release(p->reaper, p->keeper);
+	/* its last record is in the pipe by now, then EOF */
+	read_report(p);
+	maybe_release(p);
 }
 
 static void on_grace(uv_timer_t *t)
 {
-	sbxd_proc *p = t->data;
-	kill_group(p, SIGKILL);
+	tell_keeper(t->data, SBXD_KEEPER_KILL);
 }
 
 void sbxd_proc_terminate(sbxd_proc *p)
 {
-	if (p->killing || p->group_gone)
+	if (p->killing || p->exited)
 		return;
 	p->killing = true;
-	kill_group(p, SIGTERM);
-	/* a stopped process never sees SIGTERM */
-	kill_group(p, SIGCONT);
+	tell_keeper(p, SBXD_KEEPER_TERMINATE);
 	uv_timer_start(&p->grace, on_grace, (uint64_t)p->grace_ms, 0);
 }
 
 static void on_timeout(uv_timer_t *t)
 {
 	sbxd_proc *p = t->data;
-	if (p->done)
-		return;
+	if (p->done || p->exited)
+		return;  /* ended by itself just in time */
 	p->exit.timed_out = true;
 	sbxd_proc_terminate(p);
+}
+
+/* ---- after the caller let go ---- */
+
+/* Closes every handle; the memory goes with the last close callback. */
+static void release(sbxd_proc *p)
+{
+	for (int i = 0; i < CH_COUNT; i++)
+		chan_close(&p->ch[i]);
+	report_close(p);
+	fail_queue(p, K8S_ESHUTDOWN);
+	close_handle((uv_handle_t *)&p->timeout);
+	close_handle((uv_handle_t *)&p->drain);
+	close_handle((uv_handle_t *)&p->grace);
+}
+
+/* Freed by its owner: goes once the keeper is reaped and no drain is left. */
+static void maybe_release(sbxd_proc *p)
+{
+	if (p->freed && p->reaped && !p->lingering)
+		release(p);
+}
+
+static void linger_unlink(sbxd_proc *p)
+{
+	sbxd_proc_lingering *l = p->linger_list;
+	if (p->lprev)
+		p->lprev->lnext = p->lnext;
+	else
+		l->head = p->lnext;
+	if (p->lnext)
+		p->lnext->lprev = p->lprev;
+	else
+		l->tail = p->lprev;
+	p->lprev = p->lnext = NULL;
+	l->count--;
+	p->lingering = false;
+}
+
+/* The drain after free is over (the output ended, or it was stopped). */
+static void linger_end(sbxd_proc *p)
+{
+	if (!p->lingering)
+		return;
+	linger_unlink(p);
+	for (int i = 0; i < CH_COUNT; i++)
+		chan_close(&p->ch[i]);
+	maybe_release(p);
+}
+
+/* After a command that ended by itself, output a background process still
+ * holds is read and dropped until it closes: that process goes on as if
+ * on a terminal nobody watches, instead of dying of EPIPE at its next
+ * write (a server logging its requests). */
+static void linger_start(sbxd_proc *p)
+{
+	sbxd_proc_lingering *l = p->linger_list;
+	chan_close(&p->ch[CH_IN]);
+	fail_queue(p, K8S_ESHUTDOWN);
+	uv_timer_stop(&p->timeout);
+	uv_timer_stop(&p->drain);
+	char *small = malloc(LINGER_BUF);
+	if (small) {
+		free(p->buf);
+		p->buf = small;
+		p->buf_size = p->chunk = LINGER_BUF;
+	}
+	p->paused = false;
+	p->lingering = true;
+	p->lnext = l->head;
+	if (l->head)
+		l->head->lprev = p;
+	else
+		l->tail = p;
+	l->head = p;
+	l->count++;
+	for (int i = CH_OUT; i <= CH_ERR; i++) {
+		p->ch[i].discard = true;
+		if (p->pty && i == CH_OUT && p->ch[i].eof)
+			chan_close(&p->ch[i]);  /* the terminal ended already */
+		chan_update(&p->ch[i]);
+	}
+	unsigned int max = l->max ? l->max : DEFAULT_LINGER_MAX;
+	while (l->count > max)
+		linger_end(l->tail);  /* the oldest: its holder gets EPIPE from now on */
+}
+
+void sbxd_proc_lingering_stop(sbxd_proc_lingering *l)
+{
+	while (l->head)
+		linger_end(l->head);
+}
+
+void sbxd_proc_free(sbxd_proc *p)
+{
+	if (!p)
+		return;
+	p->freed = true;
+	if (!p->exited) {
+		/* still running: the keeper ends the whole tree at once (also
+		 * after a terminate, whose grace is not awaited any more) */
+		tell_keeper(p, SBXD_KEEPER_KILL);
+	} else if (!p->killing && outputs_open(p) && p->linger_list) {
+		/* ended by itself: what it left in the background lives on */
+		linger_start(p);
+	}
+	if (!p->lingering)
+		for (int i = 0; i < CH_COUNT; i++)
+			chan_close(&p->ch[i]);
+	maybe_release(p);
 }
 
 /* ---- spawning ---- */
@@ -559,6 +758,31 @@ static void close_fds(int *fds, int n)
 		}
 }
 
+/* What the command's side of the keeper's fork needs (keeper.h). */
+typedef struct {
+	const sbxd_proc_options *o;
+	const char *path;
+	char **envp;
+	int in, out, err, tty, errpipe;
+} command_start;
+
+static void start_command(void *arg)
+{
+	command_start *c = arg;
+	child(c->o, c->path, c->envp, c->in, c->out, c->err, c->tty, c->errpipe);
+}
+
+/* Reads one keeper record, blocking (only during the spawn, when it is
+ * written at once). 0 at EOF. */
+static ssize_t read_record(int fd, sbxd_keeper_msg *m)
+{
+	ssize_t n;
+	do
+		n = read(fd, m, sizeof(*m));
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
 int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o,
                     const sbxd_proc_callbacks *cb, void *ud)
 {
@@ -586,14 +810,16 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	 * on a failed start the handle's close callback frees `p` */
 	p->freed = true;  /* until spawned: no callbacks, memory with the handle */
 	p->buf = buf;
+	p->report_fd = -1;
 	uv_signal_init(loop, &p->sigchld);
 	p->sigchld.data = p;
 	p->open_handles = 1;
 	uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
 	/* parent's ends: [0] stdin write, [1] stdout read, [2] stderr read;
-	 * child's: [3] stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] errpipe */
-	int fds[9];
-	for (int i = 0; i < 9; i++)
+	 * child's: [3] stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] errpipe;
+	 * [9],[10] the keeper's reports */
+	int fds[11];
+	for (int i = 0; i < 11; i++)
 		fds[i] = -1;
 	int rc = 0;
 	if (o->pty) {
@@ -620,30 +846,45 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		fds[1] = pout[0]; fds[4] = pout[1];
 		fds[2] = perr[0]; fds[5] = perr[1];
 	}
-	int ep[2];
+	int ep[2], rp[2];
 	if (!rc && pipe2(ep, O_CLOEXEC) < 0)
 		rc = spawn_error(errno, "pipe");
 	else if (!rc) {
 		fds[7] = ep[0];
 		fds[8] = ep[1];
 	}
-	pid_t pid = -1;
+	if (!rc && pipe2(rp, O_CLOEXEC) < 0)
+		rc = spawn_error(errno, "pipe");
+	else if (!rc) {
+		fds[9] = rp[0];
+		fds[10] = rp[1];
+	}
+	pid_t keeper = -1;
 	if (!rc) {
+		command_start cs = { o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1,
+		                     fds[8] };
+		pid_t self = getpid();
+		/* the keeper starts with every signal blocked: it takes them with
+		 * sigtimedwait, and one sent early must not kill it */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
 		/* claimed before the reaper can see it (reaper.h) */
 		if (o->reaper)
 			sbxd_reaper_lock(o->reaper);
-		pid = fork();
-		if (pid == 0)
-			child(o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1, fds[8]);
-		if (pid < 0)
+		keeper = fork();
+		if (keeper == 0)
+			sbxd_keeper_run(fds[10], self, start_command, &cs);
+		if (keeper < 0)
 			rc = spawn_error(errno, "fork");
-		else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, pid) != 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
+		else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, keeper) != 0) {
+			kill(keeper, SBXD_KEEPER_KILL);
+			waitpid(keeper, NULL, 0);
 			rc = K8S_ENOMEM;
 		}
 		if (o->reaper)
 			sbxd_reaper_unlock(o->reaper);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	/* the child's ends are the child's now */
 	if (o->pty) {
@@ -653,22 +894,32 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	} else {
 		close_fds(&fds[3], 3);
 	}
-	if (fds[8] >= 0) {
-		close(fds[8]);
-		fds[8] = -1;
-	}
+	close_fds(&fds[8], 1);
+	close_fds(&fds[10], 1);
+	pid_t pid = -1;
 	if (!rc) {
-		int cerr = 0;
-		ssize_t n;
-		do
-			n = read(fds[7], &cerr, sizeof(cerr));
-		while (n < 0 && errno == EINTR);
-		if (n == (ssize_t)sizeof(cerr)) {
-			waitpid(pid, NULL, 0);
+		/* the keeper says the command's pid (or why there is none), then the
+		 * command's exec succeeds (EOF on the error pipe) or fails (errno) */
+		sbxd_keeper_msg m = { 0, 0 };
+		ssize_t n = read_record(fds[9], &m);
+		if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_PID) {
+			pid = m.value;
+			int cerr = 0;
+			do
+				n = read(fds[7], &cerr, sizeof(cerr));
+			while (n < 0 && errno == EINTR);
+			if (n == (ssize_t)sizeof(cerr))
+				rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
+				                 : "exec");
+		} else {
+			rc = spawn_error(n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_FORK_FAILED
+			                 ? m.value : EAGAIN, "fork");
+		}
+		if (rc) {
+			/* the keeper reports the failed command's end and exits */
+			waitpid(keeper, NULL, 0);
 			if (o->reaper)
-				sbxd_reaper_release(o->reaper, pid);
-			rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
-			                 : "exec");
+				sbxd_reaper_release(o->reaper, keeper);
 		}
 	}
 	close_fds(&fds[7], 1);
@@ -676,6 +927,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	free(envp);
 	if (rc) {
 		close_fds(fds, 3);
+		close_fds(&fds[9], 1);
 		uv_signal_stop(&p->sigchld);
 		close_handle((uv_handle_t *)&p->sigchld);
 		return rc;
@@ -683,6 +935,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+	fcntl(fds[9], F_SETFL, fcntl(fds[9], F_GETFL) | O_NONBLOCK);
 
 	p->loop = loop;
 	p->reaper = o->reaper;
@@ -690,6 +943,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		p->cb = *cb;
 	p->ud = ud;
 	p->pid = pid;
+	p->keeper = keeper;
 	p->freed = false;
 	p->pty = o->pty;
 	p->chunk = chunk;
@@ -697,6 +951,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	p->max_out = o->max_output_bytes;
 	p->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : DEFAULT_GRACE_MS;
 	p->drain_ms = o->drain_ms > 0 ? o->drain_ms : DEFAULT_DRAIN_MS;
+	p->linger_list = o->lingering;
 	p->stdin_closed = !o->stdin_pipe && !o->pty;
 	uv_timer_t *timers[] = { &p->timeout, &p->grace, &p->drain };
 	for (int i = 0; i < 3; i++) {
@@ -713,10 +968,15 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		chan_init(p, &p->ch[CH_ERR], fds[2], true, false, SBXD_STDERR);
 		chan_init(p, &p->ch[CH_IN], fds[0], false, true, SBXD_STDOUT);
 	}
-	if (o->timeout_ms > 0) {
-		p->has_timeout = true;
-		uv_timer_start(&p->timeout, on_timeout, (uint64_t)o->timeout_ms, 0);
+	p->report_fd = fds[9];
+	if (uv_poll_init(loop, &p->report, fds[9]) == 0) {
+		p->report.data = p;
+		p->report_open = true;
+		p->open_handles++;
+		uv_poll_start(&p->report, UV_READABLE | UV_DISCONNECT, on_report);
 	}
+	if (o->timeout_ms > 0)
+		uv_timer_start(&p->timeout, on_timeout, (uint64_t)o->timeout_ms, 0);
 	*out = p;
 	return 0;
 }
@@ -799,10 +1059,9 @@ int sbxd_proc_signal(sbxd_proc *p, int sig)
 {
 	if (sig <= 0 || sig >= NSIG)
 		return k8s_error_set(K8S_EINVAL, 400, NULL, "unsupported signal %d", sig);
-	if (p->reaped || p->group_gone)
+	if (p->exited || p->group_gone)
 		return 0;
-	if (kill(-p->pid, sig) < 0)
-		kill(p->pid, sig);
+	kill_group(p, sig);
 	return 0;
 }
 
@@ -833,31 +1092,4 @@ pid_t sbxd_proc_pid(const sbxd_proc *p)
 bool sbxd_proc_is_pty(const sbxd_proc *p)
 {
 	return p->pty;
-}
-
-/* Closes every handle; the memory goes with the last close callback. */
-static void release(sbxd_proc *p)
-{
-	for (int i = 0; i < CH_COUNT; i++)
-		chan_close(&p->ch[i]);
-	fail_queue(p, K8S_ESHUTDOWN);
-	close_handle((uv_handle_t *)&p->timeout);
-	close_handle((uv_handle_t *)&p->drain);
-	close_handle((uv_handle_t *)&p->grace);
-}
-
-void sbxd_proc_free(sbxd_proc *p)
-{
-	if (!p)
-		return;
-	p->freed = true;
-	/* Not reaped yet: kill it and finish in on_sigchld. Reaped after a
-	 * timeout or a terminate: the group may hold children that ignored
-	 * SIGTERM, they get their SIGKILL now rather than at the grace timer.
-	 * A process that exited on its own keeps its background children (an
-	 * agent's "server &" is meant to outlive the command). */
-	if (!p->reaped || p->killing)
-		kill_group(p, SIGKILL);
-	if (p->reaped)
-		release(p);
 }

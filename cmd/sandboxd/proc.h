@@ -1,22 +1,35 @@
 /*
- * proc.h - one child process run for a client, on a libuv loop: spawned in
- * a session (and so a process group) of its own, with pipes or a
+ * proc.h - one command run for a client, on a libuv loop: spawned in a
+ * session (and so a process group) of its own under a keeper process
+ * (keeper.h) that finds everything the command starts, with pipes or a
  * pseudo-terminal, its output delivered in chunks as it is produced and
  * bounded per stream, stdin fed from a queue, a timeout that ends the
- * whole group (SIGTERM, then SIGKILL after a grace period), signals and
+ * whole tree (SIGTERM, then SIGKILL after a grace period), signals and
  * terminal resizes (spec/surfaces.md C.6).
+ *
+ * Ends (docs/sandboxd.md):
+ *   - the command exits by itself (the process sandboxd started, even if
+ *     it left others running): what is in its pipes is collected for
+ *     drain_ms, then on_exit; what it left in the background lives on, and
+ *     once the process is freed, output it still writes is read and
+ *     dropped (see sbxd_proc_lingering) so that it never blocks or gets
+ *     EPIPE, as on a terminal nobody watches;
+ *   - the timeout, sbxd_proc_terminate() or sbxd_proc_free() while it
+ *     runs: every process of the tree is ended, those that left its
+ *     session included, and on_exit comes once they all are gone.
  *
  * Why fork+exec and not uv_spawn: the child must become the session leader
  * AND take the pseudo-terminal as its controlling terminal (TIOCSCTTY),
  * get an RLIMIT_NPROC (the fork-bomb bound) and change to a directory
- * given as a descriptor confined beneath the root; uv_spawn does none of
- * these. The child only makes system calls between fork and exec
- * (async-signal-safe), the executable is looked up in the parent, and an
- * exec failure travels back through a close-on-exec pipe. The exit is
- * seen through a libuv SIGCHLD watcher started before the fork, followed
- * by waitpid() of that one pid (never -1), so other children of the
- * process are not reaped. (A pidfd would be neater, but valgrind, under
- * which the unit tests run, does not know pidfd_open.)
+ * given as a descriptor confined beneath the root, under a keeper; uv_spawn
+ * does none of these. The keeper and the child only make system calls
+ * before exec (async-signal-safe), the executable is looked up in the
+ * parent, and an exec failure travels back through a close-on-exec pipe.
+ * The keeper's end is seen through a libuv SIGCHLD watcher started before
+ * the fork, followed by waitpid() of that one pid (never -1), so other
+ * children of the process are not reaped; the command's own end comes as
+ * the keeper's report. (A pidfd would be neater, but valgrind, under which
+ * the unit tests run, does not know pidfd_open.)
  *
  * Threads: every call on the loop's thread; callbacks run there too.
  * Errors: libk8s codes (k8s/common.h) with the last-error message.
@@ -45,16 +58,34 @@ typedef struct {
 	bool truncated[3];    /**< [SBXD_STDOUT], [SBXD_STDERR]: output beyond the bound was dropped */
 } sbxd_exit;
 
+/**
+ * The processes of one loop that were freed after their command ended by
+ * itself while a background process still held their output: it is read
+ * and dropped until that process closes it. Owned by the caller (one per
+ * loop, loop thread only); zero-initialise. `max` (0: 256) bounds how many
+ * are drained at once: beyond it the oldest stops (its pipes are closed,
+ * so its holder gets EPIPE or EIO from then on).
+ */
+typedef struct {
+	sbxd_proc *head, *tail;
+	unsigned int count;
+	unsigned int max;
+} sbxd_proc_lingering;
+
+/** Stops every drain of `l` (at shutdown: nothing is left open on the loop). */
+void sbxd_proc_lingering_stop(sbxd_proc_lingering *l);
+
 typedef struct {
 	/** A chunk of output (at most chunk_size bytes), in read order per
 	 *  stream; `data` is valid during the call only. */
 	void (*on_output)(sbxd_proc *p, sbxd_stream s, const char *data, size_t len, void *ud);
-	/** The process ended and its output is drained (or given up on after
-	 *  drain_ms). Called once; `p` stays valid until sbxd_proc_free(). */
+	/** The command ended and its output is drained (or, held open by a
+	 *  background process, collected for drain_ms). Called once; `p` stays
+	 *  valid until sbxd_proc_free(). */
 	void (*on_exit)(sbxd_proc *p, const sbxd_exit *ex, void *ud);
 } sbxd_proc_callbacks;
 
-#define SBXD_PROC_OPTIONS_VERSION 1
+#define SBXD_PROC_OPTIONS_VERSION 2
 
 typedef struct {
 	unsigned int version;        /**< SBXD_PROC_OPTIONS_VERSION */
@@ -79,19 +110,24 @@ typedef struct {
 	 *  have at once, so a fork bomb fails with EAGAIN. 0: inherited. Has
 	 *  no effect for root (the kernel exempts CAP_SYS_RESOURCE). */
 	long max_tasks;
-	/** After the exit, wait this long for the output's EOF (a background
-	 *  child may hold it), then stop reading and report; 0: 5000. Only
-	 *  without a timeout: with one, the output is awaited until the
-	 *  timeout, which then ends the whole group (timed_out is set). */
+	/** After the command exited by itself, collect what its pipes hold
+	 *  for this long at most (a background child may keep them open), then
+	 *  report; 0: 100. With or without a timeout. */
 	long drain_ms;
 	/** The daemon's orphan reaper (borrowed; must outlive the process):
-	 *  the child is claimed there from fork() until it is waited for, so
+	 *  the keeper is claimed there from fork() until it is waited for, so
 	 *  that the reaper never takes its exit status. NULL: none. */
 	sbxd_reaper *reaper;
+	/* version 2 */
+	/** Where the process goes on draining after sbxd_proc_free() when its
+	 *  command ended by itself and a background process still holds the
+	 *  output (borrowed; must outlive it). NULL: the output is closed at
+	 *  the free. */
+	sbxd_proc_lingering *lingering;
 } sbxd_proc_options;
 
 #define SBXD_PROC_OPTIONS_INIT { SBXD_PROC_OPTIONS_VERSION, NULL, NULL, -1, false, 0, 0, \
-	false, 0, 0, 0, 0, 0, 0, NULL }
+	false, 0, 0, 0, 0, 0, 0, NULL, NULL }
 
 /**
  * Starts a process. On success `*out` is running and owned by the caller
@@ -130,13 +166,17 @@ size_t sbxd_proc_stdin_pending(const sbxd_proc *p);
  */
 int sbxd_proc_close_stdin(sbxd_proc *p);
 
-/** Sends `sig` to the process group (the process alone if that fails);
- *  a no-op once it has ended. Returns 0 or K8S_EINVAL (bad signal). */
+/** Sends `sig` to the command's process group (the process alone if that
+ *  fails), as upstream does; a no-op once it has ended. Returns 0 or
+ *  K8S_EINVAL (bad signal). */
 int sbxd_proc_signal(sbxd_proc *p, int sig);
 
 /**
- * Ends the group as a timeout does: SIGTERM now, SIGKILL after the grace
- * period. For a client gone or a daemon shutting down. Idempotent.
+ * Ends the command's whole tree as a timeout does: SIGTERM to every
+ * process of it now, SIGKILL to all after the grace period; on_exit comes
+ * once none is left. For a daemon shutting down. Idempotent; a no-op once
+ * the command has ended by itself (what it left in the background is not
+ * its any more).
  */
 void sbxd_proc_terminate(sbxd_proc *p);
 
@@ -147,17 +187,19 @@ int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows);
 /** True once on_exit has been called. */
 bool sbxd_proc_done(const sbxd_proc *p);
 
-/** The child's OS pid (also its process group id). */
+/** The command's OS pid (also its process group id). */
 pid_t sbxd_proc_pid(const sbxd_proc *p);
 
 /** Whether it runs on a terminal. */
 bool sbxd_proc_is_pty(const sbxd_proc *p);
 
 /**
- * Releases the caller's hold: no callback runs after this. A process still
- * running is killed (SIGKILL to its group); the memory goes once it has
- * been reaped and the loop handles are closed, so the loop must run on.
- * NULL is accepted.
+ * Releases the caller's hold: no callback runs after this. A command still
+ * running is killed with its whole tree (SIGKILL to every process, at
+ * once). One that ended by itself keeps what it left in the background,
+ * and its output is drained on the options' `lingering` list while held.
+ * The memory goes once the keeper has been reaped, the drain is over and
+ * the loop handles are closed, so the loop must run on. NULL is accepted.
  */
 void sbxd_proc_free(sbxd_proc *p);
 

@@ -492,6 +492,15 @@ void k8s_http_exchange_on_close(k8s_http_exchange *ex,
 	ex->close_ud = ud;
 }
 
+void k8s_http_exchange_end_on_client_eof(k8s_http_exchange *ex)
+{
+	if (!ex || ex->ended || ex->end_on_client_eof)
+		return;
+	ex->end_on_client_eof = true;
+	if (ex->c && ex->c->ex == ex)
+		k8s__http_conn_kick(ex->c);  /* an EOF already seen counts too */
+}
+
 void k8s_http_exchange_set_timeout(k8s_http_exchange *ex, long ms)
 {
 	if (ex && !ex->ended && ex->c && ex->c->ex == ex)

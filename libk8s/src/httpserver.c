@@ -918,6 +918,10 @@ static void conn_after_input(conn *c)
 			/* the client left in the middle of a request it streams */
 			k8s__http_conn_close(c, K8S_ETRANSPORT);
 			return;
+		} else if (ex && ex->end_on_client_eof && ex->body_done) {
+			/* the client went away (or will read no more): stop now */
+			k8s__http_conn_close(c, K8S_ETRANSPORT);
+			return;
 		} else if (ex) {
 			c->close_after = true;  /* half-close: the answer still goes out */
 		} else if (c->pending_writes > 0) {

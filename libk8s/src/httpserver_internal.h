@@ -194,6 +194,7 @@ struct k8s_http_exchange {
 	void *reader_ud;
 	bool reading, paused;
 	bool body_done;                /* the request (head + body) was received whole */
+	bool end_on_client_eof;        /* the client's EOF after the request ends the exchange */
 	bool end_delivered;
 
 	bool head_sent, chunked, close_delimited, no_body, tunnel;

@@ -3,7 +3,8 @@
  * itself (which is http-parser's): the streaming multipart reader fed in
  * two pieces cut anywhere, the process request JSON, the stdin, signal
  * and resize requests, Python's shlex split, Content-Type boundaries,
- * query parameters, percent-decoding and the UTF-8 clean-up. The first
+ * query parameters, percent-decoding and the UTF-8 clean-up, and the big
+ * answers' pieces, which must join into the answer built whole. The first
  * byte picks the parser (and the cut); nothing may crash or leak.
  */
 #include <stdint.h>
@@ -47,11 +48,63 @@ static void fuzz_multipart(const char *s, size_t n, size_t cut)
 	sbxd_multipart_free(m);
 }
 
+/* The output split in two at `cut`: stdout and stderr, encoded in pieces
+ * of 4..67 bytes of output, joined, against the answers built whole. */
+static void join(sbxd_bytes *b, const char *s, size_t n, bool text, size_t in_max)
+{
+	sbxd_out_cursor c = { s, n, 0 };
+	while (c.off < c.n) {
+		size_t len, before = c.off;
+		char *p = text ? sbxd_text_cursor_next(&c, in_max, &len)
+		               : sbxd_b64_cursor_next(&c, in_max, &len);
+		if (!p)
+			return;
+		if (c.off <= before)
+			abort();  /* no progress */
+		sbxd_bytes_add(b, p, len);
+		free(p);
+	}
+}
+
+static void fuzz_pieces(const char *s, size_t n, size_t cut)
+{
+	size_t on = n ? cut % (n + 1) : 0;
+	size_t in_max = 4 + cut % 64;
+	size_t wl;
+	char *whole = sbxd_runtime_execute_response(s, on, s + on, n - on, (int)cut - 128, &wl);
+	sbxd_bytes b = { 0 };
+	sbxd_bytes_add(&b, SBXD_RUNTIME_ANSWER_HEAD, strlen(SBXD_RUNTIME_ANSWER_HEAD));
+	join(&b, s, on, true, in_max);
+	sbxd_bytes_add(&b, SBXD_RUNTIME_ANSWER_MID, strlen(SBXD_RUNTIME_ANSWER_MID));
+	join(&b, s + on, n - on, true, in_max);
+	char tail[32];
+	sbxd_bytes_add(&b, tail, sbxd_runtime_answer_tail((int)cut - 128, tail, sizeof(tail)));
+	if (whole && (b.len != wl || memcmp(b.data, whole, wl) != 0))
+		abort();
+	free(whole);
+	sbxd_bytes_free(&b);
+	sbxd_exit ex = { .exit_code = (int)cut, .signal = (int)(cut & 3) };
+	whole = sbxd_execute_response(&ex, s, on, s + on, n - on, &wl);
+	size_t hl;
+	char *head = sbxd_execute_answer_head(&ex, &hl);
+	if (head)
+		sbxd_bytes_add(&b, head, hl);
+	free(head);
+	join(&b, s, on, false, in_max);
+	sbxd_bytes_add(&b, SBXD_EXECUTE_ANSWER_MID, strlen(SBXD_EXECUTE_ANSWER_MID));
+	join(&b, s + on, n - on, false, in_max);
+	sbxd_bytes_add(&b, SBXD_EXECUTE_ANSWER_TAIL, strlen(SBXD_EXECUTE_ANSWER_TAIL));
+	if (whole && head && (b.len != wl || memcmp(b.data, whole, wl) != 0))
+		abort();
+	free(whole);
+	sbxd_bytes_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2)
 		return 0;
-	uint8_t which = data[0] % 8;
+	uint8_t which = data[0] % 9;
 	size_t cut = data[1];
 	const char *s = (const char *)data + 2;
 	size_t n = size - 2;
@@ -118,6 +171,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(u);
 		break;
 	}
+	case 8:
+		fuzz_pieces(s, n, cut);
+		break;
 	default: {
 		size_t len;
 		char *e = sbxd_error_body(z, z, &len);

@@ -71,9 +71,8 @@ def test_orphans_are_reaped(tmp_path):
 def test_fd_limit_raised_to_hard_limit(tmp_path):
     """Started with a low soft limit of descriptors (container runtimes may
     leave it at 1024; 256 here keeps the tree small), sandboxd raises it to
-    the hard limit, as Go programs (upstream's sandboxd) do: a recursive
-    DELETE holds one descriptor per level, and one PUT can create 2000
-    levels."""
+    the hard limit, as Go programs (upstream's sandboxd) do; a deep tree
+    is created and removed on the way."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 4096:
         import pytest

@@ -5,8 +5,11 @@ ignoring SIGTERM, 1 GB of output cut at the bound with flat memory, and a
 fork bomb held by the process cap and the task limit.
 """
 import base64
+import http.client
+import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -14,7 +17,7 @@ import time
 import pytest
 import requests
 
-from sandboxd_util import Sandboxd, events, run_stream, wait_dead
+from sandboxd_util import Sandboxd, alive, events, run_stream, wait_dead
 
 MB = 1024 * 1024
 
@@ -65,8 +68,17 @@ def test_launch_errors(sbx):
     assert "command or path not found" in r.json()["message"]
     r = sbx.start_process({"config": {"command": ["ls"], "cwd": "../.."}})
     assert r.status_code == 403 and r.json()["message"].startswith("cwd: ")
-    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "missing-dir"}})
+    # a missing cwd names the path that is missing, as the client wrote it
+    r = sbx.start_process({"config": {"command": ["ls"], "cwd": "missing-dir/sub"}})
+    assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"
+    assert r.json()["message"] == ('command or path not found: cwd "missing-dir/sub": '
+                                   'no such directory')
+    with open(os.path.join(sbx.root, "plain-file"), "w"):
+        pass
+    r = sbx.session.post(sbx.rest + "/v1/execute",
+                         json={"config": {"command": ["ls"], "cwd": "/plain-file"}})
     assert r.status_code == 404
+    assert r.json()["message"] == 'command or path not found: cwd "/plain-file": not a directory'
     r = sbx.start_process({"config": {"command": []}})
     assert (r.status_code, r.json()) == (400, {"code": "INVALID_ARGUMENT",
                                                "message": "command is required"})
@@ -102,6 +114,42 @@ def test_stdin_streaming_and_control(sbx):
     assert list(it)[-1]["exit"]["exitCode"] == 0
     assert sbx.control(99999, "stdin", {"eof": {}}).status_code == 404
     assert sbx.control(pid, "signal", {"signal": "SIGNAL_SIGTERM"}).status_code == 404
+
+
+def test_json_stdin_writes_wait_for_the_process(sbx):
+    """JSON stdin writes to a process that does not read are queued up to a
+    bound, then answered only as the process reads (before, every write was
+    answered at once and the queue grew without end)."""
+    r = sbx.start_process({"config": {"shell": "while [ ! -e stdin-go ]; do sleep 0.05; done; "
+                                                "exec wc -c"}})
+    it = events(r)
+    pid = next(it)["init"]["processId"]
+    chunk = base64.b64encode(b"z" * (512 * 1024)).decode()
+    answered = []
+
+    def writer():
+        with requests.Session() as w:
+            for _ in range(16):  # 8 MiB
+                resp = w.post(f"{sbx.rest}/v1/processes/{pid}/stdin", json={"input": chunk},
+                              timeout=30)
+                answered.append(resp.status_code)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(1.5)
+    # 1 MiB queued, what the pipe took, one write held: the others wait
+    held_back = len(answered)
+    try:
+        assert held_back <= 4, f"{held_back} writes of 512 KiB answered to a process not reading"
+        assert t.is_alive()
+    finally:
+        with open(os.path.join(sbx.root, "stdin-go"), "w"):
+            pass
+        t.join(30)
+    assert answered == [200] * 16
+    assert sbx.control(pid, "stdin", {"eof": {}}).status_code == 200
+    out = b"".join(e.get("stdout", b"") for e in it if "stdout" in e)
+    assert out.strip() == str(16 * 512 * 1024).encode()
 
 
 def test_signal_and_resize_rules(sbx):
@@ -176,6 +224,107 @@ def test_client_gone_kills_process(sbx):
     pid = int(next(it)["stdout"])
     r.close()
     assert wait_dead(pid)
+
+
+def test_timeout_ends_what_left_the_session(tmp_path):
+    """A timeout ends everything the command started, a process that left
+    its session (setsid) and keeps the output open included, and the answer
+    comes at the timeout, not when that process would have ended (60 s).
+    One slot: a slot still taken would refuse the next command."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=1", "--kill-grace=300ms"],
+                 env={"SANDBOX_EXEC_TIMEOUT_SECONDS": "1"})
+    try:
+        r = requests.post(s.rest + "/v1/execute",
+                          json={"config": {"shell": "setsid sleep 60 & echo $!; sleep 60"},
+                                "timeoutSeconds": 1}, timeout=20)
+        j = r.json()
+        assert r.status_code == 200 and j["timedOut"] is True, j
+        assert wait_dead(int(base64.b64decode(j["stdout"])))
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.status_code == 200 and r.json()["exitCode"] == 0, r.text
+        # the python-runtime (SANDBOX_EXEC_TIMEOUT_SECONDS=1)
+        r = requests.post(s.runtime + "/execute", timeout=20,
+                          json={"command": "sh -c 'setsid sleep 60 & echo $! > sid.pid; sleep 60'"})
+        assert "timed out" in r.json()["stderr"], r.text
+        with open(os.path.join(s.root, "sid.pid")) as f:
+            assert wait_dead(int(f.read()))
+        r = requests.post(s.runtime + "/execute", json={"command": "true"})
+        assert r.json() == {"stdout": "", "stderr": "", "exit_code": 0}
+    finally:
+        assert s.stop() == 0, s.text()
+
+
+def test_background_server_answered_after_a_short_drain(sbx):
+    """`server & echo started`: once the command itself exited, what is in
+    its pipes is collected briefly and answered, well before the timeout;
+    the server lives on, and keeps living when it writes to the output
+    nobody reads any more (no EPIPE)."""
+    bg = "sh -c 'echo $$ > {}; sleep 0.5; echo late; echo late >&2; exec sleep 300'"
+    r = requests.post(sbx.rest + "/v1/execute", timeout=10,
+                      json={"config": {"shell": bg.format("srv1.pid") + " & echo started"},
+                            "timeoutSeconds": 20})
+    j = r.json()
+    assert r.status_code == 200 and j["exitCode"] == 0 and "timedOut" not in j, j
+    assert base64.b64decode(j["stdout"]) == b"started\n"
+    # the python-runtime (its timeout is 1 s here: before, the answer was
+    # that timeout's failure)
+    r = requests.post(sbx.runtime + "/execute", timeout=10,
+                      json={"command": 'sh -c "' + bg.format("srv2.pid") + ' & echo started"'})
+    assert r.json() == {"stdout": "started\n", "stderr": "", "exit_code": 0}, r.text
+    pids = []
+    for name in ("srv1.pid", "srv2.pid"):
+        with open(os.path.join(sbx.root, name)) as f:
+            pids.append(int(f.read()))
+    time.sleep(1.0)  # they wrote "late" meanwhile
+    try:
+        for pid in pids:
+            assert alive(pid), f"background server {pid} did not survive its output"
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+
+
+def _wait_pid_file(path, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return int(text)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never written")
+
+
+def test_client_gone_ends_its_command(tmp_path):
+    """A client that closes its connection ends its command, and what the
+    command started, at once: without a timeout the slot would be held
+    forever (one slot here)."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=1"])
+    script = "setsid sleep 60 & echo $! > {0}.bg; echo $$ > {0}.pid; exec sleep 60"
+    try:
+        for name, port, path, body, after in [
+                ("rest", s.rest_port, "/v1/execute",
+                 {"config": {"shell": script.format("rest")}},
+                 lambda: requests.post(s.rest + "/v1/execute",
+                                       json={"config": {"command": ["true"]}}).json()),
+                ("runtime", s.runtime_port, "/execute",
+                 {"command": "sh -c '" + script.format("runtime") + "'"},
+                 lambda: requests.post(s.runtime + "/execute", json={"command": "true"}).json())]:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("POST", path, body=json.dumps(body),
+                      headers={"Content-Type": "application/json"})
+            pid = _wait_pid_file(os.path.join(s.root, name + ".pid"))
+            bg = _wait_pid_file(os.path.join(s.root, name + ".bg"))
+            c.close()  # gone without reading the answer
+            assert wait_dead(pid), f"{name}: the command outlived its client"
+            assert wait_dead(bg), f"{name}: what it started outlived its client"
+            j = after()
+            assert j.get("exitCode", j.get("exit_code")) == 0, (name, j)
+    finally:
+        assert s.stop() == 0, s.text()
 
 
 def test_process_cap(tmp_path):

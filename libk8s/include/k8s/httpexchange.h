@@ -25,7 +25,8 @@
  * still gets the answer, as RFC 9112 §9.6 allows; one that resets the
  * connection ends the exchange at once (K8S_ETRANSPORT). A client that
  * closes while the handler is silent is therefore noticed at the next
- * write (which fails) or at the exchange's timeout.
+ * write (which fails) or at the exchange's timeout, unless the handler
+ * asks for k8s_http_exchange_end_on_client_eof().
  *
  * Threads: every k8s_http_exchange_* function must be called on the
  * exchange's loop thread (the one its handler and callbacks run on; use
@@ -280,6 +281,19 @@ K8S_EXTERN void k8s_http_exchange_on_close(k8s_http_exchange *ex,
                                            void (*cb)(k8s_http_exchange *ex, int reason,
                                                       void *ud),
                                            void *ud);
+
+/**
+ * Ends the exchange (on_close with K8S_ETRANSPORT) as soon as the client
+ * closes its sending side once the request has arrived whole, instead of
+ * answering it as a half-closed client (the default, above). For answers
+ * that cost while they are being prepared, a command run for the request
+ * say: Go's net/http cancels a request's context on the same event. The
+ * EOF is noticed while the server reads the connection, which it does
+ * during the exchange unless the client pipelined 64 KiB or more behind
+ * the request. Idempotent; a client EOF already received counts (later,
+ * on the loop). Does nothing on an ended exchange.
+ */
+K8S_EXTERN void k8s_http_exchange_end_on_client_eof(k8s_http_exchange *ex);
 
 /**
  * Time the exchange may still take, in ms from now, replacing the

@@ -302,6 +302,8 @@ static void hang_handler(k8s_http_exchange *ex, void *ud)
 	k8s_http_exchange_on_close(ex, closed, NULL);
 	const char *t = k8s_http_request_header(k8s_http_exchange_request(ex), "X-Timeout");
 	k8s_http_exchange_set_timeout(ex, t ? atol(t) : 0);
+	if (k8s_http_request_header(k8s_http_exchange_request(ex), "X-End-On-EOF"))
+		k8s_http_exchange_end_on_client_eof(ex);
 }
 
 /* Answers at once without reading the body. */
@@ -771,6 +773,40 @@ START_TEST(exchange_timeout_cuts_it)
 }
 END_TEST
 
+START_TEST(client_eof_ends_an_exchange_that_asks)
+{
+	start_server(1, false, false);
+	/* by default a client that half-closes still gets its answer */
+	int fd = connect_raw();
+	send_str(fd, "GET /timer HTTP/1.1\r\nHost: x\r\n\r\n");
+	shutdown(fd, SHUT_WR);
+	char buf[4096];
+	ck_assert(read_until(fd, buf, sizeof(buf), "timer"));
+	close(fd);
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.last_reason), 0);
+	/* a handler that asked: its exchange ends at the client's EOF, later */
+	fd = connect_raw();
+	send_str(fd, "GET /hang HTTP/1.1\r\nHost: x\r\nX-End-On-EOF: 1\r\n\r\n");
+	ck_assert(wait_for(&st.calls, 2));
+	usleep(20000);
+	ck_assert_int_eq(atomic_load(&st.closes), 1);  /* nothing ends it before */
+	shutdown(fd, SHUT_WR);
+	ck_assert(eof_within(fd));
+	close(fd);
+	ck_assert(wait_for(&st.closes, 2));
+	ck_assert_int_eq(atomic_load(&st.last_reason), K8S_ETRANSPORT);
+	/* ... or one that came with the request */
+	fd = connect_raw();
+	send_str(fd, "GET /hang HTTP/1.1\r\nHost: x\r\nX-End-On-EOF: 1\r\n\r\n");
+	shutdown(fd, SHUT_WR);
+	ck_assert(eof_within(fd));
+	close(fd);
+	ck_assert(wait_for(&st.closes, 3));
+	ck_assert_int_eq(atomic_load(&st.last_reason), K8S_ETRANSPORT);
+}
+END_TEST
+
 /* --- tests: upgrade tunnels ------------------------------------------------------------ */
 
 START_TEST(upgrade_echo_tunnel)
@@ -1094,6 +1130,7 @@ int main(void)
 	tcase_add_test(tc, async_answers_from_a_timer_and_another_thread);
 	tcase_add_test(tc, client_gone_mid_response_closes_once);
 	tcase_add_test(tc, exchange_timeout_cuts_it);
+	tcase_add_test(tc, client_eof_ends_an_exchange_that_asks);
 	tcase_add_test(tc, upgrade_echo_tunnel);
 	tcase_add_test(tc, upgrade_echo_tunnel_over_tls);
 	tcase_add_test(tc, two_loops_serve_concurrent_clients);

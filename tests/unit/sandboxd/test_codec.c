@@ -218,6 +218,101 @@ START_TEST(byte_buffer_grows)
 }
 END_TEST
 
+/* A stream's pieces appended to `b` (codec.h), checking the cursor. */
+static void add_pieces(sbxd_bytes *b, const char *s, size_t n, bool text, size_t in_max)
+{
+	sbxd_out_cursor c = { s, n, 0 };
+	while (c.off < c.n) {
+		size_t len, before = c.off;
+		char *p = text ? sbxd_text_cursor_next(&c, in_max, &len)
+		               : sbxd_b64_cursor_next(&c, in_max, &len);
+		ck_assert_ptr_nonnull(p);
+		ck_assert_uint_gt(c.off, before);          /* it always moves on */
+		ck_assert_uint_le(c.off - before, in_max);
+		sbxd_bytes_add(b, p, len);
+		free(p);
+	}
+}
+
+/* The /execute answer joined from its pieces, as the server sends it. */
+static char *runtime_in_pieces(const char *out, size_t on, const char *err, size_t en, int code,
+                               size_t in_max, size_t *len)
+{
+	sbxd_bytes b = { 0 };
+	sbxd_bytes_add(&b, SBXD_RUNTIME_ANSWER_HEAD, strlen(SBXD_RUNTIME_ANSWER_HEAD));
+	add_pieces(&b, out, on, true, in_max);
+	sbxd_bytes_add(&b, SBXD_RUNTIME_ANSWER_MID, strlen(SBXD_RUNTIME_ANSWER_MID));
+	add_pieces(&b, err, en, true, in_max);
+	char tail[32];
+	sbxd_bytes_add(&b, tail, sbxd_runtime_answer_tail(code, tail, sizeof(tail)));
+	*len = b.len;
+	sbxd_bytes_add(&b, "", 1);
+	return b.data;
+}
+
+/* The ExecuteResponse joined from its pieces. */
+static char *execute_in_pieces(const sbxd_exit *ex, const char *out, size_t on, const char *err,
+                               size_t en, size_t in_max, size_t *len)
+{
+	sbxd_bytes b = { 0 };
+	size_t hl;
+	char *head = sbxd_execute_answer_head(ex, &hl);
+	ck_assert_ptr_nonnull(head);
+	sbxd_bytes_add(&b, head, hl);
+	free(head);
+	add_pieces(&b, out, on, false, in_max);
+	sbxd_bytes_add(&b, SBXD_EXECUTE_ANSWER_MID, strlen(SBXD_EXECUTE_ANSWER_MID));
+	add_pieces(&b, err, en, false, in_max);
+	sbxd_bytes_add(&b, SBXD_EXECUTE_ANSWER_TAIL, strlen(SBXD_EXECUTE_ANSWER_TAIL));
+	*len = b.len;
+	sbxd_bytes_add(&b, "", 1);
+	return b.data;
+}
+
+START_TEST(answers_in_pieces_are_the_whole_answers)
+{
+	/* bytes that make every kind of sequence: ASCII, controls, NUL, quotes,
+	 * valid and cut multi-byte characters, stray continuation bytes */
+	static const unsigned char alphabet[] = { 'a', '"', '\\', '\n', 0x00, 0x01, 0x1f, 0x7f,
+		0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80, 0xed, 0xa0, 0xc0, 0xf5, 0x80, 0xbf };
+	srand(15);
+	static char buf[2][2000];
+	for (int round = 0; round < 20; round++) {
+		size_t n[2];
+		for (int i = 0; i < 2; i++) {
+			n[i] = (size_t)(rand() % (int)sizeof(buf[i]));
+			for (size_t k = 0; k < n[i]; k++)
+				buf[i][k] = (char)alphabet[rand() % (int)sizeof(alphabet)];
+		}
+		size_t wl;
+		int code = round % 2 ? -9 : round;
+		char *whole = sbxd_runtime_execute_response(buf[0], n[0], buf[1], n[1], code, &wl);
+		ck_assert_ptr_nonnull(whole);
+		static const size_t sizes[] = { 4, 7, 4096 };
+		sbxd_exit ex = { .exit_code = code, .signal = round % 3, .timed_out = round % 2,
+		                 .truncated = { false, round % 4 == 0, false } };
+		size_t el;
+		char *ewhole = sbxd_execute_response(&ex, buf[0], n[0], buf[1], n[1], &el);
+		ck_assert_ptr_nonnull(ewhole);
+		for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+			size_t pl;
+			char *pieces = runtime_in_pieces(buf[0], n[0], buf[1], n[1], code, sizes[z], &pl);
+			ck_assert_uint_eq(pl, wl);
+			ck_assert_msg(memcmp(pieces, whole, wl) == 0, "round %d, pieces of %zu", round,
+			              sizes[z]);
+			free(pieces);
+			pieces = execute_in_pieces(&ex, buf[0], n[0], buf[1], n[1], sizes[z], &pl);
+			ck_assert_uint_eq(pl, el);
+			ck_assert_msg(memcmp(pieces, ewhole, el) == 0, "round %d, b64 pieces of %zu",
+			              round, sizes[z]);
+			free(pieces);
+		}
+		free(whole);
+		free(ewhole);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandboxd_codec");
@@ -230,6 +325,7 @@ int main(void)
 	tcase_add_test(tc, listings);
 	tcase_add_test(tc, percent_and_utf8);
 	tcase_add_test(tc, byte_buffer_grows);
+	tcase_add_test(tc, answers_in_pieces_are_the_whole_answers);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,12 +1,15 @@
 /*
  * test_fsops.c - unit tests of cmd/sandboxd/fsops.c: atomic writes (mode,
  * parents, no temporary left, links), listings (order, links followed only
- * inside), delete (spec/surfaces.md C.3 rules), and nothing outside the
- * root ever touched.
+ * inside), delete (spec/surfaces.md C.3 rules; a tree far deeper than
+ * any path, on a small stack and few descriptors; a wide one), and
+ * nothing outside the root ever touched.
  */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +234,102 @@ START_TEST(delete_rules)
 }
 END_TEST
 
+/* A chain of `levels` directories "d" under root/<top>, with a file in
+ * every tenth one, built from held descriptors (no path is that long). */
+static void make_deep(const char *top, int levels)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/root/%s", base, top);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	int fd = open(p, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < levels; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0755), 0);
+		if (i % 10 == 0)
+			close(openat(fd, "f", O_WRONLY | O_CREAT, 0644));
+		int sub = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		ck_assert_int_ge(sub, 0);
+		close(fd);
+		fd = sub;
+	}
+	close(fd);
+}
+
+typedef struct {
+	const char *rel;
+	int rc;
+	char msg[256];   /* the thread's last error */
+} delete_job;
+
+static void *delete_thread(void *arg)
+{
+	delete_job *j = arg;
+	j->rc = sbxd_delete(root, j->rel, true);
+	snprintf(j->msg, sizeof(j->msg), "%s", k8s_error_last()->message);
+	return NULL;
+}
+
+/* sbxd_delete(rel, recursive) on a thread with a 128 KiB stack (the
+ * walk must not grow with the depth) and 64 descriptors at most. */
+static int delete_small(const char *rel)
+{
+	struct rlimit old, low;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 128 * 1024);
+	delete_job j = { rel, 1, "" };
+	pthread_t t;
+	ck_assert_int_eq(pthread_create(&t, &a, delete_thread, &j), 0);
+	pthread_join(t, NULL);
+	pthread_attr_destroy(&a);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_msg(j.rc == 0, "delete %s: %s", rel, j.msg);
+	return j.rc;
+}
+
+START_TEST(delete_deep_tree)
+{
+	USE_RESOLVER(_i);
+	make_deep("deep", 1000);
+	ck_assert_int_eq(delete_small("deep"), 0);
+	ck_assert(!tmpdir_exists(base, "root/deep"));
+	/* the root's own contents, the same way */
+	make_deep("again", 100);
+	tmpdir_write(base, "root/top-file", "x");
+	ck_assert_int_eq(delete_small("."), 0);
+	ck_assert(tmpdir_exists(base, "root"));
+	ck_assert(!tmpdir_exists(base, "root/again"));
+	ck_assert(!tmpdir_exists(base, "root/top-file"));
+	ck_assert(tmpdir_exists(base, "outside/secret"));
+}
+END_TEST
+
+START_TEST(delete_wide_tree)
+{
+	USE_RESOLVER(_i);
+	mkdir_at("root/wide");
+	char rel[64];
+	for (int i = 0; i < 200; i++) {
+		snprintf(rel, sizeof(rel), "root/wide/%d", i);
+		mkdir_at(rel);
+		if (i % 3 == 0) {
+			snprintf(rel, sizeof(rel), "root/wide/%d/sub", i);
+			mkdir_at(rel);
+		}
+		snprintf(rel, sizeof(rel), "root/wide/f%d", i);
+		tmpdir_write(base, rel, "x");
+	}
+	link_at("../../outside", "root/wide/escape");
+	ck_assert_int_eq(delete_small("wide"), 0);
+	ck_assert(!tmpdir_exists(base, "root/wide"));
+	ck_assert(tmpdir_exists(base, "outside/secret"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sandboxd_fsops");
@@ -241,6 +340,8 @@ int main(void)
 	tcase_add_loop_test(tc, list_sorted_links_inside_only, 0, 2);
 	tcase_add_loop_test(tc, open_read_regular_files_only, 0, 2);
 	tcase_add_loop_test(tc, delete_rules, 0, 2);
+	tcase_add_loop_test(tc, delete_deep_tree, 1, 2);  /* the walk resolver: valgrind lacks openat2 */
+	tcase_add_loop_test(tc, delete_wide_tree, 1, 2);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

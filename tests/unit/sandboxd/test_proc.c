@@ -2,8 +2,10 @@
  * test_proc.c - unit tests of cmd/sandboxd/proc.c and proctable.c on a
  * real libuv loop with real children: output and exit codes, launch
  * errors, cwd and env, stdin, the output bound, the timeout that ends a
- * whole group that ignores SIGTERM, signals, a terminal with resize, and
- * the process cap and ids.
+ * whole group that ignores SIGTERM and descendants that left its session,
+ * a free that ends them too, background children that outlive a command
+ * that exited (answered after a short drain, their output drained after
+ * the free), signals, a terminal with resize, and the process cap and ids.
  */
 #include <check.h>
 #include <errno.h>
@@ -71,6 +73,25 @@ static void wait_exit(uv_loop_t *loop, run_state *st)
 	uv_timer_init(loop, &t);
 	uv_timer_start(&t, guard, 10000, 0);
 	while (!st->exited)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+static void flag_set(uv_timer_t *t)
+{
+	*(bool *)t->data = true;
+}
+
+/* Runs the loop for `ms`. */
+static void run_loop_for(uv_loop_t *loop, uint64_t ms)
+{
+	bool fired = false;
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	t.data = &fired;
+	uv_timer_start(&t, flag_set, ms, 0);
+	while (!fired)
 		uv_run(loop, UV_RUN_ONCE);
 	uv_close((uv_handle_t *)&t, NULL);
 	uv_run(loop, UV_RUN_NOWAIT);
@@ -269,6 +290,135 @@ START_TEST(timeout_kills_group_ignoring_sigterm)
 }
 END_TEST
 
+/* The numbers (pids) a command printed, among other text. */
+static int pids_in(const char *out, pid_t *v, int cap)
+{
+	int n = 0;
+	for (const char *c = out; *c && n < cap;) {
+		if (*c < '0' || *c > '9') {
+			c++;
+			continue;
+		}
+		char *end;
+		v[n++] = (pid_t)strtol(c, &end, 10);
+		c = end;
+	}
+	return n;
+}
+
+START_TEST(timeout_ends_descendants_that_left_the_session)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.timeout_ms = 300;
+	o.kill_grace_ms = 200;
+	/* two children in sessions of their own, holding the output open, one
+	 * of them deaf to SIGTERM: the answer must not wait for them (30 s) */
+	char *argv[] = { "/bin/sh", "-c",
+	                 "setsid sleep 30 & echo $!; "
+	                 "setsid sh -c 'trap \"\" TERM; exec sleep 30' & echo $!; sleep 30", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	wait_exit(&loop, &st);
+	ck_assert(st.ex.timed_out);
+	pid_t v[2];
+	ck_assert_int_eq(pids_in(st.out, v, 2), 2);
+	ck_assert(!alive(v[0]));
+	ck_assert(!alive(v[1]));
+	finish(&loop, st.p);
+}
+END_TEST
+
+START_TEST(free_ends_descendants_that_left_the_session)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	/* a double fork into a session of its own, no timeout: a client gone */
+	char *argv[] = { "/bin/sh", "-c",
+	                 "(setsid sh -c 'echo $$; exec sleep 30' &); exec sleep 30", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	while (!strchr(st.out, '\n'))
+		uv_run(&loop, UV_RUN_ONCE);
+	pid_t v[1];
+	ck_assert_int_eq(pids_in(st.out, v, 1), 1);
+	pid_t cmd = sbxd_proc_pid(st.p);
+	ck_assert(alive_now(v[0]));
+	finish(&loop, st.p);
+	ck_assert(!alive(v[0]));
+	ck_assert(!alive(cmd));
+}
+END_TEST
+
+START_TEST(background_child_outlives_the_command)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	sbxd_proc_lingering lingering = { 0 };
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.timeout_ms = 20000;
+	o.lingering = &lingering;
+	/* a server started in the background, which writes after the answer */
+	char *argv[] = { "/bin/sh", "-c",
+	                 "sh -c 'echo $$; sleep 0.3; echo late; echo late >&2; exec sleep 30' & "
+	                 "echo started", NULL };
+	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+	/* answered after a short drain, not at the timeout (the guard is 10 s) */
+	wait_exit(&loop, &st);
+	ck_assert(!st.ex.timed_out);
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	ck_assert_msg(strstr(st.out, "started\n"), "%s", st.out);
+	ck_assert_ptr_null(strstr(st.out, "late"));
+	pid_t v[1];
+	ck_assert_int_eq(pids_in(st.out, v, 1), 1);
+	sbxd_proc_free(st.p);
+	ck_assert_uint_eq(lingering.count, 1);
+	/* it writes into output nobody reads any more, and lives on */
+	run_loop_for(&loop, 600);
+	ck_assert(alive_now(v[0]));
+	ck_assert_uint_eq(lingering.count, 1);
+	/* once it ends, the drain ends too */
+	kill(v[0], SIGKILL);
+	while (lingering.count > 0)
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	ck_assert(!st.exited || st.ex.exit_code == 0);
+}
+END_TEST
+
+START_TEST(lingering_stops_at_its_bound_and_on_request)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	sbxd_proc_lingering lingering = { .max = 2 };
+	pid_t bg[3];
+	for (int i = 0; i < 3; i++) {
+		run_state st;
+		sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+		o.lingering = &lingering;
+		char *argv[] = { "/bin/sh", "-c", "sleep 30 & echo $!", NULL };
+		ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
+		wait_exit(&loop, &st);
+		ck_assert_int_eq(pids_in(st.out, &bg[i], 1), 1);
+		sbxd_proc_free(st.p);
+		ck_assert_uint_le(lingering.count, 2);
+	}
+	ck_assert_uint_eq(lingering.count, 2);
+	sbxd_proc_lingering_stop(&lingering);
+	ck_assert_uint_eq(lingering.count, 0);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(alive_now(bg[i]));  /* stopping a drain ends no process */
+		kill(bg[i], SIGKILL);
+	}
+}
+END_TEST
+
 START_TEST(signal_and_free_while_running)
 {
 	uv_loop_t loop;
@@ -369,6 +519,10 @@ int main(void)
 	tcase_add_test(tc, no_stdin_reads_eof);
 	tcase_add_test(tc, output_bounded_per_stream);
 	tcase_add_test(tc, timeout_kills_group_ignoring_sigterm);
+	tcase_add_test(tc, timeout_ends_descendants_that_left_the_session);
+	tcase_add_test(tc, free_ends_descendants_that_left_the_session);
+	tcase_add_test(tc, background_child_outlives_the_command);
+	tcase_add_test(tc, lingering_stops_at_its_bound_and_on_request);
 	tcase_add_test(tc, signal_and_free_while_running);
 	tcase_add_test(tc, pty_session_with_resize);
 	tcase_add_test(tc, resize_without_pty_refused);

@@ -35,6 +35,7 @@ START_TEST(defaults)
 	ck_assert_str_eq(f.metadata_env_prefix, "SANDBOX_");
 	ck_assert_int_eq(f.shutdown_timeout_ms, 10000);
 	ck_assert_int_eq(f.http_idle_timeout_ms, 60000);
+	ck_assert_int_eq(f.stall_timeout_ms, 60000);
 	ck_assert_uint_eq(f.stream_chunk_size, 4096);
 	ck_assert_int_eq(f.max_processes, 64);
 	ck_assert_uint_eq(f.max_output_bytes, 8u << 20);
@@ -72,6 +73,10 @@ START_TEST(values_and_environment)
 	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--grpc-port=9090", NULL), 0);
 	ck_assert(f.grpc_port_set);
+	ck_assert_int_eq(parse(&f, "--stall-timeout=250ms", NULL), 0);
+	ck_assert_int_eq(f.stall_timeout_ms, 250);
+	ck_assert_int_eq(parse(&f, "--stall-timeout", "0", NULL), 0);
+	ck_assert_int_eq(f.stall_timeout_ms, 0);  /* off */
 }
 END_TEST
 
@@ -85,6 +90,8 @@ START_TEST(refused)
 	ck_assert_int_eq(parse(&f, "--grpc-port=8080", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--root-dir=", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--shutdown-timeout=10", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--stall-timeout=10", NULL), -1);   /* no unit */
+	ck_assert_int_eq(parse(&f, "--stall-timeout=-1s", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--max-output-bytes=0", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--max-output-bytes=1X", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--max-processes=0", NULL), -1);
