@@ -4,8 +4,10 @@
  *   http_files.c    sandboxd REST: /v1/files/..., /v1/health, /v1/metadata
  *   http_process.c  processes over HTTP: /v1/processes, /v1/execute
  *   http_runtime.c  the python-runtime API: /, /execute, /upload, ...
- * Each server runs one loop thread; handlers and process callbacks run on
- * it. The process cap is shared by both servers, so it is locked.
+ * with http_upload.c (bodies into files) and http_answer.c (big answers in
+ * pieces). Each server runs one loop thread; handlers and process
+ * callbacks run on it. The process cap and the transfer count are shared
+ * by both servers, so they are locked (atomic).
  */
 #ifndef SBXD_HTTP_H
 #define SBXD_HTTP_H

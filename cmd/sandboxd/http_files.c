@@ -227,6 +227,124 @@ void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct
 	dl_pump(s);
 }
 
+/* ---- listings, off the loop ---- */
+
+typedef struct {
+	uv_work_t work;
+	sbxd_daemon *d;
+	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	sbxd_listing_kind kind;
+	char *rel, *shown;
+	bool working;
+	/* the worker's result */
+	int rc;
+	char *body;
+	size_t len;
+	char reason[64], msg[512];  /* the worker thread's last error, carried over */
+} listing;
+
+static void listing_free(listing *l)
+{
+	free(l->rel);
+	free(l->shown);
+	free(l->body);
+	free(l);
+}
+
+static void listing_close(k8s_http_exchange *ex, int reason, void *ud)
+{
+	listing *l = ud;
+	l->ex = NULL;
+	if (!l->working)
+		listing_free(l);  /* else after_list frees */
+}
+
+static void list_work(uv_work_t *w)
+{
+	listing *l = w->data;
+	sbxd_entry *e;
+	size_t n;
+	l->rc = sbxd_list(l->d->root, l->rel,
+	                  l->kind == SBXD_LISTING_REST ? SBXD_LIST_BY_NAME : SBXD_LIST_DIR_ORDER, &e, &n);
+	if (l->rc == 0) {
+		l->body = l->kind == SBXD_LISTING_REST ? sbxd_listing_json(l->shown, e, n, &l->len)
+		                                       : sbxd_runtime_list_json(e, n, &l->len);
+		sbxd_entries_free(e, n);
+		if (!l->body)
+			l->rc = k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+	}
+	if (l->rc) {
+		const k8s_error *err = k8s_error_last();
+		snprintf(l->reason, sizeof(l->reason), "%s", err->reason);
+		snprintf(l->msg, sizeof(l->msg), "%s", err->message);
+	}
+}
+
+static void list_answer_error(listing *l)
+{
+	/* the worker's error, recorded again on this thread for the answers */
+	int rc = k8s_error_set(l->rc, 0, l->reason[0] ? l->reason : NULL, "%s", l->msg);
+	if (l->kind == SBXD_LISTING_REST) {
+		sbxd_respond_k8s_error(l->ex, rc);
+	} else if (rc == K8S_EFORBIDDEN && strcmp(l->reason, SBXD_REASON_ESCAPE) == 0) {
+		sbxd_respond_message(l->ex, 403, "Access denied");
+	} else if (rc == K8S_EINVAL || rc == K8S_ENOTFOUND) {
+		sbxd_respond_message(l->ex, 404, "Path is not a directory");
+	} else {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "List files failed: %s", l->msg);
+		sbxd_respond_message(l->ex, 500, msg);
+	}
+}
+
+static void after_list(uv_work_t *w, int status)
+{
+	listing *l = w->data;
+	l->working = false;
+	if (!l->ex) {
+		listing_free(l);
+		return;
+	}
+	if (status != 0 && l->rc == 0)
+		l->rc = k8s_error_set(K8S_ERROR, 500, NULL, "the listing was cancelled");
+	if (l->rc == 0) {
+		sbxd_respond_json(l->ex, 200, l->body, l->len);
+		free(l->body);
+		l->body = NULL;
+	} else {
+		list_answer_error(l);
+	}
+}
+
+void sbxd_list_answer(sbxd_daemon *d, k8s_http_exchange *ex, char *rel, char *shown,
+                      sbxd_listing_kind kind)
+{
+	listing *l = calloc(1, sizeof(*l));
+	if (!l) {
+		free(rel);
+		free(shown);
+		if (kind == SBXD_LISTING_REST)
+			sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
+		else
+			sbxd_respond_message(ex, 500, "out of memory");
+		return;
+	}
+	l->d = d;
+	l->ex = ex;
+	l->kind = kind;
+	l->rel = rel;
+	l->shown = shown;
+	l->work.data = l;
+	k8s_http_exchange_on_close(ex, listing_close, l);
+	l->working = true;
+	if (uv_queue_work(k8s_http_exchange_loop(ex), &l->work, list_work, after_list) != 0) {
+		l->working = false;
+		l->rc = k8s_error_set(K8S_ERROR, 500, NULL, "cannot queue the listing");
+		snprintf(l->msg, sizeof(l->msg), "%s", k8s_error_last()->message);
+		list_answer_error(l);
+	}
+}
+
 /* ---- GET / HEAD ---- */
 
 static void files_get(k8s_http_exchange *ex, void *ud)
@@ -241,18 +359,8 @@ static void files_get(k8s_http_exchange *ex, void *ud)
 	struct stat st;
 	rc = sbxd_stat(d->root, rel, &st);
 	if (rc == 0 && S_ISDIR(st.st_mode)) {
-		sbxd_entry *e;
-		size_t n, len;
-		rc = sbxd_list(d->root, rel, SBXD_LIST_BY_NAME, &e, &n);
-		if (rc == 0) {
-			char *body = sbxd_listing_json(shown, e, n, &len);
-			sbxd_entries_free(e, n);
-			if (body)
-				sbxd_respond_json(ex, 200, body, len);
-			else
-				sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
-			free(body);
-		}
+		sbxd_list_answer(d, ex, rel, shown, SBXD_LISTING_REST);
+		return;
 	} else if (rc == 0) {
 		int fd;
 		rc = sbxd_open_read(d->root, rel, &fd, &st);

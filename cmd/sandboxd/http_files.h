@@ -24,4 +24,19 @@ struct sbxd_daemon;
 void sbxd_serve_file(struct sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct stat *st,
                      const char *disposition, bool rest_errors);
 
+/** Which API's answer a listing gets. */
+typedef enum { SBXD_LISTING_REST, SBXD_LISTING_RUNTIME } sbxd_listing_kind;
+
+/**
+ * Answers the listing of directory `rel` (cleaned; taken over, as
+ * `shown`, the path as the client wrote it, which may be NULL for the
+ * python-runtime): REST's DirectoryListing sorted by name, or the
+ * python-runtime's array in directory order, with each API's errors.
+ * Reading the directory and encoding the answer run on libuv's worker
+ * pool: a directory of 300,000 entries takes a second or more, during
+ * which the loop serves everyone else.
+ */
+void sbxd_list_answer(struct sbxd_daemon *d, k8s_http_exchange *ex, char *rel, char *shown,
+                      sbxd_listing_kind kind);
+
 #endif

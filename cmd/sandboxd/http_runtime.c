@@ -416,28 +416,7 @@ static void list_route(k8s_http_exchange *ex, void *ud)
 	char *rel;
 	if (runtime_path(d, ex, "/list/", &rel, NULL))
 		return;
-	sbxd_entry *e;
-	size_t n;
-	int rc = sbxd_list(d->root, rel, SBXD_LIST_DIR_ORDER, &e, &n);
-	free(rel);
-	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
-		sbxd_respond_message(ex, 403, "Access denied");
-	} else if (rc == K8S_EINVAL || rc == K8S_ENOTFOUND) {
-		sbxd_respond_message(ex, 404, "Path is not a directory");
-	} else if (rc) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "List files failed: %s", k8s_error_last()->message);
-		sbxd_respond_message(ex, 500, msg);
-	} else {
-		size_t len;
-		char *b = sbxd_runtime_list_json(e, n, &len);
-		sbxd_entries_free(e, n);
-		if (b)
-			sbxd_respond_json(ex, 200, b, len);
-		else
-			sbxd_respond_message(ex, 500, "out of memory");
-		free(b);
-	}
+	sbxd_list_answer(d, ex, rel, NULL, SBXD_LISTING_RUNTIME);
 }
 
 static void exists_route(k8s_http_exchange *ex, void *ud)

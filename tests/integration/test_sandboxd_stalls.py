@@ -2,11 +2,15 @@
 arriving are cut after --stall-timeout (without it they held their
 connection and slot for good), and /v1/health answers while file transfers
 take as many connections as they may (before, 1024 of them left it waiting
-in the listen backlog).
+in the listen backlog), or while big directories are being listed (before,
+each listing held the loop).
 """
 import os
 import resource
+import shutil
 import socket
+import tempfile
+import threading
 import time
 
 import pytest
@@ -118,3 +122,54 @@ def test_health_answers_while_transfers_saturate(tmp_path):
             c.close()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         assert s.stop() == 0, s.text()
+
+
+@pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="needs /dev/shm (tmpfs) for 60,000 files")
+def test_health_answers_while_big_directories_are_listed():
+    """Eight listings of a 60,000-entry directory at once, on both APIs:
+    /v1/health answers before the first of them (off the loop, they run on
+    worker threads; before, the loop was held a listing at a time)."""
+    base = tempfile.mkdtemp(prefix="sbxd-list-", dir="/dev/shm")
+    try:
+        root = os.path.join(base, "root")
+        os.makedirs(os.path.join(root, "many"))
+        fd = os.open(os.path.join(root, "many"), os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(60000):
+            os.close(os.open(f"f{i:05d}", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd))
+        os.close(fd)
+        s = Sandboxd(root, base)
+        try:
+            done = []
+            lock = threading.Lock()
+
+            def lister(url, check):
+                r = requests.get(url, timeout=60)
+                check(r)
+                with lock:
+                    done.append(("list", time.monotonic()))
+
+            def rest(r):
+                assert r.status_code == 200 and len(r.json()["entries"]) == 60000
+
+            def runtime(r):
+                assert r.status_code == 200 and len(r.json()) == 60000
+
+            ts = [threading.Thread(target=lister, args=(s.rest + "/v1/files/many", rest))
+                  for _ in range(4)]
+            ts += [threading.Thread(target=lister, args=(s.runtime + "/list/many", runtime))
+                   for _ in range(4)]
+            for t in ts:
+                t.start()
+            time.sleep(0.05)  # the listings are in
+            r = requests.get(s.rest + "/v1/health", timeout=30)
+            health_at = time.monotonic()
+            assert r.status_code == 200
+            for t in ts:
+                t.join(60)
+            assert len(done) == 8
+            first = min(at for _, at in done)
+            assert health_at < first, "/v1/health waited for a listing"
+        finally:
+            assert s.stop() == 0, s.text()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
