@@ -171,8 +171,8 @@ def alive(pid):
         with open(f"/proc/{pid}/stat") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
         return state not in ("Z", "X")
-    except FileNotFoundError:
-        return False
+    except (FileNotFoundError, ProcessLookupError):
+        return False  # gone, also between the open and the read (ESRCH)
 
 
 def wait_dead(pid, timeout=10):

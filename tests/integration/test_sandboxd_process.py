@@ -403,7 +403,12 @@ def test_fork_bomb_held_by_task_limit(tmp_path):
             stop.set()
             counter.join()
         assert ex["timedOut"] is True, ex
-        assert 8 < peak[0] <= 64, peak  # it did fork, and no further than the limit
+        # it forked up to the limit (its shells say they cannot fork: the
+        # sampler, a thread starved on a loaded machine, may miss the peak
+        # now that the command's keeper reaps the bomb's zombies at once),
+        # and no further
+        assert b"Cannot fork" in err or peak[0] > 8, (peak, err[:200])
+        assert peak[0] <= 64, peak
         deadline = time.time() + 10
         left = _procs_of(nobody) - {str(s.pid)}
         while left and time.time() < deadline:
