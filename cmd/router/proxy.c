@@ -757,6 +757,12 @@ static void handle(k8s_http_exchange *ex, void *ud)
 	r->routed = true;
 	r->upgrade = k8s_http_exchange_wants_upgrade(ex) && strcmp(r->head.method, "CONNECT") != 0;
 	r->head_req = strcmp(r->head.method, "HEAD") == 0;
+	/* a client that closes its side once its request is in has gone (Go's
+	 * server cancels the request then): end the exchange, and with it the
+	 * upstream connection, so the sandbox stops what it was doing for it
+	 * and a pending review is not sent. Tunnels pass half-closes on. */
+	if (!r->upgrade)
+		k8s_http_exchange_end_on_client_eof(ex);
 	rt_headers_framing(&r->head, &r->framing);
 	int64_t limit = p->o.flags->max_request_body_bytes;
 	if (limit > 0 && r->framing.content_length > limit) {

@@ -175,6 +175,21 @@ def alive(pid):
         return False  # gone, also between the open and the read (ESRCH)
 
 
+def wait_pid_file(path, timeout=10):
+    """The PID a command wrote to `path` (a line), once written whole."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return int(text)
+        except FileNotFoundError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never written")
+
+
 def wait_dead(pid, timeout=10):
     deadline = time.time() + timeout
     while alive(pid) and time.time() < deadline:

@@ -9,6 +9,7 @@ The sandboxes are addressed by X-Sandbox-Pod-IP 127.0.0.1, hence
 """
 import http.client
 import json
+import os
 import socket
 import threading
 import time
@@ -396,3 +397,36 @@ def test_https_and_mtls(tmp_path, backend):
     finally:
         assert r.stop() == 0
         r.assert_clean_log()
+
+
+def test_client_gone_ends_its_command_through_the_router(tmp_path):
+    """A client that closes its connection (a plain close: FIN, the request
+    already sent) while its command runs in sandboxd behind the router: the
+    router ends the exchange and its upstream connection, so sandboxd ends
+    the command and what it started (issue 15 item 7, through the router)."""
+    from sandboxd_util import Sandboxd, wait_dead, wait_pid_file
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--max-processes=1"])
+    r = Router(tmp_path, name="router-gone").wait_ready()
+    script = "setsid sleep 60 & echo $! > {0}.bg; echo $$ > {0}.pid; exec sleep 60"
+    try:
+        for name, port, path, body in [
+                ("rest", s.rest_port, "/v1/execute", {"config": {"shell": script.format("rest")}}),
+                ("runtime", s.runtime_port, "/execute",
+                 {"command": "sh -c '" + script.format("runtime") + "'"})]:
+            c = http.client.HTTPConnection("127.0.0.1", r.port, timeout=30)
+            c.request("POST", path, body=json.dumps(body),
+                      headers={"Content-Type": "application/json", **sandbox_headers(port=port)})
+            pid = wait_pid_file(os.path.join(s.root, name + ".pid"))
+            bg = wait_pid_file(os.path.join(s.root, name + ".bg"))
+            c.close()
+            assert wait_dead(pid), f"{name}: the command outlived its client"
+            assert wait_dead(bg), f"{name}: what it started outlived its client"
+        # the one slot is free again
+        st, _, body = r.request("POST", "/execute", {"Content-Type": "application/json",
+                                                     **sandbox_headers(port=s.runtime_port)},
+                                body=json.dumps({"command": "true"}))
+        assert st == 200 and json.loads(body)["exit_code"] == 0, body
+    finally:
+        assert r.stop() == 0
+        r.assert_clean_log()
+        assert s.stop() == 0, s.text()

@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from sandboxd_util import Sandboxd, alive, events, run_stream, wait_dead
+from sandboxd_util import Sandboxd, alive, events, run_stream, wait_dead, wait_pid_file
 
 MB = 1024 * 1024
 
@@ -284,20 +284,6 @@ def test_background_server_answered_after_a_short_drain(sbx):
             os.kill(pid, signal.SIGKILL)
 
 
-def _wait_pid_file(path, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            with open(path) as f:
-                text = f.read()
-            if text.endswith("\n"):
-                return int(text)
-        except FileNotFoundError:
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never written")
-
-
 def test_client_gone_ends_its_command(tmp_path):
     """A client that closes its connection ends its command, and what the
     command started, at once: without a timeout the slot would be held
@@ -316,8 +302,8 @@ def test_client_gone_ends_its_command(tmp_path):
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             c.request("POST", path, body=json.dumps(body),
                       headers={"Content-Type": "application/json"})
-            pid = _wait_pid_file(os.path.join(s.root, name + ".pid"))
-            bg = _wait_pid_file(os.path.join(s.root, name + ".bg"))
+            pid = wait_pid_file(os.path.join(s.root, name + ".pid"))
+            bg = wait_pid_file(os.path.join(s.root, name + ".bg"))
             c.close()  # gone without reading the answer
             assert wait_dead(pid), f"{name}: the command outlived its client"
             assert wait_dead(bg), f"{name}: what it started outlived its client"
