@@ -274,7 +274,11 @@ _Noreturn void sbxd_keeper_run(int status_fd, pid_t daemon, void (*start)(void *
 	prctl(PR_SET_PDEATHSIG, SBXD_KEEPER_KILL, 0, 0, 0);
 	if (getppid() != daemon)
 		_exit(1);  /* gone before the death signal was set up */
-	pid_t cmd = fork();
+	/* vfork: the keeper is a copy of the whole daemon, and copying its page
+	 * tables once more per command cost a quarter of the command rate.
+	 * start() makes system calls only and ends in execve or _exit, and the
+	 * keeper, suspended meanwhile, reads nothing the child writes. */
+	pid_t cmd = vfork();
 	if (cmd == 0) {
 		start(arg);
 		_exit(127);
