@@ -40,6 +40,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start(binary, base, *extra):
+    """sandboxd on root `base` and free loopback ports, answering /v1/health:
+    (process, REST port, runtime port)."""
+    rest, runtime = free_port(), free_port()
+    proc = subprocess.Popen([binary, "--root-dir", base, "--rest-port", str(rest),
+                             "--runtime-port", str(runtime), "--log-level", "warn", *extra])
+    for _ in range(200):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", rest, timeout=1)
+            c.request("GET", "/v1/health")
+            if c.getresponse().status == 200:
+                break
+        except OSError:
+            time.sleep(0.05)
+    return proc, rest, runtime
+
+
 def percentile(sorted_values, p):
     if not sorted_values:
         return float("nan")
@@ -116,18 +133,8 @@ def main():
     args = ap.parse_args()
     binary = os.path.join(args.build_dir, "cmd", "sandboxd", "sandboxd")
     base = tempfile.mkdtemp(prefix="sbxd-bench-")
-    rest, runtime = free_port(), free_port()
-    proc = subprocess.Popen([binary, "--root-dir", base, "--rest-port", str(rest),
-                             "--runtime-port", str(runtime), "--log-level", "warn"])
+    proc, rest, runtime = start(binary, base)
     try:
-        for _ in range(100):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", rest, timeout=1)
-                c.request("GET", "/v1/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
         size = 100 << 20
         with open(os.path.join(base, "big.bin"), "wb") as f:
             block = os.urandom(1 << 20)

@@ -19,12 +19,13 @@ import os
 import platform
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sandboxd import start  # noqa: E402  bench/sandboxd.py
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MB = 1 << 20
@@ -34,12 +35,6 @@ KINDS = {
     "NUL bytes": "head -c {n} /dev/zero",
     "control bytes": "sh -c \"yes '' | tr '\\\\n' '\\\\001' | head -c {n}\"",
 }
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def status_kb(pid, field):
@@ -63,19 +58,8 @@ def post(port, path, body):
 
 def measure(binary, kind, api, mib, concurrent):
     base = tempfile.mkdtemp(prefix="sbxd-mem-")
-    rest, runtime = free_port(), free_port()
-    proc = subprocess.Popen([binary, "--root-dir", base, "--rest-port", str(rest),
-                             "--runtime-port", str(runtime), "--log-level", "warn",
-                             f"--max-output-bytes={2 * mib}Mi"])
+    proc, rest, runtime = start(binary, base, f"--max-output-bytes={2 * mib}Mi")
     try:
-        for _ in range(200):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", rest, timeout=1)
-                c.request("GET", "/v1/health")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.05)
         cmd = KINDS[kind].format(n=mib * MB)
         if api == "runtime":
             port, path, body = runtime, "/execute", {"command": cmd}

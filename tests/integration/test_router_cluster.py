@@ -11,6 +11,8 @@ listens on the pod's IP, hence --allow-loopback-pod-ip.
 import json
 import os
 import subprocess
+import sys
+import tempfile
 import threading
 import urllib.parse
 import uuid
@@ -20,6 +22,9 @@ import pytest
 from conftest import LOCAL_CLUSTER, ROOT, condition, new_namespace, wait_for
 from router_util import Backend, GateProxy, Router, sandbox_headers
 from test_sandbox import sandbox, wait_ready
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from kubeconfig import Context  # noqa: E402  tools/kubeconfig.py
 
 EXT_API = "extensions.agents.x-k8s.io/v1beta1"
 
@@ -257,12 +262,9 @@ def test_cache_pod_ip_of_a_sandbox_without_one_is_not_dialled(deployed, ns, cach
 
 
 def kubeconfig_server(path):
-    """The API server URL of a kubeconfig (one cluster), parsed."""
-    with open(path) as f:
-        for line in f:
-            if "server:" in line:
-                return urllib.parse.urlparse(line.split("server:", 1)[1].strip())
-    raise AssertionError(f"no server in {path}")
+    """The API server URL of a kubeconfig's current context, parsed."""
+    with tempfile.TemporaryDirectory() as secrets:
+        return urllib.parse.urlparse(Context(path, secrets).server)
 
 
 def api_server_port():
