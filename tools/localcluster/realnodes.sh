@@ -210,6 +210,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state under ours, not /run/containerd/runc (shared by every containerd)
+        Root = "$d/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$d/cni/net.d"
@@ -466,20 +468,46 @@ real_umount_under() { # DIR
     warn "mounts left under $dir: $(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | tr '\n' ' ')"
 }
 
-# The containerd shims of node N: they are not in containerd's process group.
-real_shim_pids() { # N
-    local sock p
+# The containerd shims of node N (they are not in containerd's process
+# group), as "PID ID" lines.
+real_shims() { # N
+    local sock p args
     sock="$(real_socket "$1")"
     for p in $(pgrep -f containerd-shim 2>/dev/null); do
-        tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "-address $sock " && echo "$p"
+        args="$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" || continue
+        [[ "$args" == *" -address $sock "* ]] || continue
+        [[ "$args" =~ \ -id\ ([0-9a-f]+)\  ]] && echo "$p ${BASH_REMATCH[1]}"
     done
     return 0
+}
+
+# Ends node N's containers and their shims: each task deleted through
+# containerd (the shim then exits and removes its socket and runc's state),
+# whatever is left in the node's cgroups killed, then the shims that remain
+# killed and their sockets (in containerd's fixed /run/containerd/s, named
+# sha256(address/namespace/id)) removed.
+real_stop_containers() { # N
+    local sock shims id pid
+    sock="$(real_socket "$1")"
+    shims="$(real_shims "$1")"
+    if running_pid "containerd-$1" >/dev/null; then
+        for id in $(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null); do
+            timeout 20 ctr --address "$sock" -n k8s.io tasks delete --force "$id" >/dev/null 2>&1 || true
+        done
+    fi
+    real_kill_cgroup "$1"
+    stop_one "containerd-$1"
+    while read -r pid id; do
+        [[ -n "$pid" ]] || continue
+        kill -KILL "$pid" 2>/dev/null || true
+        rm -f "/run/containerd/s/$(printf '%s' "$sock/k8s.io/$id" | sha256sum | cut -d' ' -f1)"
+    done <<<"$shims"
 }
 
 # Stops the real nodes and removes what they made. Safe to run when nothing
 # of it is there; runs before the control plane stops.
 real_down() {
-    local n i pid net
+    local n i net
     n="$(real_recorded)"
     (( n > 0 )) || return 0
     # the names come from the POD_NET of `up`, whatever the environment says now
@@ -488,9 +516,7 @@ real_down() {
     stop_one kube-proxy
     for (( i=n-1; i>=0; i-- )); do stop_one "kubelet-$i"; done
     for (( i=n-1; i>=0; i-- )); do
-        real_kill_cgroup "$i"
-        stop_one "containerd-$i"
-        for pid in $(real_shim_pids "$i"); do kill -KILL "$pid" 2>/dev/null || true; done
+        real_stop_containers "$i"
         real_umount_under "$(real_node_dir "$i")"
         real_rm_cgroups "$i"
     done
