@@ -250,3 +250,51 @@ sb.terminate()
     out = json.loads(lines[0][len("RESULT "):])
     assert out["exit"] == 0 and out["stdout"] == f"{out['pod']}\n1000\n"
     assert out["read"] == "from upstream"
+
+
+def test_runtime_class_from_the_template_reaches_the_pod(stack, ns):
+    """A template's runtimeClassName is the pod's, and the kubelet runs the
+    pod with that RuntimeClass's handler (runc here; gvisor where a node has
+    runsc: docs/local-cluster.md)."""
+    with open(TEMPLATE_FILE) as f:
+        tpl = yaml.safe_load(f)
+    tpl["metadata"]["name"] = "sandboxd"
+    tpl["spec"]["podTemplate"]["spec"]["runtimeClassName"] = "runc"
+    stack.apply(tpl, ns)
+    pool(stack, ns, 1)
+    sb = stack.list("sandbox", ns)[0]
+    pod = pod_of(stack, ns, sb["metadata"]["name"])
+    assert pod["spec"]["runtimeClassName"] == "runc"
+    assert pod["status"]["phase"] == "Running"
+
+
+def test_controller_killed_mid_burst_loses_nothing(stack, ns):
+    """Twelve claims, the controller's pod deleted after the sixth: its
+    Deployment's next pod takes the Lease and every claim gets a Sandbox of
+    its own, Ready, with no Sandbox made twice."""
+    pool(stack, ns, 3)
+    claims = [f"burst-{i}" for i in range(12)]
+
+    def claim(name):
+        return {"apiVersion": EXT_API, "kind": "SandboxClaim", "metadata": {"name": name},
+                "spec": {"warmPoolRef": {"name": "pool"}}}
+    old = stack.list("pods", SYSTEM_NS, selector=f"app={CONTROLLER}")[0]["metadata"]["name"]
+    for name in claims[:6]:
+        stack.create(claim(name), ns)
+    stack.run("delete", "pod", "-n", SYSTEM_NS, old, "--wait=false")
+    for name in claims[6:]:
+        stack.create(claim(name), ns)
+
+    def all_ready():
+        got = {c["metadata"]["name"]: c for c in stack.list(CLAIM, ns)}
+        return all((condition(got.get(n), "Ready") or {}).get("status") == "True" for n in claims) and got
+    got = wait_for(all_ready, timeout=300, desc=f"every claim Ready\n{dump(stack, ns)}")
+    names = [got[n]["status"]["sandbox"]["name"] for n in claims]
+    assert len(set(names)) == len(claims), f"a Sandbox handed out twice: {names}"
+    new = stack.list("pods", SYSTEM_NS, selector=f"app={CONTROLLER}")
+    assert [p["metadata"]["name"] for p in new] != [old]
+    lease = stack.get("lease", "a3317529.agent-sandbox.x-k8s.io", SYSTEM_NS)
+    assert not lease["spec"]["holderIdentity"].startswith(old)
+    # the pool refills to 3 beside the 12 claimed: nothing orphaned, nothing doubled
+    wait_for(lambda: len(stack.list("sandbox", ns)) == len(claims) + 3, timeout=180,
+             desc=f"12 claimed + 3 warm Sandboxes\n{dump(stack, ns)}")
