@@ -6,6 +6,7 @@ pod "runs" without a process: these tests check what the API server and the
 controllers of the control plane make of the manifests, not the container.
 The controller under test is the `controller` fixture's process.
 """
+import json
 import os
 import subprocess
 
@@ -60,3 +61,14 @@ def test_sandboxd_example_template_is_accepted(deployed):
     path = os.path.join(ROOT, "deploy", "sandboxd", "sandboxtemplate.yaml")
     p = deployed.run("apply", "--dry-run=server", "-n", "default", "-f", path)
     assert "sandboxtemplate.extensions.agents.x-k8s.io/sandboxd created (server dry run)" in p.stdout
+
+
+def test_sandboxd_example_warm_pool_is_accepted(deployed):
+    """deploy/sandboxd/sandboxwarmpool.yaml passes the API server's
+    validation against the SandboxWarmPool CRD schema and names the
+    example template."""
+    path = os.path.join(ROOT, "deploy", "sandboxd", "sandboxwarmpool.yaml")
+    p = deployed.run("apply", "--dry-run=server", "-n", "default", "-f", path, "-o", "json")
+    pool = json.loads(p.stdout)
+    assert (pool["kind"], pool["metadata"]["name"]) == ("SandboxWarmPool", "sandboxd-pool")
+    assert pool["spec"]["sandboxTemplateRef"] == {"name": "sandboxd"}
