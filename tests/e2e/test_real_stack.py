@@ -40,11 +40,17 @@ PROBE = ("hostname; id -u; id -g; test -x /usr/local/bin/sandboxd && echo image-
          "cat /etc/debian_version; test -e " + ROOT + " && echo host-root-visible; pwd")
 
 
+POOL_FILE = os.path.join(ROOT, "deploy", "sandboxd", "sandboxwarmpool.yaml")
+
+
 def pool(kube, ns, replicas):
-    kube.apply({"apiVersion": EXT_API, "kind": "SandboxWarmPool", "metadata": {"name": "pool"},
-                "spec": {"replicas": replicas, "sandboxTemplateRef": {"name": "sandboxd"}}}, ns)
+    """deploy/sandboxd's warm pool (sandboxd-pool), with `replicas`."""
+    with open(POOL_FILE) as f:
+        wp = yaml.safe_load(f)
+    wp["spec"]["replicas"] = replicas
+    kube.apply(wp, ns)
     if replicas:
-        wait_for(lambda: ((kube.get(POOL, "pool", ns) or {}).get("status") or {})
+        wait_for(lambda: ((kube.get(POOL, "sandboxd-pool", ns) or {}).get("status") or {})
                  .get("readyReplicas") == replicas, timeout=180, desc=f"pool ready\n{dump(kube, ns)}")
 
 
@@ -70,7 +76,7 @@ def test_sdk_default_mode_runs_in_a_real_container(stack, ns, replicas):
     pool(stack, ns, replicas)
     members = {s["metadata"]["name"] for s in stack.list("sandbox", ns)}
     with sdk.SandboxClient(router_config(), kubeconfig=stack.kubeconfig) as c:
-        sb = c.create_sandbox("pool", ns, 180)
+        sb = c.create_sandbox("sandboxd-pool", ns, 180)
         assert (sb.sandbox_id in members) == bool(replicas), "warm claims take a pool member"
         pod = sb.get_pod_name()
         assert_real_container(stack, ns, sb, pod)
@@ -100,7 +106,7 @@ def test_sdk_direct_mode_through_the_router_service(stack, ns):
     pool(stack, ns, 1)
     cfg = sdk.SandboxDirectConnectionConfig(api_url=router_url(stack))
     with sdk.SandboxClient(cfg, kubeconfig=stack.kubeconfig) as c:
-        sb = c.create_sandbox("pool", ns, 180)
+        sb = c.create_sandbox("sandboxd-pool", ns, 180)
         assert_real_container(stack, ns, sb, sb.get_pod_name())
 
 
@@ -194,8 +200,6 @@ def test_ready_waits_for_sandboxd_readiness(stack, ns):
         tpl = yaml.safe_load(f)
     c = tpl["spec"]["podTemplate"]["spec"]["containers"][0]
     c["command"] = ["/bin/sh", "-c", 'sleep 6; exec /usr/local/bin/sandboxd --listen-host=0.0.0.0 "$@"', "sh"]
-    tpl["metadata"]["name"] = "slow"
-    stack.apply(tpl, ns)
     stack.apply({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "slow"},
                  "spec": {"podTemplate": tpl["spec"]["podTemplate"]}}, ns)
     sb = wait_for(lambda: ready(stack, ns, "slow"), timeout=180, desc=f"Ready\n{dump(stack, ns)}")
@@ -208,16 +212,22 @@ def test_ready_waits_for_sandboxd_readiness(stack, ns):
     assert epoch(ready_at) - epoch(started) >= 5, (started, ready_at)
 
 
-def test_controller_and_router_run_in_cluster(stack):
+def test_controller_and_router_run_in_cluster(stack, ns):
     """The controller holds its leader Lease from inside its pod (in-cluster
-    config), logs there, and serves conversions; both router replicas are
-    Ready."""
+    config), logs there, and converts a stored v1beta1 Sandbox to v1alpha1
+    for the API server, which calls it through the webhook Service; both
+    router replicas are Ready."""
     pods = stack.list("pods", SYSTEM_NS, selector=f"app={CONTROLLER}")
     assert len(pods) == 1 and pods[0]["status"]["phase"] == "Running"
     lease = stack.get("lease", "a3317529.agent-sandbox.x-k8s.io", SYSTEM_NS)
     assert lease and lease["spec"]["holderIdentity"].startswith(pods[0]["metadata"]["name"]), lease
     logs = stack.run("logs", "-n", SYSTEM_NS, pods[0]["metadata"]["name"]).stdout
     assert logs.strip(), "no controller logs"
+    stack.apply({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox", "metadata": {"name": "conv"},
+                 "spec": {"podTemplate": {"spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}}, ns)
+    old = json.loads(stack.run("get", "sandboxes.v1alpha1.agents.x-k8s.io", "conv", "-n", ns, "-o", "json").stdout)
+    assert old["apiVersion"] == "agents.x-k8s.io/v1alpha1"
+    assert old["spec"]["podTemplate"]["spec"]["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
     routers = stack.list("pods", SYSTEM_NS, selector=f"app={ROUTER}")
     assert len(routers) == 2 and all(condition(p, "Ready")["status"] == "True" for p in routers)
 
@@ -233,7 +243,7 @@ def test_upstream_client_default_mode(stack, ns):
 import json, sys
 from k8s_agent_sandbox import SandboxClient
 c = SandboxClient()
-sb = c.create_sandbox("pool", namespace=sys.argv[1], sandbox_ready_timeout=180)
+sb = c.create_sandbox("sandboxd-pool", namespace=sys.argv[1], sandbox_ready_timeout=180)
 r = sb.commands.run("sh -c 'hostname; id -u'")
 sb.files.write("up.txt", b"from upstream")
 print("RESULT " + json.dumps({"stdout": r.stdout, "exit": r.exit_code, "pod": sb.get_pod_name(),
@@ -253,19 +263,22 @@ sb.terminate()
 
 
 def test_runtime_class_from_the_template_reaches_the_pod(stack, ns):
-    """A template's runtimeClassName is the pod's, and the kubelet runs the
-    pod with that RuntimeClass's handler (runc here; gvisor where a node has
-    runsc: docs/local-cluster.md)."""
+    """A template's runtimeClassName is its pods', and the kubelet runs them
+    with that RuntimeClass's handler (runc: this machine's kernel; gVisor's
+    would show its own, docs/local-cluster.md says why there is none here);
+    sandboxd answers through the router."""
     with open(TEMPLATE_FILE) as f:
         tpl = yaml.safe_load(f)
-    tpl["metadata"]["name"] = "sandboxd"
     tpl["spec"]["podTemplate"]["spec"]["runtimeClassName"] = "runc"
     stack.apply(tpl, ns)
     pool(stack, ns, 1)
-    sb = stack.list("sandbox", ns)[0]
-    pod = pod_of(stack, ns, sb["metadata"]["name"])
-    assert pod["spec"]["runtimeClassName"] == "runc"
-    assert pod["status"]["phase"] == "Running"
+    with sdk.SandboxClient(router_config(), kubeconfig=stack.kubeconfig) as c:
+        sb = c.create_sandbox("sandboxd-pool", ns, 180)
+        pod = stack.get("pod", sb.get_pod_name(), ns)
+        assert pod["spec"]["runtimeClassName"] == "runc"
+        kernel = sb.commands.run("cat /proc/version").stdout
+        assert os.uname().release in kernel, kernel
+        assert_real_container(stack, ns, sb, pod["metadata"]["name"])
 
 
 def test_controller_killed_mid_burst_loses_nothing(stack, ns):
@@ -277,7 +290,7 @@ def test_controller_killed_mid_burst_loses_nothing(stack, ns):
 
     def claim(name):
         return {"apiVersion": EXT_API, "kind": "SandboxClaim", "metadata": {"name": name},
-                "spec": {"warmPoolRef": {"name": "pool"}}}
+                "spec": {"warmPoolRef": {"name": "sandboxd-pool"}}}
     old = stack.list("pods", SYSTEM_NS, selector=f"app={CONTROLLER}")[0]["metadata"]["name"]
     for name in claims[:6]:
         stack.create(claim(name), ns)
