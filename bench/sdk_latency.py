@@ -89,6 +89,21 @@ def local_stack(kubeconfig, build_dir, tmp):
     return [router, pods], f"http://127.0.0.1:{port}", state
 
 
+def stop_all(stack, state, controller, cluster_env):
+    """Ends a run: the local stack's processes, sandboxd-pods' state, the
+    controller ((proc, log file) or None), and the private cluster (its
+    environment, or None when the cluster was not ours)."""
+    for p in stack:
+        p.terminate()
+        p.wait()
+    if state:
+        shutil.rmtree(state, ignore_errors=True)
+    if controller:
+        stop_controller(*controller)
+    if cluster_env:
+        subprocess.run([LOCAL_CLUSTER, "down"], env=cluster_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -179,7 +194,7 @@ def main(argv):
     cmd = cmd or default_command(args.build_dir, "sdk_latency")
     own, env, kubeconfig = cluster_for("bench-sdk-cluster", 20, 2 * args.count + 20)
     tmp = tempfile.mkdtemp(prefix="sdk_latency-")
-    stack, proc, state = [], None, None
+    stack, proc, logf, state = [], None, None, None
     tpl = template() if args.standin else sandboxd_template()
     try:
         kc, kubectl = prepare_cluster(kubeconfig, 2 * args.count + 20)
@@ -212,15 +227,7 @@ def main(argv):
         drop_ns(kc, ns)
         load1 = os.getloadavg()
     finally:
-        for p in stack:
-            p.terminate()
-            p.wait()
-        if state:
-            shutil.rmtree(state, ignore_errors=True)
-        if proc:
-            stop_controller(proc, logf)
-        if own:
-            subprocess.run([LOCAL_CLUSTER, "down"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stop_all(stack, state, proc and (proc, logf), own and env)
     print(f"# sdk_latency {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; {machine()}; "
           f"load average {load0[0]:.1f} before, {load1[0]:.1f} after")
     print(f"# command: bench/sdk_latency.sh {shlex.join(sys.argv[1:])}")
