@@ -510,9 +510,11 @@ real_down() {
     local n i net
     n="$(real_recorded)"
     (( n > 0 )) || return 0
-    # the names come from the POD_NET of `up`, whatever the environment says now
+    # the names come from the POD_NET of `up`, whatever the environment says
+    # now (local: the caller's POD_NET stays as it is)
+    local POD_NET="$POD_NET" FW_CHAIN="$FW_CHAIN"
     read -r _ net <"$STATE_DIR/real-nodes"
-    [[ "$net" =~ ^[0-9]+$ ]] && POD_NET="$net" FW_CHAIN="AGENT-SANDBOX-$net"
+    if [[ "$net" =~ ^[0-9]+$ ]]; then POD_NET="$net" FW_CHAIN="AGENT-SANDBOX-$net"; fi
     stop_one kube-proxy
     for (( i=n-1; i>=0; i-- )); do stop_one "kubelet-$i"; done
     for (( i=n-1; i>=0; i-- )); do
