@@ -86,7 +86,9 @@ def ns(stack):
     name = new_namespace(stack)
     stack.run("apply", "-n", name, "-f", TEMPLATE_FILE)
     yield name
-    stack.run("delete", "namespace", name, "--wait=false", check=False)
+    # Waited for: the node has two CPUs (its real capacity), and the next
+    # test's pods must not queue behind this one's that are terminating.
+    stack.run("delete", "namespace", name, "--wait=true", "--timeout=120s", check=False)
 
 
 def pod_of(kube, ns, sandbox):

@@ -285,6 +285,12 @@ def test_controller_killed_mid_burst_loses_nothing(stack, ns):
     """Twelve claims, the controller's pod deleted after the sixth: its
     Deployment's next pod takes the Lease and every claim gets a Sandbox of
     its own, Ready, with no Sandbox made twice."""
+    # 15 pods on a node of two CPUs (beside the controller and two routers):
+    # the template asks for less than deploy/sandboxd's 100m each
+    with open(TEMPLATE_FILE) as f:
+        tpl = yaml.safe_load(f)
+    tpl["spec"]["podTemplate"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "10m"
+    stack.apply(tpl, ns)
     pool(stack, ns, 3)
     claims = [f"burst-{i}" for i in range(12)]
 
