@@ -9,6 +9,20 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOCAL_CLUSTER = os.path.join(ROOT, "tools", "local-cluster")
+EXT_API = "extensions.agents.x-k8s.io/v1beta1"
+CLAIM = "sandboxclaims.extensions.agents.x-k8s.io"
+POOL = "sandboxwarmpools.extensions.agents.x-k8s.io"
+# the upstream Python client, installed by tools/install-deps (pip --target)
+UPSTREAM_CLIENT = os.environ.get("AGENT_SANDBOX_UPSTREAM_CLIENT", os.path.join(
+    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agent-sandbox",
+    "k8s-agent-sandbox-1.0.8"))
+
+
+def admin_kube():
+    """A Kube on $KUBECONFIG, the admin kubeconfig of a running cluster;
+    None when it is not set or the file is missing (the caller says what to do)."""
+    kc = os.environ.get("KUBECONFIG")
+    return Kube(kc) if kc and os.path.exists(kc) else None
 
 
 class Kube:

@@ -20,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from kubetest import LOCAL_CLUSTER, Kube, condition, wait_for  # noqa: E402,F401
+from kubetest import LOCAL_CLUSTER, admin_kube, condition, wait_for  # noqa: E402,F401
 
 SYSTEM_NS = "agent-sandbox-system"
 CONTROLLER = "agent-sandbox-controller"
@@ -40,11 +40,10 @@ def kubectl_path():
 
 @pytest.fixture(scope="session")
 def kube():
-    kc = os.environ.get("KUBECONFIG")
-    if not kc or not os.path.exists(kc):
+    k = admin_kube()
+    if k is None:
         pytest.fail("KUBECONFIG must point at the admin kubeconfig of a cluster with real nodes "
                     "(AGENT_SANDBOX_REAL_NODES=1 tools/local-cluster up; tools/test does it)")
-    k = Kube(kc)
     nodes = k.list("nodes", selector="type=real")
     if not any(condition(n, "Ready") and condition(n, "Ready")["status"] == "True" for n in nodes):
         pytest.fail("no Ready real node (type=real) in this cluster: start it with AGENT_SANDBOX_REAL_NODES=1")

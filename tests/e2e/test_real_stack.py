@@ -27,12 +27,7 @@ from conftest import (CONTROLLER, ROOT, ROUTER, SYSTEM_NS, TEMPLATE_FILE, condit
 
 import agent_sandbox_c as sdk
 
-EXT_API = "extensions.agents.x-k8s.io/v1beta1"
-POOL = "sandboxwarmpools.extensions.agents.x-k8s.io"
-CLAIM = "sandboxclaims.extensions.agents.x-k8s.io"
-UPSTREAM_CLIENT = os.environ.get("AGENT_SANDBOX_UPSTREAM_CLIENT", os.path.join(
-    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agent-sandbox",
-    "k8s-agent-sandbox-1.0.8"))
+from kubetest import CLAIM, EXT_API, POOL, UPSTREAM_CLIENT  # noqa: E402
 # Prints what only the container knows: its hostname, its identity, its root
 # filesystem (the image's sandboxd binary and Debian release, and no trace of
 # this machine's checkout).
@@ -317,3 +312,35 @@ def test_controller_killed_mid_burst_loses_nothing(stack, ns):
     # the pool refills to 3 beside the 12 claimed: nothing orphaned, nothing doubled
     wait_for(lambda: len(stack.list("sandbox", ns)) == len(claims) + 3, timeout=180,
              desc=f"12 claimed + 3 warm Sandboxes\n{dump(stack, ns)}")
+
+
+def fw_drops(kube):
+    """Packets dropped so far by the real nodes' FORWARD chain
+    (AGENT-SANDBOX-<NET>, NET from the node's address 10.NET.64.1)."""
+    node = kube.list("nodes", selector="type=real")[0]
+    ip = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+    out = subprocess.run(["iptables", "-w", "-L", f"AGENT-SANDBOX-{ip.split('.')[1]}", "-v", "-x", "-n"],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(int(line.split()[0]) for line in out.splitlines()[2:] if " DROP " in f" {line} ")
+
+
+def test_a_sandbox_reaches_nothing_beyond_this_machine(stack, ns):
+    """What a tenant's code tries: the host's default gateway (no route in
+    the pod: unreachable at once), an address the pod does route through the
+    bridge but no node holds (10.NET.100.x: the host would forward it out of
+    its own interface) and an unallocated ClusterIP. Nothing answers, and
+    the FORWARD rule counts the packets it dropped, so they did leave the
+    pod and were stopped at the host, not lost elsewhere."""
+    pool(stack, ns, 1)
+    gw = subprocess.run(["ip", "-4", "route", "show", "default"], capture_output=True, text=True).stdout.split()
+    gateway = gw[gw.index("via") + 1] if "via" in gw else "192.0.2.1"
+    node = stack.list("nodes", selector="type=real")[0]
+    net = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP").split(".")[1]
+    before = fw_drops(stack)
+    with sdk.SandboxClient(router_config(), kubeconfig=stack.kubeconfig) as c:
+        sb = c.create_sandbox("sandboxd-pool", ns, 180)
+        for target in (f"{gateway}/53", f"10.{net}.100.7/80", "10.96.255.254/443"):
+            r = sb.commands.run("bash -c " + shlex.quote(
+                f"timeout 3 bash -c 'exec 3<>/dev/tcp/{target}' 2>&1; echo rc=$?"), timeout=30)
+            assert "rc=0" not in r.stdout, f"{target} answered: {r.stdout}"
+    assert fw_drops(stack) > before, "no packet was dropped by the FORWARD rule"

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "sdk-python"))
 # tests/kubetest.py: Kube, wait_for, free_port, condition (shared with tests/e2e)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from kubetest import LOCAL_CLUSTER, Kube, condition, free_port, wait_for  # noqa: E402,F401
+from kubetest import LOCAL_CLUSTER, Kube, admin_kube, condition, free_port, wait_for  # noqa: E402,F401
 # In the sanitizer pass tools/test preloads libasan into pytest (the SDK
 # loads a sanitized libsandbox) with leak detection off: this process keeps
 # both, the processes it starts (controllers, kubectl) get the environment
@@ -64,11 +64,11 @@ EXTENSION_CRDS = CRDS[1:]
 
 @pytest.fixture(scope="session")
 def kube():
-    kc = os.environ.get("KUBECONFIG")
-    if not kc or not os.path.exists(kc):
+    k = admin_kube()
+    if k is None:
         pytest.fail("KUBECONFIG must point at the admin kubeconfig of a running cluster "
                     "(run the suite with tools/test, or `tools/local-cluster up`)")
-    return Kube(kc)
+    return k
 
 
 @pytest.fixture(scope="session")

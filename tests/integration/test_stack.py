@@ -36,6 +36,7 @@ import pytest
 import yaml
 
 from conftest import LoggedProcess, ROOT, condition, sdk_child_env, wait_for
+from kubetest import CLAIM, EXT_API, POOL, UPSTREAM_CLIENT
 from router_util import Router
 from test_sdk import GATEWAY_CRD
 
@@ -43,14 +44,8 @@ import agent_sandbox_c as sdk
 
 pytestmark = pytest.mark.usefixtures("extensions_controller")
 
-EXT_API = "extensions.agents.x-k8s.io/v1beta1"
-CLAIM = "sandboxclaims.extensions.agents.x-k8s.io"
-POOL = "sandboxwarmpools.extensions.agents.x-k8s.io"
 A_REQUESTED = "agents.x-k8s.io/client-first-requested-at"
 HELLO = "echo 'Hello from SDK'"
-UPSTREAM_CLIENT = os.environ.get("AGENT_SANDBOX_UPSTREAM_CLIENT", os.path.join(
-    os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "agent-sandbox",
-    "k8s-agent-sandbox-1.0.8"))
 
 
 class SandboxdPods(LoggedProcess):
