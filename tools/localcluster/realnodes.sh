@@ -384,12 +384,27 @@ real_load_images() { # N [IMAGE...]
         fail_component "containerd-$n" "could not load ${imgs[*]} into $(real_node_name "$n")'s containerd (tools/images load)"
 }
 
+# Takes the machine's real-node lock: created atomically (noclobber), so of
+# two clusters starting at once one gets it and the other stops here; a lock
+# whose cluster has no real nodes recorded any more is stale and taken over.
+real_take_lock() {
+    local holder
+    if ! ( set -o noclobber; echo "$STATE_DIR" >"$REAL_LOCK" ) 2>/dev/null; then
+        holder="$(cat "$REAL_LOCK" 2>/dev/null || true)"
+        if [[ "$holder" != "$STATE_DIR" && -f "$holder/real-nodes" ]]; then
+            rm -f "$STATE_DIR/real-nodes"
+            die "the cluster in $holder runs real nodes (kube-proxy's iptables rules are host-wide: one such cluster at a time); stop it first (AGENT_SANDBOX_CLUSTER_DIR=$holder tools/local-cluster down)"
+        fi
+        echo "$STATE_DIR" >"$REAL_LOCK"
+    fi
+}
+
 # Before the control plane starts: the lock, the record `down` reads, the
 # certificates, the bridges (the API server advertises node 0's address).
 real_prepare() {
     (( REAL_NODES > 0 )) || return 0
-    echo "$STATE_DIR" >"$REAL_LOCK"
     echo "$REAL_NODES $POD_NET" >"$STATE_DIR/real-nodes"
+    real_take_lock
     real_gen_certs
     real_net_up
 }
