@@ -17,6 +17,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY meson.build meson_options.txt ./
+COPY libasb libasb
+COPY libhttpd libhttpd
 COPY libk8s libk8s
 COPY libsandbox libsandbox
 COPY libwarmpool libwarmpool

@@ -57,7 +57,7 @@ static int measure(const k8s_config *cfg, int shards, int threads, int n)
 	o.api_connections = shards;
 	k8s_client *c = NULL;
 	if (k8s_client_new(&c, cfg, &o)) {
-		fprintf(stderr, "client: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "client: %s\n", asb_error_last()->message);
 		return -1;
 	}
 	/* Warm up: connections and TLS set up before the clock starts. */
@@ -108,7 +108,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (k8s_global_init() < 0 || k8s_config_load(&cfg, NULL, NULL)) {
-		fprintf(stderr, "%s\n", k8s_error_last()->message);
+		fprintf(stderr, "%s\n", asb_error_last()->message);
 		return 1;
 	}
 	uname(&u);

@@ -33,7 +33,7 @@
 #include "k8s/client.h"
 #include "k8s/informer.h"
 #include "k8s/object.h"
-#include "map.h"
+#include "asb/map.h"
 #include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
 #include "watch_decoder.h"
@@ -87,7 +87,7 @@ static void *setup_worker(void *arg)
 		snprintf(name, sizeof(name), "bench-pod-%05d", i);
 		cJSON *p = realistic_pod(name);
 		int rc = k8s_client_create(client, &k8s_resource_pods, j->ns, p, NULL, NULL);
-		if (rc < 0 && rc != K8S_EALREADYEXISTS)
+		if (rc < 0 && rc != ASB_EALREADYEXISTS)
 			j->failures++;
 		cJSON_Delete(p);
 	}
@@ -175,11 +175,11 @@ static int cmd_cache(const char *ns, const char *mode)
 
 static int count_event(k8s_watch_event_type t, cJSON *obj, void *ud)
 {
-	k8s_map *m = ud;
+	asb_map *m = ud;
 	char *key = k8s_obj_key(obj);
 	void *old = NULL;
 	if (key)
-		k8s_map_set(m, key, obj, &old);
+		asb_map_set(m, key, obj, &old);
 	else
 		cJSON_Delete(obj);
 	cJSON_Delete(old);
@@ -210,8 +210,8 @@ static int cmd_decode(const char *ns)
 		n++;
 	}
 	cJSON_Delete(list);
-	k8s_map cache;
-	k8s_map_init(&cache);
+	asb_map cache;
+	asb_map_init(&cache);
 	k8s__watch_decoder *d;
 	k8s__watch_decoder_new(&d, 0, "bench", count_event, &cache);
 	int64_t t0 = k8s_monotonic_ms();
@@ -223,7 +223,7 @@ static int cmd_decode(const char *ns)
 	printf("decode: %zu ADDED events (%.1f MiB of watch stream) framed+decoded+stored in %.3f s = %.0f events/s (%.0f MiB/s)\n",
 	       n, len / 1048576.0, s, n / s, len / 1048576.0 / s);
 	k8s__watch_decoder_free(d);
-	k8s_map_clear(&cache, free_obj);
+	asb_map_clear(&cache, free_obj);
 	free(stream);
 	return 0;
 }
@@ -370,7 +370,7 @@ int main(int argc, char **argv)
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
 	co.timeout_ms = 120000;
 	if (k8s_config_load(&cfg, NULL, NULL) < 0 || k8s_client_new(&client, cfg, &co) < 0) {
-		fprintf(stderr, "informer_pods: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "informer_pods: %s\n", asb_error_last()->message);
 		return 1;
 	}
 	k8s_config_free(cfg);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "k8s/duration.h"
+#include "asb/duration.h"
 #include "flags.h"
 
 #define PROG "agent-sandbox-controller"
@@ -22,8 +22,8 @@ void controller_flags_defaults(controller_flags *f)
 	*f = (controller_flags){
 		.cluster_domain = "cluster.local",
 		.sandbox_workers = 100,
-		.log_format = K8S_LOG_TEXT,
-		.log_level = K8S_LOG_INFO,
+		.log_format = ASB_LOG_TEXT,
+		.log_level = ASB_LOG_INFO,
 		.metrics_addr = ":8080",
 		.probe_addr = ":8081",
 		.leader_elect = true,
@@ -138,7 +138,7 @@ static int parse_int(const char *flag, const char *s, int min, int *out)
 static int parse_duration_ms(const char *flag, const char *s, long min_ms, long *out)
 {
 	long ms;
-	if (k8s_duration_parse_ms(s, &ms) < 0)
+	if (asb_duration_parse_ms(s, &ms) < 0)
 		return bad(flag, s, "must be a duration such as 250ms, 1s, 1m or 0");
 	if (ms < min_ms) {
 		char want[64];
@@ -153,7 +153,7 @@ static int parse_duration_ms(const char *flag, const char *s, long min_ms, long 
 static int parse_positive_duration_ms(const char *flag, const char *s, long *out)
 {
 	int64_t ns;
-	if (k8s_duration_parse(s, &ns) == 0 && ns <= 0)
+	if (asb_duration_parse(s, &ns) == 0 && ns <= 0)
 		return bad(flag, s, "must be a positive duration such as 30s, 5m or 1h");
 	return parse_duration_ms(flag, s, 1, out);
 }
@@ -170,20 +170,20 @@ static bool one_of_ci(const char *s, const char *const *set)
 }
 
 /* controller-runtime's --zap-log-level: debug, info, error (any case), or an
- * integer > 0 (a debug verbosity, which is our debug). Returns a k8s_log_level
+ * integer > 0 (a debug verbosity, which is our debug). Returns an asb_log_level
  * or -1. */
 static int zap_level(const char *s)
 {
 	if (strcasecmp(s, "debug") == 0)
-		return K8S_LOG_DEBUG;
+		return ASB_LOG_DEBUG;
 	if (strcasecmp(s, "info") == 0)
-		return K8S_LOG_INFO;
+		return ASB_LOG_INFO;
 	if (strcasecmp(s, "error") == 0)
-		return K8S_LOG_ERROR;
+		return ASB_LOG_ERROR;
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
-	return errno || end == s || *end || v <= 0 ? -1 : K8S_LOG_DEBUG;
+	return errno || end == s || *end || v <= 0 ? -1 : ASB_LOG_DEBUG;
 }
 
 static int parse_bool(const char *flag, const char *s, bool *out)
@@ -283,14 +283,14 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			break;
 		case LOGFMT:
 			if (strcmp(optarg, "text") == 0)
-				f->log_format = K8S_LOG_TEXT;
+				f->log_format = ASB_LOG_TEXT;
 			else if (strcmp(optarg, "json") == 0)
-				f->log_format = K8S_LOG_JSON;
+				f->log_format = ASB_LOG_JSON;
 			else
 				return bad("log-format", optarg, "use text or json");
 			break;
 		case LOGLVL:
-			if ((f->log_level = k8s_log_level_parse(optarg)) < 0)
+			if ((f->log_level = asb_log_level_parse(optarg)) < 0)
 				return bad("log-level", optarg, "use error, warn, info or debug");
 			f->log_level_set = true;
 			break;
@@ -425,9 +425,9 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			break;
 		case ZAP_ENCODER:
 			if (strcasecmp(optarg, "console") == 0)
-				f->log_format = K8S_LOG_TEXT;
+				f->log_format = ASB_LOG_TEXT;
 			else if (strcasecmp(optarg, "json") == 0)
-				f->log_format = K8S_LOG_JSON;
+				f->log_format = ASB_LOG_JSON;
 			else
 				return bad("zap-encoder", optarg, "use json or console");
 			break;
@@ -489,7 +489,7 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 	}
 	/* controller-runtime: development mode defaults the level to debug */
 	if (f->zap_devel && !f->log_level_set)
-		f->log_level = K8S_LOG_DEBUG;
+		f->log_level = ASB_LOG_DEBUG;
 	return 0;
 }
 

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "webhook_flags.h"
 
 typedef struct {
@@ -17,7 +17,7 @@ typedef struct {
 	const char *context;
 	const char *cluster_domain;
 	int sandbox_workers;
-	k8s_log_format log_format;
+	asb_log_format log_format;
 	int log_level;
 	const char *metrics_addr;
 	const char *probe_addr;

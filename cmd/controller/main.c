@@ -23,11 +23,11 @@
 #include "k8s/config.h"
 #include "k8s/controller.h"
 #include "k8s/events.h"
-#include "k8s/httpserver.h"
+#include "httpd/server.h"
 #include "k8s/informer.h"
 #include "k8s/leaderelection.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
 #include "sandbox/metrics.h"
@@ -48,7 +48,7 @@
 #define REPORTING_CONTROLLER "sandbox-controller"
 
 /* The config search order of controller-runtime: flag, $KUBECONFIG, in-cluster, ~/.kube/config. */
-static int load_config(const controller_flags *f, k8s_logger *log, k8s_config **cfg)
+static int load_config(const controller_flags *f, asb_logger *log, k8s_config **cfg)
 {
 	if (f->kubeconfig)
 		return k8s_config_load(cfg, f->kubeconfig, f->context);
@@ -56,7 +56,7 @@ static int load_config(const controller_flags *f, k8s_logger *log, k8s_config **
 	if (env && *env)
 		return k8s_config_load(cfg, NULL, f->context);
 	if (getenv("KUBERNETES_SERVICE_HOST")) {
-		k8s_log(log, K8S_LOG_INFO, "using in-cluster configuration", NULL);
+		asb_log(log, ASB_LOG_INFO, "using in-cluster configuration", NULL);
 		return k8s_config_incluster(cfg);
 	}
 	return k8s_config_load(cfg, NULL, f->context);
@@ -108,40 +108,40 @@ enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_CORE_COUNT,
 
 
 /* agent_sandbox_build_info (spec/api.md section 11): 1, with the build as const labels. */
-static int register_build_info(k8s_metrics_registry *reg)
+static int register_build_info(asb_metrics_registry *reg)
 {
 	static const char *const labels[] = {
 		"git_version", AGENT_SANDBOX_VERSION, "git_commit", AGENT_SANDBOX_GIT_COMMIT,
 		"build_date", AGENT_SANDBOX_BUILD_DATE, "go_version", "", "compiler", COMPILER,
 		"platform", "linux/" ARCH, NULL,
 	};
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
-	o.type = K8S_METRIC_GAUGE;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_GAUGE;
 	o.name = "agent_sandbox_build_info";
 	o.help = "A metric with a constant '1' value labeled by the version, commit, build date, "
 	         "compiler and platform agent-sandbox was built with.";
 	o.const_labels = labels;
-	k8s_metric *m;
-	int rc = k8s_metrics_register(&m, reg, &o);
-	return rc < 0 ? rc : k8s_metric_set(m, NULL, 0, 1);
+	asb_metric *m;
+	int rc = asb_metrics_register(&m, reg, &o);
+	return rc < 0 ? rc : asb_metric_set(m, NULL, 0, 1);
 }
 
 /* agent_sandboxes (spec/api.md section 11), counted from the Sandbox cache at each scrape. */
-static int register_sandboxes_gauge(k8s_metrics_registry *reg, k8s_metric **out)
+static int register_sandboxes_gauge(asb_metrics_registry *reg, asb_metric **out)
 {
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
-	o.type = K8S_METRIC_GAUGE;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_GAUGE;
 	o.name = SBX_METRIC_SANDBOXES;
 	o.help = SBX_METRIC_SANDBOXES_HELP;
 	o.label_names = sbx_sandboxes_metric_labels;
-	return k8s_metrics_register(out, reg, &o);
+	return asb_metrics_register(out, reg, &o);
 }
 
 static void log_flag_warning(const char *flag, const char *msg, void *ud)
 {
 	char name[96];
 	snprintf(name, sizeof(name), "--%s", flag);
-	k8s_log(ud, K8S_LOG_WARN, msg, "flag", name, NULL);
+	asb_log(ud, ASB_LOG_WARN, msg, "flag", name, NULL);
 }
 
 static int ping(void *ud)
@@ -165,14 +165,14 @@ static int informers_synced(void *ud)
 }
 
 /* A server for a bind-address flag; "0" gives a disabled server. */
-static int new_server(k8s_http_server **out, const char *name, const char *addr,
-                      const char *flag, k8s_logger *log)
+static int new_server(httpd_server **out, const char *name, const char *addr,
+                      const char *flag, asb_logger *log)
 {
-	k8s_http_server_options o = K8S_HTTP_SERVER_OPTIONS_INIT;
+	httpd_server_options o = HTTPD_SERVER_OPTIONS_INIT;
 	o.address = addr;
 	o.name = name;
 	o.logger = log;  /* "serving HTTP" at start; per-connection events at debug */
-	if (k8s_http_server_new(out, &o) == 0)
+	if (httpd_server_new(out, &o) == 0)
 		return 0;
 	fprintf(stderr, "agent-sandbox-controller: invalid value \"%s\" for %s: want host:port, :port or 0\n",
 	        addr, flag);
@@ -187,7 +187,7 @@ typedef struct {
 	wp_template_controller *templates;  /* NULL without --extensions */
 	wp_pool_controller *pools;
 	wp_claim_controller *claims;
-	k8s_logger *log;
+	asb_logger *log;
 } leading_state;
 
 static int start_workers(leading_state *st)
@@ -206,9 +206,9 @@ static int start_workers(leading_state *st)
 static void started_leading(void *ud)
 {
 	leading_state *st = ud;
-	k8s_log(st->log, K8S_LOG_INFO, "became leader; starting workers", NULL);
+	asb_log(st->log, ASB_LOG_INFO, "became leader; starting workers", NULL);
 	if (start_workers(st) < 0) {
-		k8s_log(st->log, K8S_LOG_ERROR, "cannot start workers", "error", k8s_error_last()->message, NULL);
+		asb_log(st->log, ASB_LOG_ERROR, "cannot start workers", "error", asb_error_last()->message, NULL);
 		kill(getpid(), SIGUSR1);
 	}
 }
@@ -223,7 +223,7 @@ static void stopped_leading(void *ud)
 static void new_leader(const char *id, void *ud)
 {
 	leading_state *st = ud;
-	k8s_log(st->log, K8S_LOG_INFO, "leader observed", "identity", id ? id : "", NULL);
+	asb_log(st->log, ASB_LOG_INFO, "leader observed", "identity", id ? id : "", NULL);
 }
 
 /* controller-runtime's identity: hostname + "_" + a random suffix. */
@@ -248,7 +248,7 @@ static void identity(char *buf, size_t cap)
  * their handlers on the informers now, before these start.
  */
 static int start_extensions(const controller_flags *f, k8s_client *client, k8s_informer **inf,
-                            k8s_metrics_registry *metrics, k8s_logger *log, const char *instance,
+                            asb_metrics_registry *metrics, asb_logger *log, const char *instance,
                             k8s_event_recorder *events[3], leading_state *lead)
 {
 	static const char *const names[3] = {
@@ -331,13 +331,13 @@ int main(int argc, char **argv)
 	if (pr != 0)
 		return pr > 0 ? 0 : 1;
 
-	k8s_logger *log = NULL;
-	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) < 0)
+	asb_logger *log = NULL;
+	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
 		return 1;
 	char invalid[256];
 	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
 		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
-		k8s_logger_free(log);
+		asb_logger_free(log);
 		return 1;
 	}
 	controller_flags_warnings(&f, log_flag_warning, log);
@@ -349,10 +349,10 @@ int main(int argc, char **argv)
 	informer_set infs = { { NULL }, f.extensions ? INF_COUNT : INF_CORE_COUNT };
 	k8s_informer **inf = infs.inf;
 	k8s_event_recorder *wp_events[3] = { NULL };  /* template, pool, claim */
-	k8s_metrics_registry *metrics = NULL;
-	k8s_metric *sandboxes_gauge = NULL;
-	k8s_health_checks *live = NULL, *ready = NULL;
-	k8s_http_server *metrics_srv = NULL, *probe_srv = NULL;
+	asb_metrics_registry *metrics = NULL;
+	asb_metric *sandboxes_gauge = NULL;
+	httpd_health_checks *live = NULL, *ready = NULL;
+	httpd_server *metrics_srv = NULL, *probe_srv = NULL;
 	k8s_event_recorder *events = NULL;
 	k8s_leader *leader = NULL;
 	leading_state lead = { 0 };
@@ -361,27 +361,27 @@ int main(int argc, char **argv)
 	if (new_server(&metrics_srv, "metrics", f.metrics_addr, "--metrics-bind-address", log) < 0 ||
 	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
 		goto out;
-	if (k8s_metrics_registry_new(&metrics) < 0 || register_build_info(metrics) < 0 ||
+	if (asb_metrics_registry_new(&metrics) < 0 || register_build_info(metrics) < 0 ||
 	    register_sandboxes_gauge(metrics, &sandboxes_gauge) < 0 ||
-	    k8s_health_checks_new(&live) < 0 || k8s_health_checks_new(&ready) < 0 ||
-	    k8s_health_checks_add(live, "ping", ping, NULL) < 0 ||
-	    k8s_health_checks_add(ready, "ping", ping, NULL) < 0 ||
-	    k8s_health_checks_add(ready, "informers-synced", informers_synced, &infs) < 0 ||
-	    k8s_http_server_handle_metrics(metrics_srv, "/metrics", metrics) < 0 ||
-	    k8s_http_server_handle_health(probe_srv, "/healthz", live) < 0 ||
-	    k8s_http_server_handle_health(probe_srv, "/readyz", ready) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot set up metrics and probes",
-		        "error", k8s_error_last()->message, NULL);
+	    httpd_health_checks_new(&live) < 0 || httpd_health_checks_new(&ready) < 0 ||
+	    httpd_health_checks_add(live, "ping", ping, NULL) < 0 ||
+	    httpd_health_checks_add(ready, "ping", ping, NULL) < 0 ||
+	    httpd_health_checks_add(ready, "informers-synced", informers_synced, &infs) < 0 ||
+	    httpd_server_handle_metrics(metrics_srv, "/metrics", metrics) < 0 ||
+	    httpd_server_handle_health(probe_srv, "/healthz", live) < 0 ||
+	    httpd_server_handle_health(probe_srv, "/readyz", ready) < 0) {
+		asb_log(log, ASB_LOG_ERROR, "cannot set up metrics and probes",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 
 	if (k8s_global_init() < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot initialise libcurl", NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot initialise libcurl", NULL);
 		goto out;
 	}
 	if (load_config(&f, log, &cfg) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot load cluster configuration",
-		        "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot load cluster configuration",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
@@ -393,15 +393,15 @@ int main(int argc, char **argv)
 	co.api_connections = f.api_connections;
 	co.separate_watch_connection = f.separate_watch_connection;
 	if (k8s_client_new(&client, cfg, &co) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot create API client",
-		        "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot create API client",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 	/* Conversion is served from startup on every replica, leader or not:
 	 * the caches themselves may need it to sync. */
 	if (webhook_start(&wh, &f.webhook, f.cluster_domain, client, log) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot start the conversion webhook",
-		        "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot start the conversion webhook",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 
@@ -450,7 +450,7 @@ int main(int argc, char **argv)
 	}
 	if (k8s_informer_add_index(inf[INF_PODS], "sandbox-name-hash", sbx_pod_index_name_hash, NULL) < 0)
 		goto fail;
-	if (k8s_metric_add_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]) < 0)
+	if (asb_metric_add_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]) < 0)
 		goto fail;
 
 	sbx_reconciler_options ro = SBX_RECONCILER_OPTIONS_INIT;
@@ -472,25 +472,25 @@ int main(int argc, char **argv)
 		goto fail;
 	ro.events = events;
 	if (sbx_reconciler_new(&rec, &ro) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot create the Sandbox reconciler",
-		        "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot create the Sandbox reconciler",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 	lead.ctrl = ctrl;
 	lead.log = log;
 	if (f.extensions && start_extensions(&f, client, inf, metrics, log, instance, wp_events, &lead) < 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot create the extension controllers",
-		        "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot create the extension controllers",
+		        "error", asb_error_last()->message, NULL);
 		goto out;
 	}
 
 	char workers[16];
 	snprintf(workers, sizeof(workers), "%d", f.sandbox_workers);
-	k8s_log(log, K8S_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
+	asb_log(log, ASB_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
 	        "server", k8s_config_server(cfg), "workers", workers,
 	        "clusterDomain", f.cluster_domain, NULL);
 	/* Probes answer while the caches fill: alive, not ready yet. */
-	if (k8s_http_server_start(metrics_srv) < 0 || k8s_http_server_start(probe_srv) < 0)
+	if (httpd_server_start(metrics_srv) < 0 || httpd_server_start(probe_srv) < 0)
 		goto fail;
 	for (int i = 0; i < infs.n; i++)
 		if (k8s_informer_start(inf[i]) < 0)
@@ -498,10 +498,10 @@ int main(int argc, char **argv)
 	/* Reconciling before the caches are full would create duplicates of
 	 * objects we simply have not seen yet. */
 	for (int i = 0; i < infs.n; i++) {
-		while (k8s_informer_wait_synced(inf[i], 1000) == K8S_ETIMEOUT) {
+		while (k8s_informer_wait_synced(inf[i], 1000) == ASB_ETIMEOUT) {
 			struct timespec zero = { 0, 0 };
 			if (sigtimedwait(&sigs, NULL, &zero) > 0) {
-				k8s_log(log, K8S_LOG_INFO, "signal received before caches synced; exiting", NULL);
+				asb_log(log, ASB_LOG_INFO, "signal received before caches synced; exiting", NULL);
 				rc = 0;
 				goto out;
 			}
@@ -512,7 +512,7 @@ int main(int argc, char **argv)
 		if (!lease_ns && getenv("KUBERNETES_SERVICE_HOST"))
 			lease_ns = k8s_config_namespace(cfg);
 		if (!lease_ns) {
-			k8s_log(log, K8S_LOG_ERROR, "cannot find the leader election namespace: not running "
+			asb_log(log, ASB_LOG_ERROR, "cannot find the leader election namespace: not running "
 			        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
 			goto out;
 		}
@@ -534,10 +534,10 @@ int main(int argc, char **argv)
 		if (k8s_client_new(&lease_client, cfg, &lco) < 0 ||
 		    k8s_leader_new(&leader, lease_client, &lo) < 0 || k8s_leader_start(leader) < 0)
 			goto fail;
-		k8s_log(log, K8S_LOG_INFO, "caches synced; waiting for leadership", "lease",
+		asb_log(log, ASB_LOG_INFO, "caches synced; waiting for leadership", "lease",
 		        LEASE_NAME, "namespace", lease_ns, "identity", instance, NULL);
 	} else {
-		k8s_log(log, K8S_LOG_INFO, "caches synced; starting workers", NULL);
+		asb_log(log, ASB_LOG_INFO, "caches synced; starting workers", NULL);
 		if (start_workers(&lead) < 0)
 			goto fail;
 	}
@@ -546,27 +546,27 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	if (sig == SIGUSR1) {
 		/* as controller-runtime: a lost Lease ends the process, a restart re-elects */
-		k8s_log(log, K8S_LOG_ERROR, "leader election lost; exiting", NULL);
+		asb_log(log, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
 		rc = 1;
 		goto out;
 	}
-	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	asb_log(log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	rc = 0;
 	goto out;
 fail:
-	k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
+	asb_log(log, ASB_LOG_ERROR, "cannot start", "error", asb_error_last()->message, NULL);
 out:
 	/* endpoints first (readiness reads the informers), then the workers
 	 * (they read the caches), then the informers */
-	k8s_http_server_shutdown(metrics_srv, 5000);
-	k8s_http_server_shutdown(probe_srv, 5000);
-	k8s_http_server_free(metrics_srv);
-	k8s_http_server_free(probe_srv);
+	httpd_server_shutdown(metrics_srv, 5000);
+	httpd_server_shutdown(probe_srv, 5000);
+	httpd_server_free(metrics_srv);
+	httpd_server_free(probe_srv);
 	webhook_free(wh, 5000);
 	if (sandboxes_gauge && inf[INF_SANDBOXES])
-		k8s_metric_remove_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
-	k8s_health_checks_free(live);
-	k8s_health_checks_free(ready);
+		asb_metric_remove_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
+	httpd_health_checks_free(live);
+	httpd_health_checks_free(ready);
 	if (ctrl)
 		k8s_controller_stop(ctrl);
 	if (lead.templates)
@@ -595,9 +595,9 @@ out:
 		k8s_informer_free(inf[i]);
 	k8s_client_free(client);
 	k8s_config_free(cfg);
-	k8s_metrics_registry_free(metrics);
+	asb_metrics_registry_free(metrics);
 	k8s_global_cleanup();
-	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);
-	k8s_logger_free(log);
+	asb_log(log, ASB_LOG_INFO, "stopped", NULL);
+	asb_logger_free(log);
 	return rc;
 }

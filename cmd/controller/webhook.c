@@ -19,7 +19,7 @@
 #include <mbedtls/base64.h>
 #include "k8s/certs.h"
 #include "k8s/common.h"
-#include "k8s/httpserver.h"
+#include "httpd/server.h"
 #include "k8s/object.h"
 #include "k8s/resource.h"
 #include "sandbox/conversion.h"
@@ -39,8 +39,8 @@ static const char *const crd_names[] = {
 static const k8s_resource secrets = { "", "v1", "secrets", "Secret", true };
 
 struct webhook {
-	k8s_http_server *srv;
-	k8s_logger *log;
+	httpd_server *srv;
+	asb_logger *log;
 };
 
 /* --- files and base64 ------------------------------------------------------- */
@@ -49,7 +49,7 @@ static int mkdir_p(const char *dir)
 {
 	char *p = strdup(dir);
 	if (!p)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	for (char *s = p + 1; ; s++) {
 		if (*s == '/' || !*s) {
 			char c = *s;
@@ -57,7 +57,7 @@ static int mkdir_p(const char *dir)
 			if (mkdir(p, 0755) != 0 && errno != EEXIST) {
 				int e = errno;
 				free(p);
-				return k8s_error_set(K8S_ERROR, 0, NULL, "cannot create directory %s: %s", dir, strerror(e));
+				return asb_error_set(ASB_ERROR, 0, NULL, "cannot create directory %s: %s", dir, strerror(e));
 			}
 			if (!c)
 				break;
@@ -76,7 +76,7 @@ static int write_secret_file(const char *dir, const char *name, const char *data
 	snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", dir, name, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return k8s_error_set(K8S_ERROR, 0, NULL, "cannot write %s: %s", tmp, strerror(errno));
+		return asb_error_set(ASB_ERROR, 0, NULL, "cannot write %s: %s", tmp, strerror(errno));
 	bool ok = fchmod(fd, 0600) == 0;  /* whatever the umask or an older file said */
 	for (size_t off = 0; ok && off < len;) {
 		ssize_t n = write(fd, data + off, len - off);
@@ -96,7 +96,7 @@ static int write_secret_file(const char *dir, const char *name, const char *data
 	}
 	if (!ok) {
 		unlink(tmp);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "cannot write %s: %s", path, strerror(e));
+		return asb_error_set(ASB_ERROR, 0, NULL, "cannot write %s: %s", path, strerror(e));
 	}
 	return 0;
 }
@@ -169,7 +169,7 @@ static int from_secret(const cJSON *secret, const char *ns, pem_set *out)
 		*dst[i] = secret_value(secret, keys[i], lens[i], &why);
 		if (!*dst[i]) {
 			pem_set_free(out);
-			return k8s_error_set(K8S_EDECODE, 0, NULL, "Secret %s/%s: %s is %s", ns, WEBHOOK_SECRET_NAME,
+			return asb_error_set(ASB_EDECODE, 0, NULL, "Secret %s/%s: %s is %s", ns, WEBHOOK_SECRET_NAME,
 			                     keys[i], why);
 		}
 	}
@@ -224,7 +224,7 @@ static int generate(const webhook_flags *f, const char *cluster_domain, pem_set 
 	k8s_cert_bundle_dispose(&b);
 	if (!out->ca || !out->cert || !out->key) {
 		pem_set_free(out);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	out->ca_len = strlen(out->ca);
 	out->cert_len = strlen(out->cert);
@@ -257,7 +257,7 @@ static cJSON *secret_object(const char *ns, const pem_set *p)
 
 /* Reads or creates the Secret and writes tls.crt/tls.key; `ca` receives the CA PEM. */
 static int ensure_certs(const webhook_flags *f, const char *cluster_domain, k8s_client *c,
-                        k8s_logger *log, pem_set *out)
+                        asb_logger *log, pem_set *out)
 {
 	const char *ns = f->namespace_;
 	cJSON *secret = NULL;
@@ -267,17 +267,17 @@ static int ensure_certs(const webhook_flags *f, const char *cluster_domain, k8s_
 		cJSON_Delete(secret);
 		if (rc < 0)
 			return rc;
-		k8s_log(log, K8S_LOG_INFO, "webhook certificate read from Secret", "namespace", ns,
+		asb_log(log, ASB_LOG_INFO, "webhook certificate read from Secret", "namespace", ns,
 		        "name", WEBHOOK_SECRET_NAME, NULL);
-	} else if (rc == K8S_ENOTFOUND) {
+	} else if (rc == ASB_ENOTFOUND) {
 		if ((rc = generate(f, cluster_domain, out)) < 0)
 			return rc;
 		cJSON *obj = secret_object(ns, out);
 		if (!obj)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		rc = k8s_client_create(c, &secrets, ns, obj, NULL, NULL);
 		cJSON_Delete(obj);
-		if (rc == K8S_EALREADYEXISTS) {
+		if (rc == ASB_EALREADYEXISTS) {
 			/* another replica won the race: use its certificate */
 			pem_set_free(out);
 			if ((rc = k8s_client_get(c, &secrets, ns, WEBHOOK_SECRET_NAME, &secret)) < 0)
@@ -286,13 +286,13 @@ static int ensure_certs(const webhook_flags *f, const char *cluster_domain, k8s_
 			cJSON_Delete(secret);
 			if (rc < 0)
 				return rc;
-			k8s_log(log, K8S_LOG_INFO, "webhook Secret created by another replica; using it",
+			asb_log(log, ASB_LOG_INFO, "webhook Secret created by another replica; using it",
 			        "namespace", ns, "name", WEBHOOK_SECRET_NAME, NULL);
 		} else if (rc < 0) {
 			pem_set_free(out);
 			return rc;
 		} else {
-			k8s_log(log, K8S_LOG_INFO, "webhook certificate generated; Secret created", "namespace", ns,
+			asb_log(log, ASB_LOG_INFO, "webhook certificate generated; Secret created", "namespace", ns,
 			        "name", WEBHOOK_SECRET_NAME, NULL);
 		}
 	} else {
@@ -308,17 +308,17 @@ static int ensure_certs(const webhook_flags *f, const char *cluster_domain, k8s_
 }
 
 /* Points each CRD that uses Webhook conversion at us, trusting `ca`. */
-static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, k8s_logger *log)
+static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, asb_logger *log)
 {
 	char *bundle = b64_encode(ca->ca, ca->ca_len);
 	if (!bundle)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	int rc = 0;
 	for (size_t i = 0; i < sizeof(crd_names) / sizeof(crd_names[0]) && rc == 0; i++) {
 		cJSON *crd = NULL;
 		rc = k8s_client_get(c, &k8s_resource_crds, NULL, crd_names[i], &crd);
-		if (rc == K8S_ENOTFOUND) {
-			k8s_log(log, K8S_LOG_DEBUG, "CRD not installed; not patched", "crd", crd_names[i], NULL);
+		if (rc == ASB_ENOTFOUND) {
+			asb_log(log, ASB_LOG_DEBUG, "CRD not installed; not patched", "crd", crd_names[i], NULL);
 			rc = 0;
 			continue;
 		}
@@ -326,7 +326,7 @@ static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, 
 			break;
 		const char *strategy = k8s_obj_str(crd, "spec.conversion.strategy");
 		if (!strategy || strcmp(strategy, "Webhook") != 0) {
-			k8s_log(log, K8S_LOG_INFO, "CRD does not use Webhook conversion; not patched",
+			asb_log(log, ASB_LOG_INFO, "CRD does not use Webhook conversion; not patched",
 			        "crd", crd_names[i], NULL);
 			cJSON_Delete(crd);
 			continue;
@@ -359,7 +359,7 @@ static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, 
 		                      NULL, NULL);
 		cJSON_Delete(patch);
 		if (rc == 0)
-			k8s_log(log, K8S_LOG_INFO, "CRD conversion webhook configured", "crd", crd_names[i],
+			asb_log(log, ASB_LOG_INFO, "CRD conversion webhook configured", "crd", crd_names[i],
 			        "target", f->url ? f->url : f->service_name, NULL);
 	}
 	free(bundle);
@@ -368,27 +368,27 @@ static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, 
 
 /* --- serving ---------------------------------------------------------------- */
 
-static void handle_convert(const k8s_http_request *req, k8s_http_response *res, void *ud)
+static void handle_convert(const httpd_request *req, httpd_response *res, void *ud)
 {
 	webhook *w = ud;
 	size_t len;
-	const char *body = k8s_http_request_body(req, &len);
+	const char *body = httpd_request_body(req, &len);
 	char *out = NULL, *failure = NULL;
 	int rc = sbx_conversion_review(body, len, &out, &failure);
 	if (rc < 0) {
-		const char *msg = k8s_error_last()->message;
-		k8s_log(w->log, K8S_LOG_ERROR, "conversion request rejected", "error", msg, NULL);
-		k8s_http_response_set_status(res, rc == K8S_ENOMEM ? 500 : 400);
-		k8s_http_response_write(res, msg, strlen(msg));
-		k8s_http_response_write(res, "\n", 1);
+		const char *msg = asb_error_last()->message;
+		asb_log(w->log, ASB_LOG_ERROR, "conversion request rejected", "error", msg, NULL);
+		httpd_response_set_status(res, rc == ASB_ENOMEM ? 500 : 400);
+		httpd_response_write(res, msg, strlen(msg));
+		httpd_response_write(res, "\n", 1);
 		return;
 	}
 	if (failure) {
-		k8s_log(w->log, K8S_LOG_ERROR, "conversion failed", "error", failure, NULL);
+		asb_log(w->log, ASB_LOG_ERROR, "conversion failed", "error", failure, NULL);
 		free(failure);
 	}
-	k8s_http_response_add_header(res, "Content-Type", "application/json");
-	k8s_http_response_write(res, out, strlen(out));
+	httpd_response_add_header(res, "Content-Type", "application/json");
+	httpd_response_write(res, out, strlen(out));
 	free(out);
 }
 
@@ -411,24 +411,24 @@ static int provided_files(const webhook_flags *f, char *cert, char *key, size_t 
 		}
 	}
 	if (!has_c || !S_ISREG(sc.st_mode))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL, "webhook certificate %s: %s", cert,
+		return asb_error_set(ASB_ECONFIG, 0, NULL, "webhook certificate %s: %s", cert,
 		                     has_c ? "not a regular file" : "missing");
 	if (!has_k || !S_ISREG(sk.st_mode))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL, "webhook key %s: %s", key,
+		return asb_error_set(ASB_ECONFIG, 0, NULL, "webhook key %s: %s", key,
 		                     has_k ? "not a regular file" : "missing");
 	return 0;
 }
 
 int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_domain,
-                  k8s_client *client, k8s_logger *log)
+                  k8s_client *client, asb_logger *log)
 {
 	*out = NULL;
 	webhook *w = calloc(1, sizeof(*w));
 	if (!w)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	w->log = log;
 	if (!f->enable) {
-		k8s_log(log, K8S_LOG_INFO, "conversion webhook disabled (--enable-webhook=false): installed CRDs "
+		asb_log(log, ASB_LOG_INFO, "conversion webhook disabled (--enable-webhook=false): installed CRDs "
 		        "must use conversion.strategy: None, or v1alpha1 requests will fail; "
 		        "--manage-webhook-certs is ignored", NULL);
 		*out = w;
@@ -438,7 +438,7 @@ int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_dom
 	int rc;
 	if (f->manage_certs) {
 		if (f->cert_name_set || f->key_name_set)
-			k8s_log(log, K8S_LOG_WARN, "--webhook-cert-name and --webhook-key-name are ignored with "
+			asb_log(log, ASB_LOG_WARN, "--webhook-cert-name and --webhook-key-name are ignored with "
 			        "--manage-webhook-certs; using tls.crt and tls.key", NULL);
 		pem_set p = { 0 };
 		if ((rc = ensure_certs(f, cluster_domain, client, log, &p)) < 0 ||
@@ -456,7 +456,7 @@ int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_dom
 	}
 	char addr[512];
 	snprintf(addr, sizeof(addr), "%s:%d", f->bind_address ? f->bind_address : "", f->port);
-	k8s_http_server_options o = K8S_HTTP_SERVER_OPTIONS_INIT;
+	httpd_server_options o = HTTPD_SERVER_OPTIONS_INIT;
 	o.address = addr;
 	o.name = "webhook";
 	o.logger = log;
@@ -464,9 +464,9 @@ int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_dom
 	o.tls_key_file = key;
 	/* a ConversionReview carries whole objects: allow the API server's 3 MiB request limit */
 	o.max_body_bytes = 8 * 1024 * 1024;
-	if ((rc = k8s_http_server_new(&w->srv, &o)) < 0 ||
-	    (rc = k8s_http_server_route(w->srv, "POST", WEBHOOK_PATH, handle_convert, w)) < 0 ||
-	    (rc = k8s_http_server_start(w->srv)) < 0) {
+	if ((rc = httpd_server_new(&w->srv, &o)) < 0 ||
+	    (rc = httpd_server_route(w->srv, "POST", WEBHOOK_PATH, handle_convert, w)) < 0 ||
+	    (rc = httpd_server_start(w->srv)) < 0) {
 		webhook_free(w, 0);
 		return rc;
 	}
@@ -478,7 +478,7 @@ void webhook_free(webhook *w, long timeout_ms)
 {
 	if (!w)
 		return;
-	k8s_http_server_shutdown(w->srv, timeout_ms);
-	k8s_http_server_free(w->srv);
+	httpd_server_shutdown(w->srv, timeout_ms);
+	httpd_server_free(w->srv);
 	free(w);
 }

@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "webhook_flags.h"
 
 /** Name of the Secret holding ca.crt, tls.crt and tls.key. */
@@ -29,10 +29,10 @@ typedef struct webhook webhook;
  * HTTPS server. With --enable-webhook=false logs the notice of A.3 and
  * returns a webhook that does nothing. `client` and `log` are borrowed
  * and must outlive the webhook; `cluster_domain` is copied.
- * Returns 0 or a negative K8S_E* code (message in k8s_error_last()).
+ * Returns 0 or a negative ASB_E* code (message in asb_error_last()).
  */
 int webhook_start(webhook **out, const webhook_flags *flags, const char *cluster_domain,
-                  k8s_client *client, k8s_logger *log);
+                  k8s_client *client, asb_logger *log);
 
 /** Stops serving (requests in flight get `timeout_ms`) and frees; NULL accepted. */
 void webhook_free(webhook *w, long timeout_ms);

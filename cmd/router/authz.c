@@ -253,7 +253,7 @@ int rt_authz_new(rt_authz **out, const rt_authz_options *o)
 {
 	rt_authz *a = calloc(1, sizeof(*a));
 	if (!a)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	a->mode = o->mode;
 	a->client = o->client;
 	a->ttl_ms = o->ttl_ms > 0 ? o->ttl_ms : 30000;
@@ -283,7 +283,7 @@ int rt_authz_new(rt_authz **out, const rt_authz_options *o)
 	return 0;
 fail:
 	rt_authz_free(a);
-	return K8S_EINVAL;
+	return ASB_EINVAL;
 }
 
 void rt_authz_free(rt_authz *a)
@@ -423,7 +423,7 @@ static rt_verdict access_review(rt_authz *a, const cJSON *user, const char *ns, 
 	cJSON_AddStringToObject(ra, "name", id);
 	cJSON *status = NULL, *answer = NULL;
 	if (review(a, &subjectaccessreviews, o, &status, &answer) < 0) {
-		snprintf(detail, cap, "subjectaccessreview: %s", k8s_error_last()->message);
+		snprintf(detail, cap, "subjectaccessreview: %s", asb_error_last()->message);
 		return RT_VERDICT_ERROR;
 	}
 	rt_verdict v = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(status, "allowed"))
@@ -456,7 +456,7 @@ rt_verdict rt_authz_review(rt_authz *a, const char *authorization, const char *n
 	rt_verdict v;
 	long ttl = a->ttl_ms;
 	if (review(a, &tokenreviews, o, &status, &answer) < 0) {
-		snprintf(detail, cap, "tokenreview: %s", k8s_error_last()->message);
+		snprintf(detail, cap, "tokenreview: %s", asb_error_last()->message);
 		v = RT_VERDICT_ERROR;
 	} else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(status, "authenticated"))) {
 		v = RT_VERDICT_UNAUTHENTICATED;

@@ -58,7 +58,7 @@ typedef struct {
 	bool access_review;              /**< SubjectAccessReview after the TokenReview */
 } rt_authz_options;
 
-/** Creates an authorizer. 0, or K8S_EINVAL / K8S_ENOMEM. */
+/** Creates an authorizer. 0, or ASB_EINVAL / ASB_ENOMEM. */
 int rt_authz_new(rt_authz **out, const rt_authz_options *o);
 void rt_authz_free(rt_authz *a);
 

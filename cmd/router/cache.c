@@ -206,12 +206,12 @@ void rt_cache_view_init(rt_cache *c, rt_cache_view *v)
 
 /* ---- life cycle ---- */
 
-int rt_cache_new(rt_cache **out, k8s_client *client, const char *ns, k8s_logger *log)
+int rt_cache_new(rt_cache **out, k8s_client *client, const char *ns, asb_logger *log)
 {
 	rt_cache *c = calloc(1, sizeof(*c));
 	if (!c || !(c->ns = strdup(ns ? ns : ""))) {
 		free(c);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	k8s_informer_options so = K8S_INFORMER_OPTIONS_INIT;
 	so.resource = &sbx_resource_sandboxes;

@@ -14,22 +14,22 @@
 #define RT_CACHE_H
 
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "resolve.h"
 
 typedef struct rt_cache rt_cache;
 
 /**
  * Creates the informers over `client` (borrowed; outlives the cache), for
- * namespace `ns` ("" or NULL: all). Not started. Returns 0 or a K8S_E*
+ * namespace `ns` ("" or NULL: all). Not started. Returns 0 or a ASB_E*
  * code (recorded).
  */
-int rt_cache_new(rt_cache **out, k8s_client *client, const char *ns, k8s_logger *log);
+int rt_cache_new(rt_cache **out, k8s_client *client, const char *ns, asb_logger *log);
 
-/** Starts the informers. Returns 0 or a K8S_E* code. */
+/** Starts the informers. Returns 0 or a ASB_E* code. */
 int rt_cache_start(rt_cache *c);
 
-/** Waits until both informers have listed, at most `timeout_ms`. 0 or K8S_ETIMEOUT. */
+/** Waits until both informers have listed, at most `timeout_ms`. 0 or ASB_ETIMEOUT. */
 int rt_cache_wait_synced(rt_cache *c, long timeout_ms);
 
 /** True once both informers have listed. Thread-safe. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "k8s/duration.h"
+#include "asb/duration.h"
 #include "flags_table.h"
 
 #define PROG "sandbox-router"
@@ -40,8 +40,8 @@ int rt_flags_defaults(rt_flags *f)
 		.tokenreview_max_pending = 1024,
 		.tokenreview_max_pending_per_client = 64,
 		.access_review = true,
-		.log_format = K8S_LOG_JSON,
-		.log_level = K8S_LOG_INFO,
+		.log_format = ASB_LOG_JSON,
+		.log_level = ASB_LOG_INFO,
 		.max_header_bytes = 65536,
 		.read_header_timeout_ms = 10000,
 		.idle_timeout_ms = 120000,
@@ -103,15 +103,15 @@ static int parse_i64(const char *s, int64_t *out)
 static int zap_level(const char *s)
 {
 	if (strcasecmp(s, "debug") == 0)
-		return K8S_LOG_DEBUG;
+		return ASB_LOG_DEBUG;
 	if (strcasecmp(s, "info") == 0)
-		return K8S_LOG_INFO;
+		return ASB_LOG_INFO;
 	if (strcasecmp(s, "warn") == 0)
-		return K8S_LOG_WARN;
+		return ASB_LOG_WARN;
 	if (strcasecmp(s, "error") == 0)
-		return K8S_LOG_ERROR;
+		return ASB_LOG_ERROR;
 	int64_t v;
-	return parse_i64(s, &v) == 0 && v > 0 ? K8S_LOG_DEBUG : -1;
+	return parse_i64(s, &v) == 0 && v > 0 ? ASB_LOG_DEBUG : -1;
 }
 
 static bool one_of_ci(const char *s, const char *const *set)
@@ -257,7 +257,7 @@ int rt_flag_set(rt_flags *f, const rt_flag_def *d, const char *v, const char *or
 			want = "must be true or false";
 		break;
 	case RT_FT_DUR:
-		if (k8s_duration_parse_ms(v, (long *)base) < 0)
+		if (asb_duration_parse_ms(v, (long *)base) < 0)
 			want = "must be a duration such as 250ms, 30s or 1m30s";
 		break;
 	case RT_FT_INT: {
@@ -302,9 +302,9 @@ int rt_flag_set(rt_flags *f, const rt_flag_def *d, const char *v, const char *or
 		break;
 	case RT_FT_ENCODER:
 		if (strcasecmp(v, "json") == 0)
-			f->log_format = K8S_LOG_JSON;
+			f->log_format = ASB_LOG_JSON;
 		else if (strcasecmp(v, "console") == 0)
-			f->log_format = K8S_LOG_TEXT;
+			f->log_format = ASB_LOG_TEXT;
 		else
 			want = "must be json or console";
 		break;
@@ -483,8 +483,8 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 		f->enable_otel_metrics = true;
 	if (f->zap_devel) {
 		if (!f->log_level_set)
-			f->log_level = K8S_LOG_DEBUG;
-		f->log_format = K8S_LOG_TEXT;
+			f->log_level = ASB_LOG_DEBUG;
+		f->log_format = ASB_LOG_TEXT;
 	}
 	return RT_FLAGS_RUN;
 }

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "k8s/log.h"
+#include "asb/log.h"
 
 typedef enum {
 	RT_AUTHZ_ALLOW_ALL = 0,     /**< every request allowed (default, legacy) */
@@ -69,7 +69,7 @@ typedef struct {
 	char *kubeconfig;                /**< --kubeconfig (""; env KUBECONFIG) */
 	char *config;                    /**< --config (env SANDBOX_ROUTER_CONFIG) */
 	/* logging: controller-runtime's zap flags */
-	k8s_log_format log_format;       /**< --zap-encoder (json) */
+	asb_log_format log_format;       /**< --zap-encoder (json) */
 	int log_level;                   /**< --zap-log-level (info) */
 	bool zap_devel, log_level_set;
 	/* ours (not in the Go router): limits and threads */

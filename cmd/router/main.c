@@ -23,9 +23,9 @@
 #include "platform.h"
 #include "k8s/client.h"
 #include "k8s/config.h"
-#include "k8s/httpserver.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "httpd/server.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "k8s/object.h"
 #include "authz.h"
 #include "cache.h"
@@ -43,37 +43,37 @@ static atomic_bool ready;
 
 /* ---- probes (B.10): any method ---- */
 
-static void probe_healthz(const k8s_http_request *req, k8s_http_response *res, void *ud)
+static void probe_healthz(const httpd_request *req, httpd_response *res, void *ud)
 {
 	static const char ok[] = "{\"status\":\"ok\"}";
-	k8s_http_response_add_header(res, "Content-Type", "application/json");
-	k8s_http_response_write(res, ok, sizeof(ok) - 1);
+	httpd_response_add_header(res, "Content-Type", "application/json");
+	httpd_response_write(res, ok, sizeof(ok) - 1);
 }
 
-static void probe_readyz(const k8s_http_request *req, k8s_http_response *res, void *ud)
+static void probe_readyz(const httpd_request *req, httpd_response *res, void *ud)
 {
 	bool ok = atomic_load(&ready);
-	k8s_http_response_set_status(res, ok ? 200 : 503);
-	k8s_http_response_write(res, ok ? "ok" : "draining", ok ? 2 : 8);
+	httpd_response_set_status(res, ok ? 200 : 503);
+	httpd_response_write(res, ok ? "ok" : "draining", ok ? 2 : 8);
 }
 
 /* ---- cluster access ---- */
 
 /* --kubeconfig (or $KUBECONFIG); else in-cluster, falling back to the
  * default kubeconfig only when not in a cluster (B.7). */
-static int load_config(const rt_flags *f, k8s_logger *log, k8s_config **cfg)
+static int load_config(const rt_flags *f, asb_logger *log, k8s_config **cfg)
 {
 	if (*f->kubeconfig)
 		return k8s_config_load(cfg, f->kubeconfig, NULL);
 	if (getenv("KUBERNETES_SERVICE_HOST")) {
-		k8s_log(log, K8S_LOG_INFO, "using in-cluster configuration", NULL);
+		asb_log(log, ASB_LOG_INFO, "using in-cluster configuration", NULL);
 		return k8s_config_incluster(cfg);
 	}
 	return k8s_config_load(cfg, NULL, NULL);
 }
 
 static int new_client(k8s_client **out, const k8s_config *cfg, long timeout_ms, int retries,
-                      k8s_logger *log, k8s_metrics_registry *reg)
+                      asb_logger *log, asb_metrics_registry *reg)
 {
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.timeout_ms = timeout_ms;
@@ -86,10 +86,10 @@ static int new_client(k8s_client **out, const k8s_config *cfg, long timeout_ms, 
 
 /* ---- listeners ---- */
 
-static int new_server(k8s_http_server **out, const char *name, const char *addr,
-                      const rt_flags *f, unsigned loops, bool tls, k8s_logger *log)
+static int new_server(httpd_server **out, const char *name, const char *addr,
+                      const rt_flags *f, unsigned loops, bool tls, asb_logger *log)
 {
-	k8s_http_server_options o = K8S_HTTP_SERVER_OPTIONS_INIT;
+	httpd_server_options o = HTTPD_SERVER_OPTIONS_INIT;
 	o.address = addr;
 	o.name = name;
 	o.logger = log;
@@ -105,14 +105,14 @@ static int new_server(k8s_http_server **out, const char *name, const char *addr,
 		if (f->mtls_mode != RT_MTLS_OFF)
 			o.tls_client_ca_file = f->tls_client_ca_file;
 	}
-	int rc = k8s_http_server_new(out, &o);
+	int rc = httpd_server_new(out, &o);
 	if (rc < 0)
-		fprintf(stderr, PROG ": %s listener %s: %s\n", name, addr, k8s_error_last()->message);
+		fprintf(stderr, PROG ": %s listener %s: %s\n", name, addr, asb_error_last()->message);
 	return rc;
 }
 
 typedef struct {
-	k8s_http_server *srv;
+	httpd_server *srv;
 	long timeout_ms;
 	pthread_t th;
 	bool started;
@@ -121,12 +121,12 @@ typedef struct {
 static void *shutdown_one(void *ud)
 {
 	shutdown_job *j = ud;
-	k8s_http_server_shutdown(j->srv, j->timeout_ms);
+	httpd_server_shutdown(j->srv, j->timeout_ms);
 	return NULL;
 }
 
 /* Shuts every server down at once, sharing one deadline (B.10). */
-static void shutdown_all(k8s_http_server **srv, int n, long timeout_ms)
+static void shutdown_all(httpd_server **srv, int n, long timeout_ms)
 {
 	shutdown_job jobs[8] = { 0 };
 	for (int i = 0; i < n; i++) {
@@ -135,7 +135,7 @@ static void shutdown_all(k8s_http_server **srv, int n, long timeout_ms)
 		jobs[i] = (shutdown_job){ srv[i], timeout_ms, 0, false };
 		jobs[i].started = pthread_create(&jobs[i].th, NULL, shutdown_one, &jobs[i]) == 0;
 		if (!jobs[i].started)
-			k8s_http_server_shutdown(srv[i], timeout_ms);
+			httpd_server_shutdown(srv[i], timeout_ms);
 	}
 	for (int i = 0; i < n; i++)
 		if (jobs[i].started)
@@ -176,10 +176,10 @@ int main(int argc, char **argv)
 	}
 
 	int rc = 1;
-	k8s_logger *log = NULL;
+	asb_logger *log = NULL;
 	k8s_config *cfg = NULL;
 	k8s_client *client = NULL, *auth_client = NULL;
-	k8s_metrics_registry *reg = NULL;
+	asb_metrics_registry *reg = NULL;
 	rt_metrics *metrics = NULL;
 	rt_authz *authz = NULL;
 	rt_reviewq *reviews = NULL;
@@ -190,18 +190,18 @@ int main(int argc, char **argv)
 	char **audiences = NULL;
 	bool global = false;
 	enum { S_HTTP, S_HTTPS, S_METRICS, S_PROBE, S_COUNT };
-	k8s_http_server *srv[S_COUNT] = { NULL };
+	httpd_server *srv[S_COUNT] = { NULL };
 
-	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) < 0)
+	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
 		goto out;
 	if (f.enable_tracing || f.enable_otel_metrics)
-		k8s_log(log, K8S_LOG_WARN, "OpenTelemetry is not supported by this build: tracing and "
+		asb_log(log, ASB_LOG_WARN, "OpenTelemetry is not supported by this build: tracing and "
 		        "OTLP metrics stay off", NULL);
 	if (f.mtls_mode == RT_MTLS_OPTIONAL)
-		k8s_log(log, K8S_LOG_WARN, "--mtls-mode=optional: this build's TLS server asks every "
+		asb_log(log, ASB_LOG_WARN, "--mtls-mode=optional: this build's TLS server asks every "
 		        "client for a certificate (as required)", NULL);
 
-	if (k8s_metrics_registry_new(&reg) < 0)
+	if (asb_metrics_registry_new(&reg) < 0)
 		goto out;
 	rt_build_info bi = { AGENT_SANDBOX_VERSION, AGENT_SANDBOX_GIT_COMMIT, AGENT_SANDBOX_BUILD_DATE,
 	                     COMPILER, "linux/" ARCH };
@@ -220,14 +220,14 @@ int main(int argc, char **argv)
 		global = true;
 		if (load_config(&f, log, &cfg) < 0) {
 			fprintf(stderr, PROG ": cannot load cluster configuration: %s\n",
-			        k8s_error_last()->message);
+			        asb_error_last()->message);
 			goto out;
 		}
 		if (new_client(&client, cfg, 30000, 4, log, reg) < 0 ||
 		    (f.authz_mode == RT_AUTHZ_TOKENREVIEW &&
 		     new_client(&auth_client, cfg, TOKENREVIEW_TIMEOUT_MS, 1, log, NULL) < 0)) {
 			fprintf(stderr, PROG ": cannot build the Kubernetes client: %s\n",
-			        k8s_error_last()->message);
+			        asb_error_last()->message);
 			goto out;
 		}
 	}
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		                          .max_pending = f.tokenreview_max_pending,
 		                          .max_per_client = f.tokenreview_max_pending_per_client };
 		if (rt_reviewq_new(&reviews, &qo) < 0) {
-			fprintf(stderr, PROG ": %s\n", k8s_error_last()->message);
+			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
 			goto out;
 		}
 	}
@@ -255,10 +255,10 @@ int main(int argc, char **argv)
 		    rt_cache_wait_synced(cache, CACHE_SYNC_TIMEOUT_MS) < 0) {
 			fprintf(stderr, PROG ": the Sandbox and Pod caches did not sync within %d s: check "
 			        "that the router's ServiceAccount may get, list and watch sandboxes and pods "
-			        "(%s)\n", CACHE_SYNC_TIMEOUT_MS / 1000, k8s_error_last()->message);
+			        "(%s)\n", CACHE_SYNC_TIMEOUT_MS / 1000, asb_error_last()->message);
 			goto out;
 		}
-		k8s_log(log, K8S_LOG_INFO, "caches synced", "namespace",
+		asb_log(log, ASB_LOG_INFO, "caches synced", "namespace",
 		        *f.cache_namespace ? f.cache_namespace : "(all)", NULL);
 	}
 
@@ -275,26 +275,26 @@ int main(int argc, char **argv)
 		goto out;
 	if ((srv[S_HTTP] && rt_proxy_attach(proxy, srv[S_HTTP]) < 0) ||
 	    (srv[S_HTTPS] && rt_proxy_attach(proxy, srv[S_HTTPS]) < 0) ||
-	    (srv[S_METRICS] && k8s_http_server_handle_metrics(srv[S_METRICS], "/metrics", reg) < 0) ||
-	    (srv[S_PROBE] && (k8s_http_server_route(srv[S_PROBE], NULL, "/healthz", probe_healthz, NULL) < 0 ||
-	                      k8s_http_server_route(srv[S_PROBE], NULL, "/readyz", probe_readyz, NULL) < 0)))
+	    (srv[S_METRICS] && httpd_server_handle_metrics(srv[S_METRICS], "/metrics", reg) < 0) ||
+	    (srv[S_PROBE] && (httpd_server_route(srv[S_PROBE], NULL, "/healthz", probe_healthz, NULL) < 0 ||
+	                      httpd_server_route(srv[S_PROBE], NULL, "/readyz", probe_readyz, NULL) < 0)))
 		goto out;
 	/* bind everything before serving anything ready (B.10) */
 	for (int i = 0; i < S_COUNT; i++)
-		if (srv[i] && k8s_http_server_start(srv[i]) < 0) {
-			fprintf(stderr, PROG ": %s\n", k8s_error_last()->message);
+		if (srv[i] && httpd_server_start(srv[i]) < 0) {
+			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
 			goto out;
 		}
 	atomic_store(&ready, true);
 	char lp[16];
 	snprintf(lp, sizeof(lp), "%u", loops);
-	k8s_log(log, K8S_LOG_INFO, "sandbox-router ready", "http", f.http_addr, "https", f.https_addr,
+	asb_log(log, ASB_LOG_INFO, "sandbox-router ready", "http", f.http_addr, "https", f.https_addr,
 	        "metrics", f.metrics_addr, "probes", f.probe_addr, "loops", lp, "authz",
 	        rt_authz_mode_name(f.authz_mode), "cache", f.cache_enabled ? "true" : "false", NULL);
 
 	int sig = 0;
 	sigwait(&sigs, &sig);
-	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+	asb_log(log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
 	rc = 0;
 out:
 	atomic_store(&ready, false);
@@ -310,7 +310,7 @@ out:
 	 * must be done before the servers they would post to are freed */
 	rt_reviewq_free(reviews);
 	for (int i = 0; i < S_COUNT; i++)
-		k8s_http_server_free(srv[i]);
+		httpd_server_free(srv[i]);
 	rt_proxy_free(proxy);
 	rt_cache_free(cache);
 	rt_authz_free(authz);
@@ -322,8 +322,8 @@ out:
 	if (global)
 		k8s_global_cleanup();
 	rt_metrics_free(metrics);
-	k8s_metrics_registry_free(reg);
-	k8s_logger_free(log);
+	asb_metrics_registry_free(reg);
+	asb_logger_free(log);
 	rt_flags_free(&f);
 	return rc;
 }

@@ -16,12 +16,12 @@ struct rt_metrics {
 	pthread_mutex_t ns_lock;
 	char (*ns)[64];
 	size_t nns;
-	k8s_metric *requests, *duration, *inflight, *upstream_errors, *retries,
+	asb_metric *requests, *duration, *inflight, *upstream_errors, *retries,
 	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns;
-	k8s_metric_series *inflight_s;
+	asb_metric_series *inflight_s;
 };
 
-static int reg(k8s_metrics_registry *r, k8s_metric **out, k8s_metric_type type,
+static int reg(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
                const char *name, const char *help, const char *const *labels)
 {
 	static const double buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180 };
@@ -29,7 +29,7 @@ static int reg(k8s_metrics_registry *r, k8s_metric **out, k8s_metric_type type,
 	static const char *const overflow[3][3] = {
 		{ "_other", NULL, NULL }, { NULL, "_other", NULL }, { NULL, NULL, "_other" },
 	};
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
 	o.type = type;
 	o.name = name;
 	o.help = help;
@@ -39,14 +39,14 @@ static int reg(k8s_metrics_registry *r, k8s_metric **out, k8s_metric_type type,
 			o.max_series = RT_METRICS_MAX_SERIES;
 			o.overflow_values = overflow[i];
 		}
-	if (type == K8S_METRIC_HISTOGRAM) {
+	if (type == ASB_METRIC_HISTOGRAM) {
 		o.buckets = buckets;
 		o.nbuckets = sizeof(buckets) / sizeof(buckets[0]);
 	}
-	return k8s_metrics_register(out, r, &o);
+	return asb_metrics_register(out, r, &o);
 }
 
-int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_info *bi)
+int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_info *bi)
 {
 	static const char *const req_labels[] = { "method", "code", "sandbox_namespace", NULL };
 	static const char *const ns_only[] = { "sandbox_namespace", NULL };
@@ -56,35 +56,35 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 	static const char *const state[] = { "state", NULL };
 	rt_metrics *m = calloc(1, sizeof(*m));
 	if (!m)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	m->ns = calloc(NS_SLOTS, sizeof(*m->ns));
 	if (!m->ns) {
 		free(m);
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	}
 	pthread_mutex_init(&m->ns_lock, NULL);
 	int rc;
-	if ((rc = reg(r, &m->requests, K8S_METRIC_COUNTER, "sandbox_router_requests_total",
+	if ((rc = reg(r, &m->requests, ASB_METRIC_COUNTER, "sandbox_router_requests_total",
 	              "Requests handled by the router, by method, status code and sandbox namespace.",
 	              req_labels)) < 0 ||
-	    (rc = reg(r, &m->duration, K8S_METRIC_HISTOGRAM, "sandbox_router_request_duration_seconds",
+	    (rc = reg(r, &m->duration, ASB_METRIC_HISTOGRAM, "sandbox_router_request_duration_seconds",
 	              "Time from request head to the end of the response (upgrades: the tunnel's life).",
 	              req_labels)) < 0 ||
-	    (rc = reg(r, &m->inflight, K8S_METRIC_GAUGE, "sandbox_router_inflight_requests",
+	    (rc = reg(r, &m->inflight, ASB_METRIC_GAUGE, "sandbox_router_inflight_requests",
 	              "Requests being handled now.", NULL)) < 0 ||
-	    (rc = reg(r, &m->upstream_errors, K8S_METRIC_COUNTER, "sandbox_router_upstream_errors_total",
+	    (rc = reg(r, &m->upstream_errors, ASB_METRIC_COUNTER, "sandbox_router_upstream_errors_total",
 	              "Failures reaching or reading a sandbox, by reason (timeout, tls, eof, dial, other).",
 	              err_labels)) < 0 ||
-	    (rc = reg(r, &m->retries, K8S_METRIC_COUNTER, "sandbox_router_upstream_retries_total",
+	    (rc = reg(r, &m->retries, ASB_METRIC_COUNTER, "sandbox_router_upstream_retries_total",
 	              "Connects to a sandbox tried again after a connect failure.", ns_only)) < 0 ||
-	    (rc = reg(r, &m->invalidations, K8S_METRIC_COUNTER, "sandbox_router_cache_invalidations_total",
+	    (rc = reg(r, &m->invalidations, ASB_METRIC_COUNTER, "sandbox_router_cache_invalidations_total",
 	              "Cache entries dropped after a dead-host error (the watch keeps this cache "
 	              "current, so this stays at 0).", ns_only)) < 0 ||
-	    (rc = reg(r, &m->authz, K8S_METRIC_COUNTER, "sandbox_router_authz_decisions_total",
+	    (rc = reg(r, &m->authz, ASB_METRIC_COUNTER, "sandbox_router_authz_decisions_total",
 	              "Authorization verdicts, allow or deny.", authz_labels)) < 0 ||
-	    (rc = reg(r, &m->cert_reloads, K8S_METRIC_COUNTER, "sandbox_router_cert_reloads_total",
+	    (rc = reg(r, &m->cert_reloads, ASB_METRIC_COUNTER, "sandbox_router_cert_reloads_total",
 	              "Serving certificate reloads, by outcome.", outcome)) < 0 ||
-	    (rc = reg(r, &m->upstream_conns, K8S_METRIC_GAUGE, "sandbox_router_upstream_connections",
+	    (rc = reg(r, &m->upstream_conns, ASB_METRIC_GAUGE, "sandbox_router_upstream_connections",
 	              "Connections to sandboxes, active (carrying a request) or idle (pooled).",
 	              state)) < 0)
 		goto fail;
@@ -92,18 +92,18 @@ int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *r, const rt_build_inf
 		"git_version", bi->version, "git_commit", bi->commit, "build_date", bi->date,
 		"go_version", "", "compiler", bi->compiler, "platform", bi->platform, NULL,
 	};
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
-	o.type = K8S_METRIC_GAUGE;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_GAUGE;
 	o.name = "sandbox_router_build_info";
 	o.help = "A metric with a constant '1' value labeled by the build of sandbox-router.";
 	o.const_labels = consts;
-	if ((rc = k8s_metrics_register(&m->build_info, r, &o)) < 0 ||
-	    (rc = k8s_metric_set(m->build_info, NULL, 0, 1)) < 0 ||
-	    (rc = k8s_metric_series_get(&m->inflight_s, m->inflight, NULL, 0)) < 0)
+	if ((rc = asb_metrics_register(&m->build_info, r, &o)) < 0 ||
+	    (rc = asb_metric_set(m->build_info, NULL, 0, 1)) < 0 ||
+	    (rc = asb_metric_series_get(&m->inflight_s, m->inflight, NULL, 0)) < 0)
 		goto fail;
 	/* the inflight and connection gauges show 0 before the first request */
-	k8s_metric_add(m->upstream_conns, (const char *[]){ "active" }, 1, 0);
-	k8s_metric_add(m->upstream_conns, (const char *[]){ "idle" }, 1, 0);
+	asb_metric_add(m->upstream_conns, (const char *[]){ "active" }, 1, 0);
+	asb_metric_add(m->upstream_conns, (const char *[]){ "idle" }, 1, 0);
 	*out = m;
 	return 0;
 fail:
@@ -190,31 +190,31 @@ void rt_metrics_request(rt_metrics *m, const char *method, int code, const char 
 	char c[8];
 	const char *v[] = { rt_metrics_method(method), rt_metrics_code(code, c, sizeof(c)),
 	                    ns_label(m, ns) };
-	k8s_metric_add(m->requests, v, 3, 1);
-	k8s_metric_observe(m->duration, v, 3, seconds);
+	asb_metric_add(m->requests, v, 3, 1);
+	asb_metric_observe(m->duration, v, 3, seconds);
 }
 
 void rt_metrics_inflight(rt_metrics *m, int delta)
 {
-	k8s_metric_series_add(m->inflight_s, delta);
+	asb_metric_series_add(m->inflight_s, delta);
 }
 
 void rt_metrics_upstream_error(rt_metrics *m, const char *ns, const char *reason)
 {
-	k8s_metric_add(m->upstream_errors, (const char *[]){ ns_label(m, ns), reason }, 2, 1);
+	asb_metric_add(m->upstream_errors, (const char *[]){ ns_label(m, ns), reason }, 2, 1);
 }
 
 void rt_metrics_retry(rt_metrics *m, const char *ns)
 {
-	k8s_metric_add(m->retries, (const char *[]){ ns_label(m, ns) }, 1, 1);
+	asb_metric_add(m->retries, (const char *[]){ ns_label(m, ns) }, 1, 1);
 }
 
 void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow)
 {
-	k8s_metric_add(m->authz, (const char *[]){ ns_label(m, ns), allow ? "allow" : "deny" }, 2, 1);
+	asb_metric_add(m->authz, (const char *[]){ ns_label(m, ns), allow ? "allow" : "deny" }, 2, 1);
 }
 
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta)
 {
-	k8s_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
+	asb_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
 }

@@ -33,7 +33,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 
 typedef struct rt_metrics rt_metrics;
 
@@ -59,8 +59,8 @@ typedef struct {
 	const char *version, *commit, *date, *compiler, *platform;
 } rt_build_info;
 
-/** Registers the families in `reg` (borrowed; outlives the handle). 0 or K8S_E*. */
-int rt_metrics_new(rt_metrics **out, k8s_metrics_registry *reg, const rt_build_info *bi);
+/** Registers the families in `reg` (borrowed; outlives the handle). 0 or ASB_E*. */
+int rt_metrics_new(rt_metrics **out, asb_metrics_registry *reg, const rt_build_info *bi);
 void rt_metrics_free(rt_metrics *m);
 
 /** One finished request: its method, status code, namespace label and duration. */

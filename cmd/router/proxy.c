@@ -26,7 +26,7 @@
 
 typedef struct rt_listener {
 	rt_proxy *proxy;
-	k8s_http_server *srv;
+	httpd_server *srv;
 	rt_pool *pools[MAX_LOOPS];   /* one per loop thread, made on that thread */
 	bool draining[MAX_LOOPS];
 	struct rt_listener *next;
@@ -43,7 +43,7 @@ typedef struct rt_req {
 	rt_listener *l;
 	rt_proxy *p;
 	rt_pool *pool;
-	k8s_http_exchange *ex;       /* NULL once on_close ran */
+	httpd_exchange *ex;       /* NULL once on_close ran */
 	int refs;
 	/* the request head (strings borrowed from the exchange's request) */
 	rt_header *hs;
@@ -96,14 +96,14 @@ static const char *ns_label(const rt_req *r)
 	return r->routed ? r->route.ns : "-";
 }
 
-static rt_pool *loop_pool(rt_listener *l, k8s_http_exchange *ex)
+static rt_pool *loop_pool(rt_listener *l, httpd_exchange *ex)
 {
-	unsigned i = k8s_http_exchange_loop_index(ex);
+	unsigned i = httpd_exchange_loop_index(ex);
 	if (i >= MAX_LOOPS)
 		return NULL;
 	if (!l->pools[i]) {
 		const rt_flags *f = l->proxy->o.flags;
-		l->pools[i] = rt_pool_new(k8s_http_exchange_loop(ex),
+		l->pools[i] = rt_pool_new(httpd_exchange_loop(ex),
 		                          l->draining[i] ? 0 : f->upstream_idle_per_host,
 		                          f->upstream_idle_timeout_ms, l->proxy->o.metrics);
 	}
@@ -124,7 +124,7 @@ static void fail_request(rt_req *r, int status, const char *detail)
 		return;
 	r->done = true;
 	if (r->head_sent) {
-		k8s_http_exchange_abort(r->ex);
+		httpd_exchange_abort(r->ex);
 		return;
 	}
 	cJSON *o = cJSON_CreateObject();
@@ -133,7 +133,7 @@ static void fail_request(rt_req *r, int status, const char *detail)
 	r->status = status;
 	r->head_sent = true;
 	if (!s) {
-		k8s_http_exchange_abort(r->ex);
+		httpd_exchange_abort(r->ex);
 		return;
 	}
 	/* the Go router's encoder ends the body with a newline */
@@ -145,7 +145,7 @@ static void fail_request(rt_req *r, int status, const char *detail)
 		n++;
 	}
 	r->bytes_out += n;
-	k8s_http_exchange_respond(r->ex, status, "application/json", s, n);
+	httpd_exchange_respond(r->ex, status, "application/json", s, n);
 	free(s);
 }
 
@@ -172,7 +172,7 @@ static void fail_timeout(rt_req *r)
 
 /* ---- request body: client -> sandbox ---- */
 
-static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+static void body_data(httpd_exchange *ex, const char *data, size_t len, void *ud)
 {
 	rt_req *r = ud;
 	int64_t limit = r->p->o.flags->max_request_body_bytes;
@@ -187,11 +187,11 @@ static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void 
 	rt_upconn_write(r->up, data, len, r->framing.chunked && !r->tunnel);
 	if (rt_upconn_queued(r->up) > RT_UP_HIGH_WATER && !r->body_paused) {
 		r->body_paused = true;
-		k8s_http_exchange_read_pause(ex);
+		httpd_exchange_read_pause(ex);
 	}
 }
 
-static void body_end(k8s_http_exchange *ex, void *ud)
+static void body_end(httpd_exchange *ex, void *ud)
 {
 	rt_req *r = ud;
 	r->body_done = true;
@@ -203,7 +203,7 @@ static void body_end(k8s_http_exchange *ex, void *ud)
 		rt_upconn_write_last_chunk(r->up);
 }
 
-static void body_error(k8s_http_exchange *ex, int err, void *ud)
+static void body_error(httpd_exchange *ex, int err, void *ud)
 {
 	rt_req *r = ud;
 	/* the exchange ends (on_close follows); the sandbox gets no more */
@@ -211,20 +211,20 @@ static void body_error(k8s_http_exchange *ex, int err, void *ud)
 		rt_upconn_release(r->up, false);
 		r->up = NULL;
 	}
-	if (err == K8S_ETOOLARGE)
+	if (err == ASB_ETOOLARGE)
 		r->status = 413;
-	else if (err == K8S_EBADREQUEST)
+	else if (err == ASB_EBADREQUEST)
 		r->status = 400;
 }
 
-static const k8s_http_body_reader body_reader = { body_data, body_end, body_error };
+static const httpd_body_reader body_reader = { body_data, body_end, body_error };
 
 /* ---- response: sandbox -> client ---- */
 
-static void client_drained(k8s_http_exchange *ex, void *ud)
+static void client_drained(httpd_exchange *ex, void *ud)
 {
 	rt_req *r = ud;
-	if (r->resp_paused && r->up && k8s_http_exchange_pending(ex) < RT_UP_LOW_WATER) {
+	if (r->resp_paused && r->up && httpd_exchange_pending(ex) < RT_UP_LOW_WATER) {
 		r->resp_paused = false;
 		rt_upconn_read_resume(r->up);
 	}
@@ -235,11 +235,11 @@ static void to_client(rt_req *r, const char *data, size_t len)
 	if (!r->ex || !len)
 		return;
 	r->bytes_out += len;
-	if (k8s_http_exchange_write(r->ex, data, len, client_drained, r) < 0) {
+	if (httpd_exchange_write(r->ex, data, len, client_drained, r) < 0) {
 		fail_request(r, 502, "");
 		return;
 	}
-	if (r->up && !r->resp_paused && k8s_http_exchange_pending(r->ex) > RT_UP_HIGH_WATER) {
+	if (r->up && !r->resp_paused && httpd_exchange_pending(r->ex) > RT_UP_HIGH_WATER) {
 		r->resp_paused = true;
 		rt_upconn_read_pause(r->up);
 	}
@@ -247,7 +247,7 @@ static void to_client(rt_req *r, const char *data, size_t len)
 
 static void add_header(const char *name, const char *value, void *ud)
 {
-	k8s_http_response_add_header(ud, name, value);
+	httpd_response_add_header(ud, name, value);
 }
 
 static bool same_token(const char *a, const char *b)
@@ -269,7 +269,7 @@ static int up_head(rt_upconn *c, const rt_up_head *h, void *ud)
 	if (!r->ex)
 		return -1;
 	uv_timer_stop(&r->phase);
-	k8s_http_response *res = k8s_http_exchange_response(r->ex);
+	httpd_response *res = httpd_exchange_response(r->ex);
 	if (h->status == 101) {
 		/* only for an upgrade asked for, to the protocol asked for (B.8) */
 		if (!r->upgrade || !h->upgrade ||
@@ -282,13 +282,13 @@ static int up_head(rt_upconn *c, const rt_up_head *h, void *ud)
 		r->tunnel = true;
 		r->status = 101;
 		r->head_sent = true;
-		if (k8s_http_exchange_upgrade(r->ex, &body_reader, r) < 0) {
+		if (httpd_exchange_upgrade(r->ex, &body_reader, r) < 0) {
 			fail_request(r, 502, "");
 			return -1;
 		}
 		return 0;
 	}
-	if (k8s_http_response_set_status(res, h->status) < 0) {
+	if (httpd_response_set_status(res, h->status) < 0) {
 		fail_upstream(r, "other");
 		return -1;
 	}
@@ -303,7 +303,7 @@ static int up_head(rt_upconn *c, const rt_up_head *h, void *ud)
 	r->keep_alive = h->keep_alive;
 	r->status = h->status;
 	r->head_sent = true;
-	if (k8s_http_exchange_send_head(r->ex, cl) < 0) {
+	if (httpd_exchange_send_head(r->ex, cl) < 0) {
 		fail_request(r, 502, "");
 		return -1;
 	}
@@ -325,7 +325,7 @@ static void up_complete(rt_upconn *c, void *ud)
 	r->up = NULL;
 	if (r->ex && !r->done) {
 		r->done = true;
-		k8s_http_exchange_finish(r->ex);
+		httpd_exchange_finish(r->ex);
 	}
 }
 
@@ -342,7 +342,7 @@ static void up_error(rt_upconn *c, int uverr, const char *reason, void *ud)
 		/* the sandbox ended the tunnel: close after what is queued */
 		if (r->ex && !r->done) {
 			r->done = true;
-			k8s_http_exchange_finish(r->ex);
+			httpd_exchange_finish(r->ex);
 		}
 		return;
 	}
@@ -351,7 +351,7 @@ static void up_error(rt_upconn *c, int uverr, const char *reason, void *ud)
 		/* a pooled connection the sandbox had closed: once more, fresh */
 		if (r->body_started && !r->body_paused) {
 			r->body_paused = true;
-			k8s_http_exchange_read_pause(r->ex);
+			httpd_exchange_read_pause(r->ex);
 		}
 		start_attempt(r);
 		return;
@@ -364,7 +364,7 @@ static void up_drain(rt_upconn *c, void *ud)
 	rt_req *r = ud;
 	if (r->body_paused && r->ex) {
 		r->body_paused = false;
-		k8s_http_exchange_read_resume(r->ex);
+		httpd_exchange_read_resume(r->ex);
 	}
 }
 
@@ -415,10 +415,10 @@ static void begin_exchange(rt_req *r)
 		return;  /* an upgrade's bytes flow after the 101 */
 	if (!r->body_started) {
 		r->body_started = true;
-		k8s_http_exchange_read_start(r->ex, &body_reader, r);
+		httpd_exchange_read_start(r->ex, &body_reader, r);
 	} else if (r->body_paused && rt_upconn_queued(r->up) < RT_UP_HIGH_WATER) {
 		r->body_paused = false;
-		k8s_http_exchange_read_resume(r->ex);
+		httpd_exchange_read_resume(r->ex);
 	}
 }
 
@@ -445,7 +445,7 @@ static void attempt_failed(rt_req *r, int uverr)
 		return;
 	}
 	if (r->p->o.log)
-		k8s_log(r->p->o.log, K8S_LOG_DEBUG, "upstream connect failed", "sandbox", r->route.id,
+		asb_log(r->p->o.log, ASB_LOG_DEBUG, "upstream connect failed", "sandbox", r->route.id,
 		        "namespace", r->route.ns, "target", r->target.host, "error", uv_strerror(uverr),
 		        NULL);
 	fail_upstream(r, "dial");
@@ -534,7 +534,7 @@ static void start_attempt(rt_req *r)
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	r->gai.data = r;
 	r->refs++;
-	int rc = uv_getaddrinfo(k8s_http_exchange_loop(r->ex), &r->gai, on_resolved,
+	int rc = uv_getaddrinfo(httpd_exchange_loop(r->ex), &r->gai, on_resolved,
 	                        r->target.host, NULL, &hints);
 	if (rc < 0) {
 		r->refs--;
@@ -551,7 +551,7 @@ static void proceed(rt_req *r, rt_verdict v, const char *detail)
 	    !rt_authz_pod_ip_allowed(p->o.authz, p->has_view &&
 	                             p->view.authoritative(p->view.ud, r->route.ns))) {
 		if (p->o.log)
-			k8s_log(p->o.log, K8S_LOG_DEBUG, "X-Sandbox-Pod-IP refused: no cache binds it to "
+			asb_log(p->o.log, ASB_LOG_DEBUG, "X-Sandbox-Pod-IP refused: no cache binds it to "
 			        "the authorized sandbox", "sandbox", r->route.id, "namespace", r->route.ns,
 			        NULL);
 		v = RT_VERDICT_FORBIDDEN;
@@ -587,10 +587,10 @@ static void review_done(rt_verdict v, const char *detail, void *ud)
 	rt_req *r = ud;
 	r->verdict = v;
 	snprintf(r->detail, sizeof(r->detail), "%s", detail ? detail : "");
-	int rc = k8s_http_server_call(r->l->srv, r->loop_index, review_on_loop, r);
-	if (rc == K8S_ESHUTDOWN || rc == K8S_EINVAL)
+	int rc = httpd_server_call(r->l->srv, r->loop_index, review_on_loop, r);
+	if (rc == ASB_ESHUTDOWN || rc == ASB_EINVAL)
 		req_unref(r);
-	/* K8S_ENOMEM: the request is leaked rather than freed under its loop */
+	/* ASB_ENOMEM: the request is leaked rather than freed under its loop */
 }
 
 static void submit_review(rt_req *r, const char *auth)
@@ -601,14 +601,14 @@ static void submit_review(rt_req *r, const char *auth)
 	int rc = r->authorization && p->o.reviews
 	                 ? rt_reviewq_submit(p->o.reviews, r->authorization, r->route.ns,
 	                                     r->route.id, r->peer, &r->gone, review_done, r)
-	                 : K8S_ENOMEM;
+	                 : ASB_ENOMEM;
 	if (rc == 0)
 		return;
 	r->refs--;
 	rt_metrics_authz(p->o.metrics, ns_label(r), false);
-	if (rc == K8S_ETOOMANYREQUESTS)
+	if (rc == ASB_ETOOMANYREQUESTS)
 		fail_request(r, 429, "Too many token reviews pending for this client.");
-	else if (rc == K8S_ESERVICEUNAVAILABLE)
+	else if (rc == ASB_ESERVICEUNAVAILABLE)
 		fail_request(r, 503, "Too many token reviews pending.");
 	else
 		fail_request(r, 500, "tokenreview: cannot queue the review");
@@ -636,7 +636,7 @@ static void timer_closed(uv_handle_t *h)
 	req_unref(h->data);
 }
 
-static void on_close(k8s_http_exchange *ex, int reason, void *ud)
+static void on_close(httpd_exchange *ex, int reason, void *ud)
 {
 	rt_req *r = ud;
 	rt_proxy *p = r->p;
@@ -684,49 +684,49 @@ static long request_timeout(const rt_head *h, long max_ms)
 	return ms > 0 ? ms : 1;
 }
 
-static void healthz(k8s_http_exchange *ex)
+static void healthz(httpd_exchange *ex)
 {
 	static const char ok[] = "{\"status\":\"ok\"}";
-	k8s_http_exchange_respond(ex, 200, "application/json", ok, sizeof(ok) - 1);
+	httpd_exchange_respond(ex, 200, "application/json", ok, sizeof(ok) - 1);
 }
 
 /* Builds the rt_head view of the exchange's request. -1: out of memory. */
-static int load_head(rt_req *r, k8s_http_exchange *ex)
+static int load_head(rt_req *r, httpd_exchange *ex)
 {
-	const k8s_http_request *req = k8s_http_exchange_request(ex);
-	size_t n = k8s_http_request_header_count(req);
+	const httpd_request *req = httpd_exchange_request(ex);
+	size_t n = httpd_request_header_count(req);
 	r->hs = calloc(n ? n : 1, sizeof(*r->hs));
 	if (!r->hs)
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		k8s_http_request_header_at(req, i, &r->hs[i].name, &r->hs[i].value);
-	k8s_http_exchange_peer(ex, r->peer, sizeof(r->peer), NULL);
+		httpd_request_header_at(req, i, &r->hs[i].name, &r->hs[i].value);
+	httpd_exchange_peer(ex, r->peer, sizeof(r->peer), NULL);
 	/* the target as received: path, and the query when there is one */
-	const char *path = k8s_http_request_path(req), *query = k8s_http_request_query(req);
+	const char *path = httpd_request_path(req), *query = httpd_request_query(req);
 	if (asprintf(&r->target_s, "%s%s%s", path, *query ? "?" : "", query) < 0) {
 		r->target_s = NULL;
 		return -1;
 	}
 	r->head = (rt_head){
-		.method = k8s_http_request_method(req), .target = r->target_s, .path = path,
+		.method = httpd_request_method(req), .target = r->target_s, .path = path,
 		.headers = r->hs, .nheaders = n, .peer_ip = r->peer,
-		.tls = k8s_http_exchange_is_tls(ex),
+		.tls = httpd_exchange_is_tls(ex),
 	};
 	return 0;
 }
 
-static void handle(k8s_http_exchange *ex, void *ud)
+static void handle(httpd_exchange *ex, void *ud)
 {
 	rt_listener *l = ud;
 	rt_proxy *p = l->proxy;
-	const k8s_http_request *req = k8s_http_exchange_request(ex);
-	if (strcmp(k8s_http_request_path(req), "/healthz") == 0) {
+	const httpd_request *req = httpd_exchange_request(ex);
+	if (strcmp(httpd_request_path(req), "/healthz") == 0) {
 		healthz(ex);  /* fast path: never proxied, any method */
 		return;
 	}
 	rt_req *r = calloc(1, sizeof(*r));
 	if (!r) {
-		k8s_http_exchange_abort(ex);
+		httpd_exchange_abort(ex);
 		return;
 	}
 	r->l = l;
@@ -734,13 +734,13 @@ static void handle(k8s_http_exchange *ex, void *ud)
 	r->ex = ex;
 	r->refs = 3;  /* the exchange, and the two timers until closed */
 	r->start_ns = now_ns();
-	r->loop_index = k8s_http_exchange_loop_index(ex);
+	r->loop_index = httpd_exchange_loop_index(ex);
 	atomic_init(&r->gone, false);
-	uv_timer_init(k8s_http_exchange_loop(ex), &r->phase);
-	uv_timer_init(k8s_http_exchange_loop(ex), &r->deadline);
+	uv_timer_init(httpd_exchange_loop(ex), &r->phase);
+	uv_timer_init(httpd_exchange_loop(ex), &r->deadline);
 	r->phase.data = r->deadline.data = r;
 	rt_metrics_inflight(p->o.metrics, 1);
-	k8s_http_exchange_on_close(ex, on_close, r);
+	httpd_exchange_on_close(ex, on_close, r);
 	r->pool = loop_pool(l, ex);
 	if (!r->pool || load_head(r, ex) < 0) {
 		fail_request(r, 500, "Out of memory.");
@@ -755,14 +755,14 @@ static void handle(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	r->routed = true;
-	r->upgrade = k8s_http_exchange_wants_upgrade(ex) && strcmp(r->head.method, "CONNECT") != 0;
+	r->upgrade = httpd_exchange_wants_upgrade(ex) && strcmp(r->head.method, "CONNECT") != 0;
 	r->head_req = strcmp(r->head.method, "HEAD") == 0;
 	/* a client that closes its side once its request is in has gone (Go's
 	 * server cancels the request then): end the exchange, and with it the
 	 * upstream connection, so the sandbox stops what it was doing for it
 	 * and a pending review is not sent. Tunnels pass half-closes on. */
 	if (!r->upgrade)
-		k8s_http_exchange_end_on_client_eof(ex);
+		httpd_exchange_end_on_client_eof(ex);
 	rt_headers_framing(&r->head, &r->framing);
 	int64_t limit = p->o.flags->max_request_body_bytes;
 	if (limit > 0 && r->framing.content_length > limit) {
@@ -770,12 +770,12 @@ static void handle(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	/* body limit and timeouts are the router's own (JSON answers) */
-	k8s_http_exchange_set_max_body(ex, 0);
+	httpd_exchange_set_max_body(ex, 0);
 	r->deadline_ms = request_timeout(&r->head, p->o.flags->proxy_timeout_ms);
 	if (r->upgrade) {
-		k8s_http_exchange_set_timeout(ex, 0);
+		httpd_exchange_set_timeout(ex, 0);
 	} else {
-		k8s_http_exchange_set_timeout(ex, r->deadline_ms + 5000);  /* a backstop */
+		httpd_exchange_set_timeout(ex, r->deadline_ms + 5000);  /* a backstop */
 		uv_timer_start(&r->deadline, on_deadline, (uint64_t)r->deadline_ms, 0);
 	}
 	bool overrides = r->route.has_pod_ip || r->route.has_uid;
@@ -795,7 +795,7 @@ int rt_proxy_new(rt_proxy **out, const rt_proxy_options *o)
 {
 	rt_proxy *p = calloc(1, sizeof(*p));
 	if (!p)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	p->o = *o;
 	if (o->cache) {
 		rt_cache_view_init(o->cache, &p->view);
@@ -805,14 +805,14 @@ int rt_proxy_new(rt_proxy **out, const rt_proxy_options *o)
 	return 0;
 }
 
-int rt_proxy_attach(rt_proxy *p, k8s_http_server *s)
+int rt_proxy_attach(rt_proxy *p, httpd_server *s)
 {
 	rt_listener *l = calloc(1, sizeof(*l));
 	if (!l)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	l->proxy = p;
 	l->srv = s;
-	int rc = k8s_http_server_route_stream(s, NULL, "/*", handle, l);
+	int rc = httpd_server_route_stream(s, NULL, "/*", handle, l);
 	if (rc < 0) {
 		free(l);
 		return rc;
@@ -839,13 +839,13 @@ static void drain_loop(void *ud)
 void rt_proxy_drain(rt_proxy *p)
 {
 	for (rt_listener *l = p->listeners; l; l = l->next) {
-		unsigned n = k8s_http_server_loops(l->srv);
+		unsigned n = httpd_server_loops(l->srv);
 		for (unsigned i = 0; i < n && i < MAX_LOOPS; i++) {
 			drain_arg *a = malloc(sizeof(*a));
 			if (!a)
 				continue;
 			*a = (drain_arg){ l, i };
-			if (k8s_http_server_call(l->srv, i, drain_loop, a) < 0)
+			if (httpd_server_call(l->srv, i, drain_loop, a) < 0)
 				free(a);
 		}
 	}

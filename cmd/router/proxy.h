@@ -1,6 +1,6 @@
 /*
  * proxy.h - the router's data path: a streaming route ("/" + "*") on a
- * proxy listener (k8s_http_server_route_stream, httpexchange.h) that takes
+ * proxy listener (httpd_server_route_stream, httpd/exchange.h) that takes
  * each request through the contract (contract.h), authorization
  * (authz.h), resolution (resolve.h) and an upstream connection
  * (upstream.h), and relays the response:
@@ -32,9 +32,9 @@
 #define RT_PROXY_H
 
 #include <stdio.h>
-#include "k8s/httpexchange.h"
-#include "k8s/httpserver.h"
-#include "k8s/log.h"
+#include "httpd/exchange.h"
+#include "httpd/server.h"
+#include "asb/log.h"
 #include "authz.h"
 #include "cache.h"
 #include "flags.h"
@@ -49,23 +49,23 @@ typedef struct {
 	rt_reviewq *reviews;         /**< borrowed; tokenreview mode (reviews the API answers) */
 	rt_cache *cache;             /**< borrowed; NULL: no cache */
 	rt_metrics *metrics;         /**< borrowed */
-	k8s_logger *log;             /**< borrowed; may be NULL */
+	asb_logger *log;             /**< borrowed; may be NULL */
 	FILE *access_log;            /**< NULL: no access log */
 } rt_proxy_options;
 
-/** Creates the proxy. Returns 0 or K8S_ENOMEM. */
+/** Creates the proxy. Returns 0 or ASB_ENOMEM. */
 int rt_proxy_new(rt_proxy **out, const rt_proxy_options *o);
 
 /**
  * Serves the proxy on `s` (a listener not started yet; at most 64 loops):
  * adds the catch-all streaming route. Returns 0 or what the route call returns.
  */
-int rt_proxy_attach(rt_proxy *p, k8s_http_server *s);
+int rt_proxy_attach(rt_proxy *p, httpd_server *s);
 
 /**
  * Closes the idle upstream connections of every loop of every attached
  * listener (posted to the loops) and keeps no new ones: call right before
- * k8s_http_server_shutdown().
+ * httpd_server_shutdown().
  */
 void rt_proxy_drain(rt_proxy *p);
 

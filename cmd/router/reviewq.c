@@ -149,11 +149,11 @@ int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o)
 {
 	if (!out || !o || (!o->authz && !o->review) || o->workers < 1 || o->max_pending < 1 ||
 	    o->max_per_client < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "token review queue: invalid options");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "token review queue: invalid options");
 	rt_reviewq *q = calloc(1, sizeof(*q));
 	if (!q || !(q->threads = calloc((size_t)o->workers, sizeof(pthread_t)))) {
 		free(q);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "token review queue: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "token review queue: out of memory");
 	}
 	q->review = o->review ? o->review : authz_review;
 	q->review_ud = o->review ? o->review_ud : o->authz;
@@ -164,7 +164,7 @@ int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o)
 	for (int i = 0; i < o->workers; i++) {
 		if (pthread_create(&q->threads[i], NULL, worker, q) != 0) {
 			rt_reviewq_free(q);
-			return k8s_error_set(K8S_ERROR, 0, NULL, "token review queue: cannot start a thread");
+			return asb_error_set(ASB_ERROR, 0, NULL, "token review queue: cannot start a thread");
 		}
 		q->nthreads++;
 	}
@@ -199,7 +199,7 @@ int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, 
 	client_key(raw_client ? raw_client : "", client, sizeof(client));
 	waiter *w = calloc(1, sizeof(*w));
 	if (!w)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	*w = (waiter){ cb, ud, gone, NULL };
 	pthread_mutex_lock(&q->lock);
 	int mine = 0;
@@ -216,11 +216,11 @@ int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, 
 	int rc = 0;
 	job *j = NULL;
 	if (q->stopping || q->pending >= q->max_pending)
-		rc = K8S_ESERVICEUNAVAILABLE;
+		rc = ASB_ESERVICEUNAVAILABLE;
 	else if (q->max_per_client > 0 && mine >= q->max_per_client)
-		rc = K8S_ETOOMANYREQUESTS;
+		rc = ASB_ETOOMANYREQUESTS;
 	else if (!(j = calloc(1, sizeof(*j))) || !(j->authorization = strdup(authorization)))
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 	if (rc < 0) {
 		pthread_mutex_unlock(&q->lock);
 		if (j)

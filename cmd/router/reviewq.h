@@ -7,9 +7,9 @@
  * request resolved by DNS by seconds. Here reviews run on
  * `workers` threads that serve nothing else, behind a bounded queue:
  * - at most `max_pending` reviews are queued or running at once; a review
- *   past that is refused (K8S_ESERVICEUNAVAILABLE: the caller answers 503);
+ *   past that is refused (ASB_ESERVICEUNAVAILABLE: the caller answers 503);
  * - at most `max_per_client` of them were asked for by one client (an IPv4
- *   address, or an IPv6 /64: K8S_ETOOMANYREQUESTS, 429), so one client
+ *   address, or an IPv6 /64: ASB_ETOOMANYREQUESTS, 429), so one client
  *   cannot fill the queue;
  * - clients take turns: a client's first pending review runs before
  *   another client's tenth, so one with many pending reviews does not hold
@@ -58,7 +58,7 @@ typedef struct {
 	int max_per_client;         /**< of those asked for by one client; 0: no limit */
 } rt_reviewq_options;
 
-/** Starts the threads. 0, K8S_EINVAL (bad options) or K8S_ENOMEM/K8S_ERROR. */
+/** Starts the threads. 0, ASB_EINVAL (bad options) or ASB_ENOMEM/ASB_ERROR. */
 int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o);
 
 /**
@@ -67,9 +67,9 @@ int rt_reviewq_new(rt_reviewq **out, const rt_reviewq_options *o);
  * `client` (an IP address as text, or "": counted as one client). `cb` gets the verdict once,
  * with `ud`; `gone` (may be NULL) is read before the review is sent: set
  * it when the requester no longer needs the answer (it must stay valid
- * until `cb` ran). Returns 0; K8S_ESERVICEUNAVAILABLE (max_pending
- * reviews pending, or the queue stopping); K8S_ETOOMANYREQUESTS
- * (max_per_client of them this client's); K8S_ENOMEM. `cb` is not called
+ * until `cb` ran). Returns 0; ASB_ESERVICEUNAVAILABLE (max_pending
+ * reviews pending, or the queue stopping); ASB_ETOOMANYREQUESTS
+ * (max_per_client of them this client's); ASB_ENOMEM. `cb` is not called
  * on an error.
  */
 int rt_reviewq_submit(rt_reviewq *q, const char *authorization, const char *ns, const char *id,

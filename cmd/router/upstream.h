@@ -76,7 +76,7 @@ rt_pool *rt_pool_new(uv_loop_t *loop, int max_idle_per_host, long idle_timeout_m
 /**
  * Closes every idle connection and makes the pool close, rather than
  * keep, connections released from now on. Call on the pool's loop (e.g.
- * through k8s_http_server_call()) before the loop must end: idle
+ * through httpd_server_call()) before the loop must end: idle
  * connections are open handles that would keep it running.
  */
 void rt_pool_close(rt_pool *p);

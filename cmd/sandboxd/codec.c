@@ -11,14 +11,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 
 #define MAX_TIMEOUT_S 31536000.0  /* a year: beyond is a typo, not a wish */
 
 static int oom(void)
 {
-	return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+	return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 }
 
 /* Prints `j` compactly (and frees it), with a trailing newline when `nl`. */
@@ -75,13 +75,13 @@ static int b64_decode(const char *s, unsigned char **out, size_t *n)
 		return 0;
 	int rc = mbedtls_base64_decode(NULL, 0, &need, (const unsigned char *)s, slen);
 	if (rc == MBEDTLS_ERR_BASE64_INVALID_CHARACTER)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "input is not valid base64");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "input is not valid base64");
 	unsigned char *buf = malloc(need ? need : 1);
 	if (!buf)
 		return oom();
 	if (mbedtls_base64_decode(buf, need, n, (const unsigned char *)s, slen) != 0) {
 		free(buf);
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "input is not valid base64");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "input is not valid base64");
 	}
 	*out = buf;
 	return 0;
@@ -92,7 +92,7 @@ static cJSON *parse_object(const char *json, size_t len)
 	cJSON *root = cJSON_ParseWithLength(json, len);
 	if (!root || !cJSON_IsObject(root)) {
 		cJSON_Delete(root);
-		k8s_error_set(K8S_EINVAL, 400, NULL, "request body must be a JSON object");
+		asb_error_set(ASB_EINVAL, 400, NULL, "request body must be a JSON object");
 		return NULL;
 	}
 	return root;
@@ -153,7 +153,7 @@ static int dim(const cJSON *o, const char *name, unsigned short *out)
 		return 0;
 	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 65535 ||
 	    v->valuedouble != floor(v->valuedouble))
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "pty.%s must be an integer in [0, 65535]",
+		return asb_error_set(ASB_EINVAL, 400, NULL, "pty.%s must be an integer in [0, 65535]",
 		                     name);
 	*out = (unsigned short)v->valuedouble;
 	return 0;
@@ -164,23 +164,23 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 	memset(r, 0, sizeof(*r));
 	cJSON *root = parse_object(json, len);
 	if (!root)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	int rc = 0;
 	const cJSON *cfg = member(root, "config", NULL);
 	if (cfg && !cJSON_IsObject(cfg) && !cJSON_IsNull(cfg)) {
-		rc = k8s_error_set(K8S_EINVAL, 400, NULL, "config must be an object");
+		rc = asb_error_set(ASB_EINVAL, 400, NULL, "config must be an object");
 		goto out;
 	}
 	const cJSON *cmd = cfg ? member(cfg, "command", NULL) : NULL;
 	const cJSON *shell = cfg ? member(cfg, "shell", NULL) : NULL;
 	if (cmd && shell) {
-		rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+		rc = asb_error_set(ASB_EINVAL, 400, NULL,
 		                   "config.command and config.shell are exclusive");
 		goto out;
 	}
 	if (shell) {
 		if (!cJSON_IsString(shell) || !*shell->valuestring) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "command is required");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
 			goto out;
 		}
 		r->argv = calloc(4, sizeof(char *));
@@ -192,12 +192,12 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 	} else {
 		int n = cJSON_IsArray(cmd) ? cJSON_GetArraySize(cmd) : 0;
 		if (cmd && !cJSON_IsArray(cmd)) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+			rc = asb_error_set(ASB_EINVAL, 400, NULL,
 			                   "config.command must be an array of strings");
 			goto out;
 		}
 		if (n == 0) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "command is required");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
 			goto out;
 		}
 		r->argv = calloc((size_t)n + 1, sizeof(char *));
@@ -209,7 +209,7 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 		const cJSON *a;
 		cJSON_ArrayForEach(a, cmd) {
 			if (!cJSON_IsString(a)) {
-				rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+				rc = asb_error_set(ASB_EINVAL, 400, NULL,
 				                   "config.command[%d] must be a string", i);
 				goto out;
 			}
@@ -219,14 +219,14 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 			}
 		}
 		if (!*r->argv[0]) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "command is required");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
 			goto out;
 		}
 	}
 	const cJSON *env = cfg ? member(cfg, "envVars", "env_vars") : NULL;
 	if (env && !cJSON_IsNull(env)) {
 		if (!cJSON_IsObject(env)) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "config.envVars must be an object");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "config.envVars must be an object");
 			goto out;
 		}
 		int n = cJSON_GetArraySize(env), i = 0;
@@ -238,7 +238,7 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 		const cJSON *e;
 		cJSON_ArrayForEach(e, env) {
 			if (!cJSON_IsString(e) || !e->string[0] || strchr(e->string, '=')) {
-				rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+				rc = asb_error_set(ASB_EINVAL, 400, NULL,
 				                   "config.envVars: \"%s\" needs a name without '=' "
 				                   "and a string value", e->string);
 				goto out;
@@ -253,7 +253,7 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 	const cJSON *cwd = cfg ? member(cfg, "cwd", NULL) : NULL;
 	if (cwd && !cJSON_IsNull(cwd)) {
 		if (!cJSON_IsString(cwd)) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "config.cwd must be a string");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "config.cwd must be a string");
 			goto out;
 		}
 		if (*cwd->valuestring && !(r->cwd = strdup(cwd->valuestring))) {
@@ -264,7 +264,7 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 	const cJSON *pty = member(root, "pty", NULL);
 	if (pty && !cJSON_IsNull(pty)) {
 		if (!allow_pty || !cJSON_IsObject(pty)) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+			rc = asb_error_set(ASB_EINVAL, 400, NULL,
 			                   allow_pty ? "pty must be an object"
 			                             : "pty is not supported here (use a streamed start)");
 			goto out;
@@ -277,7 +277,7 @@ int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_p
 	if (to && !cJSON_IsNull(to)) {
 		if (!cJSON_IsNumber(to) || !isfinite(to->valuedouble) || to->valuedouble < 0 ||
 		    to->valuedouble > MAX_TIMEOUT_S) {
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+			rc = asb_error_set(ASB_EINVAL, 400, NULL,
 			                   "timeoutSeconds must be a number in [0, %.0f]", MAX_TIMEOUT_S);
 			goto out;
 		}
@@ -298,20 +298,20 @@ int sbxd_stdin_request_parse(const char *json, size_t len, unsigned char **data,
 	*eof = false;
 	cJSON *root = parse_object(json, len);
 	if (!root)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	int rc = 0;
 	const cJSON *in = member(root, "input", NULL);
 	const cJSON *e = member(root, "eof", NULL);
 	if (in && e && !cJSON_IsNull(in) && !cJSON_IsNull(e)) {
-		rc = k8s_error_set(K8S_EINVAL, 400, NULL, "input and eof are exclusive");
+		rc = asb_error_set(ASB_EINVAL, 400, NULL, "input and eof are exclusive");
 	} else if (e && !cJSON_IsNull(e)) {
 		if (!cJSON_IsObject(e) && !cJSON_IsTrue(e))
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "eof must be {}");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "eof must be {}");
 		else
 			*eof = true;
 	} else if (in && !cJSON_IsNull(in)) {
 		if (!cJSON_IsString(in))
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL, "input must be a base64 string");
+			rc = asb_error_set(ASB_EINVAL, 400, NULL, "input must be a base64 string");
 		else
 			rc = b64_decode(in->valuestring, data, n);
 	}
@@ -333,7 +333,7 @@ int sbxd_signal_request_parse(const char *json, size_t len, int *sig)
 	*sig = 0;
 	cJSON *root = parse_object(json, len);
 	if (!root)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	const cJSON *s = member(root, "signal", NULL);
 	int found = 0;
 	for (size_t i = 0; i < sizeof(signals) / sizeof(signals[0]) && !found; i++) {
@@ -349,7 +349,7 @@ int sbxd_signal_request_parse(const char *json, size_t len, int *sig)
 	}
 	cJSON_Delete(root);
 	if (!found)
-		return k8s_error_set(K8S_EINVAL, 400, NULL,
+		return asb_error_set(ASB_EINVAL, 400, NULL,
 		                     "unspecified or unsupported signal (want SIGNAL_SIGINT, "
 		                     "SIGNAL_SIGKILL, SIGNAL_SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, "
 		                     "SIGUSR2, SIGCONT or SIGSTOP)");
@@ -362,7 +362,7 @@ int sbxd_resize_request_parse(const char *json, size_t len, unsigned short *cols
 {
 	cJSON *root = parse_object(json, len);
 	if (!root)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	int rc = 0;
 	const char *names[] = { "cols", "rows" };
 	unsigned short *dst[] = { cols, rows };
@@ -370,7 +370,7 @@ int sbxd_resize_request_parse(const char *json, size_t len, unsigned short *cols
 		const cJSON *v = member(root, names[i], NULL);
 		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 65535 ||
 		    v->valuedouble != floor(v->valuedouble))
-			rc = k8s_error_set(K8S_EINVAL, 400, NULL,
+			rc = asb_error_set(ASB_EINVAL, 400, NULL,
 			                   "%s must be an integer in [1, 65535]", names[i]);
 		else
 			*dst[i] = (unsigned short)v->valuedouble;
@@ -685,7 +685,7 @@ int sbxd_percent_decode(const char *s, size_t n, char **out, size_t *olen)
 		int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
 			free(d);
-			return k8s_error_set(K8S_EINVAL, 400, NULL, "invalid percent-encoding in the path");
+			return asb_error_set(ASB_EINVAL, 400, NULL, "invalid percent-encoding in the path");
 		}
 		d[w++] = (char)(hi * 16 + lo);
 		i += 2;

@@ -11,8 +11,8 @@
  * and the exit event's signal/timedOut/truncation flags).
  *
  * Every encoder returns a malloc'd, NUL-terminated body (caller frees) and
- * its length, or NULL when out of memory. Parsers return 0 or K8S_EINVAL
- * with a message naming the field, or K8S_ENOMEM. Pure; thread-safe.
+ * its length, or NULL when out of memory. Parsers return 0 or ASB_EINVAL
+ * with a message naming the field, or ASB_ENOMEM. Pure; thread-safe.
  */
 #ifndef SBXD_CODEC_H
 #define SBXD_CODEC_H
@@ -55,7 +55,7 @@ typedef struct {
  * Parses `{"config": {"command": [..] | "shell": "..", "envVars": {..},
  * "cwd": ".."}, "pty": {"cols": N, "rows": N}, "timeoutSeconds": N}`.
  * "shell": S stands for ["/bin/sh", "-c", S]. `allow_pty` false refuses
- * "pty" (Execute has none). Empty command: K8S_EINVAL "command is
+ * "pty" (Execute has none). Empty command: ASB_EINVAL "command is
  * required" (C.6). Clear with sbxd_proc_request_clear().
  */
 int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_proc_request *r);
@@ -172,7 +172,7 @@ void sbxd_rfc3339(time_t t, char *buf, size_t cap);
 /**
  * Percent-decodes `n` bytes of `s` (RFC 3986 section 2.1; '+' is kept).
  * The result may hold any byte, NUL included; it is NUL-terminated and its
- * length goes to `*olen`. K8S_EINVAL for a '%' not followed by two hex
+ * length goes to `*olen`. ASB_EINVAL for a '%' not followed by two hex
  * digits.
  */
 int sbxd_percent_decode(const char *s, size_t n, char **out, size_t *olen);

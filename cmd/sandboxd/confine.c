@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "confine.h"
 
 #define RESOLVE_FLAGS (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
@@ -219,22 +219,22 @@ int sbxd_confine_error(int err, const char *shown)
 	switch (err) {
 	case EXDEV:
 	case ELOOP:
-		return k8s_error_set(K8S_EFORBIDDEN, 403, SBXD_REASON_ESCAPE,
+		return asb_error_set(ASB_EFORBIDDEN, 403, SBXD_REASON_ESCAPE,
 		                     "%s%spath traversal outside sandbox root is forbidden", p, sep);
 	case EACCES:
 	case EPERM:
-		return k8s_error_set(K8S_EFORBIDDEN, 403, SBXD_REASON_DENIED,
+		return asb_error_set(ASB_EFORBIDDEN, 403, SBXD_REASON_DENIED,
 		                     "%s%spermission denied", p, sep);
 	case ENOENT:
-		return k8s_error_set(K8S_ENOTFOUND, 404, SBXD_REASON_MISSING,
+		return asb_error_set(ASB_ENOTFOUND, 404, SBXD_REASON_MISSING,
 		                     "%s%spath does not exist within the sandbox", p, sep);
 	case ENAMETOOLONG:
-		return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+		return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 		                     "%s%spath is too long", p, sep);
 	case ENOMEM:
-		return k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 	default:
-		return k8s_error_set(K8S_ERROR, 500, SBXD_REASON_INTERNAL, "%s%s%s", p, sep,
+		return asb_error_set(ASB_ERROR, 500, SBXD_REASON_INTERNAL, "%s%s%s", p, sep,
 		                     strerror(err));
 	}
 }
@@ -243,13 +243,13 @@ int sbxd_root_open(sbxd_root **out, const char *dir, bool create)
 {
 	*out = NULL;
 	if (!dir || !*dir)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "the root directory must not be empty");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "the root directory must not be empty");
 	struct stat st;
 	if (create && stat(dir, &st) < 0) {
 		/* mkdir -p, each component in turn; EEXIST is fine */
 		char *tmp = strdup(dir);
 		if (!tmp)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		for (char *p = tmp + 1;; p++) {
 			if (*p == '/' || *p == '\0') {
 				char c = *p;
@@ -257,7 +257,7 @@ int sbxd_root_open(sbxd_root **out, const char *dir, bool create)
 				if (mkdir(tmp, 0755) < 0 && errno != EEXIST) {
 					int e = errno;
 					free(tmp);
-					return k8s_error_set(K8S_ECONFIG, 0, NULL,
+					return asb_error_set(ASB_ECONFIG, 0, NULL,
 					                     "root directory %s cannot be created: %s",
 					                     dir, strerror(e));
 				}
@@ -270,13 +270,13 @@ int sbxd_root_open(sbxd_root **out, const char *dir, bool create)
 	}
 	char *real = realpath(dir, NULL);
 	if (!real)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL, "root directory %s: %s", dir,
+		return asb_error_set(ASB_ECONFIG, 0, NULL, "root directory %s: %s", dir,
 		                     strerror(errno));
 	int fd = open(real, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
 		free(real);
-		return k8s_error_set(K8S_ECONFIG, 0, NULL, "root directory %s: %s", dir, strerror(e));
+		return asb_error_set(ASB_ECONFIG, 0, NULL, "root directory %s: %s", dir, strerror(e));
 	}
 	/* openat2 may be missing (Linux < 5.6) or refused by a seccomp
 	 * profile (ENOSYS or EPERM): the walk resolver does the same job */
@@ -290,7 +290,7 @@ int sbxd_root_open(sbxd_root **out, const char *dir, bool create)
 	if (!r) {
 		close(fd);
 		free(real);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	r->path = real;
 	r->fd = fd;
@@ -329,11 +329,11 @@ int sbxd_root_set_resolver(sbxd_root *r, sbxd_resolver resolver)
 	if (resolver == SBXD_RESOLVE_OPENAT2) {
 		int probe = sys_openat2(r->fd, ".", O_PATH | O_DIRECTORY, 0);
 		if (probe < 0)
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "openat2 is not available: %s",
+			return asb_error_set(ASB_EINVAL, 0, NULL, "openat2 is not available: %s",
 			                     strerror(errno));
 		close(probe);
 	} else if (resolver != SBXD_RESOLVE_WALK) {
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "unknown resolver %d", (int)resolver);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unknown resolver %d", (int)resolver);
 	}
 	r->resolver = resolver;
 	return 0;
@@ -388,13 +388,13 @@ int sbxd_path_clean(const char *root_abs, sbxd_clean_mode mode, const char *user
 {
 	*out = NULL;
 	if (memchr(user, '\0', len))
-		return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+		return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 		                     "path contains a NUL byte");
 	if (len > 4 * SBXD_PATH_MAX)  /* cleaning only shrinks, but bound the work */
-		return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID, "path is too long");
+		return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID, "path is too long");
 	char *buf = malloc(len + 3);
 	if (!buf)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	const char *p = user;
 	size_t n = len;
 	if (mode == SBXD_CLEAN_LSTRIP)
@@ -413,20 +413,20 @@ int sbxd_path_clean(const char *root_abs, sbxd_clean_mode mode, const char *user
 			rel = ".";
 	} else if (strcmp(buf, "..") == 0 || strncmp(buf, "../", 3) == 0) {
 		free(buf);
-		return k8s_error_set(K8S_EFORBIDDEN, 403, SBXD_REASON_ESCAPE,
+		return asb_error_set(ASB_EFORBIDDEN, 403, SBXD_REASON_ESCAPE,
 		                     "path traversal outside sandbox root is forbidden");
 	}
 	size_t rlen = strlen(rel);
 	if (rlen > SBXD_PATH_MAX) {
 		free(buf);
-		return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID, "path is too long");
+		return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID, "path is too long");
 	}
 	for (const char *c = rel; *c;) {
 		const char *e = strchr(c, '/');
 		size_t cl = e ? (size_t)(e - c) : strlen(c);
 		if (cl > NAME_MAX) {
 			free(buf);
-			return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+			return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 			                     "a path component is longer than %d bytes", NAME_MAX);
 		}
 		c += cl + (e ? 1 : 0);
@@ -434,7 +434,7 @@ int sbxd_path_clean(const char *root_abs, sbxd_clean_mode mode, const char *user
 	char *res = strdup(rel);
 	free(buf);
 	if (!res)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	*out = res;
 	return 0;
 }
@@ -463,7 +463,7 @@ int sbxd_root_open_parent(const sbxd_root *r, const char *rel, bool mkdirs, int 
 	*dirfd = -1;
 	*name = NULL;
 	if (strcmp(rel, ".") == 0 || !*rel)
-		return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+		return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 		                     "the sandbox root has no parent");
 	const char *slash = strrchr(rel, '/');
 	if (!slash) {
@@ -477,9 +477,9 @@ int sbxd_root_open_parent(const sbxd_root *r, const char *rel, bool mkdirs, int 
 	size_t plen = (size_t)(slash - rel);
 	char *parent = strndup(rel, plen);
 	if (!parent)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	int rc = sbxd_root_openat(r, parent, O_PATH | O_DIRECTORY, 0, dirfd);
-	if (rc == K8S_ENOTFOUND && mkdirs) {
+	if (rc == ASB_ENOTFOUND && mkdirs) {
 		/* Walk down from the root: open each prefix beneath the root, and
 		 * create a missing one with mkdirat on its parent's descriptor (a
 		 * single plain name: nothing there to follow). */
@@ -494,7 +494,7 @@ int sbxd_root_open_parent(const sbxd_root *r, const char *rel, bool mkdirs, int 
 			comp = comp ? comp + 1 : parent;
 			int next = -1;
 			rc = sbxd_root_openat(r, parent, O_PATH | O_DIRECTORY, 0, &next);
-			if (rc == K8S_ENOTFOUND) {
+			if (rc == ASB_ENOTFOUND) {
 				if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
 					rc = sbxd_confine_error(errno, NULL);
 				else

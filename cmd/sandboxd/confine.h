@@ -20,14 +20,14 @@
  *    is refused even when its target lies inside the root (RESOLVE_BENEATH
  *    never resolves an absolute path); relative links are the portable way.
  *
- * Errors use libk8s' codes and last-error slot (k8s/common.h); the message
+ * Errors use libasb's codes and last-error slot (asb/common.h); the message
  * never names a host path, only the client's own path or none. The reason
  * field tells the HTTP layer which answer to give:
- *   SBXD_REASON_ESCAPE   K8S_EFORBIDDEN  the path leaves the root
- *   SBXD_REASON_DENIED   K8S_EFORBIDDEN  the OS said EACCES/EPERM
- *   SBXD_REASON_MISSING  K8S_ENOTFOUND   nothing there
- *   SBXD_REASON_INVALID  K8S_EINVAL      NUL byte, too long, not a name
- *   SBXD_REASON_INTERNAL K8S_ERROR       anything else (OS error text)
+ *   SBXD_REASON_ESCAPE   ASB_EFORBIDDEN  the path leaves the root
+ *   SBXD_REASON_DENIED   ASB_EFORBIDDEN  the OS said EACCES/EPERM
+ *   SBXD_REASON_MISSING  ASB_ENOTFOUND   nothing there
+ *   SBXD_REASON_INVALID  ASB_EINVAL      NUL byte, too long, not a name
+ *   SBXD_REASON_INTERNAL ASB_ERROR       anything else (OS error text)
  *
  * Where openat2 is missing (Linux < 5.6) or refused (a seccomp profile),
  * the same rules are applied by a userspace walk (SBXD_RESOLVE_WALK): one
@@ -68,9 +68,9 @@ typedef struct sbxd_root sbxd_root;
  * directory; created with mode 0755, parents too, when missing and `create`
  * is true), resolves its own symbolic links once, and checks that the
  * kernel has openat2 (else the walk resolver is used). Returns 0;
- * K8S_EINVAL (empty `dir`); K8S_ECONFIG (not creatable, not a directory:
+ * ASB_EINVAL (empty `dir`); ASB_ECONFIG (not creatable, not a directory:
  * the message says which and names `dir`, which is the operator's own
- * flag); K8S_ENOMEM.
+ * flag); ASB_ENOMEM.
  */
 int sbxd_root_open(sbxd_root **out, const char *dir, bool create);
 
@@ -88,7 +88,7 @@ sbxd_resolver sbxd_root_resolver(const sbxd_root *r);
 
 /**
  * Chooses the resolver (tests run every case with both). Returns 0, or
- * K8S_EINVAL when SBXD_RESOLVE_OPENAT2 is asked for and the kernel does
+ * ASB_EINVAL when SBXD_RESOLVE_OPENAT2 is asked for and the kernel does
  * not have it. Not thread-safe: call before sharing the root.
  */
 int sbxd_root_set_resolver(sbxd_root *r, sbxd_resolver resolver);
@@ -109,9 +109,9 @@ typedef enum {
  * is sbxd_root_path() (used by SBXD_CLEAN_STRIP_ROOT only; may be NULL with
  * SBXD_CLEAN_LSTRIP). Writes a malloc'd string to `*out` (caller frees).
  * Pure; thread-safe.
- * @return 0; K8S_EFORBIDDEN (reason ESCAPE: `..` above the root);
- *         K8S_EINVAL (reason INVALID: a NUL byte, a result longer than
- *         SBXD_PATH_MAX or a component longer than 255 bytes); K8S_ENOMEM.
+ * @return 0; ASB_EFORBIDDEN (reason ESCAPE: `..` above the root);
+ *         ASB_EINVAL (reason INVALID: a NUL byte, a result longer than
+ *         SBXD_PATH_MAX or a component longer than 255 bytes); ASB_ENOMEM.
  */
 int sbxd_path_clean(const char *root_abs, sbxd_clean_mode mode, const char *user,
                     size_t len, char **out);
@@ -133,7 +133,7 @@ int sbxd_root_openat(const sbxd_root *r, const char *rel, int flags, mode_t mode
  * that last component (inside `rel`) to `*name`. With `mkdirs`, missing
  * parent directories are created (mode 0755, each with mkdirat on its own
  * parent's descriptor). `rel` must not be "." (the root has no parent in
- * the sandbox): K8S_EINVAL.
+ * the sandbox): ASB_EINVAL.
  * @return as sbxd_root_openat().
  */
 int sbxd_root_open_parent(const sbxd_root *r, const char *rel, bool mkdirs, int *dirfd,

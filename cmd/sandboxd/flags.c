@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/duration.h"
+#include "asb/duration.h"
 #include "flags.h"
 
 #define PROG "sandboxd"
@@ -36,8 +36,8 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 		.max_tasks = 0,
 		.kill_grace_ms = 2000,
 		.max_upload_bytes = 0,
-		.log_format = K8S_LOG_TEXT,
-		.log_level = K8S_LOG_INFO,
+		.log_format = ASB_LOG_TEXT,
+		.log_level = ASB_LOG_INFO,
 	};
 }
 
@@ -106,7 +106,7 @@ static int parse_long(const char *flag, const char *s, long min, long max, long 
 static int parse_ms(const char *flag, const char *s, long min_ms, long *out)
 {
 	long ms;
-	if (k8s_duration_parse_ms(s, &ms) < 0)
+	if (asb_duration_parse_ms(s, &ms) < 0)
 		return bad(flag, s, "must be a duration such as 500ms, 10s or 1m");
 	if (ms < min_ms) {
 		char want[64];
@@ -259,14 +259,14 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 			break;
 		case LOGFMT:
 			if (strcmp(optarg, "text") == 0)
-				f->log_format = K8S_LOG_TEXT;
+				f->log_format = ASB_LOG_TEXT;
 			else if (strcmp(optarg, "json") == 0)
-				f->log_format = K8S_LOG_JSON;
+				f->log_format = ASB_LOG_JSON;
 			else
 				return bad("log-format", optarg, "must be text or json");
 			break;
 		case LOGLVL:
-			if ((f->log_level = k8s_log_level_parse(optarg)) < 0)
+			if ((f->log_level = asb_log_level_parse(optarg)) < 0)
 				return bad("log-level", optarg, "must be error, warn, info or debug");
 			break;
 		case VERSION:

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "k8s/log.h"
+#include "asb/log.h"
 
 typedef struct {
 	const char *listen_host;        /**< --listen-host, default 127.0.0.1 */
@@ -29,7 +29,7 @@ typedef struct {
 	long max_tasks;                 /**< --max-tasks (RLIMIT_NPROC of children), 0: inherited */
 	long kill_grace_ms;             /**< --kill-grace, default 2s */
 	uint64_t max_upload_bytes;      /**< --max-upload-bytes, 0: unbounded */
-	k8s_log_format log_format;      /**< --log-format text|json */
+	asb_log_format log_format;      /**< --log-format text|json */
 	int log_level;                  /**< --log-level */
 } sandboxd_flags;
 

@@ -11,7 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "fsops.h"
 
 int sbxd_stat(const sbxd_root *r, const char *rel, struct stat *st)
@@ -50,7 +50,7 @@ static bool follow_inside(const sbxd_root *r, const char *rel, const char *name,
 		return false;
 	bool ok = sbxd_stat(r, path, st) == 0;
 	free(path);
-	k8s_error_clear();
+	asb_error_clear();
 	return ok;
 }
 
@@ -63,7 +63,7 @@ int sbxd_list(const sbxd_root *r, const char *rel, sbxd_list_order order,
 	int rc = sbxd_root_openat(r, rel, O_RDONLY | O_DIRECTORY, 0, &fd);
 	if (rc) {
 		if (errno == ENOTDIR)
-			return k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+			return asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 			                     "path is not a directory");
 		return rc;
 	}
@@ -111,7 +111,7 @@ int sbxd_list(const sbxd_root *r, const char *rel, sbxd_list_order order,
 oom:
 	closedir(d);
 	sbxd_entries_free(v, len);
-	return k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+	return asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 }
 
 int sbxd_open_read(const sbxd_root *r, const char *rel, int *fd, struct stat *st)
@@ -122,10 +122,10 @@ int sbxd_open_read(const sbxd_root *r, const char *rel, int *fd, struct stat *st
 	if (fstat(*fd, st) < 0) {
 		rc = sbxd_confine_error(errno, NULL);
 	} else if (S_ISDIR(st->st_mode)) {
-		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "path is a directory");
+		rc = asb_error_set(ASB_EINVAL, 400, SBXD_REASON_ISDIR, "path is a directory");
 	} else if (!S_ISREG(st->st_mode)) {
 		/* a FIFO or device would block or never end */
-		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_INVALID,
+		rc = asb_error_set(ASB_EINVAL, 400, SBXD_REASON_INVALID,
 		                   "path is not a regular file");
 	} else {
 		/* back to blocking reads for a regular file */
@@ -165,8 +165,8 @@ static int check_link(const sbxd_root *r, const char *rel, int dirfd, const char
 		return 0;
 	int fd;
 	int rc = sbxd_root_openat(r, rel, O_PATH, 0, &fd);
-	if (rc == K8S_ENOTFOUND) {   /* dangling, inside: the link is just a name */
-		k8s_error_clear();
+	if (rc == ASB_ENOTFOUND) {   /* dangling, inside: the link is just a name */
+		asb_error_clear();
 		return 0;
 	}
 	if (rc)
@@ -182,7 +182,7 @@ int sbxd_writer_begin(sbxd_writer **out, const sbxd_root *r, const char *rel, mo
 	*out = NULL;
 	sbxd_writer *w = calloc(1, sizeof(*w));
 	if (!w)
-		return k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 	w->fd = -1;
 	w->mode = mode & 07777;
 	const char *name;
@@ -195,9 +195,9 @@ int sbxd_writer_begin(sbxd_writer **out, const sbxd_root *r, const char *rel, mo
 	bool exists;
 	rc = check_link(r, rel, w->dirfd, name, &st, &exists);
 	if (!rc && exists && S_ISDIR(st.st_mode))
-		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
+		rc = asb_error_set(ASB_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
 	if (!rc && !(w->name = strdup(name)))
-		rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 	for (int tries = 0; !rc && tries < 8; tries++) {
 		uint32_t rnd = 0;
 		if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
@@ -211,7 +211,7 @@ int sbxd_writer_begin(sbxd_writer **out, const sbxd_root *r, const char *rel, mo
 			rc = sbxd_confine_error(errno, NULL);
 	}
 	if (!rc && w->fd < 0)
-		rc = k8s_error_set(K8S_ERROR, 500, SBXD_REASON_INTERNAL,
+		rc = asb_error_set(ASB_ERROR, 500, SBXD_REASON_INTERNAL,
 		                   "no free temporary file name");
 	if (!rc && fchmod(w->fd, w->mode) < 0)
 		rc = sbxd_confine_error(errno, NULL);
@@ -323,7 +323,7 @@ static int del_scan(int dirfd, long *resume, char **sub)
 		}
 		if (S_ISDIR(st.st_mode)) {
 			if (!(*sub = strdup(de->d_name)))
-				rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+				rc = asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 			*resume = telldir(d);
 			break;
 		}
@@ -346,7 +346,7 @@ static bool same_dir(const struct stat *st, const del_level *l)
 
 static int tree_changed(void)
 {
-	return k8s_error_set(K8S_ERROR, 500, SBXD_REASON_INTERNAL,
+	return asb_error_set(ASB_ERROR, 500, SBXD_REASON_INTERNAL,
 	                     "the tree changed while it was being removed");
 }
 
@@ -358,7 +358,7 @@ static int clear_dir(int fd)
 	struct stat st;
 	int rc = 0;
 	if (!lv)
-		rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL, "out of memory");
 	else if (fstat(fd, &st) < 0)
 		rc = sbxd_confine_error(errno, NULL);
 	else
@@ -391,7 +391,7 @@ static int clear_dir(int fd)
 				if (!n) {
 					close(child);
 					free(sub);
-					rc = k8s_error_set(K8S_ENOMEM, 500, SBXD_REASON_INTERNAL,
+					rc = asb_error_set(ASB_ENOMEM, 500, SBXD_REASON_INTERNAL,
 					                   "out of memory");
 					break;
 				}
@@ -449,8 +449,8 @@ int sbxd_exists_nofollow(const sbxd_root *r, const char *rel)
 	int dfd;
 	const char *name;
 	int rc = sbxd_root_open_parent(r, rel, false, &dfd, &name);
-	if (rc == K8S_ENOTFOUND) {
-		k8s_error_clear();
+	if (rc == ASB_ENOTFOUND) {
+		asb_error_clear();
 		return 0;
 	}
 	if (rc)
@@ -466,7 +466,7 @@ int sbxd_delete(const sbxd_root *r, const char *rel, bool recursive)
 {
 	if (strcmp(rel, ".") == 0) {
 		if (!recursive)
-			return k8s_error_set(K8S_ECONFLICT, 409, SBXD_REASON_ROOT,
+			return asb_error_set(ASB_ECONFLICT, 409, SBXD_REASON_ROOT,
 			                     "cannot delete the sandbox root; pass recursive=true "
 			                     "to clear its contents");
 		int fd;
@@ -492,7 +492,7 @@ int sbxd_delete(const sbxd_root *r, const char *rel, bool recursive)
 		}
 		if (!rc && unlinkat(dfd, name, AT_REMOVEDIR) < 0) {
 			if (errno == ENOTEMPTY || errno == EEXIST)
-				rc = k8s_error_set(K8S_ECONFLICT, 409, SBXD_REASON_NOTEMPTY,
+				rc = asb_error_set(ASB_ECONFLICT, 409, SBXD_REASON_NOTEMPTY,
 				                   "directory is not empty; pass recursive=true to "
 				                   "remove it");
 			else

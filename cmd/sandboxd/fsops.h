@@ -4,7 +4,7 @@
  * works on descriptors obtained beneath the root, never on a host path
  * string, so a symbolic link swapped in mid-request cannot redirect it.
  *
- * Errors: libk8s codes and last-error slot, reasons as in confine.h.
+ * Errors: error codes and last-error slot (asb/common.h), reasons as in confine.h.
  * Functions block on the file system (metadata operations and page-cache
  * writes); the slow part of a write, fsync, is done by
  * sbxd_writer_commit(), which callers may run on a worker thread.
@@ -45,7 +45,7 @@ int sbxd_stat(const sbxd_root *r, const char *rel, struct stat *st);
  * type are reported); one that escapes or dangles is left out, as are
  * entries that vanish while listing. `*out` (malloc'd array, free with
  * sbxd_entries_free) and `*n` receive the entries.
- * @return 0; K8S_EINVAL (reason INVALID: not a directory); confine.h errors.
+ * @return 0; ASB_EINVAL (reason INVALID: not a directory); confine.h errors.
  */
 int sbxd_list(const sbxd_root *r, const char *rel, sbxd_list_order order,
               sbxd_entry **out, size_t *n);
@@ -56,7 +56,7 @@ void sbxd_entries_free(sbxd_entry *e, size_t n);
 /**
  * Opens a regular file `rel` for reading (following links beneath the
  * root); `*fd` (caller closes) and `*st` receive it. A directory gives
- * K8S_EINVAL with reason "IsDirectory".
+ * ASB_EINVAL with reason "IsDirectory".
  */
 int sbxd_open_read(const sbxd_root *r, const char *rel, int *fd, struct stat *st);
 
@@ -72,7 +72,7 @@ typedef struct sbxd_writer sbxd_writer;
  * fchmod, so the umask does not apply): missing parents are created (0755),
  * a temporary file ".sandboxd-tmp-XXXXXXXX" is created next to the target.
  * A target that is a directory (after following links beneath the root)
- * gives K8S_EINVAL reason SBXD_REASON_ISDIR. A target that is itself a
+ * gives ASB_EINVAL reason SBXD_REASON_ISDIR. A target that is itself a
  * symbolic link is replaced by the new file (the link's target is left
  * alone) when the link resolves inside the root, refused as an escape
  * otherwise.
@@ -97,10 +97,10 @@ void sbxd_writer_free(sbxd_writer *w);
  * Deletes `rel` (its last component is not followed: a symbolic link is
  * removed, not its target, and only when it does not resolve outside the
  * root). Not recursive: a file or an empty directory; a non-empty one gives
- * K8S_ECONFLICT reason SBXD_REASON_NOTEMPTY. Recursive: the whole tree,
- * never following links inside it. The root itself: K8S_ECONFLICT reason
+ * ASB_ECONFLICT reason SBXD_REASON_NOTEMPTY. Recursive: the whole tree,
+ * never following links inside it. The root itself: ASB_ECONFLICT reason
  * SBXD_REASON_ROOT unless recursive, then its contents are removed and the
- * root stays. Missing: K8S_ENOTFOUND.
+ * root stays. Missing: ASB_ENOTFOUND.
  */
 int sbxd_delete(const sbxd_root *r, const char *rel, bool recursive);
 

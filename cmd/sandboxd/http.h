@@ -1,5 +1,5 @@
 /*
- * http.h - sandboxd's HTTP surface on libk8s' server (httpexchange.h): the
+ * http.h - sandboxd's HTTP surface on libhttpd's server (httpd/exchange.h): the
  * shared daemon state and the helpers the three handler files use.
  *   http_files.c    sandboxd REST: /v1/files/..., /v1/health, /v1/metadata
  *   http_process.c  processes over HTTP: /v1/processes, /v1/execute
@@ -17,9 +17,9 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "k8s/httpexchange.h"
-#include "k8s/httpserver.h"
-#include "k8s/log.h"
+#include "httpd/exchange.h"
+#include "httpd/server.h"
+#include "asb/log.h"
 #include "codec.h"
 #include "confine.h"
 #include "flags.h"
@@ -33,7 +33,7 @@ typedef struct sbxd_run sbxd_run;
 /** Per-server state: the loop's live runs (loop thread only). */
 typedef struct {
 	struct sbxd_daemon *d;
-	k8s_http_server *srv;
+	httpd_server *srv;
 	sbxd_run *runs;              /* every live run of this server's loop */
 	sbxd_proc_lingering lingering; /* ended commands' output still held by a background process */
 	bool shutting_down;          /* set on the loop by sbxd_http_begin_shutdown */
@@ -42,7 +42,7 @@ typedef struct {
 typedef struct sbxd_daemon {
 	const sandboxd_flags *flags;
 	sbxd_root *root;
-	k8s_logger *log;
+	asb_logger *log;
 	pthread_mutex_t cap_lock;    /* guards `cap` (both loops take slots) */
 	sbxd_proctable *cap;         /* slots for both servers; ids for the REST loop */
 	sbxd_reaper *reaper;         /* waits for orphans reparented to us (PID 1) */
@@ -54,10 +54,10 @@ typedef struct sbxd_daemon {
 	sbxd_server rest, runtime;
 } sbxd_daemon;
 
-/** Routes of each API on its server. Return 0 or a k8s_http_server_route error. */
-int sbxd_http_files_routes(sbxd_daemon *d, k8s_http_server *s);
-int sbxd_http_process_routes(sbxd_daemon *d, k8s_http_server *s);
-int sbxd_http_runtime_routes(sbxd_daemon *d, k8s_http_server *s);
+/** Routes of each API on its server. Return 0 or a httpd_server_route error. */
+int sbxd_http_files_routes(sbxd_daemon *d, httpd_server *s);
+int sbxd_http_process_routes(sbxd_daemon *d, httpd_server *s);
+int sbxd_http_runtime_routes(sbxd_daemon *d, httpd_server *s);
 
 /** Builds the /v1/metadata body from the environment (C.3). */
 int sbxd_metadata_build(sbxd_daemon *d);
@@ -69,7 +69,7 @@ void sbxd_http_begin_shutdown(void *ud);
 
 /* ---- the process cap ---- */
 
-/** Takes a slot of --max-processes (any thread). 0, or K8S_ETOOMANYREQUESTS
+/** Takes a slot of --max-processes (any thread). 0, or ASB_ETOOMANYREQUESTS
  *  with "too many processes: ..." as the last error. */
 int sbxd_cap_acquire(sbxd_daemon *d);
 /** Gives a slot back (any thread). */
@@ -87,7 +87,7 @@ void sbxd_cap_release(sbxd_daemon *d);
 #define SBXD_MAX_TRANSFERS 1024
 #define SBXD_SPARE_CONNECTIONS 1024
 
-/** Takes a transfer slot (any thread): 0, or K8S_ETOOMANYREQUESTS with
+/** Takes a transfer slot (any thread): 0, or ASB_ETOOMANYREQUESTS with
  *  "too many transfers: ..." as the last error. */
 int sbxd_transfer_acquire(sbxd_daemon *d);
 /** Gives it back (any thread). */
@@ -99,14 +99,14 @@ typedef struct sbxd_stall sbxd_stall;
 
 /**
  * Watches `ex` for a transfer that makes no progress, and cuts it
- * (k8s_http_exchange_abort) after `ms`: when `sending` (a response body),
+ * (httpd_exchange_abort) after `ms`: when `sending` (a response body),
  * while bytes wait for the client and none of its writes completes; else
  * (a request body), while no body byte arrives and the watch is not
  * paused. Report progress with sbxd_stall_progress(). NULL when `ms` <= 0
  * (off) or out of memory: every function accepts NULL. Free it in the
  * exchange's on_close. Loop thread only.
  */
-sbxd_stall *sbxd_stall_start(sbxd_daemon *d, k8s_http_exchange *ex, long ms, bool sending);
+sbxd_stall *sbxd_stall_start(sbxd_daemon *d, httpd_exchange *ex, long ms, bool sending);
 /** Something moved: the watch starts over. */
 void sbxd_stall_progress(sbxd_stall *s);
 /** Receiving: paused while the body is held back on purpose (backpressure). */
@@ -132,14 +132,14 @@ void sbxd_run_release(sbxd_run *r);
 /* ---- responses ---- */
 
 /** REST error: `{code, message}` JSON with `status`. */
-void sbxd_respond_error(k8s_http_exchange *ex, int status, const char *code, const char *msg);
-/** REST error from a libk8s code and the last error (status from the code;
+void sbxd_respond_error(httpd_exchange *ex, int status, const char *code, const char *msg);
+/** REST error from an error code (asb/common.h) and the last error (status from the code;
  *  confine.h reasons give upstream's fixed messages). */
-void sbxd_respond_k8s_error(k8s_http_exchange *ex, int rc);
+void sbxd_respond_k8s_error(httpd_exchange *ex, int rc);
 /** A JSON body with `status`. */
-void sbxd_respond_json(k8s_http_exchange *ex, int status, const char *body, size_t len);
+void sbxd_respond_json(httpd_exchange *ex, int status, const char *body, size_t len);
 /** python-runtime: `{"message": msg}` with `status`. */
-void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg);
+void sbxd_respond_message(httpd_exchange *ex, int status, const char *msg);
 
 /* ---- requests ---- */
 
@@ -150,7 +150,7 @@ void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg);
  * (sbxd_path_clean) with `mode`. `*shown` (may be NULL) gets the decoded
  * path as the client meant it (malloc'd). Returns 0 or the error.
  */
-int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
+int sbxd_request_path(sbxd_daemon *d, httpd_exchange *ex, const char *prefix, int decodes,
                       sbxd_clean_mode mode, char **rel, char **shown);
 
 /**
@@ -160,8 +160,8 @@ int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix,
  * does for a client gone mid-body. Release state in the exchange's
  * on_close, not here: it runs in every case.
  */
-typedef void (*sbxd_body_fn)(k8s_http_exchange *ex, const char *body, size_t len, void *ud);
-void sbxd_read_body(k8s_http_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
-                    void (*on_fail)(k8s_http_exchange *ex, int err, void *ud));
+typedef void (*sbxd_body_fn)(httpd_exchange *ex, const char *body, size_t len, void *ud);
+void sbxd_read_body(httpd_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
+                    void (*on_fail)(httpd_exchange *ex, int err, void *ud));
 
 #endif

@@ -3,7 +3,7 @@
  */
 #include <stdlib.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "http.h"
 #include "http_answer.h"
 
@@ -52,7 +52,7 @@ static int total_length(sbxd_answer *a, uint64_t *total)
 			size_t n;
 			char *p = next_piece(a, &n);
 			if (!p)
-				return K8S_ENOMEM;
+				return ASB_ENOMEM;
 			free(p);
 			*total += n;
 		}
@@ -63,7 +63,7 @@ static int total_length(sbxd_answer *a, uint64_t *total)
 
 static void pump(sbxd_answer *a);
 
-static void written(k8s_http_exchange *ex, void *ud)
+static void written(httpd_exchange *ex, void *ud)
 {
 	sbxd_answer *a = ud;
 	sbxd_stall_progress(a->stall);
@@ -79,7 +79,7 @@ static void part_begin(sbxd_answer *a)
 
 static void pump(sbxd_answer *a)
 {
-	while (a->cur < a->n && k8s_http_exchange_pending(a->ex) < QUEUE_HIGH) {
+	while (a->cur < a->n && httpd_exchange_pending(a->ex) < QUEUE_HIGH) {
 		const char *piece;
 		size_t n;
 		char *alloc = NULL;
@@ -90,14 +90,14 @@ static void pump(sbxd_answer *a)
 		} else if (a->c.off < a->c.n) {
 			piece = alloc = next_piece(a, &n);
 			if (!alloc) {
-				k8s_http_exchange_abort(a->ex);
+				httpd_exchange_abort(a->ex);
 				return;
 			}
 		} else {
 			piece = NULL;
 			n = 0;
 		}
-		int rc = n ? k8s_http_exchange_write(a->ex, piece, n, written, a) : 0;
+		int rc = n ? httpd_exchange_write(a->ex, piece, n, written, a) : 0;
 		free(alloc);
 		if (rc)
 			return;  /* the exchange ended: its on_close clears */
@@ -110,11 +110,11 @@ static void pump(sbxd_answer *a)
 	}
 	if (a->cur >= a->n && !a->finished) {
 		a->finished = true;
-		k8s_http_exchange_finish(a->ex);
+		httpd_exchange_finish(a->ex);
 	}
 }
 
-void sbxd_answer_send(sbxd_answer *a, k8s_http_exchange *ex, bool rest_errors)
+void sbxd_answer_send(sbxd_answer *a, httpd_exchange *ex, bool rest_errors)
 {
 	a->ex = ex;
 	uint64_t total;
@@ -125,9 +125,9 @@ void sbxd_answer_send(sbxd_answer *a, k8s_http_exchange *ex, bool rest_errors)
 			sbxd_respond_message(ex, 500, "out of memory");
 		return;
 	}
-	k8s_http_response_add_header(k8s_http_exchange_response(ex), "Content-Type",
+	httpd_response_add_header(httpd_exchange_response(ex), "Content-Type",
 	                             "application/json");
-	if (k8s_http_exchange_send_head(ex, (int64_t)total) != 0)
+	if (httpd_exchange_send_head(ex, (int64_t)total) != 0)
 		return;
 	part_begin(a);
 	pump(a);

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "k8s/httpexchange.h"
+#include "httpd/exchange.h"
 #include "codec.h"
 
 typedef enum {
@@ -38,7 +38,7 @@ typedef struct {
 	} part[SBXD_ANSWER_PARTS];
 	int n, cur;
 	sbxd_out_cursor c;
-	k8s_http_exchange *ex;
+	httpd_exchange *ex;
 	bool finished;
 	/** Told of each write's completion (may be NULL; the caller's, started
 	 *  and freed by it: --stall-timeout). */
@@ -60,7 +60,7 @@ void sbxd_answer_add(sbxd_answer *a, sbxd_part_kind kind, const char *data, size
  * "out of memory" in the REST shape when `rest_errors`, else the
  * python-runtime's `{"message"}`; after it, the connection is cut.
  */
-void sbxd_answer_send(sbxd_answer *a, k8s_http_exchange *ex, bool rest_errors);
+void sbxd_answer_send(sbxd_answer *a, httpd_exchange *ex, bool rest_errors);
 
 /** Frees what the parts own. */
 void sbxd_answer_clear(sbxd_answer *a);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 #include "http.h"
 
@@ -35,7 +35,7 @@ int sbxd_transfer_acquire(sbxd_daemon *d)
 	if (n < SBXD_MAX_TRANSFERS)
 		return 0;
 	atomic_fetch_sub(&d->transfers, 1);
-	return k8s_error_set(K8S_ETOOMANYREQUESTS, 429, NULL,
+	return asb_error_set(ASB_ETOOMANYREQUESTS, 429, NULL,
 	                     "too many transfers: %u at once is the limit", SBXD_MAX_TRANSFERS);
 }
 
@@ -48,8 +48,8 @@ void sbxd_transfer_release(sbxd_daemon *d)
 
 struct sbxd_stall {
 	uv_timer_t timer;        /* first: the close callback frees the struct */
-	k8s_http_exchange *ex;
-	k8s_logger *log;
+	httpd_exchange *ex;
+	asb_logger *log;
 	uint64_t ms;
 	bool sending, paused;
 };
@@ -57,16 +57,16 @@ struct sbxd_stall {
 static void stall_fired(uv_timer_t *t)
 {
 	sbxd_stall *s = (sbxd_stall *)t;
-	if (s->paused || (s->sending && k8s_http_exchange_pending(s->ex) == 0)) {
+	if (s->paused || (s->sending && httpd_exchange_pending(s->ex) == 0)) {
 		uv_timer_start(t, stall_fired, s->ms, 0);  /* nothing is owed: not a stall */
 		return;
 	}
-	k8s_log(s->log, K8S_LOG_INFO, "transfer without progress: connection cut", "direction",
+	asb_log(s->log, ASB_LOG_INFO, "transfer without progress: connection cut", "direction",
 	        s->sending ? "send" : "receive", NULL);
-	k8s_http_exchange_abort(s->ex);
+	httpd_exchange_abort(s->ex);
 }
 
-sbxd_stall *sbxd_stall_start(sbxd_daemon *d, k8s_http_exchange *ex, long ms, bool sending)
+sbxd_stall *sbxd_stall_start(sbxd_daemon *d, httpd_exchange *ex, long ms, bool sending)
 {
 	if (ms <= 0)
 		return NULL;
@@ -77,7 +77,7 @@ sbxd_stall *sbxd_stall_start(sbxd_daemon *d, k8s_http_exchange *ex, long ms, boo
 	s->log = d->log;
 	s->ms = (uint64_t)ms;
 	s->sending = sending;
-	uv_timer_init(k8s_http_exchange_loop(ex), &s->timer);
+	uv_timer_init(httpd_exchange_loop(ex), &s->timer);
 	uv_timer_start(&s->timer, stall_fired, s->ms, 0);
 	return s;
 }
@@ -153,66 +153,66 @@ void sbxd_http_begin_shutdown(void *ud)
 
 /* ---- responses ---- */
 
-void sbxd_respond_json(k8s_http_exchange *ex, int status, const char *body, size_t len)
+void sbxd_respond_json(httpd_exchange *ex, int status, const char *body, size_t len)
 {
-	k8s_http_exchange_respond(ex, status, "application/json", body, len);
+	httpd_exchange_respond(ex, status, "application/json", body, len);
 }
 
-void sbxd_respond_error(k8s_http_exchange *ex, int status, const char *code, const char *msg)
+void sbxd_respond_error(httpd_exchange *ex, int status, const char *code, const char *msg)
 {
 	size_t len;
 	char *b = sbxd_error_body(code, msg, &len);
 	if (!b) {
-		k8s_http_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
+		httpd_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
 		return;
 	}
 	sbxd_respond_json(ex, status, b, len);
 	free(b);
 }
 
-void sbxd_respond_message(k8s_http_exchange *ex, int status, const char *msg)
+void sbxd_respond_message(httpd_exchange *ex, int status, const char *msg)
 {
 	size_t len;
 	char *b = sbxd_message_body(msg, &len);
 	if (!b) {
-		k8s_http_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
+		httpd_exchange_respond(ex, 500, "text/plain; charset=utf-8", "out of memory\n", 14);
 		return;
 	}
 	sbxd_respond_json(ex, status, b, len);
 	free(b);
 }
 
-void sbxd_respond_k8s_error(k8s_http_exchange *ex, int rc)
+void sbxd_respond_k8s_error(httpd_exchange *ex, int rc)
 {
-	const k8s_error *e = k8s_error_last();
-	const char *msg = e->message[0] ? e->message : k8s_strerror(rc);
+	const asb_error *e = asb_error_last();
+	const char *msg = e->message[0] ? e->message : asb_strerror(rc);
 	switch (rc) {
-	case K8S_EFORBIDDEN:
+	case ASB_EFORBIDDEN:
 		if (strcmp(e->reason, SBXD_REASON_ESCAPE) == 0)
 			msg = "path traversal outside sandbox root is forbidden";
 		else if (strcmp(e->reason, SBXD_REASON_DENIED) == 0)
 			msg = "permission denied";
 		sbxd_respond_error(ex, 403, "PERMISSION_DENIED", msg);
 		break;
-	case K8S_ENOTFOUND:
+	case ASB_ENOTFOUND:
 		if (strcmp(e->reason, SBXD_REASON_MISSING) == 0)
 			msg = "path does not exist within the sandbox";
 		sbxd_respond_error(ex, 404, "NOT_FOUND", msg);
 		break;
-	case K8S_EINVAL:
-	case K8S_EBADREQUEST:
+	case ASB_EINVAL:
+	case ASB_EBADREQUEST:
 		sbxd_respond_error(ex, 400, "INVALID_ARGUMENT", msg);
 		break;
-	case K8S_ECONFLICT:
+	case ASB_ECONFLICT:
 		sbxd_respond_error(ex, 409, "CONFLICT", msg);
 		break;
-	case K8S_ETOOMANYREQUESTS:
+	case ASB_ETOOMANYREQUESTS:
 		sbxd_respond_error(ex, 429, "RESOURCE_EXHAUSTED", msg);
 		break;
-	case K8S_ETOOLARGE:
+	case ASB_ETOOLARGE:
 		sbxd_respond_error(ex, 413, "INVALID_ARGUMENT", "request body too large");
 		break;
-	case K8S_ESHUTDOWN:
+	case ASB_ESHUTDOWN:
 		sbxd_respond_error(ex, 503, "UNAVAILABLE", "sandboxd is shutting down");
 		break;
 	default:
@@ -223,19 +223,19 @@ void sbxd_respond_k8s_error(k8s_http_exchange *ex, int rc)
 
 /* ---- requests ---- */
 
-int sbxd_request_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, int decodes,
+int sbxd_request_path(sbxd_daemon *d, httpd_exchange *ex, const char *prefix, int decodes,
                       sbxd_clean_mode mode, char **rel, char **shown)
 {
 	*rel = NULL;
 	if (shown)
 		*shown = NULL;
-	const char *raw = k8s_http_request_path(k8s_http_exchange_request(ex));
+	const char *raw = httpd_request_path(httpd_exchange_request(ex));
 	size_t pl = strlen(prefix);
 	const char *p = strncmp(raw, prefix, pl) == 0 ? raw + pl : "";
 	char *cur = strdup(p);
 	size_t len = strlen(p);
 	if (!cur)
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	for (int i = 0; i < decodes; i++) {
 		char *next;
 		int rc = sbxd_percent_decode(cur, len, &next, &len);
@@ -256,11 +256,11 @@ typedef struct {
 	char *buf;
 	size_t len, cap, limit;
 	sbxd_body_fn done;
-	void (*on_fail)(k8s_http_exchange *ex, int err, void *ud);
+	void (*on_fail)(httpd_exchange *ex, int err, void *ud);
 	void *ud;
 } body_state;
 
-static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+static void body_data(httpd_exchange *ex, const char *data, size_t len, void *ud)
 {
 	body_state *b = ud;
 	if (b->len + len + 1 > b->cap) {
@@ -269,7 +269,7 @@ static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void 
 			ncap = b->limit + 1;
 		char *nb = realloc(b->buf, ncap);
 		if (!nb) {
-			k8s_http_exchange_abort(ex);
+			httpd_exchange_abort(ex);
 			return;
 		}
 		b->buf = nb;
@@ -279,7 +279,7 @@ static void body_data(k8s_http_exchange *ex, const char *data, size_t len, void 
 	b->len += len;
 }
 
-static void body_end(k8s_http_exchange *ex, void *ud)
+static void body_end(httpd_exchange *ex, void *ud)
 {
 	body_state *b = ud;
 	if (!b->buf)
@@ -291,7 +291,7 @@ static void body_end(k8s_http_exchange *ex, void *ud)
 	free(b);
 }
 
-static void body_error(k8s_http_exchange *ex, int err, void *ud)
+static void body_error(httpd_exchange *ex, int err, void *ud)
 {
 	body_state *b = ud;
 	if (b->on_fail)
@@ -300,23 +300,23 @@ static void body_error(k8s_http_exchange *ex, int err, void *ud)
 	free(b);
 }
 
-void sbxd_read_body(k8s_http_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
-                    void (*on_fail)(k8s_http_exchange *ex, int err, void *ud))
+void sbxd_read_body(httpd_exchange *ex, size_t limit, sbxd_body_fn done, void *ud,
+                    void (*on_fail)(httpd_exchange *ex, int err, void *ud))
 {
 	body_state *b = calloc(1, sizeof(*b));
 	if (!b) {
 		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");
 		if (on_fail)
-			on_fail(ex, K8S_ENOMEM, ud);
+			on_fail(ex, ASB_ENOMEM, ud);
 		return;
 	}
 	b->limit = limit;
 	b->done = done;
 	b->on_fail = on_fail;
 	b->ud = ud;
-	static const k8s_http_body_reader reader = { body_data, body_end, body_error };
-	k8s_http_exchange_set_max_body(ex, limit);
-	int rc = k8s_http_exchange_read_start(ex, &reader, b);
+	static const httpd_body_reader reader = { body_data, body_end, body_error };
+	httpd_exchange_set_max_body(ex, limit);
+	int rc = httpd_exchange_read_start(ex, &reader, b);
 	if (rc) {
 		/* too large by its Content-Length: the server answered 413 */
 		if (on_fail)

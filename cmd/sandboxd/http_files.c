@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 #include "fsops.h"
 #include "http.h"
@@ -37,7 +37,7 @@
 /* ---- downloads ---- */
 
 typedef struct {
-	k8s_http_exchange *ex;
+	httpd_exchange *ex;
 	sbxd_daemon *d;
 	sbxd_stall *stall;       /* --stall-timeout */
 	int fd;
@@ -48,7 +48,7 @@ typedef struct {
 
 static void dl_pump(download *s);
 
-static void dl_written(k8s_http_exchange *ex, void *ud)
+static void dl_written(httpd_exchange *ex, void *ud)
 {
 	download *s = ud;
 	sbxd_stall_progress(s->stall);
@@ -57,28 +57,28 @@ static void dl_written(k8s_http_exchange *ex, void *ud)
 
 static void dl_pump(download *s)
 {
-	while (s->remaining > 0 && k8s_http_exchange_pending(s->ex) < WRITE_HIGH) {
+	while (s->remaining > 0 && httpd_exchange_pending(s->ex) < WRITE_HIGH) {
 		size_t want = s->remaining < READ_CHUNK ? (size_t)s->remaining : READ_CHUNK;
 		ssize_t n = pread(s->fd, s->buf, want, (off_t)s->off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			/* the file shrank or failed under us: the length sent is a lie now */
-			k8s_http_exchange_abort(s->ex);
+			httpd_exchange_abort(s->ex);
 			return;
 		}
-		if (k8s_http_exchange_write(s->ex, s->buf, (size_t)n, dl_written, s) != 0)
+		if (httpd_exchange_write(s->ex, s->buf, (size_t)n, dl_written, s) != 0)
 			return;  /* the exchange ended; on_close frees */
 		s->off += (uint64_t)n;
 		s->remaining -= (uint64_t)n;
 	}
 	if (s->remaining == 0 && !s->finished) {
 		s->finished = true;
-		k8s_http_exchange_finish(s->ex);
+		httpd_exchange_finish(s->ex);
 	}
 }
 
-static void dl_close(k8s_http_exchange *ex, int reason, void *ud)
+static void dl_close(httpd_exchange *ex, int reason, void *ud)
 {
 	download *s = ud;
 	sbxd_stall_free(s->stall);
@@ -143,39 +143,39 @@ static int parse_range(const char *h, uint64_t size, uint64_t *start, uint64_t *
 	return 1;
 }
 
-void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct stat *st,
+void sbxd_serve_file(sbxd_daemon *d, httpd_exchange *ex, int fd, const struct stat *st,
                      const char *disposition, bool rest_errors)
 {
-	const k8s_http_request *req = k8s_http_exchange_request(ex);
-	k8s_http_response *res = k8s_http_exchange_response(ex);
+	const httpd_request *req = httpd_exchange_request(ex);
+	httpd_response *res = httpd_exchange_response(ex);
 	char date[64];
 	http_date(st->st_mtim.tv_sec, date, sizeof(date));
-	k8s_http_response_add_header(res, "Content-Type", "application/octet-stream");
-	k8s_http_response_add_header(res, "Last-Modified", date);
-	k8s_http_response_add_header(res, "Accept-Ranges", "bytes");
+	httpd_response_add_header(res, "Content-Type", "application/octet-stream");
+	httpd_response_add_header(res, "Last-Modified", date);
+	httpd_response_add_header(res, "Accept-Ranges", "bytes");
 	if (disposition)
-		k8s_http_response_add_header(res, "Content-Disposition", disposition);
+		httpd_response_add_header(res, "Content-Disposition", disposition);
 	uint64_t size = (uint64_t)st->st_size;
-	const char *ims = k8s_http_request_header(req, "If-Modified-Since");
-	if (ims && !k8s_http_request_header(req, "If-None-Match")) {
+	const char *ims = httpd_request_header(req, "If-Modified-Since");
+	if (ims && !httpd_request_header(req, "If-None-Match")) {
 		struct tm tm;
 		memset(&tm, 0, sizeof(tm));
 		const char *end = strptime(ims, "%a, %d %b %Y %H:%M:%S GMT", &tm);
 		if (end && !*end && st->st_mtim.tv_sec <= timegm(&tm)) {
 			close(fd);
-			k8s_http_response_set_status(res, 304);
-			k8s_http_exchange_finish(ex);
+			httpd_response_set_status(res, 304);
+			httpd_exchange_finish(ex);
 			return;
 		}
 	}
 	uint64_t start = 0, last = size ? size - 1 : 0;
-	int r = parse_range(k8s_http_request_header(req, "Range"), size, &start, &last);
+	int r = parse_range(httpd_request_header(req, "Range"), size, &start, &last);
 	if (r < 0) {
 		char cr[64];
 		snprintf(cr, sizeof(cr), "bytes */%" PRIu64, size);
-		k8s_http_response_add_header(res, "Content-Range", cr);
+		httpd_response_add_header(res, "Content-Range", cr);
 		close(fd);
-		k8s_http_exchange_respond(ex, 416, "text/plain; charset=utf-8",
+		httpd_exchange_respond(ex, 416, "text/plain; charset=utf-8",
 		                          "invalid range\n", 14);
 		return;
 	}
@@ -183,14 +183,14 @@ void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct
 	if (r > 0) {
 		char cr[96];
 		snprintf(cr, sizeof(cr), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start, last, size);
-		k8s_http_response_add_header(res, "Content-Range", cr);
-		k8s_http_response_set_status(res, 206);
+		httpd_response_add_header(res, "Content-Range", cr);
+		httpd_response_set_status(res, 206);
 		len = last - start + 1;
 	}
-	if (strcmp(k8s_http_request_method(req), "HEAD") == 0 || len == 0) {
+	if (strcmp(httpd_request_method(req), "HEAD") == 0 || len == 0) {
 		close(fd);
-		k8s_http_exchange_send_head(ex, (int64_t)len);
-		k8s_http_exchange_finish(ex);
+		httpd_exchange_send_head(ex, (int64_t)len);
+		httpd_exchange_finish(ex);
 		return;
 	}
 	int rc = sbxd_transfer_acquire(d);
@@ -199,7 +199,7 @@ void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct
 		if (rest_errors)
 			sbxd_respond_k8s_error(ex, rc);
 		else
-			sbxd_respond_message(ex, 429, k8s_error_last()->message);
+			sbxd_respond_message(ex, 429, asb_error_last()->message);
 		return;
 	}
 	download *s = calloc(1, sizeof(*s));
@@ -219,10 +219,10 @@ void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct
 	s->fd = fd;
 	s->off = start;
 	s->remaining = len;
-	k8s_http_exchange_on_close(ex, dl_close, s);
+	httpd_exchange_on_close(ex, dl_close, s);
 	/* a big file on a slow link may take long: no overall deadline */
-	k8s_http_exchange_set_timeout(ex, 0);
-	if (k8s_http_exchange_send_head(ex, (int64_t)len) != 0)
+	httpd_exchange_set_timeout(ex, 0);
+	if (httpd_exchange_send_head(ex, (int64_t)len) != 0)
 		return;
 	dl_pump(s);
 }
@@ -232,7 +232,7 @@ void sbxd_serve_file(sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct
 typedef struct {
 	uv_work_t work;
 	sbxd_daemon *d;
-	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	httpd_exchange *ex;   /* NULL once the exchange closed */
 	sbxd_listing_kind kind;
 	char *rel, *shown;
 	bool working;
@@ -251,7 +251,7 @@ static void listing_free(listing *l)
 	free(l);
 }
 
-static void listing_close(k8s_http_exchange *ex, int reason, void *ud)
+static void listing_close(httpd_exchange *ex, int reason, void *ud)
 {
 	listing *l = ud;
 	l->ex = NULL;
@@ -271,10 +271,10 @@ static void list_work(uv_work_t *w)
 		                                       : sbxd_runtime_list_json(e, n, &l->len);
 		sbxd_entries_free(e, n);
 		if (!l->body)
-			l->rc = k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+			l->rc = asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
 	if (l->rc) {
-		const k8s_error *err = k8s_error_last();
+		const asb_error *err = asb_error_last();
 		snprintf(l->reason, sizeof(l->reason), "%s", err->reason);
 		snprintf(l->msg, sizeof(l->msg), "%s", err->message);
 	}
@@ -283,12 +283,12 @@ static void list_work(uv_work_t *w)
 static void list_answer_error(listing *l)
 {
 	/* the worker's error, recorded again on this thread for the answers */
-	int rc = k8s_error_set(l->rc, 0, l->reason[0] ? l->reason : NULL, "%s", l->msg);
+	int rc = asb_error_set(l->rc, 0, l->reason[0] ? l->reason : NULL, "%s", l->msg);
 	if (l->kind == SBXD_LISTING_REST) {
 		sbxd_respond_k8s_error(l->ex, rc);
-	} else if (rc == K8S_EFORBIDDEN && strcmp(l->reason, SBXD_REASON_ESCAPE) == 0) {
+	} else if (rc == ASB_EFORBIDDEN && strcmp(l->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(l->ex, 403, "Access denied");
-	} else if (rc == K8S_EINVAL || rc == K8S_ENOTFOUND) {
+	} else if (rc == ASB_EINVAL || rc == ASB_ENOTFOUND) {
 		sbxd_respond_message(l->ex, 404, "Path is not a directory");
 	} else {
 		char msg[600];
@@ -306,7 +306,7 @@ static void after_list(uv_work_t *w, int status)
 		return;
 	}
 	if (status != 0 && l->rc == 0)
-		l->rc = k8s_error_set(K8S_ERROR, 500, NULL, "the listing was cancelled");
+		l->rc = asb_error_set(ASB_ERROR, 500, NULL, "the listing was cancelled");
 	if (l->rc == 0) {
 		sbxd_respond_json(l->ex, 200, l->body, l->len);
 		free(l->body);
@@ -316,7 +316,7 @@ static void after_list(uv_work_t *w, int status)
 	}
 }
 
-void sbxd_list_answer(sbxd_daemon *d, k8s_http_exchange *ex, char *rel, char *shown,
+void sbxd_list_answer(sbxd_daemon *d, httpd_exchange *ex, char *rel, char *shown,
                       sbxd_listing_kind kind)
 {
 	listing *l = calloc(1, sizeof(*l));
@@ -335,19 +335,19 @@ void sbxd_list_answer(sbxd_daemon *d, k8s_http_exchange *ex, char *rel, char *sh
 	l->rel = rel;
 	l->shown = shown;
 	l->work.data = l;
-	k8s_http_exchange_on_close(ex, listing_close, l);
+	httpd_exchange_on_close(ex, listing_close, l);
 	l->working = true;
-	if (uv_queue_work(k8s_http_exchange_loop(ex), &l->work, list_work, after_list) != 0) {
+	if (uv_queue_work(httpd_exchange_loop(ex), &l->work, list_work, after_list) != 0) {
 		l->working = false;
-		l->rc = k8s_error_set(K8S_ERROR, 500, NULL, "cannot queue the listing");
-		snprintf(l->msg, sizeof(l->msg), "%s", k8s_error_last()->message);
+		l->rc = asb_error_set(ASB_ERROR, 500, NULL, "cannot queue the listing");
+		snprintf(l->msg, sizeof(l->msg), "%s", asb_error_last()->message);
 		list_answer_error(l);
 	}
 }
 
 /* ---- GET / HEAD ---- */
 
-static void files_get(k8s_http_exchange *ex, void *ud)
+static void files_get(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *rel, *shown;
@@ -375,23 +375,23 @@ static void files_get(k8s_http_exchange *ex, void *ud)
 
 /* ---- PUT ---- */
 
-static void put_fail(k8s_http_exchange *ex, int rc, void *ud)
+static void put_fail(httpd_exchange *ex, int rc, void *ud)
 {
 	sbxd_respond_k8s_error(ex, rc);
 }
 
-static void put_no_file(k8s_http_exchange *ex, void *ud)
+static void put_no_file(httpd_exchange *ex, void *ud)
 {
 	sbxd_respond_error(ex, 400, "INVALID_ARGUMENT",
 	                   "multipart body is missing the required \"file\" part");
 }
 
-static void put_done(k8s_http_exchange *ex, int rc, const char *msg, void *ud)
+static void put_done(httpd_exchange *ex, int rc, const char *msg, void *ud)
 {
 	if (rc)
 		sbxd_respond_error(ex, 500, "INTERNAL", msg);
 	else
-		k8s_http_exchange_respond(ex, 204, NULL, NULL, 0);
+		httpd_exchange_respond(ex, 204, NULL, NULL, 0);
 }
 
 static const sbxd_upload_ops put_ops = { NULL, put_fail, put_no_file, put_done, NULL };
@@ -402,13 +402,13 @@ static bool valid_mode(const char *m)
 	       m[2] <= '7' && m[3] >= '0' && m[3] <= '7';
 }
 
-static void files_put(k8s_http_exchange *ex, void *ud)
+static void files_put(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
-	const k8s_http_request *req = k8s_http_exchange_request(ex);
+	const httpd_request *req = httpd_exchange_request(ex);
 	mode_t mode = 0644;
 	/* check order of upstream: mode, path, directory, body */
-	char *m = sbxd_query_param(k8s_http_request_query(req), "mode");
+	char *m = sbxd_query_param(httpd_request_query(req), "mode");
 	if (m) {
 		if (!valid_mode(m)) {
 			char msg[160];
@@ -428,14 +428,14 @@ static void files_put(k8s_http_exchange *ex, void *ud)
 	}
 	sbxd_writer *w = NULL;
 	if (strcmp(rel, ".") == 0)
-		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
+		rc = asb_error_set(ASB_EINVAL, 400, SBXD_REASON_ISDIR, "target path is a directory");
 	else
 		rc = sbxd_writer_begin(&w, d->root, rel, mode);
 	free(rel);
 	char *boundary = NULL;
 	if (rc == 0) {
-		rc = sbxd_multipart_boundary(k8s_http_request_header(req, "Content-Type"), &boundary);
-		if (rc == K8S_ENOTFOUND)
+		rc = sbxd_multipart_boundary(httpd_request_header(req, "Content-Type"), &boundary);
+		if (rc == ASB_ENOTFOUND)
 			rc = 0;  /* not multipart: the raw body is the content */
 	}
 	if (rc) {
@@ -463,7 +463,7 @@ static int parse_go_bool(const char *s, bool *out)
 	return -1;
 }
 
-static void files_delete(k8s_http_exchange *ex, void *ud)
+static void files_delete(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *rel;
@@ -482,7 +482,7 @@ static void files_delete(k8s_http_exchange *ex, void *ud)
 		return;
 	}
 	bool recursive = false;
-	char *r = sbxd_query_param(k8s_http_request_query(k8s_http_exchange_request(ex)),
+	char *r = sbxd_query_param(httpd_request_query(httpd_exchange_request(ex)),
 	                           "recursive");
 	if (r && parse_go_bool(r, &recursive) < 0) {
 		char msg[160];
@@ -498,19 +498,19 @@ static void files_delete(k8s_http_exchange *ex, void *ud)
 	if (rc)
 		sbxd_respond_k8s_error(ex, rc);
 	else
-		k8s_http_exchange_respond(ex, 204, NULL, NULL, 0);
+		httpd_exchange_respond(ex, 204, NULL, NULL, 0);
 }
 
 /* ---- health, metadata ---- */
 
-static void json_reply(k8s_http_response *res, int status, const char *body, size_t len)
+static void json_reply(httpd_response *res, int status, const char *body, size_t len)
 {
-	k8s_http_response_set_status(res, status);
-	k8s_http_response_add_header(res, "Content-Type", "application/json");
-	k8s_http_response_write(res, body, len);
+	httpd_response_set_status(res, status);
+	httpd_response_add_header(res, "Content-Type", "application/json");
+	httpd_response_write(res, body, len);
 }
 
-static void health(const k8s_http_request *req, k8s_http_response *res, void *ud)
+static void health(const httpd_request *req, httpd_response *res, void *ud)
 {
 	sbxd_daemon *d = ud;
 	if (atomic_load(&d->shutting_down)) {
@@ -529,12 +529,12 @@ static void health(const k8s_http_request *req, k8s_http_response *res, void *ud
 	if (s) {
 		size_t n = strlen(s);
 		json_reply(res, 200, s, n);
-		k8s_http_response_write(res, "\n", 1);
+		httpd_response_write(res, "\n", 1);
 	}
 	free(s);
 }
 
-static void metadata(const k8s_http_request *req, k8s_http_response *res, void *ud)
+static void metadata(const httpd_request *req, httpd_response *res, void *ud)
 {
 	sbxd_daemon *d = ud;
 	json_reply(res, 200, d->metadata, d->metadata_len);
@@ -552,7 +552,7 @@ int sbxd_metadata_build(sbxd_daemon *d)
 	cJSON *env = cJSON_AddObjectToObject(j, "env");
 	if (!env) {
 		cJSON_Delete(j);
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	}
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
@@ -579,12 +579,12 @@ int sbxd_metadata_build(sbxd_daemon *d)
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	if (!s)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	size_t n = strlen(s);
 	char *t = realloc(s, n + 2);
 	if (!t) {
 		free(s);
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	}
 	t[n] = '\n';
 	t[n + 1] = '\0';
@@ -593,14 +593,14 @@ int sbxd_metadata_build(sbxd_daemon *d)
 	return 0;
 }
 
-int sbxd_http_files_routes(sbxd_daemon *d, k8s_http_server *s)
+int sbxd_http_files_routes(sbxd_daemon *d, httpd_server *s)
 {
 	int rc;
-	if ((rc = k8s_http_server_route_stream(s, "GET", FILES_PREFIX "*", files_get, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "PUT", FILES_PREFIX "*", files_put, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "DELETE", FILES_PREFIX "*", files_delete, d)) ||
-	    (rc = k8s_http_server_route(s, "GET", "/v1/health", health, d)) ||
-	    (rc = k8s_http_server_route(s, "GET", "/v1/metadata", metadata, d)))
+	if ((rc = httpd_server_route_stream(s, "GET", FILES_PREFIX "*", files_get, d)) ||
+	    (rc = httpd_server_route_stream(s, "PUT", FILES_PREFIX "*", files_put, d)) ||
+	    (rc = httpd_server_route_stream(s, "DELETE", FILES_PREFIX "*", files_delete, d)) ||
+	    (rc = httpd_server_route(s, "GET", "/v1/health", health, d)) ||
+	    (rc = httpd_server_route(s, "GET", "/v1/metadata", metadata, d)))
 		return rc;
 	return 0;
 }

@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 #include <sys/stat.h>
-#include "k8s/httpexchange.h"
+#include "httpd/exchange.h"
 
 struct sbxd_daemon;
 
@@ -21,7 +21,7 @@ struct sbxd_daemon;
  * client stops reading. `disposition` (may be NULL) is a
  * Content-Disposition value.
  */
-void sbxd_serve_file(struct sbxd_daemon *d, k8s_http_exchange *ex, int fd, const struct stat *st,
+void sbxd_serve_file(struct sbxd_daemon *d, httpd_exchange *ex, int fd, const struct stat *st,
                      const char *disposition, bool rest_errors);
 
 /** Which API's answer a listing gets. */
@@ -36,7 +36,7 @@ typedef enum { SBXD_LISTING_REST, SBXD_LISTING_RUNTIME } sbxd_listing_kind;
  * pool: a directory of 300,000 entries takes a second or more, during
  * which the loop serves everyone else.
  */
-void sbxd_list_answer(struct sbxd_daemon *d, k8s_http_exchange *ex, char *rel, char *shown,
+void sbxd_list_answer(struct sbxd_daemon *d, httpd_exchange *ex, char *rel, char *shown,
                       sbxd_listing_kind kind);
 
 #endif

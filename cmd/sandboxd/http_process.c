@@ -33,7 +33,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 #include "http.h"
 #include "http_answer.h"
@@ -48,7 +48,7 @@
 typedef struct {
 	sbxd_run run;
 	sbxd_daemon *d;
-	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	httpd_exchange *ex;   /* NULL once the exchange closed */
 	bool streaming;          /* Start (events) or Execute (buffered) */
 	bool head_sent;
 	sbxd_bytes out, err;
@@ -74,31 +74,31 @@ static void req_free(proc_req *r)
 	free(r);
 }
 
-static void req_close(k8s_http_exchange *ex, int reason, void *ud)
+static void req_close(httpd_exchange *ex, int reason, void *ud)
 {
 	proc_req *r = ud;
 	r->ex = NULL;
 	if (r->run.proc && !sbxd_proc_done(r->run.proc))
-		k8s_log(r->d->log, K8S_LOG_INFO, "client went away: process killed",
+		asb_log(r->d->log, ASB_LOG_INFO, "client went away: process killed",
 		        "process_id", r->run.id > 0 ? "" : "-", NULL);
 	req_free(r);  /* kills the group if it still runs */
 }
 
-static void events_drained(k8s_http_exchange *ex, void *ud)
+static void events_drained(httpd_exchange *ex, void *ud)
 {
 	proc_req *r = ud;
 	sbxd_stall_progress(r->stall);
-	if (r->run.proc && k8s_http_exchange_pending(ex) < EVENTS_LOW)
+	if (r->run.proc && httpd_exchange_pending(ex) < EVENTS_LOW)
 		sbxd_proc_resume_output(r->run.proc);
 }
 
 static void send_event(proc_req *r, char *line, size_t len)
 {
 	if (!line) {
-		k8s_http_exchange_abort(r->ex);
+		httpd_exchange_abort(r->ex);
 		return;
 	}
-	k8s_http_exchange_write(r->ex, line, len, events_drained, r);
+	httpd_exchange_write(r->ex, line, len, events_drained, r);
 	free(line);
 }
 
@@ -114,7 +114,7 @@ static void on_output(sbxd_proc *p, sbxd_stream s, const char *data, size_t n, v
 	size_t len = 0;
 	char *line = sbxd_event_output(s, data, n, &len);
 	send_event(r, line, len);
-	if (r->ex && k8s_http_exchange_pending(r->ex) > EVENTS_HIGH)
+	if (r->ex && httpd_exchange_pending(r->ex) > EVENTS_HIGH)
 		sbxd_proc_pause_output(p);
 }
 
@@ -124,7 +124,7 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	char code[16], sig[16];
 	snprintf(code, sizeof(code), "%d", ex->exit_code);
 	snprintf(sig, sizeof(sig), "%d", ex->signal);
-	k8s_log(r->d->log, K8S_LOG_INFO, "process exited", "exit_code", code, "signal", sig,
+	asb_log(r->d->log, ASB_LOG_INFO, "process exited", "exit_code", code, "signal", sig,
 	        "timed_out", ex->timed_out ? "true" : "false", NULL);
 	/* C.6: unregistered when its Start call ends; the slot goes too */
 	sbxd_run_release(&r->run);
@@ -135,7 +135,7 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 		char *line = sbxd_event_exit(ex, &len);
 		send_event(r, line, len);
 		if (r->ex)
-			k8s_http_exchange_finish(r->ex);
+			httpd_exchange_finish(r->ex);
 		return;
 	}
 	/* the answer of sbxd_execute_response(), in pieces (codec.h) */
@@ -166,8 +166,8 @@ static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };
 static void on_keepalive(uv_timer_t *t)
 {
 	proc_req *r = t->data;
-	if (r->ex && r->head_sent && k8s_http_exchange_pending(r->ex) == 0)
-		k8s_http_exchange_write(r->ex, "{}\n", 3, NULL, NULL);
+	if (r->ex && r->head_sent && httpd_exchange_pending(r->ex) == 0)
+		httpd_exchange_write(r->ex, "{}\n", 3, NULL, NULL);
 }
 
 /* The working directory of a request, beneath the root (C.6: escape is
@@ -181,15 +181,15 @@ static int open_cwd(sbxd_daemon *d, const char *cwd, int *fd)
 		rc = sbxd_root_openat(d->root, rel, O_PATH | O_DIRECTORY, 0, fd);
 		free(rel);
 	}
-	if (rc == K8S_EFORBIDDEN)
-		return k8s_error_set(rc, 403, NULL, "cwd: %s",
-		                     strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0
+	if (rc == ASB_EFORBIDDEN)
+		return asb_error_set(rc, 403, NULL, "cwd: %s",
+		                     strcmp(asb_error_last()->reason, SBXD_REASON_ESCAPE) == 0
 		                     ? "path traversal outside sandbox root is forbidden"
 		                     : "permission denied");
-	if (rc == K8S_ENOTFOUND || (rc == K8S_ERROR && errno == ENOTDIR)) {
+	if (rc == ASB_ENOTFOUND || (rc == ASB_ERROR && errno == ENOTDIR)) {
 		/* the path as the client wrote it, never the host path */
-		bool notdir = rc == K8S_ERROR;
-		return k8s_error_set(K8S_ENOTFOUND, 404, NULL,
+		bool notdir = rc == ASB_ERROR;
+		return asb_error_set(ASB_ENOTFOUND, 404, NULL,
 		                     "command or path not found: cwd \"%.1024s\": %s", cwd ? cwd : "",
 		                     notdir ? "not a directory" : "no such directory");
 	}
@@ -226,7 +226,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	o.chunk_size = f->stream_chunk_size;
 	o.max_output_bytes = f->max_output_bytes;
 	o.max_tasks = f->max_tasks;
-	rc = sbxd_proc_spawn(&r->run.proc, k8s_http_exchange_loop(r->ex), &o, &callbacks, r);
+	rc = sbxd_proc_spawn(&r->run.proc, httpd_exchange_loop(r->ex), &o, &callbacks, r);
 	close(cwd);
 	if (rc) {
 		sbxd_cap_release(d);
@@ -236,11 +236,11 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	r->run.srv = &d->rest;
 	sbxd_run_link(&r->run);
 	/* the process's own timeout bounds it, not the server's request timeout */
-	k8s_http_exchange_set_timeout(r->ex, 0);
+	httpd_exchange_set_timeout(r->ex, 0);
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)sbxd_proc_pid(r->run.proc));
 	if (!r->streaming) {
-		k8s_log(d->log, K8S_LOG_INFO, "process started", "api", "execute", "pid", pid,
+		asb_log(d->log, ASB_LOG_INFO, "process started", "api", "execute", "pid", pid,
 		        "command", pr->argv[0], NULL);
 		return;
 	}
@@ -249,22 +249,22 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	pthread_mutex_unlock(&d->cap_lock);
 	char id[16];
 	snprintf(id, sizeof(id), "%d", r->run.id);
-	k8s_log(d->log, K8S_LOG_INFO, "process started", "api", "start", "process_id", id, "pid",
+	asb_log(d->log, ASB_LOG_INFO, "process started", "api", "start", "process_id", id, "pid",
 	        pid, "command", pr->argv[0], "pty", pr->pty ? "true" : "false", NULL);
 	if (r->run.id < 0) {
 		r->run.id = 0;
 		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");
 		return;
 	}
-	k8s_http_response *res = k8s_http_exchange_response(r->ex);
-	k8s_http_response_add_header(res, "Content-Type", "application/x-ndjson");
-	k8s_http_response_add_header(res, "Cache-Control", "no-store");
-	if (k8s_http_exchange_send_head(r->ex, -1) != 0)
+	httpd_response *res = httpd_exchange_response(r->ex);
+	httpd_response_add_header(res, "Content-Type", "application/x-ndjson");
+	httpd_response_add_header(res, "Cache-Control", "no-store");
+	if (httpd_exchange_send_head(r->ex, -1) != 0)
 		return;
 	r->head_sent = true;
 	r->stall = sbxd_stall_start(d, r->ex, f->stall_timeout_ms, true);
 	if (f->stream_keepalive_ms > 0 && (r->keepalive = malloc(sizeof(uv_timer_t)))) {
-		uv_timer_init(k8s_http_exchange_loop(r->ex), r->keepalive);
+		uv_timer_init(httpd_exchange_loop(r->ex), r->keepalive);
 		r->keepalive->data = r;
 		uv_timer_start(r->keepalive, on_keepalive, (uint64_t)f->stream_keepalive_ms,
 		               (uint64_t)f->stream_keepalive_ms);
@@ -274,7 +274,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	send_event(r, line, len);
 }
 
-static void proc_body(k8s_http_exchange *ex, const char *body, size_t len, void *ud)
+static void proc_body(httpd_exchange *ex, const char *body, size_t len, void *ud)
 {
 	proc_req *r = ud;
 	if (atomic_load(&r->d->shutting_down)) {
@@ -291,7 +291,7 @@ static void proc_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	sbxd_proc_request_clear(&pr);
 }
 
-static void proc_route(k8s_http_exchange *ex, sbxd_daemon *d, bool streaming)
+static void proc_route(httpd_exchange *ex, sbxd_daemon *d, bool streaming)
 {
 	proc_req *r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -302,18 +302,18 @@ static void proc_route(k8s_http_exchange *ex, sbxd_daemon *d, bool streaming)
 	r->ex = ex;
 	r->streaming = streaming;
 	r->run.srv = &d->rest;
-	k8s_http_exchange_on_close(ex, req_close, r);
+	httpd_exchange_on_close(ex, req_close, r);
 	/* a client that closes the connection ends its command at once */
-	k8s_http_exchange_end_on_client_eof(ex);
+	httpd_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, proc_body, r, NULL);
 }
 
-static void start_route(k8s_http_exchange *ex, void *ud)
+static void start_route(httpd_exchange *ex, void *ud)
 {
 	proc_route(ex, ud, true);
 }
 
-static void execute_route(k8s_http_exchange *ex, void *ud)
+static void execute_route(httpd_exchange *ex, void *ud)
 {
 	proc_route(ex, ud, false);
 }
@@ -322,7 +322,7 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 
 typedef struct {
 	sbxd_daemon *d;
-	k8s_http_exchange *ex;
+	httpd_exchange *ex;
 	int32_t id;
 	bool raw, eof_after, failed, answered;
 	uv_timer_t timer;        /* stdin: waits for the queue to drain */
@@ -347,7 +347,7 @@ static void ctl_not_found(ctl_req *c)
 	sbxd_respond_error(c->ex, 404, "NOT_FOUND", msg);
 }
 
-static void ctl_ok(k8s_http_exchange *ex)
+static void ctl_ok(httpd_exchange *ex)
 {
 	sbxd_respond_json(ex, 200, "{}\n", 3);
 }
@@ -357,7 +357,7 @@ static void timer_closed(uv_handle_t *h)
 	free(h->data);
 }
 
-static void ctl_close(k8s_http_exchange *ex, int reason, void *ud)
+static void ctl_close(httpd_exchange *ex, int reason, void *ud)
 {
 	ctl_req *c = ud;
 	free(c->held);
@@ -388,31 +388,31 @@ static void stdin_poll(uv_timer_t *t)
 	if (sbxd_proc_stdin_pending(p) < STDIN_HIGH / 2) {
 		uv_timer_stop(t);
 		sbxd_stall_pause(c->stall, false);
-		k8s_http_exchange_read_resume(c->ex);
+		httpd_exchange_read_resume(c->ex);
 	}
 }
 
-static void stdin_raw_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+static void stdin_raw_data(httpd_exchange *ex, const char *data, size_t len, void *ud)
 {
 	ctl_req *c = ud;
 	sbxd_stall_progress(c->stall);
 	if (c->failed)
 		return;
 	sbxd_proc *p = lookup(c->d, c->id);
-	int rc = p ? sbxd_proc_write_stdin(p, data, len, NULL, NULL) : K8S_ENOTFOUND;
+	int rc = p ? sbxd_proc_write_stdin(p, data, len, NULL, NULL) : ASB_ENOTFOUND;
 	if (rc) {
 		c->failed = c->answered = true;
 		if (!p) {
 			ctl_not_found(c);
 		} else {
 			char msg[160];
-			snprintf(msg, sizeof(msg), "failed to write stdin: %s", k8s_error_last()->message);
+			snprintf(msg, sizeof(msg), "failed to write stdin: %s", asb_error_last()->message);
 			sbxd_respond_error(ex, 500, "INTERNAL", msg);
 		}
 		return;
 	}
 	if (sbxd_proc_stdin_pending(p) > STDIN_HIGH) {
-		k8s_http_exchange_read_pause(ex);
+		httpd_exchange_read_pause(ex);
 		sbxd_stall_pause(c->stall, true);  /* held back by the process, not the client */
 		uv_timer_start(&c->timer, stdin_poll, 5, 5);
 	}
@@ -431,7 +431,7 @@ static void stdin_write_answer(ctl_req *c, sbxd_proc *p, const unsigned char *da
 {
 	if (sbxd_proc_write_stdin(p, data, n, NULL, NULL) != 0) {
 		char msg[160];
-		snprintf(msg, sizeof(msg), "failed to write stdin: %s", k8s_error_last()->message);
+		snprintf(msg, sizeof(msg), "failed to write stdin: %s", asb_error_last()->message);
 		sbxd_respond_error(c->ex, 500, "INTERNAL", msg);
 		return;
 	}
@@ -453,7 +453,7 @@ static void stdin_held_poll(uv_timer_t *t)
 	c->held = NULL;
 }
 
-static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
+static void stdin_raw_end(httpd_exchange *ex, void *ud)
 {
 	ctl_req *c = ud;
 	if (c->failed)
@@ -465,7 +465,7 @@ static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
 	}
 	if (c->eof_after && sbxd_proc_close_stdin(p) != 0) {
 		char msg[160];
-		snprintf(msg, sizeof(msg), "failed to close stdin: %s", k8s_error_last()->message);
+		snprintf(msg, sizeof(msg), "failed to close stdin: %s", asb_error_last()->message);
 		sbxd_respond_error(ex, 500, "INTERNAL", msg);
 		return;
 	}
@@ -473,10 +473,10 @@ static void stdin_raw_end(k8s_http_exchange *ex, void *ud)
 	ctl_ok(ex);
 }
 
-static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *ud)
+static void ctl_body(httpd_exchange *ex, const char *body, size_t len, void *ud)
 {
 	ctl_req *c = ud;
-	const char *path = k8s_http_request_path(k8s_http_exchange_request(ex));
+	const char *path = httpd_request_path(httpd_exchange_request(ex));
 	const char *action = strrchr(path, '/') + 1;
 	sbxd_proc *p = lookup(c->d, c->id);
 	int rc = 0;
@@ -504,18 +504,18 @@ static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *
 			c->held = data;
 			c->held_len = n;
 			if (!c->timer_on) {
-				uv_timer_init(k8s_http_exchange_loop(ex), &c->timer);
+				uv_timer_init(httpd_exchange_loop(ex), &c->timer);
 				c->timer.data = c;
 				c->timer_on = true;
 			}
-			k8s_http_exchange_set_timeout(ex, 0);
+			httpd_exchange_set_timeout(ex, 0);
 			uv_timer_start(&c->timer, stdin_held_poll, 5, 5);
 			return;
 		}
 		free(data);
 		if (sbxd_proc_close_stdin(p) != 0) {
 			char msg[160];
-			snprintf(msg, sizeof(msg), "failed to close stdin: %s", k8s_error_last()->message);
+			snprintf(msg, sizeof(msg), "failed to close stdin: %s", asb_error_last()->message);
 			sbxd_respond_error(ex, 500, "INTERNAL", msg);
 			return;
 		}
@@ -543,8 +543,8 @@ static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *
 			return;
 		}
 		rc = sbxd_proc_resize(p, cols, rows);
-		if (rc == K8S_EINVAL || rc == K8S_ESHUTDOWN) {
-			sbxd_respond_error(ex, 400, "FAILED_PRECONDITION", k8s_error_last()->message);
+		if (rc == ASB_EINVAL || rc == ASB_ESHUTDOWN) {
+			sbxd_respond_error(ex, 400, "FAILED_PRECONDITION", asb_error_last()->message);
 			return;
 		}
 		if (rc) {
@@ -555,18 +555,18 @@ static void ctl_body(k8s_http_exchange *ex, const char *body, size_t len, void *
 	ctl_ok(ex);
 }
 
-static void ctl_route(k8s_http_exchange *ex, void *ud)
+static void ctl_route(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
-	const k8s_http_request *req = k8s_http_exchange_request(ex);
-	const char *rest = k8s_http_request_path(req) + strlen("/v1/processes/");
+	const httpd_request *req = httpd_exchange_request(ex);
+	const char *rest = httpd_request_path(req) + strlen("/v1/processes/");
 	char *end;
 	errno = 0;
 	long id = strtol(rest, &end, 10);
 	const char *action = *end == '/' ? end + 1 : NULL;
 	if (end == rest || errno || id <= 0 || id > INT32_MAX || !action ||
 	    (strcmp(action, "stdin") && strcmp(action, "signal") && strcmp(action, "resize"))) {
-		k8s_http_exchange_respond(ex, 404, "text/plain; charset=utf-8",
+		httpd_exchange_respond(ex, 404, "text/plain; charset=utf-8",
 		                          "404 page not found\n", 19);
 		return;
 	}
@@ -578,38 +578,38 @@ static void ctl_route(k8s_http_exchange *ex, void *ud)
 	c->d = d;
 	c->ex = ex;
 	c->id = (int32_t)id;
-	k8s_http_exchange_on_close(ex, ctl_close, c);
-	const char *ct = k8s_http_request_header(req, "Content-Type");
+	httpd_exchange_on_close(ex, ctl_close, c);
+	const char *ct = httpd_request_header(req, "Content-Type");
 	bool json = !ct || strncasecmp(ct, "application/json", 16) == 0;
 	if (strcmp(action, "stdin") == 0 && !json) {
 		/* raw bytes streamed into stdin, without a size limit */
 		c->raw = true;
-		char *eof = sbxd_query_param(k8s_http_request_query(req), "eof");
+		char *eof = sbxd_query_param(httpd_request_query(req), "eof");
 		c->eof_after = eof && (strcmp(eof, "true") == 0 || strcmp(eof, "1") == 0);
 		free(eof);
 		if (!lookup(d, c->id)) {
 			ctl_not_found(c);
 			return;
 		}
-		uv_timer_init(k8s_http_exchange_loop(ex), &c->timer);
+		uv_timer_init(httpd_exchange_loop(ex), &c->timer);
 		c->timer.data = c;
 		c->timer_on = true;
-		k8s_http_exchange_set_timeout(ex, 0);
-		k8s_http_exchange_set_max_body(ex, 0);
-		static const k8s_http_body_reader reader = { stdin_raw_data, stdin_raw_end, NULL };
+		httpd_exchange_set_timeout(ex, 0);
+		httpd_exchange_set_max_body(ex, 0);
+		static const httpd_body_reader reader = { stdin_raw_data, stdin_raw_end, NULL };
 		c->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, false);
-		k8s_http_exchange_read_start(ex, &reader, c);
+		httpd_exchange_read_start(ex, &reader, c);
 		return;
 	}
 	sbxd_read_body(ex, REQUEST_LIMIT, ctl_body, c, NULL);
 }
 
-int sbxd_http_process_routes(sbxd_daemon *d, k8s_http_server *s)
+int sbxd_http_process_routes(sbxd_daemon *d, httpd_server *s)
 {
 	int rc;
-	if ((rc = k8s_http_server_route_stream(s, "POST", "/v1/processes", start_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "POST", "/v1/execute", execute_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "POST", "/v1/processes/*", ctl_route, d)))
+	if ((rc = httpd_server_route_stream(s, "POST", "/v1/processes", start_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "POST", "/v1/execute", execute_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "POST", "/v1/processes/*", ctl_route, d)))
 		return rc;
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 #include "fsops.h"
 #include "http.h"
@@ -34,7 +34,7 @@
 
 /* ---- GET / ---- */
 
-static void root_route(k8s_http_exchange *ex, void *ud)
+static void root_route(httpd_exchange *ex, void *ud)
 {
 	static const char body[] = "{\"status\":\"ok\",\"message\":\"Sandbox Runtime is active.\"}";
 	sbxd_respond_json(ex, 200, body, sizeof(body) - 1);
@@ -45,7 +45,7 @@ static void root_route(k8s_http_exchange *ex, void *ud)
 typedef struct {
 	sbxd_run run;
 	sbxd_daemon *d;
-	k8s_http_exchange *ex;
+	httpd_exchange *ex;
 	sbxd_bytes out, err;
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
@@ -65,17 +65,17 @@ static void exec_free(exec_req *r)
 	free(r);
 }
 
-static void exec_close(k8s_http_exchange *ex, int reason, void *ud)
+static void exec_close(httpd_exchange *ex, int reason, void *ud)
 {
 	exec_req *r = ud;
 	if (r->run.proc && !sbxd_proc_done(r->run.proc))
-		k8s_log(r->d->log, K8S_LOG_INFO, "client went away: process killed", "api",
+		asb_log(r->d->log, ASB_LOG_INFO, "client went away: process killed", "api",
 		        "runtime-execute", NULL);
 	exec_free(r);  /* kills the whole tree if the command still runs */
 }
 
 /* 200 {"stdout": "", "stderr": "Failed to execute command: <why>", "exit_code": 1} */
-static void exec_failed(k8s_http_exchange *ex, const char *why)
+static void exec_failed(httpd_exchange *ex, const char *why)
 {
 	char msg[1024];
 	snprintf(msg, sizeof(msg), "Failed to execute command: %s", why);
@@ -131,7 +131,7 @@ static double exec_timeout(sbxd_daemon *d)
 	char *end;
 	double t = strtod(v, &end);
 	if (*end || !isfinite(t) || t <= 0) {
-		k8s_log(d->log, K8S_LOG_WARN, "invalid SANDBOX_EXEC_TIMEOUT_SECONDS, using 300",
+		asb_log(d->log, ASB_LOG_WARN, "invalid SANDBOX_EXEC_TIMEOUT_SECONDS, using 300",
 		        "value", v, NULL);
 		return DEFAULT_TIMEOUT_S;
 	}
@@ -169,7 +169,7 @@ static char *argv_repr(char **argv)
 	return o;
 }
 
-static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void *ud)
+static void exec_body(httpd_exchange *ex, const char *body, size_t len, void *ud)
 {
 	exec_req *r = ud;
 	sbxd_daemon *d = r->d;
@@ -190,7 +190,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	int rc = sbxd_shlex_split(cmd->valuestring, strlen(cmd->valuestring), &argv, NULL);
 	cJSON_Delete(j);
 	if (rc) {
-		exec_failed(ex, k8s_error_last()->message);
+		exec_failed(ex, asb_error_last()->message);
 		return;
 	}
 	if (!argv[0]) {
@@ -200,7 +200,7 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	}
 	if (atomic_load(&d->shutting_down) || (rc = sbxd_cap_acquire(d)) != 0) {
 		sbxd_shlex_free(argv);
-		exec_failed(ex, rc ? k8s_error_last()->message : "sandboxd is shutting down");
+		exec_failed(ex, rc ? asb_error_last()->message : "sandboxd is shutting down");
 		return;
 	}
 	r->timeout_s = exec_timeout(d);
@@ -215,16 +215,16 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	o.chunk_size = 65536;
 	o.max_output_bytes = d->flags->max_output_bytes;
 	o.max_tasks = d->flags->max_tasks;
-	rc = sbxd_proc_spawn(&r->run.proc, k8s_http_exchange_loop(ex), &o, &exec_cbs, r);
+	rc = sbxd_proc_spawn(&r->run.proc, httpd_exchange_loop(ex), &o, &exec_cbs, r);
 	if (rc) {
 		sbxd_cap_release(d);
 		char why[512];
-		int err = rc == K8S_ENOTFOUND ? 2 : rc == K8S_EFORBIDDEN ? 13 : 0;
+		int err = rc == ASB_ENOTFOUND ? 2 : rc == ASB_EFORBIDDEN ? 13 : 0;
 		if (err)
 			snprintf(why, sizeof(why), "[Errno %d] %s: '%s'", err,
 			         err == 2 ? "No such file or directory" : "Permission denied", argv[0]);
 		else
-			snprintf(why, sizeof(why), "%s", k8s_error_last()->message);
+			snprintf(why, sizeof(why), "%s", asb_error_last()->message);
 		sbxd_shlex_free(argv);
 		exec_failed(ex, why);
 		return;
@@ -232,10 +232,10 @@ static void exec_body(k8s_http_exchange *ex, const char *body, size_t len, void 
 	sbxd_shlex_free(argv);
 	r->run.srv = &d->runtime;
 	sbxd_run_link(&r->run);
-	k8s_http_exchange_set_timeout(ex, 0);
+	httpd_exchange_set_timeout(ex, 0);
 }
 
-static void execute_route(k8s_http_exchange *ex, void *ud)
+static void execute_route(httpd_exchange *ex, void *ud)
 {
 	exec_req *r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -245,9 +245,9 @@ static void execute_route(k8s_http_exchange *ex, void *ud)
 	r->d = ud;
 	r->ex = ex;
 	r->run.srv = &r->d->runtime;
-	k8s_http_exchange_on_close(ex, exec_close, r);
+	httpd_exchange_on_close(ex, exec_close, r);
 	/* a client that closes the connection ends its command at once */
-	k8s_http_exchange_end_on_client_eof(ex);
+	httpd_exchange_end_on_client_eof(ex);
 	sbxd_read_body(ex, REQUEST_LIMIT, exec_body, r, NULL);
 }
 
@@ -264,15 +264,15 @@ static int up_open(const char *filename, sbxd_writer **w, void *ud)
 	upload_ctx *c = ud;
 	c->open_failed = true;  /* until the writer is there */
 	if (!filename || !*filename)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "the file part has no filename");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "the file part has no filename");
 	if (!(c->filename = strdup(filename)))
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	char *rel;
 	int rc = sbxd_path_clean(NULL, SBXD_CLEAN_LSTRIP, filename, strlen(filename), &rel);
 	if (rc)
 		return rc;
 	if (strcmp(rel, ".") == 0)
-		rc = k8s_error_set(K8S_EINVAL, 400, SBXD_REASON_ISDIR, "the filename names no file");
+		rc = asb_error_set(ASB_EINVAL, 400, SBXD_REASON_ISDIR, "the filename names no file");
 	else
 		rc = sbxd_writer_begin(w, c->d->root, rel, 0644);
 	free(rel);
@@ -280,26 +280,26 @@ static int up_open(const char *filename, sbxd_writer **w, void *ud)
 	return rc;
 }
 
-static void up_fail(k8s_http_exchange *ex, int rc, void *ud)
+static void up_fail(httpd_exchange *ex, int rc, void *ud)
 {
 	upload_ctx *c = ud;
-	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
+	if (rc == ASB_EFORBIDDEN && strcmp(asb_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(ex, 403, "Access denied");
 		return;
 	}
-	if (rc == K8S_ETOOMANYREQUESTS) {
-		sbxd_respond_message(ex, 429, k8s_error_last()->message);
+	if (rc == ASB_ETOOMANYREQUESTS) {
+		sbxd_respond_message(ex, 429, asb_error_last()->message);
 		return;
 	}
 	/* a malformed body is a 400, as Starlette's; a destination that
 	 * cannot be written is upstream's 500, even one found out before
 	 * writing (a directory: IsADirectoryError; a NUL: ValueError) */
 	char msg[512];
-	snprintf(msg, sizeof(msg), "File upload failed: %s", k8s_error_last()->message);
-	sbxd_respond_message(ex, rc == K8S_EINVAL && !(c && c->open_failed) ? 400 : 500, msg);
+	snprintf(msg, sizeof(msg), "File upload failed: %s", asb_error_last()->message);
+	sbxd_respond_message(ex, rc == ASB_EINVAL && !(c && c->open_failed) ? 400 : 500, msg);
 }
 
-static void up_no_file(k8s_http_exchange *ex, void *ud)
+static void up_no_file(httpd_exchange *ex, void *ud)
 {
 	size_t len;
 	char *b = sbxd_validation_body("body", "file", "Field required", &len);
@@ -308,7 +308,7 @@ static void up_no_file(k8s_http_exchange *ex, void *ud)
 	free(b);
 }
 
-static void up_done(k8s_http_exchange *ex, int rc, const char *err, void *ud)
+static void up_done(httpd_exchange *ex, int rc, const char *err, void *ud)
 {
 	upload_ctx *c = ud;
 	char msg[1024];
@@ -330,12 +330,12 @@ static void up_release(void *ud)
 
 static const sbxd_upload_ops upload_ops = { up_open, up_fail, up_no_file, up_done, up_release };
 
-static void upload_route(k8s_http_exchange *ex, void *ud)
+static void upload_route(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *boundary = NULL;
 	int rc = sbxd_multipart_boundary(
-		k8s_http_request_header(k8s_http_exchange_request(ex), "Content-Type"), &boundary);
+		httpd_request_header(httpd_exchange_request(ex), "Content-Type"), &boundary);
 	upload_ctx *c = rc ? NULL : calloc(1, sizeof(*c));
 	if (!c) {
 		free(boundary);
@@ -351,14 +351,14 @@ static void upload_route(k8s_http_exchange *ex, void *ud)
 
 /* The path of a /download, /list or /exists request; answers the error
  * itself (403 Access denied for an escape) and returns non-zero then. */
-static int runtime_path(sbxd_daemon *d, k8s_http_exchange *ex, const char *prefix, char **rel,
+static int runtime_path(sbxd_daemon *d, httpd_exchange *ex, const char *prefix, char **rel,
                         char **shown)
 {
 	int rc = sbxd_request_path(d, ex, prefix, 2, SBXD_CLEAN_LSTRIP, rel, shown);
-	if (rc == K8S_EFORBIDDEN)
+	if (rc == ASB_EFORBIDDEN)
 		sbxd_respond_message(ex, 403, "Access denied");
 	else if (rc)
-		sbxd_respond_message(ex, rc == K8S_EINVAL ? 400 : 500, k8s_error_last()->message);
+		sbxd_respond_message(ex, rc == ASB_EINVAL ? 400 : 500, asb_error_last()->message);
 	return rc;
 }
 
@@ -388,7 +388,7 @@ static char *disposition(const char *name)
 	return out;
 }
 
-static void download_route(k8s_http_exchange *ex, void *ud)
+static void download_route(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *rel, *shown;
@@ -397,7 +397,7 @@ static void download_route(k8s_http_exchange *ex, void *ud)
 	int fd;
 	struct stat st;
 	int rc = sbxd_open_read(d->root, rel, &fd, &st);
-	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
+	if (rc == ASB_EFORBIDDEN && strcmp(asb_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(ex, 403, "Access denied");
 	} else if (rc) {
 		sbxd_respond_message(ex, 404, "File not found");
@@ -410,7 +410,7 @@ static void download_route(k8s_http_exchange *ex, void *ud)
 	free(shown);
 }
 
-static void list_route(k8s_http_exchange *ex, void *ud)
+static void list_route(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *rel;
@@ -419,7 +419,7 @@ static void list_route(k8s_http_exchange *ex, void *ud)
 	sbxd_list_answer(d, ex, rel, NULL, SBXD_LISTING_RUNTIME);
 }
 
-static void exists_route(k8s_http_exchange *ex, void *ud)
+static void exists_route(httpd_exchange *ex, void *ud)
 {
 	sbxd_daemon *d = ud;
 	char *rel, *shown;
@@ -428,7 +428,7 @@ static void exists_route(k8s_http_exchange *ex, void *ud)
 	struct stat st;
 	int rc = sbxd_stat(d->root, rel, &st);
 	free(rel);
-	if (rc == K8S_EFORBIDDEN && strcmp(k8s_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
+	if (rc == ASB_EFORBIDDEN && strcmp(asb_error_last()->reason, SBXD_REASON_ESCAPE) == 0) {
 		sbxd_respond_message(ex, 403, "Access denied");
 		free(shown);
 		return;
@@ -448,15 +448,15 @@ static void exists_route(k8s_http_exchange *ex, void *ud)
 	free(s);
 }
 
-int sbxd_http_runtime_routes(sbxd_daemon *d, k8s_http_server *s)
+int sbxd_http_runtime_routes(sbxd_daemon *d, httpd_server *s)
 {
 	int rc;
-	if ((rc = k8s_http_server_route_stream(s, "GET", "/", root_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "POST", "/execute", execute_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "POST", "/upload", upload_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "GET", "/download/*", download_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "GET", "/list/*", list_route, d)) ||
-	    (rc = k8s_http_server_route_stream(s, "GET", "/exists/*", exists_route, d)))
+	if ((rc = httpd_server_route_stream(s, "GET", "/", root_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "POST", "/execute", execute_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "POST", "/upload", upload_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "GET", "/download/*", download_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "GET", "/list/*", list_route, d)) ||
+	    (rc = httpd_server_route_stream(s, "GET", "/exists/*", exists_route, d)))
 		return rc;
 	return 0;
 }

@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "http.h"
 #include "http_upload.h"
 #include "multipart.h"
 
 typedef struct {
-	k8s_http_exchange *ex;   /* NULL once the exchange closed */
+	httpd_exchange *ex;   /* NULL once the exchange closed */
 	sbxd_daemon *d;          /* holds a transfer slot of it */
 	sbxd_stall *stall;       /* --stall-timeout on the body */
 	const sbxd_upload_ops *ops;
@@ -39,7 +39,7 @@ static void up_free(upload *u)
 	free(u);
 }
 
-static void up_close(k8s_http_exchange *ex, int reason, void *ud)
+static void up_close(httpd_exchange *ex, int reason, void *ud)
 {
 	upload *u = ud;
 	u->ex = NULL;
@@ -79,7 +79,7 @@ static int part_end(void *ud)
 	return 0;
 }
 
-static void on_data(k8s_http_exchange *ex, const char *data, size_t len, void *ud)
+static void on_data(httpd_exchange *ex, const char *data, size_t len, void *ud)
 {
 	upload *u = ud;
 	sbxd_stall_progress(u->stall);
@@ -95,7 +95,7 @@ static void commit_work(uv_work_t *w)
 	upload *u = w->data;
 	u->commit_rc = sbxd_writer_commit(u->w);
 	if (u->commit_rc)
-		snprintf(u->commit_msg, sizeof(u->commit_msg), "%s", k8s_error_last()->message);
+		snprintf(u->commit_msg, sizeof(u->commit_msg), "%s", asb_error_last()->message);
 }
 
 static void after_commit(uv_work_t *w, int status)
@@ -109,7 +109,7 @@ static void after_commit(uv_work_t *w, int status)
 	u->ops->done(u->ex, u->commit_rc, u->commit_msg, u->ud);
 }
 
-static void on_end(k8s_http_exchange *ex, void *ud)
+static void on_end(httpd_exchange *ex, void *ud)
 {
 	upload *u = ud;
 	sbxd_stall_pause(u->stall, true);  /* the body is whole */
@@ -129,13 +129,13 @@ static void on_end(k8s_http_exchange *ex, void *ud)
 	}
 	u->work.data = u;
 	u->working = true;
-	if (uv_queue_work(k8s_http_exchange_loop(ex), &u->work, commit_work, after_commit) != 0) {
+	if (uv_queue_work(httpd_exchange_loop(ex), &u->work, commit_work, after_commit) != 0) {
 		u->working = false;
-		up_fail(u, k8s_error_set(K8S_ERROR, 500, NULL, "cannot queue the write"));
+		up_fail(u, asb_error_set(ASB_ERROR, 500, NULL, "cannot queue the write"));
 	}
 }
 
-void sbxd_upload_start(sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
+void sbxd_upload_start(sbxd_daemon *d, httpd_exchange *ex, sbxd_writer *w,
                        const char *boundary, const sbxd_upload_ops *ops, void *ud)
 {
 	int rc = sbxd_transfer_acquire(d);
@@ -143,7 +143,7 @@ void sbxd_upload_start(sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
 	if (!u) {
 		if (!rc) {
 			sbxd_transfer_release(d);
-			rc = k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+			rc = asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 		}
 		sbxd_writer_free(w);
 		ops->fail(ex, rc, ud);
@@ -165,11 +165,11 @@ void sbxd_upload_start(sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
 			return;
 		}
 	}
-	k8s_http_exchange_on_close(ex, up_close, u);
+	httpd_exchange_on_close(ex, up_close, u);
 	/* a big body on a slow link may take long: no overall deadline */
-	k8s_http_exchange_set_timeout(ex, 0);
-	k8s_http_exchange_set_max_body(ex, d->flags->max_upload_bytes);
+	httpd_exchange_set_timeout(ex, 0);
+	httpd_exchange_set_max_body(ex, d->flags->max_upload_bytes);
 	u->stall = sbxd_stall_start(d, ex, d->flags->stall_timeout_ms, false);
-	static const k8s_http_body_reader reader = { on_data, on_end, NULL };
-	k8s_http_exchange_read_start(ex, &reader, u);
+	static const httpd_body_reader reader = { on_data, on_end, NULL };
+	httpd_exchange_read_start(ex, &reader, u);
 }

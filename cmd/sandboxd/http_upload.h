@@ -9,23 +9,23 @@
 #define SBXD_HTTP_UPLOAD_H
 
 #include <stdint.h>
-#include "k8s/httpexchange.h"
+#include "httpd/exchange.h"
 #include "fsops.h"
 
 struct sbxd_daemon;
 
 typedef struct {
 	/** The part named "file" starts (multipart only; the first one): open
-	 *  its writer into `*w`. Returns 0 or a libk8s code with the last error
+	 *  its writer into `*w`. Returns 0 or an error code with the last error
 	 *  set (then `fail` answers). NULL: the writer given to start is used. */
 	int (*open_part)(const char *filename, sbxd_writer **w, void *ud);
 	/** Answers an error (`rc`, the last error) in the API's shape. */
-	void (*fail)(k8s_http_exchange *ex, int rc, void *ud);
+	void (*fail)(httpd_exchange *ex, int rc, void *ud);
 	/** Answers a multipart body without a "file" part. */
-	void (*no_file)(k8s_http_exchange *ex, void *ud);
+	void (*no_file)(httpd_exchange *ex, void *ud);
 	/** Answers the end: 0 when the file is in place, else the commit's
 	 *  code and message. */
-	void (*done)(k8s_http_exchange *ex, int rc, const char *msg, void *ud);
+	void (*done)(httpd_exchange *ex, int rc, const char *msg, void *ud);
 	/** The upload is over (answered or the client gone): free `ud`. May be NULL. */
 	void (*release)(void *ud);
 } sbxd_upload_ops;
@@ -36,11 +36,11 @@ typedef struct {
  * first multipart part named "file". Bodies beyond --max-upload-bytes of
  * `d` get 413; a body that stops arriving for --stall-timeout is cut; it
  * holds a transfer slot of `d` (none free: `fail` with
- * K8S_ETOOMANYREQUESTS). The fsync and rename of the end run on libuv's
+ * ASB_ETOOMANYREQUESTS). The fsync and rename of the end run on libuv's
  * worker pool. Answers through `ops` exactly once, unless the client goes
  * first.
  */
-void sbxd_upload_start(struct sbxd_daemon *d, k8s_http_exchange *ex, sbxd_writer *w,
+void sbxd_upload_start(struct sbxd_daemon *d, httpd_exchange *ex, sbxd_writer *w,
                        const char *boundary, const sbxd_upload_ops *ops, void *ud);
 
 #endif

@@ -3,7 +3,7 @@
  * files under its root directory over HTTP (docs/sandboxd.md).
  *
  * Thin by design: parse flags (flags.c), open the confined root
- * (confine.c), build two HTTP servers of libk8s, one for sandboxd's REST
+ * (confine.c), build two HTTP servers of libhttpd, one for sandboxd's REST
  * and process API (--rest-port) and one for the python-runtime API
  * (--runtime-port), wait for SIGTERM/SIGINT, then shut down: /v1/health
  * turns 503, every running process gets SIGTERM and SIGKILL after the
@@ -18,22 +18,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
-#include "k8s/httpexchange.h"
-#include "k8s/httpserver.h"
-#include "k8s/log.h"
+#include "asb/common.h"
+#include "httpd/exchange.h"
+#include "httpd/server.h"
+#include "asb/log.h"
 #include "flags.h"
 #include "http.h"
 
-static int new_server(k8s_http_server **out, const sandboxd_flags *f, int port,
-                      const char *name, k8s_logger *log)
+static int new_server(httpd_server **out, const sandboxd_flags *f, int port,
+                      const char *name, asb_logger *log)
 {
 	char addr[300];
 	if (strchr(f->listen_host, ':'))
 		snprintf(addr, sizeof(addr), "[%s]:%d", f->listen_host, port);
 	else
 		snprintf(addr, sizeof(addr), "%s:%d", f->listen_host, port);
-	k8s_http_server_options o = K8S_HTTP_SERVER_OPTIONS_INIT;
+	httpd_server_options o = HTTPD_SERVER_OPTIONS_INIT;
 	o.address = addr;
 	o.name = name;
 	o.logger = log;
@@ -42,9 +42,9 @@ static int new_server(k8s_http_server **out, const sandboxd_flags *f, int port,
 	o.max_connections = SBXD_MAX_TRANSFERS + SBXD_SPARE_CONNECTIONS;
 	/* one loop: handlers, processes and the id table share its thread */
 	o.loops = 1;
-	int rc = k8s_http_server_new(out, &o);
+	int rc = httpd_server_new(out, &o);
 	if (rc)
-		fprintf(stderr, "sandboxd: %s listener %s: %s\n", name, addr, k8s_error_last()->message);
+		fprintf(stderr, "sandboxd: %s listener %s: %s\n", name, addr, asb_error_last()->message);
 	return rc;
 }
 
@@ -56,11 +56,11 @@ int main(int argc, char **argv)
 	if (pr != 0)
 		return pr > 0 ? 0 : 2;
 
-	k8s_logger *log = NULL;
-	if (k8s_logger_new(&log, stderr, f.log_format, (k8s_log_level)f.log_level) != 0)
+	asb_logger *log = NULL;
+	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) != 0)
 		return 1;
 	if (f.grpc_port_set)
-		k8s_log(log, K8S_LOG_WARN, "--grpc-port has no effect: processes are served over "
+		asb_log(log, ASB_LOG_WARN, "--grpc-port has no effect: processes are served over "
 		        "HTTP on --rest-port (docs/sandboxd.md)", NULL);
 
 	/* SIGTERM and SIGINT are taken by sigwait below; every thread started
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &nofile) != 0)
-			k8s_log(log, K8S_LOG_WARN, "cannot raise the descriptor limit", NULL);
+			asb_log(log, ASB_LOG_WARN, "cannot raise the descriptor limit", NULL);
 	}
 
 	sbxd_daemon d;
@@ -93,23 +93,23 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&d.cap_lock, NULL);
 	int rc = sbxd_root_open(&d.root, f.root_dir, true);
 	if (rc) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot open the root directory", "error",
-		        k8s_error_last()->message, NULL);
-		k8s_logger_free(log);
+		asb_log(log, ASB_LOG_ERROR, "cannot open the root directory", "error",
+		        asb_error_last()->message, NULL);
+		asb_logger_free(log);
 		return 1;
 	}
 	if (sbxd_proctable_new(&d.cap, (unsigned)f.max_processes) != 0 ||
 	    sbxd_metadata_build(&d) != 0) {
-		k8s_log(log, K8S_LOG_ERROR, "out of memory", NULL);
+		asb_log(log, ASB_LOG_ERROR, "out of memory", NULL);
 		return 1;
 	}
 	/* after the signal mask: its thread must not take SIGTERM */
 	if (sbxd_reaper_new(&d.reaper, true) != 0) {
-		k8s_log(log, K8S_LOG_ERROR, "cannot start", "error", k8s_error_last()->message, NULL);
+		asb_log(log, ASB_LOG_ERROR, "cannot start", "error", asb_error_last()->message, NULL);
 		return 1;
 	}
 	if (f.max_tasks > 0 && geteuid() == 0)
-		k8s_log(log, K8S_LOG_WARN, "--max-tasks has no effect on commands run as root "
+		asb_log(log, ASB_LOG_WARN, "--max-tasks has no effect on commands run as root "
 		        "(RLIMIT_NPROC is not enforced for root)", NULL);
 
 	rc = new_server(&d.rest.srv, &f, f.rest_port, "rest", log);
@@ -121,55 +121,55 @@ int main(int argc, char **argv)
 		rc = sbxd_http_process_routes(&d, d.rest.srv);
 	if (!rc && d.runtime.srv)
 		rc = sbxd_http_runtime_routes(&d, d.runtime.srv);
-	if (!rc && (rc = k8s_http_server_start(d.rest.srv)) != 0)
-		k8s_log(log, K8S_LOG_ERROR, "cannot listen", "error", k8s_error_last()->message, NULL);
-	if (!rc && d.runtime.srv && (rc = k8s_http_server_start(d.runtime.srv)) != 0)
-		k8s_log(log, K8S_LOG_ERROR, "cannot listen", "error", k8s_error_last()->message, NULL);
+	if (!rc && (rc = httpd_server_start(d.rest.srv)) != 0)
+		asb_log(log, ASB_LOG_ERROR, "cannot listen", "error", asb_error_last()->message, NULL);
+	if (!rc && d.runtime.srv && (rc = httpd_server_start(d.runtime.srv)) != 0)
+		asb_log(log, ASB_LOG_ERROR, "cannot listen", "error", asb_error_last()->message, NULL);
 	if (rc) {
-		k8s_http_server_free(d.rest.srv);
-		k8s_http_server_free(d.runtime.srv);
+		httpd_server_free(d.rest.srv);
+		httpd_server_free(d.runtime.srv);
 		sbxd_root_free(d.root);
 		sbxd_proctable_free(d.cap);
 		sbxd_reaper_free(d.reaper);
 		free(d.metadata);
-		k8s_logger_free(log);
+		asb_logger_free(log);
 		return 1;
 	}
 	char rest_port[16], runtime_port[16];
-	snprintf(rest_port, sizeof(rest_port), "%d", k8s_http_server_port(d.rest.srv));
+	snprintf(rest_port, sizeof(rest_port), "%d", httpd_server_port(d.rest.srv));
 	snprintf(runtime_port, sizeof(runtime_port), "%d",
-	         d.runtime.srv ? k8s_http_server_port(d.runtime.srv) : 0);
-	k8s_log(log, K8S_LOG_INFO, "sandboxd started", "version", SANDBOXD_VERSION, "root",
+	         d.runtime.srv ? httpd_server_port(d.runtime.srv) : 0);
+	asb_log(log, ASB_LOG_INFO, "sandboxd started", "version", SANDBOXD_VERSION, "root",
 	        sbxd_root_path(d.root), "resolver",
 	        sbxd_root_resolver(d.root) == SBXD_RESOLVE_OPENAT2 ? "openat2" : "walk",
 	        "rest_port", rest_port, "runtime_port", runtime_port, NULL);
 
 	int sig = 0;
 	sigwait(&stop, &sig);
-	k8s_log(log, K8S_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
+	asb_log(log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
 	        NULL);
 	atomic_store(&d.shutting_down, true);
-	k8s_http_server_call(d.rest.srv, 0, sbxd_http_begin_shutdown, &d.rest);
+	httpd_server_call(d.rest.srv, 0, sbxd_http_begin_shutdown, &d.rest);
 	if (d.runtime.srv)
-		k8s_http_server_call(d.runtime.srv, 0, sbxd_http_begin_shutdown, &d.runtime);
+		httpd_server_call(d.runtime.srv, 0, sbxd_http_begin_shutdown, &d.runtime);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int cut = k8s_http_server_shutdown(d.rest.srv, f.shutdown_timeout_ms);
+	int cut = httpd_server_shutdown(d.rest.srv, f.shutdown_timeout_ms);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	long spent = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	long left = f.shutdown_timeout_ms > spent ? f.shutdown_timeout_ms - spent : 0;
-	if (d.runtime.srv && k8s_http_server_shutdown(d.runtime.srv, left) != 0)
-		cut = K8S_ETIMEOUT;
+	if (d.runtime.srv && httpd_server_shutdown(d.runtime.srv, left) != 0)
+		cut = ASB_ETIMEOUT;
 	if (cut)
-		k8s_log(log, K8S_LOG_WARN, "shutdown deadline passed: connections cut", NULL);
-	k8s_http_server_free(d.rest.srv);
-	k8s_http_server_free(d.runtime.srv);
+		asb_log(log, ASB_LOG_WARN, "shutdown deadline passed: connections cut", NULL);
+	httpd_server_free(d.rest.srv);
+	httpd_server_free(d.runtime.srv);
 	sbxd_root_free(d.root);
 	sbxd_proctable_free(d.cap);
 	sbxd_reaper_free(d.reaper);
 	pthread_mutex_destroy(&d.cap_lock);
 	free(d.metadata);
-	k8s_log(log, K8S_LOG_INFO, "stopped", NULL);
-	k8s_logger_free(log);
+	asb_log(log, ASB_LOG_INFO, "stopped", NULL);
+	asb_logger_free(log);
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "multipart.h"
 
 enum { ST_PREAMBLE, ST_AFTER_BOUNDARY, ST_HEADERS, ST_BODY, ST_END, ST_ERROR };
@@ -31,7 +31,7 @@ struct sbxd_multipart {
 static int fail(sbxd_multipart *m, const char *why)
 {
 	m->state = ST_ERROR;
-	m->err = k8s_error_set(K8S_EINVAL, 400, NULL, "invalid multipart body: %s", why);
+	m->err = asb_error_set(ASB_EINVAL, 400, NULL, "invalid multipart body: %s", why);
 	return m->err;
 }
 
@@ -135,17 +135,17 @@ int sbxd_multipart_boundary(const char *content_type, char **boundary)
 {
 	*boundary = NULL;
 	if (!content_type)
-		return K8S_ENOTFOUND;
+		return ASB_ENOTFOUND;
 	boundary_ctx c = { NULL, false };
 	if (!params(content_type, "multipart/form-data", boundary_param, &c))
-		return K8S_ENOTFOUND;
+		return ASB_ENOTFOUND;
 	if (c.oom) {
 		free(c.boundary);
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
 	if (!c.boundary || !*c.boundary || strlen(c.boundary) > 70) {
 		free(c.boundary);
-		return k8s_error_set(K8S_EINVAL, 400, NULL,
+		return asb_error_set(ASB_EINVAL, 400, NULL,
 		                     "invalid multipart body: no usable boundary parameter");
 	}
 	*boundary = c.boundary;
@@ -157,17 +157,17 @@ int sbxd_multipart_new(sbxd_multipart **out, const char *boundary,
 {
 	*out = NULL;
 	if (!boundary || !*boundary || strlen(boundary) > 70)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "invalid multipart boundary");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "invalid multipart boundary");
 	sbxd_multipart *m = calloc(1, sizeof(*m));
 	if (!m)
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	m->dlen = strlen(boundary) + 4;
 	m->delim = malloc(m->dlen + 1);
 	m->wcap = 4096;
 	m->win = malloc(m->wcap);
 	if (!m->delim || !m->win) {
 		sbxd_multipart_free(m);
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
 	memcpy(m->delim, "\r\n--", 4);
 	memcpy(m->delim + 4, boundary, m->dlen - 4 + 1);
@@ -236,7 +236,7 @@ static int begin_part(sbxd_multipart *m, char *h)
 	}
 	int rc = 0;
 	if (c.oom)
-		rc = k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	else if (m->cb.on_part_begin)
 		rc = m->cb.on_part_begin(c.name, c.filename, m->ud);
 	free(c.name);
@@ -352,7 +352,7 @@ static int step(sbxd_multipart *m, bool *progress)
 			return fail(m, "NUL byte in part headers");
 		char *h = malloc(hl + 1);
 		if (!h)
-			return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 		memcpy(h, w, hl);
 		h[hl] = '\0';
 		rc = begin_part(m, h);
@@ -393,7 +393,7 @@ int sbxd_multipart_feed(sbxd_multipart *m, const char *data, size_t len)
 			size_t ncap = m->wlen + take + 1024;
 			char *nw = realloc(m->win, ncap);
 			if (!nw)
-				return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+				return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 			m->win = nw;
 			m->wcap = ncap;
 		}

@@ -37,24 +37,24 @@ typedef struct {
  * Reads the boundary parameter of a Content-Type value if its media type
  * is multipart/form-data (case-insensitive; quoted or token boundary).
  * `*boundary` receives a malloc'd copy (caller frees).
- * @return 0; K8S_ENOTFOUND (another media type, or no Content-Type);
- *         K8S_EINVAL ("multipart/form-data" without a usable boundary:
- *         missing, empty or longer than 70 bytes); K8S_ENOMEM.
+ * @return 0; ASB_ENOTFOUND (another media type, or no Content-Type);
+ *         ASB_EINVAL ("multipart/form-data" without a usable boundary:
+ *         missing, empty or longer than 70 bytes); ASB_ENOMEM.
  */
 int sbxd_multipart_boundary(const char *content_type, char **boundary);
 
-/** Creates a parser for `boundary` (copied). Returns 0, K8S_EINVAL, K8S_ENOMEM. */
+/** Creates a parser for `boundary` (copied). Returns 0, ASB_EINVAL, ASB_ENOMEM. */
 int sbxd_multipart_new(sbxd_multipart **out, const char *boundary,
                        const sbxd_multipart_callbacks *cb, void *ud);
 
 /**
- * Feeds the next `len` bytes of the body. Returns 0; K8S_EINVAL with the
- * message "invalid multipart body: <why>"; K8S_ENOMEM; or a callback's
+ * Feeds the next `len` bytes of the body. Returns 0; ASB_EINVAL with the
+ * message "invalid multipart body: <why>"; ASB_ENOMEM; or a callback's
  * non-zero value. After an error the parser refuses further input.
  */
 int sbxd_multipart_feed(sbxd_multipart *m, const char *data, size_t len);
 
-/** The body ended: 0 when the closing delimiter was seen, else K8S_EINVAL
+/** The body ended: 0 when the closing delimiter was seen, else ASB_EINVAL
  *  ("invalid multipart body: unexpected end of body"). */
 int sbxd_multipart_finish(sbxd_multipart *m);
 

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "keeper.h"
 #include "proc.h"
 
@@ -197,7 +197,7 @@ static void maybe_finish(sbxd_proc *p)
 	p->stdin_closed = true;
 	if (!p->pty)
 		chan_close(&p->ch[CH_IN]);
-	fail_queue(p, K8S_ESHUTDOWN);
+	fail_queue(p, ASB_ESHUTDOWN);
 	if (p->cb.on_exit && !p->freed)
 		p->cb.on_exit(p, &p->exit, p->ud);
 }
@@ -289,7 +289,7 @@ static void write_some(chan *c)
 			if (errno == EAGAIN)
 				return;
 			/* the child closed its end (EPIPE) */
-			fail_queue(p, K8S_ETRANSPORT);
+			fail_queue(p, ASB_ETRANSPORT);
 			if (!p->pty)
 				chan_close(c);
 			return;
@@ -469,7 +469,7 @@ static void release(sbxd_proc *p)
 	for (int i = 0; i < CH_COUNT; i++)
 		chan_close(&p->ch[i]);
 	report_close(p);
-	fail_queue(p, K8S_ESHUTDOWN);
+	fail_queue(p, ASB_ESHUTDOWN);
 	close_handle((uv_handle_t *)&p->timeout);
 	close_handle((uv_handle_t *)&p->drain);
 	close_handle((uv_handle_t *)&p->grace);
@@ -517,7 +517,7 @@ static void linger_start(sbxd_proc *p)
 {
 	sbxd_proc_lingering *l = p->linger_list;
 	chan_close(&p->ch[CH_IN]);
-	fail_queue(p, K8S_ESHUTDOWN);
+	fail_queue(p, ASB_ESHUTDOWN);
 	uv_timer_stop(&p->timeout);
 	uv_timer_stop(&p->drain);
 	char *small = malloc(LINGER_BUF);
@@ -715,18 +715,18 @@ static int spawn_error(int err, const char *what)
 	switch (err) {
 	case ENOENT:
 	case ENOTDIR:
-		return k8s_error_set(K8S_ENOTFOUND, 404, NULL, "command or path not found: %s: %s",
+		return asb_error_set(ASB_ENOTFOUND, 404, NULL, "command or path not found: %s: %s",
 		                     what, strerror(err));
 	case EACCES:
 	case EPERM:
-		return k8s_error_set(K8S_EFORBIDDEN, 403, NULL, "%s: %s", what, strerror(err));
+		return asb_error_set(ASB_EFORBIDDEN, 403, NULL, "%s: %s", what, strerror(err));
 	case EAGAIN:
-		return k8s_error_set(K8S_ETOOMANYREQUESTS, 429, NULL, "%s: %s", what,
+		return asb_error_set(ASB_ETOOMANYREQUESTS, 429, NULL, "%s: %s", what,
 		                     strerror(err));
 	case ENOMEM:
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "%s: %s", what, strerror(err));
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "%s: %s", what, strerror(err));
 	default:
-		return k8s_error_set(K8S_ERROR, 500, NULL, "%s: %s", what, strerror(err));
+		return asb_error_set(ASB_ERROR, 500, NULL, "%s: %s", what, strerror(err));
 	}
 }
 
@@ -789,7 +789,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	*out = NULL;
 	if (!o || o->version != SBXD_PROC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
 	    !o->argv[0][0])
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "command is required");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
 	char *path = NULL;
 	int err = find_executable(o->argv[0], o->env, &path);
 	if (err)
@@ -804,7 +804,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		free(envp);
 		free(p);
 		free(buf);
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
 	/* SIGCHLD is watched from before the fork, so an exit is never missed;
 	 * on a failed start the handle's close callback frees `p` */
@@ -880,7 +880,7 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, keeper) != 0) {
 			kill(keeper, SBXD_KEEPER_KILL);
 			waitpid(keeper, NULL, 0);
-			rc = K8S_ENOMEM;
+			rc = ASB_ENOMEM;
 		}
 		if (o->reaper)
 			sbxd_reaper_unlock(o->reaper);
@@ -1011,7 +1011,7 @@ int sbxd_proc_write_stdin(sbxd_proc *p, const void *data, size_t len,
 {
 	chan *c = stdin_chan(p);
 	if (p->stdin_closed || c->fd < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     p->stdin_closed ? "stdin is already closed" : "stdin is closed");
 	if (len == 0) {
 		if (done)
@@ -1023,7 +1023,7 @@ int sbxd_proc_write_stdin(sbxd_proc *p, const void *data, size_t len,
 		w->data = malloc(len);
 	if (!w || !w->data) {
 		free(w);
-		return k8s_error_set(K8S_ENOMEM, 500, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
 	memcpy(w->data, data, len);
 	w->len = len;
@@ -1047,7 +1047,7 @@ size_t sbxd_proc_stdin_pending(const sbxd_proc *p)
 int sbxd_proc_close_stdin(sbxd_proc *p)
 {
 	if (p->stdin_closed)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "stdin is already closed");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "stdin is already closed");
 	p->stdin_closed = true;
 	chan *c = stdin_chan(p);
 	if (c->fd >= 0)
@@ -1058,7 +1058,7 @@ int sbxd_proc_close_stdin(sbxd_proc *p)
 int sbxd_proc_signal(sbxd_proc *p, int sig)
 {
 	if (sig <= 0 || sig >= NSIG)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "unsupported signal %d", sig);
+		return asb_error_set(ASB_EINVAL, 400, NULL, "unsupported signal %d", sig);
 	if (p->exited || p->group_gone)
 		return 0;
 	kill_group(p, sig);
@@ -1068,14 +1068,14 @@ int sbxd_proc_signal(sbxd_proc *p, int sig)
 int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows)
 {
 	if (!p->pty)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "the process has no terminal");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "the process has no terminal");
 	if (p->done || p->ch[CH_OUT].fd < 0)
-		return k8s_error_set(K8S_ESHUTDOWN, 400, NULL, "the process has ended");
+		return asb_error_set(ASB_ESHUTDOWN, 400, NULL, "the process has ended");
 	if (!cols || !rows)
-		return k8s_error_set(K8S_EINVAL, 400, NULL, "cols and rows must be > 0");
+		return asb_error_set(ASB_EINVAL, 400, NULL, "cols and rows must be > 0");
 	struct winsize ws = { .ws_row = rows, .ws_col = cols };
 	if (ioctl(p->ch[CH_OUT].fd, TIOCSWINSZ, &ws) < 0)
-		return k8s_error_set(K8S_ERROR, 500, NULL, "resize: %s", strerror(errno));
+		return asb_error_set(ASB_ERROR, 500, NULL, "resize: %s", strerror(errno));
 	return 0;
 }
 

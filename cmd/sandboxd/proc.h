@@ -32,7 +32,7 @@
  * the unit tests run, does not know pidfd_open.)
  *
  * Threads: every call on the loop's thread; callbacks run there too.
- * Errors: libk8s codes (k8s/common.h) with the last-error message.
+ * Errors: error codes (asb/common.h) with the last-error message.
  */
 #ifndef SBXD_PROC_H
 #define SBXD_PROC_H
@@ -132,10 +132,10 @@ typedef struct {
 /**
  * Starts a process. On success `*out` is running and owned by the caller
  * (sbxd_proc_free). `loop` must outlive it.
- * @return 0; K8S_EINVAL (no argv, version); K8S_ENOTFOUND (the executable
+ * @return 0; ASB_EINVAL (no argv, version); ASB_ENOTFOUND (the executable
  *         or the working directory is not there: "command or path not
- *         found: ..."); K8S_EFORBIDDEN (not executable, permission);
- *         K8S_ETOOMANYREQUESTS (fork said EAGAIN); K8S_ERROR, K8S_ENOMEM.
+ *         found: ..."); ASB_EFORBIDDEN (not executable, permission);
+ *         ASB_ETOOMANYREQUESTS (fork said EAGAIN); ASB_ERROR, ASB_ENOMEM.
  *         Nothing runs and no callback is called on an error.
  */
 int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o,
@@ -150,8 +150,8 @@ void sbxd_proc_resume_output(sbxd_proc *p);
 /**
  * Queues `len` bytes (copied) for the child's stdin. `done` (may be NULL)
  * runs once they are written, or with status != 0 when they cannot be.
- * @return 0; K8S_EINVAL (stdin closed or never opened: "stdin is closed");
- *         K8S_ENOMEM. An empty write is a no-op success.
+ * @return 0; ASB_EINVAL (stdin closed or never opened: "stdin is closed");
+ *         ASB_ENOMEM. An empty write is a no-op success.
  */
 int sbxd_proc_write_stdin(sbxd_proc *p, const void *data, size_t len,
                           void (*done)(int status, void *ud), void *ud);
@@ -162,13 +162,13 @@ size_t sbxd_proc_stdin_pending(const sbxd_proc *p);
 /**
  * Closes stdin once the queue is written (EOF for the child; for a
  * terminal, this hangs it up, as upstream does). A second call:
- * K8S_EINVAL ("stdin is already closed").
+ * ASB_EINVAL ("stdin is already closed").
  */
 int sbxd_proc_close_stdin(sbxd_proc *p);
 
 /** Sends `sig` to the command's process group (the process alone if that
  *  fails), as upstream does; a no-op once it has ended. Returns 0 or
- *  K8S_EINVAL (bad signal). */
+ *  ASB_EINVAL (bad signal). */
 int sbxd_proc_signal(sbxd_proc *p, int sig);
 
 /**
@@ -180,8 +180,8 @@ int sbxd_proc_signal(sbxd_proc *p, int sig);
  */
 void sbxd_proc_terminate(sbxd_proc *p);
 
-/** Sets the terminal size; K8S_EINVAL (no terminal, zero size) or
- *  K8S_ESHUTDOWN (the process has ended). */
+/** Sets the terminal size; ASB_EINVAL (no terminal, zero size) or
+ *  ASB_ESHUTDOWN (the process has ended). */
 int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows);
 
 /** True once on_exit has been called. */

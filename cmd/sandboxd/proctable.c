@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "proctable.h"
 
 typedef struct {
@@ -23,10 +23,10 @@ int sbxd_proctable_new(sbxd_proctable **out, unsigned int max)
 {
 	*out = NULL;
 	if (max == 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "the process limit must be >= 1");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "the process limit must be >= 1");
 	sbxd_proctable *t = calloc(1, sizeof(*t));
 	if (!t)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	t->max = max;
 	t->next_id = 1;
 	*out = t;
@@ -44,7 +44,7 @@ void sbxd_proctable_free(sbxd_proctable *t)
 int sbxd_proctable_acquire(sbxd_proctable *t)
 {
 	if (t->running >= t->max)
-		return k8s_error_set(K8S_ETOOMANYREQUESTS, 429, NULL,
+		return asb_error_set(ASB_ETOOMANYREQUESTS, 429, NULL,
 		                     "too many processes: %u running, the limit is %u",
 		                     t->running, t->max);
 	t->running++;
@@ -68,7 +68,7 @@ int32_t sbxd_proctable_add(sbxd_proctable *t, void *item)
 		size_t ncap = t->cap ? t->cap * 2 : 16;
 		slot *nv = realloc(t->v, ncap * sizeof(*nv));
 		if (!nv)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		t->v = nv;
 		t->cap = ncap;
 	}

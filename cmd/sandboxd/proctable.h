@@ -12,7 +12,7 @@
 
 typedef struct sbxd_proctable sbxd_proctable;
 
-/** Creates a table admitting `max` (>= 1) processes at once. 0 or K8S_ENOMEM/K8S_EINVAL. */
+/** Creates a table admitting `max` (>= 1) processes at once. 0 or ASB_ENOMEM/ASB_EINVAL. */
 int sbxd_proctable_new(sbxd_proctable **out, unsigned int max);
 
 /** Frees the table (not the items); NULL is accepted. */
@@ -20,7 +20,7 @@ void sbxd_proctable_free(sbxd_proctable *t);
 
 /**
  * Takes a slot of the cap before a process is started. Returns 0, or
- * K8S_ETOOMANYREQUESTS ("too many processes: N running, the limit is N").
+ * ASB_ETOOMANYREQUESTS ("too many processes: N running, the limit is N").
  */
 int sbxd_proctable_acquire(sbxd_proctable *t);
 
@@ -32,7 +32,7 @@ unsigned int sbxd_proctable_running(const sbxd_proctable *t);
 
 /**
  * Registers `item` (borrowed) under the next id, which it returns (> 0),
- * or K8S_ENOMEM (< 0).
+ * or ASB_ENOMEM (< 0).
  */
 int32_t sbxd_proctable_add(sbxd_proctable *t, void *item);
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "reaper.h"
 
 struct sbxd_reaper {
@@ -135,7 +135,7 @@ int sbxd_reaper_new(sbxd_reaper **out, bool watch)
 	*out = NULL;
 	sbxd_reaper *r = calloc(1, sizeof(*r));
 	if (!r)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&r->lock, NULL);
 	if (watch) {
 		int e = uv_loop_init(&r->loop);
@@ -157,7 +157,7 @@ int sbxd_reaper_new(sbxd_reaper **out, bool watch)
 		if (e) {
 			pthread_mutex_destroy(&r->lock);
 			free(r);
-			return k8s_error_set(K8S_ERROR, 0, NULL, "the reaper cannot start: %s",
+			return asb_error_set(ASB_ERROR, 0, NULL, "the reaper cannot start: %s",
 			                     uv_strerror(e));
 		}
 		r->watching = true;
@@ -196,7 +196,7 @@ int sbxd_reaper_claim_locked(sbxd_reaper *r, pid_t pid)
 		size_t ncap = r->cap ? r->cap * 2 : 16;
 		pid_t *v = realloc(r->claimed, ncap * sizeof(*v));
 		if (!v)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		r->claimed = v;
 		r->cap = ncap;
 	}

@@ -19,7 +19,7 @@
  *
  * Threads: every function is thread-safe, except that new/free must not
  * race the others.
- * Errors: libk8s codes (k8s/common.h) with the last-error message.
+ * Errors: error codes (asb/common.h) with the last-error message.
  */
 #ifndef SBXD_REAPER_H
 #define SBXD_REAPER_H
@@ -33,7 +33,7 @@ typedef struct sbxd_reaper sbxd_reaper;
  * Creates a reaper. With `watch`, a thread of its own reaps on every
  * SIGCHLD until sbxd_reaper_free(); without, only sbxd_reaper_reap() does
  * (tests). Owned by the caller.
- * @return 0; K8S_ENOMEM; K8S_ERROR (the thread or its loop cannot start).
+ * @return 0; ASB_ENOMEM; ASB_ERROR (the thread or its loop cannot start).
  */
 int sbxd_reaper_new(sbxd_reaper **out, bool watch);
 
@@ -50,7 +50,7 @@ void sbxd_reaper_unlock(sbxd_reaper *r);
 
 /**
  * Claims `pid` (> 0) for its owner, with the lock held: the reaper leaves
- * it alone until sbxd_reaper_release(). @return 0; K8S_ENOMEM.
+ * it alone until sbxd_reaper_release(). @return 0; ASB_ENOMEM.
  */
 int sbxd_reaper_claim_locked(sbxd_reaper *r, pid_t pid);
 

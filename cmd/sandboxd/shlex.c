@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "shlex.h"
 
 void sbxd_shlex_free(char **argv)
@@ -27,7 +27,7 @@ int sbxd_shlex_split(const char *s, size_t len, char ***out, size_t *argc)
 	if (argc)
 		*argc = 0;
 	if (memchr(s, '\0', len))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "command contains a NUL byte");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "command contains a NUL byte");
 	/* words never outnumber len/2+1, and their bytes never exceed len */
 	size_t maxw = len / 2 + 2;
 	char **argv = calloc(maxw, sizeof(*argv));
@@ -35,7 +35,7 @@ int sbxd_shlex_split(const char *s, size_t len, char ***out, size_t *argc)
 	if (!argv || !word) {
 		free(argv);
 		free(word);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	size_t n = 0, w = 0, i = 0;
 	bool in_word = false;
@@ -86,7 +86,7 @@ int sbxd_shlex_split(const char *s, size_t len, char ***out, size_t *argc)
 	free(word);
 	if (err) {
 		sbxd_shlex_free(argv);
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "%s", err);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "%s", err);
 	}
 	*out = argv;
 	if (argc)
@@ -95,5 +95,5 @@ int sbxd_shlex_split(const char *s, size_t len, char ***out, size_t *argc)
 oom:
 	free(word);
 	sbxd_shlex_free(argv);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 }

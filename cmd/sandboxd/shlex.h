@@ -17,12 +17,12 @@
 
 /**
  * Splits `s` (`len` bytes; a NUL byte is an ordinary character and ends
- * the word list there as execve would need: refused with K8S_EINVAL) into
+ * the word list there as execve would need: refused with ASB_EINVAL) into
  * a NULL-terminated, malloc'd argv (free with sbxd_shlex_free); `*argc`
  * (may be NULL) gets the count. Pure; thread-safe.
- * @return 0; K8S_EINVAL with Python's message: "No closing quotation",
+ * @return 0; ASB_EINVAL with Python's message: "No closing quotation",
  *         "No escaped character", or "command contains a NUL byte";
- *         K8S_ENOMEM.
+ *         ASB_ENOMEM.
  */
 int sbxd_shlex_split(const char *s, size_t len, char ***argv, size_t *argc);
 

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
 	int rc = 1;
 	if (k8s_config_load(&cfg, kubeconfig, context) < 0 ||
 	    k8s_client_new(&client, cfg, NULL) < 0) {
-		fprintf(stderr, "watch_pods: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "watch_pods: %s\n", asb_error_last()->message);
 		goto out;
 	}
 	if (!all && !ns)
@@ -100,7 +100,7 @@ int main(int argc, char **argv)
 	io.on_delete = on_delete;
 	if (k8s_informer_new(&inf, client, &io) < 0 || k8s_informer_start(inf) < 0 ||
 	    k8s_informer_wait_synced(inf, 30000) < 0) {
-		fprintf(stderr, "watch_pods: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "watch_pods: %s\n", asb_error_last()->message);
 		goto out;
 	}
 	fprintf(stderr, "watch_pods: %zu pods listed; watching (Ctrl-C to stop)\n", k8s_informer_size(inf));

@@ -31,7 +31,7 @@ static int tls_fail(int err, const char *what)
 {
 	char why[160];
 	mbedtls_strerror(err, why, sizeof(why));
-	return k8s_error_set(K8S_ERROR, 0, NULL, "certificate generation: %s: %s", what, why);
+	return asb_error_set(ASB_ERROR, 0, NULL, "certificate generation: %s: %s", what, why);
 }
 
 /* "YYYYMMDDhhmmss" in UTC, as mbedtls_x509write_crt_set_validity wants. */
@@ -66,7 +66,7 @@ static int san_der(const k8s_cert_options *o, unsigned char *buf, size_t cap, un
 		else if (inet_pton(AF_INET6, o->ip_addresses[i], ip) == 1)
 			iplen = 16;
 		else
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: \"%s\" is not an IP address",
+			return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: \"%s\" is not an IP address",
 			                     o->ip_addresses[i]);
 		/* iPAddress [7] IMPLICIT OCTET STRING */
 		if ((n = mbedtls_asn1_write_tagged_string(&p, buf, MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7,
@@ -122,7 +122,7 @@ static int key_pem(mbedtls_pk_context *pk, char **out)
 {
 	unsigned char *buf = calloc(1, PEM_MAX);
 	if (!buf)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "certificate generation: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "certificate generation: out of memory");
 	int err = mbedtls_pk_write_key_pem(pk, buf, PEM_MAX);
 	if (err) {
 		free(buf);
@@ -145,7 +145,7 @@ static int write_cert(const k8s_cert_options *o, mbedtls_ctr_drbg_context *drbg,
 	unsigned char *ext = malloc(EXT_MAX), *pem = calloc(1, PEM_MAX);
 	int rc = 0, err = 0;
 	if (!ext || !pem) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "certificate generation: out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "certificate generation: out of memory");
 		goto done;
 	}
 	x509_time(o->not_before_ms, nb);
@@ -214,21 +214,21 @@ done:
 int k8s_cert_bundle_generate(k8s_cert_bundle *out, const k8s_cert_options *o)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: out is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: out is required");
 	memset(out, 0, sizeof(*out));
 	if (!o || o->version != K8S_CERT_OPTIONS_VERSION || !o->ca_common_name || !*o->ca_common_name ||
 	    !o->common_name || !*o->common_name)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: options with both common names are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: options with both common names are required");
 	char t[32];
 	if (o->not_after_ms <= o->not_before_ms || !x509_time(o->not_before_ms, t) || !x509_time(o->not_after_ms, t))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: invalid validity period");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: invalid validity period");
 	/* names go into an X.500 string: refuse the separators mbedTLS would interpret */
 	if (strpbrk(o->ca_common_name, ",=\\") || strpbrk(o->common_name, ",=\\"))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: common names must not contain ',', '=' or '\\'");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: common names must not contain ',', '=' or '\\'");
 	char ca_dn[300], dn[300];
 	if ((size_t)snprintf(ca_dn, sizeof(ca_dn), "CN=%s", o->ca_common_name) >= sizeof(ca_dn) ||
 	    (size_t)snprintf(dn, sizeof(dn), "CN=%s", o->common_name) >= sizeof(dn))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "certificate generation: common name too long");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "certificate generation: common name too long");
 
 	mbedtls_entropy_context entropy;
 	mbedtls_ctr_drbg_context drbg;

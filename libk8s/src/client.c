@@ -56,7 +56,7 @@ int k8s_global_init(void)
 		CURLcode res = curl_global_init(CURL_GLOBAL_DEFAULT);
 		if (res != CURLE_OK) {
 			pthread_mutex_unlock(&global_lock);
-			return k8s_error_set(K8S_ERROR, 0, NULL,
+			return asb_error_set(ASB_ERROR, 0, NULL,
 			                     "curl_global_init failed: %s",
 			                     curl_easy_strerror(res));
 		}
@@ -150,7 +150,7 @@ int k8s_client_options_init(k8s_client_options *opts, unsigned int version)
 {
 	k8s_client_options defaults = K8S_CLIENT_OPTIONS_INIT;
 	if (!opts || version == 0 || version > K8S_CLIENT_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client options: unknown version %u", version);
 	/* An older caller's struct is shorter: fill only what it has. */
 	size_t size = version == 1 ? offsetof(k8s_client_options, qps)
@@ -188,7 +188,7 @@ void k8s_client_free(k8s_client *c)
 	free_secret(c->proxy);
 	free_secret(c->token);
 	k8s__exec_credential_clear(&c->exec_cred);
-	k8s_map_clear(&c->warnings_seen, NULL);
+	asb_map_clear(&c->warnings_seen, NULL);
 	if (c->own_limiter)
 		k8s_ratelimiter_free(c->limiter);
 	k8s__rest_metrics_free(c->metrics);
@@ -214,26 +214,26 @@ static int setup_routing(k8s_client *c)
 		int socks = strncmp(p, "socks5://", 9) == 0;
 		size_t n = strlen(p) + 2;
 		if (!(c->proxy = malloc(n)))
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 		snprintf(c->proxy, n, "%s%s", socks ? "socks5h://" : p,
 		         socks ? p + 9 : "");
 	}
 	if (!cfg->tls_server_name || !https)
 		return (c->base_url = strdup(cfg->server)) ? 0
-			: k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+			: asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 
 	CURLU *u = curl_url();
 	char *host = NULL, *port = NULL, *path = NULL;
 	int rc = 0;
 	if (!u) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 		goto out;
 	}
 	if (curl_url_set(u, CURLUPART_URL, cfg->server, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "client: server URL \"%s\" (%s) can not be parsed",
 		                   cfg->server, cfg->origin);
 		goto out;
@@ -259,7 +259,7 @@ static int setup_routing(k8s_client *c)
 	if (url.failed || route.failed ||
 	    !(c->connect_to = curl_slist_append(NULL, route.data))) {
 		free(url.data);
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 	} else {
 		c->base_url = url.data;
 	}
@@ -276,7 +276,7 @@ static int check_version(unsigned int version, unsigned int current,
                          const char *what)
 {
 	if (version == 0 || version > current)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: unsupported options version %u", what, version);
 	return 0;
 }
@@ -295,18 +295,18 @@ static int effective_options(k8s_client_options *eff, const k8s_client_options *
 	                  : opts->version == 2 ? offsetof(k8s_client_options, metrics)
 	                                       : sizeof(*eff));
 	if (eff->qps != eff->qps || eff->qps > 1e9)  /* NaN, infinite */
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: qps must be a finite number (got %g)", eff->qps);
 	if (eff->qps > 0 && !eff->ratelimiter && eff->burst < 1)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: burst must be >= 1 with a qps limit (got %d)",
 		                     eff->burst);
 	if (eff->api_connections < 0 || eff->api_connections > K8S__SHARDS_MAX)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: api_connections must be 1..%d (got %d)",
 		                     K8S__SHARDS_MAX, eff->api_connections);
 	if (eff->max_retries < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: max_retries must be >= 0 (got %d)",
 		                     eff->max_retries);
 	return 0;
@@ -319,7 +319,7 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 	int rc;
 
 	if (!out || !cfg)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: out and cfg are required");
 	*out = NULL;
 	if ((rc = effective_options(&o, opts)))
@@ -327,17 +327,17 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 
 	k8s_client *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 	if (pthread_mutex_init(&c->lock, NULL) != 0) {
 		free(c);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
+		return asb_error_set(ASB_ERROR, 0, NULL, "client: mutex init failed");
 	}
 	if (pthread_mutex_init(&c->exec_lock, NULL) != 0) {
 		pthread_mutex_destroy(&c->lock);
 		free(c);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
+		return asb_error_set(ASB_ERROR, 0, NULL, "client: mutex init failed");
 	}
-	k8s_map_init(&c->warnings_seen);
+	asb_map_init(&c->warnings_seen);
 	c->timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 0;
 	c->connect_timeout_ms = o.connect_timeout_ms > 0 ? o.connect_timeout_ms : 10000;
 	c->max_retries = o.max_retries;
@@ -360,7 +360,7 @@ int k8s_client_new(k8s_client **out, const k8s_config *cfg,
 	c->user_agent = strdup(o.user_agent ? o.user_agent
 	                       : "libk8s/" K8S_VERSION_STRING);
 	if (!c->user_agent || (cfg->token && !(c->token = strdup(cfg->token)))) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 		goto fail;
 	}
 	if ((rc = setup_routing(c)) ||
@@ -418,7 +418,7 @@ static char *current_token(k8s_client *c)
 					c->token_mtime = st.st_mtim;
 					c->token_ino = st.st_ino;
 					c->token_size = st.st_size;
-					k8s_log(c->log, K8S_LOG_DEBUG, "token file re-read",
+					asb_log(c->log, ASB_LOG_DEBUG, "token file re-read",
 					        "path", c->cfg->token_file, NULL);
 				}
 			}
@@ -463,7 +463,7 @@ static int exec_creds(k8s_client *c, k8s__creds *cr)
 	if (c->exec_valid && c->exec_cred.expiry_ms &&
 	    k8s_now_ms() >= c->exec_cred.expiry_ms) {
 		c->exec_valid = false;
-		k8s_log(c->log, K8S_LOG_DEBUG, "exec credential expired", NULL);
+		asb_log(c->log, ASB_LOG_DEBUG, "exec credential expired", NULL);
 	}
 	if (!c->exec_valid) {
 		k8s__exec_credential fresh;
@@ -479,7 +479,7 @@ static int exec_creds(k8s_client *c, k8s__creds *cr)
 		char expiry[40] = "none";
 		if (fresh.expiry_ms)
 			k8s_time_format(fresh.expiry_ms, expiry, sizeof(expiry));
-		k8s_log(c->log, K8S_LOG_DEBUG, "exec credential obtained",
+		asb_log(c->log, ASB_LOG_DEBUG, "exec credential obtained",
 		        "command", c->cfg->exec->command,
 		        "kind", fresh.token ? "token" : "client certificate",
 		        "expires", expiry, NULL);
@@ -487,7 +487,7 @@ static int exec_creds(k8s_client *c, k8s__creds *cr)
 	if ((c->exec_cred.token && !(cr->token = strdup(c->exec_cred.token))) ||
 	    copy_blob(&cr->cert, &c->exec_cred.cert) ||
 	    copy_blob(&cr->key, &c->exec_cred.key))
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 	cr->exec_gen = c->exec_gen;
 	pthread_mutex_unlock(&c->exec_lock);
 	return rc;
@@ -521,7 +521,7 @@ bool k8s__client_auth_failed(k8s_client *c, const k8s__creds *cr)
 	pthread_mutex_lock(&c->exec_lock);
 	if (c->exec_gen == cr->exec_gen && c->exec_valid) {
 		c->exec_valid = false;
-		k8s_log(c->log, K8S_LOG_DEBUG,
+		asb_log(c->log, ASB_LOG_DEBUG,
 		        "exec credential rejected (401); running the plugin again", NULL);
 	}
 	pthread_mutex_unlock(&c->exec_lock);
@@ -559,7 +559,7 @@ int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
 	k8s__sbuf_adds(&url, c->base_url);
 	k8s__sbuf_adds(&url, rq->path);
 	if (url.failed)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 
 	curl_easy_setopt(h, CURLOPT_URL, url.data);  /* curl copies it */
 	free(url.data);
@@ -629,7 +629,7 @@ int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
 	}
 	if (failed) {
 		k8s__free_headers(hl);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	*headers = hl;
@@ -650,10 +650,10 @@ int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
 
 int k8s__transport_error(const k8s__request *rq, CURLcode res, const char *errbuf)
 {
-	int code = res == CURLE_OPERATION_TIMEDOUT ? K8S_ETIMEOUT : K8S_ETRANSPORT;
+	int code = res == CURLE_OPERATION_TIMEDOUT ? ASB_ETIMEOUT : ASB_ETRANSPORT;
 	if (res == CURLE_OUT_OF_MEMORY)
-		code = K8S_ENOMEM;
-	return k8s_error_set(code, 0, NULL, "%s: %s %s: %s", rq->subject,
+		code = ASB_ENOMEM;
+	return asb_error_set(code, 0, NULL, "%s: %s %s: %s", rq->subject,
 	                     rq->method, rq->path,
 	                     errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
@@ -683,14 +683,14 @@ static void log_warning(const char *text, void *ud)
 	bool fresh;
 
 	pthread_mutex_lock(&c->lock);
-	fresh = !k8s_map_has(&c->warnings_seen, text);
-	if (fresh && k8s_map_count(&c->warnings_seen) < WARNINGS_SEEN_MAX)
-		k8s_map_set(&c->warnings_seen, text, NULL, NULL);
+	fresh = !asb_map_has(&c->warnings_seen, text);
+	if (fresh && asb_map_count(&c->warnings_seen) < WARNINGS_SEEN_MAX)
+		asb_map_set(&c->warnings_seen, text, NULL, NULL);
 	pthread_mutex_unlock(&c->lock);
 	if (!fresh)
 		return;
 	atomic_fetch_add_explicit(&c->stats.warnings, 1, memory_order_relaxed);
-	k8s_log(c->log, K8S_LOG_WARN, "API server warning", "text", text,
+	asb_log(c->log, ASB_LOG_WARN, "API server warning", "text", text,
 	        "verb", w->rq->method, "path", w->rq->path, NULL);
 }
 
@@ -723,13 +723,13 @@ void k8s__client_after(k8s_client *c, CURL *h, const k8s__request *rq,
 			p += n + (p[n] == '\n');
 		}
 	}
-	if (!k8s_log_enabled(c->log, K8S_LOG_DEBUG))
+	if (!asb_log_enabled(c->log, ASB_LOG_DEBUG))
 		return;
 	char code[16], ms[24], try[16];
 	snprintf(code, sizeof(code), "%ld", status);
 	snprintf(ms, sizeof(ms), "%" PRId64, k8s__now_ms() - started_ms);
 	snprintf(try, sizeof(try), "%d", attempt + 1);
-	k8s_log(c->log, K8S_LOG_DEBUG, "api request", "verb", rq->method,
+	asb_log(c->log, ASB_LOG_DEBUG, "api request", "verb", rq->method,
 	        "path", rq->path, "status", code, "duration_ms", ms,
 	        "http_version", http_version_name(status ? version : 0),
 	        "new_connection", connects > 0 ? "true" : "false",
@@ -759,7 +759,7 @@ static int throttle(k8s_client *c, const k8s__request *rq)
 		return 0;
 	if (k8s_ratelimiter_wait(c->limiter, c->timeout_ms > 0 ? c->timeout_ms : -1,
 	                         &waited) != 0)
-		return k8s_error_set(K8S_ETIMEOUT, 0, NULL,
+		return asb_error_set(ASB_ETIMEOUT, 0, NULL,
 		                     "%s: %s %s: the client-side rate limit (qps %g, "
 		                     "burst %d) would delay it past the %ld ms timeout",
 		                     rq->subject, rq->method, rq->path,
@@ -769,10 +769,10 @@ static int throttle(k8s_client *c, const k8s__request *rq)
 		atomic_fetch_add_explicit(&c->stats.throttled, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->stats.throttle_wait_ms, (uint64_t)waited,
 		                          memory_order_relaxed);
-		if (k8s_log_enabled(c->log, K8S_LOG_DEBUG)) {
+		if (asb_log_enabled(c->log, ASB_LOG_DEBUG)) {
 			char ms[24];
 			snprintf(ms, sizeof(ms), "%ld", waited);
-			k8s_log(c->log, K8S_LOG_DEBUG, "client-side throttling",
+			asb_log(c->log, ASB_LOG_DEBUG, "client-side throttling",
 			        "verb", rq->method, "path", rq->path, "waited_ms", ms, NULL);
 		}
 	}
@@ -803,7 +803,7 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 	CURL *h = k8s__transport_handle(&c->transport);
 	if (!h) {
 		k8s__creds_free(&cr);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
 	}
 	errbuf[0] = '\0';
 	k8s__resp_init(&resp);
@@ -823,11 +823,11 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 	k8s__client_after(c, h, rq, status, started, attempt, &resp);
 
 	if (res == CURLE_WRITE_ERROR && body.failed == K8S__SBUF_TOOBIG)
-		rc = k8s_error_set(K8S_EDECODE, (int)status, NULL,
+		rc = asb_error_set(ASB_EDECODE, (int)status, NULL,
 		                   "%s: %s %s: the answer is larger than %zu bytes",
 		                   rq->subject, rq->method, rq->path, (size_t)BODY_MAX);
 	else if (res == CURLE_WRITE_ERROR && body.failed)
-		rc = k8s_error_set(K8S_ENOMEM, (int)status, NULL,
+		rc = asb_error_set(ASB_ENOMEM, (int)status, NULL,
 		                   "%s: %s %s: out of memory reading the answer",
 		                   rq->subject, rq->method, rq->path);
 	else if (res != CURLE_OK)
@@ -837,7 +837,7 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 	else if (out) {
 		*out = body.data ? cJSON_ParseWithLength(body.data, body.len) : NULL;
 		if (!*out)
-			rc = k8s_error_set(K8S_EDECODE, (int)status, NULL,
+			rc = asb_error_set(ASB_EDECODE, (int)status, NULL,
 			                   "%s: %s %s: the answer (HTTP %ld, %zu bytes) "
 			                   "is not JSON", rq->subject, rq->method,
 			                   rq->path, status, body.len);
@@ -891,12 +891,12 @@ static int do_request(k8s_client *c, const k8s__request *rq, cJSON **out)
 			retries++;
 		}
 		atomic_fetch_add_explicit(&c->stats.retries, 1, memory_order_relaxed);
-		if (k8s_log_enabled(c->log, K8S_LOG_DEBUG)) {
+		if (asb_log_enabled(c->log, ASB_LOG_DEBUG)) {
 			char ms[24];
 			snprintf(ms, sizeof(ms), "%ld", delay);
-			k8s_log(c->log, K8S_LOG_DEBUG, "retrying api request",
+			asb_log(c->log, ASB_LOG_DEBUG, "retrying api request",
 			        "verb", rq->method, "path", rq->path,
-			        "error", k8s_error_last()->message, "delay_ms", ms, NULL);
+			        "error", asb_error_last()->message, "delay_ms", ms, NULL);
 		}
 		if (delay > 0)
 			sleep_ms(delay);
@@ -957,18 +957,18 @@ static const char *meta_str(const cJSON *obj, const char *key)
 static int check_args(const k8s_client *c, const k8s_resource *r)
 {
 	if (!c || !r || !r->resource || !r->version || !r->group)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: client and resource are required");
 	return 0;
 }
 
-/* Builds PATH into `path`; returns 0 or K8S_EINVAL (recorded). */
+/* Builds PATH into `path`; returns 0 or ASB_EINVAL (recorded). */
 static int make_path(k8s__sbuf *out, const k8s_resource *r, const char *ns,
                      const char *name, const char *sub)
 {
 	char path[PATH_MAX_LEN];
 	if (k8s_resource_path(path, sizeof(path), r, ns, name, sub) < 0)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	k8s__sbuf_adds(out, path);
 	return 0;
 }
@@ -996,7 +996,7 @@ static int run(k8s_client *c, const char *method, k8s__sbuf *path,
 {
 	int rc;
 	if (path->failed) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	} else {
 		k8s__request rq = { method, path->data, json ? content_type : NULL,
 		                    json, subject, (flags & REQ_IDEMPOTENT) != 0,
@@ -1103,12 +1103,12 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
 	                                 "write"))))
 		return rc;
 	if (!cJSON_IsObject(obj))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: the object must be a JSON object", kind_of(r));
 	ns = object_ns(c, r, ns, obj);
 	const char *name = meta_str(obj, "name");
 	if (!name && !create)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: the object has no metadata.name", kind_of(r));
 	if (name) {
 		subject_object(subject, sizeof(subject), r, ns, name);
@@ -1120,7 +1120,7 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
 		subject_object(subject, sizeof(subject), r, ns, pattern);
 	}
 	if (opts && opts->force)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: force applies to server-side apply only",
 		                     subject);
 	if ((rc = make_path(&path, r, ns, create ? NULL : name, sub)))
@@ -1129,7 +1129,7 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
 	char *json = cJSON_PrintUnformatted(obj);
 	if (!json) {
 		free(path.data);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
 	/* A PUT carrying a resourceVersion can not overwrite a change made
 	 * since: sending it twice yields a Conflict at worst. */
@@ -1189,20 +1189,20 @@ static int patch_object(k8s_client *c, const k8s_resource *r, const char *ns,
 	subject_object(subject, sizeof(subject), r, ns, name ? name : "");
 	const char *ctype = patch_content_type(type);
 	if (!ctype)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "%s: unknown patch type %d",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "%s: unknown patch type %d",
 		                     subject, (int)type);
 	if (type == K8S_PATCH_JSON ? !cJSON_IsArray(patch) : !cJSON_IsObject(patch))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: a %s patch must be a JSON %s", subject,
 		                     type == K8S_PATCH_JSON ? "JSON" : "merge/apply",
 		                     type == K8S_PATCH_JSON ? "array" : "object");
 	if (type == K8S_PATCH_APPLY &&
 	    (!opts || !opts->field_manager || !opts->field_manager[0]))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: server-side apply needs a field manager",
 		                     subject);
 	if (type != K8S_PATCH_APPLY && opts && opts->force)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "%s: force applies to server-side apply only",
 		                     subject);
 	if ((rc = make_path(&path, r, ns, name ? name : "", subresource)))
@@ -1211,7 +1211,7 @@ static int patch_object(k8s_client *c, const k8s_resource *r, const char *ns,
 	char *json = cJSON_PrintUnformatted(patch);
 	if (!json) {
 		free(path.data);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
 	return run(c, "PATCH", &path, ctype, json, subject, flags, out);
 }
@@ -1281,7 +1281,7 @@ int k8s_client_delete(k8s_client *c, const k8s_resource *r, const char *ns,
 		return rc;
 	if (opts && !(json = delete_body(opts))) {
 		free(path.data);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
 	/* Deleting twice deletes once; the second may answer NotFound. */
 	return run(c, "DELETE", &path, "application/json", json, subject,
@@ -1352,7 +1352,7 @@ int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
 	int rc;
 
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "list_all: out is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "list_all: out is required");
 	*out = NULL;
 	if ((rc = check_args(c, r)) ||
 	    (opts && (rc = check_version(opts->version, K8S_LIST_OPTIONS_VERSION,
@@ -1364,7 +1364,7 @@ int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
 		o.limit = LIST_ALL_PAGE;
 	if (o.continue_token && o.continue_token[0] &&
 	    !(cont = strdup(o.continue_token)))
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "list_all: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "list_all: out of memory");
 
 	for (;;) {
 		cJSON *page = NULL;
@@ -1375,11 +1375,11 @@ int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
 		if (cont)
 			po.resource_version = NULL;
 		rc = k8s_client_list(c, r, ns, &po, &page);
-		if (rc == K8S_EGONE && cont) {
+		if (rc == ASB_EGONE && cont) {
 			/* The continue token expired (the snapshot was compacted
 			 * away): start over with one unpaged list, as client-go's
 			 * pager does (FullListIfExpired). */
-			k8s_log(c->log, K8S_LOG_INFO,
+			asb_log(c->log, ASB_LOG_INFO,
 			        "list continue token expired; listing again in one page",
 			        "resource", r->resource, NULL);
 			cJSON_Delete(all);
@@ -1410,7 +1410,7 @@ int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
 		free(cont);
 		cont = copy;
 		if (!cont) {
-			rc = finish_list(all, page) ? K8S_ENOMEM : 0;
+			rc = finish_list(all, page) ? ASB_ENOMEM : 0;
 			if (page != all)
 				cJSON_Delete(page);
 			if (rc)
@@ -1423,7 +1423,7 @@ int k8s_client_list_all(k8s_client *c, const k8s_resource *r, const char *ns,
 	*out = all;
 	return 0;
 nomem:
-	rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "list_all %s: out of memory",
+	rc = asb_error_set(ASB_ENOMEM, 0, NULL, "list_all %s: out of memory",
 	                   kind_of(r));
 fail:
 	cJSON_Delete(all);
@@ -1446,14 +1446,14 @@ int k8s_client_update_scale(k8s_client *c, const k8s_resource *r,
 	if (out)
 		*out = NULL;
 	if (replicas < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "update_scale: replicas must be >= 0 (got %d)",
 		                     (int)replicas);
 	cJSON *patch = cJSON_CreateObject();
 	cJSON *spec = patch ? cJSON_AddObjectToObject(patch, "spec") : NULL;
 	if (!spec || !cJSON_AddNumberToObject(spec, "replicas", replicas)) {
 		cJSON_Delete(patch);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "update_scale: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "update_scale: out of memory");
 	}
 	/* Setting an absolute count is idempotent: safe to send again. */
 	int rc = patch_object(c, r, ns, name, "scale", K8S_PATCH_MERGE, patch, opts,
@@ -1478,7 +1478,7 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
 	                                 "watch"))))
 		return rc;
 	if (!fn)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "watch: fn is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "watch: fn is required");
 	subject_collection(subject, sizeof(subject), "watch", r, ns);
 	if ((rc = make_path(&path, r, r->namespaced ? ns : NULL, NULL, NULL)))
 		return rc;
@@ -1488,7 +1488,7 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
 		k8s__sbuf_query(&path, "allowWatchBookmarks", "true");
 	if (path.failed) {
 		free(path.data);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);
 	}
 	if ((rc = k8s__watch_decoder_new(&dec, 0, subject, fn, userdata))) {
 		free(path.data);
@@ -1508,7 +1508,7 @@ int k8s_client_stats_get(k8s_client *c, k8s_client_stats *out)
 {
 	int rc;
 	if (!c || !out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "stats: client and out are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "stats: client and out are required");
 	if ((rc = check_version(out->version, K8S_CLIENT_STATS_VERSION, "stats")))
 		return rc;
 #define LOAD(f) atomic_load_explicit(&c->stats.f, memory_order_relaxed)

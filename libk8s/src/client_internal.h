@@ -14,7 +14,7 @@
 #include "k8s/ratelimit.h"
 #include "config_internal.h"
 #include "exec_credential.h"
-#include "map.h"
+#include "asb/map.h"
 #include "rest_metrics.h"
 #include "transport.h"
 #include "watch_decoder.h"
@@ -50,7 +50,7 @@ struct k8s_client {
 	int max_retries;
 	long max_retry_delay_ms;
 	long exec_timeout_ms;
-	k8s_logger *log;              /* borrowed */
+	asb_logger *log;              /* borrowed */
 	char *base_url;               /* what paths are appended to */
 	struct curl_slist *connect_to;  /* tls-server-name routing, or NULL */
 	char *proxy;                  /* CURLOPT_PROXY, or NULL (secret) */
@@ -65,7 +65,7 @@ struct k8s_client {
 	struct timespec token_mtime;  /* of token_file when last read */
 	ino_t token_ino;
 	off_t token_size;
-	k8s_map warnings_seen;        /* Warning texts already logged */
+	asb_map warnings_seen;        /* Warning texts already logged */
 
 	pthread_mutex_t exec_lock;    /* one plugin run at a time; guards below */
 	k8s__exec_credential exec_cred;

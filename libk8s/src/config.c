@@ -10,7 +10,7 @@
  * it when it changes), and a credential plugin, which is parsed here
  * (exec_credential.c) and run by the client when it needs credentials.
  *
- * Every failure is K8S_ECONFIG with a message naming the file, the entry
+ * Every failure is ASB_ECONFIG with a message naming the file, the entry
  * and the problem; it never quotes a credential.
  */
 #include <errno.h>
@@ -137,7 +137,7 @@ const char *k8s_config_context(const k8s_config *cfg)
 
 static int oom(void)
 {
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "config: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "config: out of memory");
 }
 
 static int dup_str(char **dst, const char *src)
@@ -177,7 +177,7 @@ int k8s__config_dup(k8s_config **out, const k8s_config *cfg)
 	    dup_str(&c->proxy_url, cfg->proxy_url) ||
 	    k8s__exec_config_dup(&c->exec, cfg->exec)) {
 		k8s_config_free(c);
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	}
 	*out = c;
 	return 0;
@@ -232,7 +232,7 @@ static int entry_str(const kdoc *d, const char *entry, const cJSON *obj,
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (!cJSON_IsString(v))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: \"%s\" must be a string "
 		                     "(quote it)", d->origin, entry, key);
 	*out = v->valuestring;
@@ -255,7 +255,7 @@ static int check_pem(const kdoc *d, const char *entry, const char *key,
                      const k8s__blob *b)
 {
 	if (b->data && !memmem(b->data, b->len, "-----BEGIN ", 11))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: %s does not hold PEM data",
 		                     d->origin, entry, key);
 	return 0;
@@ -282,7 +282,7 @@ static int load_pem(const kdoc *d, const char *entry, const cJSON *obj,
 		int mrc = mbedtls_base64_decode(NULL, 0, &need,
 		                                (const unsigned char *)b64, slen);
 		if (mrc == MBEDTLS_ERR_BASE64_INVALID_CHARACTER)
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: %s is not valid base64",
 			                     d->origin, entry, data_key);
 		if (!(out->data = malloc(need + 1)))
@@ -291,7 +291,7 @@ static int load_pem(const kdoc *d, const char *entry, const cJSON *obj,
 		                            &out->len, (const unsigned char *)b64, slen);
 		if (mrc != 0 || out->len == 0) {
 			k8s__blob_free(out);
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: %s is not valid base64",
 			                     d->origin, entry, data_key);
 		}
@@ -304,7 +304,7 @@ static int load_pem(const kdoc *d, const char *entry, const cJSON *obj,
 			return oom();
 		int err = k8s__read_file(path, out);
 		if (err) {
-			rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+			rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 			                   "kubeconfig \"%s\": %s: cannot read %s \"%s\": %s",
 			                   d->origin, entry, key, path, strerror(-err));
 			free(path);
@@ -332,7 +332,7 @@ static int find_named(const loader *l, const char *section, const char *field,
 		const cJSON *list = cJSON_GetObjectItemCaseSensitive(d->root, section);
 		const cJSON *item;
 		if (list && !cJSON_IsNull(list) && !cJSON_IsArray(list))
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": \"%s\" must be a list",
 			                     d->origin, section);
 		cJSON_ArrayForEach(item, list) {
@@ -341,7 +341,7 @@ static int find_named(const loader *l, const char *section, const char *field,
 				continue;
 			const cJSON *body = cJSON_GetObjectItemCaseSensitive(item, field);
 			if (body && !cJSON_IsNull(body) && !cJSON_IsObject(body))
-				return k8s_error_set(K8S_ECONFIG, 0, NULL,
+				return asb_error_set(ASB_ECONFIG, 0, NULL,
 				                     "kubeconfig \"%s\": %s \"%s\": \"%s\" must "
 				                     "be a mapping", d->origin, what, name, field);
 			/* An entry without a body has none of the fields looked up
@@ -352,11 +352,11 @@ static int find_named(const loader *l, const char *section, const char *field,
 		}
 	}
 	if (referrer)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s names %s \"%s\", which is "
 		                     "not defined in \"%s\"", l->origin, referrer,
 		                     what, name, section);
-	return k8s_error_set(K8S_ECONFIG, 0, NULL,
+	return asb_error_set(ASB_ECONFIG, 0, NULL,
 	                     "kubeconfig \"%s\": %s \"%s\" not found in \"%s\"",
 	                     l->origin, what, name, section);
 }
@@ -365,13 +365,13 @@ static int set_server(const kdoc *d, k8s_config *cfg, const char *entry,
                       const char *server)
 {
 	if (!server || !server[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s has no server", d->origin,
 		                     entry);
 	const char *scheme_end = strstr(server, "://");
 	if (scheme_end && strncmp(server, "https://", 8) != 0 &&
 	    strncmp(server, "http://", 7) != 0)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: server \"%s\" is not an "
 		                     "http(s) URL", d->origin, entry, server);
 	/* Like client-go, a bare host:port means https. */
@@ -396,7 +396,7 @@ static int set_proxy(const kdoc *d, k8s_config *cfg, const char *entry,
 		return 0;
 	if (strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0 &&
 	    strncmp(proxy, "socks5://", 9) != 0)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: proxy-url must be an http://, "
 		                     "https:// or socks5:// URL", d->origin, entry);
 	return dup_str(&cfg->proxy_url, proxy);
@@ -468,7 +468,7 @@ static int load_cluster(loader *l, const kdoc *d, const cJSON *cluster,
 	const cJSON *insecure = cJSON_GetObjectItemCaseSensitive(cluster,
 	                                                         "insecure-skip-tls-verify");
 	if (insecure && !cJSON_IsBool(insecure) && !cJSON_IsNull(insecure))
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: insecure-skip-tls-verify "
 		                     "must be true or false", d->origin, entry);
 	l->cfg->insecure = cJSON_IsTrue(insecure);
@@ -493,7 +493,7 @@ static int load_user(loader *l, const kdoc *d, const cJSON *user,
 	    (rc = entry_str(d, entry, user, "tokenFile", &token_file)))
 		return rc;
 	if (!l->cfg->cert.data != !l->cfg->key.data)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s has a client %s but no "
 		                     "client %s", d->origin, entry,
 		                     l->cfg->cert.data ? "certificate" : "key",
@@ -507,14 +507,14 @@ static int load_user(loader *l, const kdoc *d, const cJSON *user,
 			return oom();
 		int err = k8s__read_file(l->cfg->token_file, &b);
 		if (err)
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: cannot read tokenFile "
 			                     "\"%s\": %s", d->origin, entry,
 			                     l->cfg->token_file, strerror(-err));
 		trim(&b);
 		l->cfg->token = b.data;
 		if (b.len == 0)
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s: tokenFile \"%s\" is "
 			                     "empty", d->origin, entry, l->cfg->token_file);
 	} else if (token && token[0]) {
@@ -541,7 +541,7 @@ static int load_user(loader *l, const kdoc *d, const cJSON *user,
 			: cJSON_GetObjectItemCaseSensitive(user, "username") ? "username/password"
 			: NULL;
 		if (plugin)
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": %s authenticates with %s, "
 			                     "which libk8s does not support (use a token, "
 			                     "a client certificate or an exec plugin)",
@@ -581,19 +581,19 @@ static int load_tree(loader *l, const char *context)
 		if (!root || cJSON_IsNull(root))
 			continue;
 		if (!cJSON_IsObject(root))
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\" is not a kubeconfig (the "
 			                     "document is not a mapping)", l->docs[i].origin);
 		present++;
 	}
 	if (present == 0)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\" is empty", l->origin);
 	if (!context || !context[0]) {
 		if ((rc = current_context(l, &context)))
 			return rc;
 		if (!context || !context[0])
-			return k8s_error_set(K8S_ECONFIG, 0, NULL,
+			return asb_error_set(ASB_ECONFIG, 0, NULL,
 			                     "kubeconfig \"%s\": no current-context is set "
 			                     "and no context was given", l->origin);
 	}
@@ -608,7 +608,7 @@ static int load_tree(loader *l, const char *context)
 	    (rc = entry_str(ctx_doc, entry, ctx, "namespace", &ns)))
 		return rc;
 	if (!cluster_name || !cluster_name[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s names no cluster",
 		                     ctx_doc->origin, entry);
 	if ((rc = dup_str(&l->cfg->namespace, ns && ns[0] ? ns : "default")) ||
@@ -639,9 +639,9 @@ static int parse_doc(kdoc *d, const char *yaml, size_t len, const char *origin,
 	d->origin = origin;
 	snprintf(label, sizeof(label), "kubeconfig \"%s\"", origin);
 	rc = k8s__yaml_to_json(&d->root, yaml, len, label);
-	if (rc == K8S_EDECODE)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL, "%s",
-		                     k8s_error_last()->message);
+	if (rc == ASB_EDECODE)
+		return asb_error_set(ASB_ECONFIG, 0, NULL, "%s",
+		                     asb_error_last()->message);
 	if (rc)
 		return rc;
 	if (origin_is_path) {
@@ -688,10 +688,10 @@ int k8s_config_load_yaml(k8s_config **out, const char *yaml, size_t len,
 	int rc;
 
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: out is NULL");
 	*out = NULL;
 	if (!yaml && len)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: NULL document");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: NULL document");
 	rc = parse_doc(&d, yaml, len, origin ? origin : "<memory>", origin != NULL);
 	if (rc == 0)
 		rc = load_docs(out, &d, 1, d.origin, context);
@@ -729,7 +729,7 @@ static int read_docs(const char *const *paths, size_t n, int skip_missing,
 		if (err == -ENOENT && skip_missing)
 			continue;
 		if (err) {
-			rc = k8s_error_set(err == -ENOMEM ? K8S_ENOMEM : K8S_ECONFIG, 0, NULL,
+			rc = asb_error_set(err == -ENOMEM ? ASB_ENOMEM : ASB_ECONFIG, 0, NULL,
 			                   "kubeconfig \"%s\": cannot read: %s", paths[i],
 			                   strerror(-err));
 			break;
@@ -748,7 +748,7 @@ static int read_docs(const char *const *paths, size_t n, int skip_missing,
 				strcat(*joined, ":");
 			strcat(*joined, paths[i]);
 		}
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "kubeconfig \"%s\": %s", *joined,
 		                   n == 1 ? "cannot read: No such file or directory"
 		                          : "none of these files exists");
@@ -783,13 +783,13 @@ int k8s_config_load_files(k8s_config **out, const char *const *paths,
                           size_t npaths, const char *context)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: out is NULL");
 	*out = NULL;
 	if (!paths || npaths == 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: no kubeconfig paths");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: no kubeconfig paths");
 	for (size_t i = 0; i < npaths; i++)
 		if (!paths[i] || !paths[i][0])
-			return k8s_error_set(K8S_EINVAL, 0, NULL,
+			return asb_error_set(ASB_EINVAL, 0, NULL,
 			                     "config: kubeconfig path %zu is empty", i);
 	return load_paths(out, paths, npaths, 1, context);
 }
@@ -819,7 +819,7 @@ int k8s_config_load(k8s_config **out, const char *path, const char *context)
 	int rc;
 
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: out is NULL");
 	*out = NULL;
 	if (path && path[0])  /* like kubectl --kubeconfig: that file only */
 		return load_paths(out, &path, 1, 0, context);
@@ -837,7 +837,7 @@ int k8s_config_load(k8s_config **out, const char *path, const char *context)
 	}
 	const char *home = getenv("HOME");
 	if (!home || !home[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig: neither KUBECONFIG nor HOME is set");
 	size_t n = strlen(home) + sizeof("/.kube/config");
 	char *def = malloc(n);
@@ -862,7 +862,7 @@ static int read_sa_file(const char *dir, const char *name, k8s__blob *out,
 	snprintf(path, n, "%s/%s", dir, name);
 	int err = k8s__read_file(path, out);
 	if (err) {
-		int rc = k8s_error_set(err == -ENOMEM ? K8S_ENOMEM : K8S_ECONFIG, 0, NULL,
+		int rc = asb_error_set(err == -ENOMEM ? ASB_ENOMEM : ASB_ECONFIG, 0, NULL,
 		                       "in-cluster config: cannot read \"%s\": %s",
 		                       path, strerror(-err));
 		free(path);
@@ -882,14 +882,14 @@ int k8s_config_incluster_from(k8s_config **out, const char *host,
 	int rc;
 
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "config: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "config: out is NULL");
 	*out = NULL;
 	if (!host || !host[0] || !port || !port[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "in-cluster config: no API server %s (not running "
 		                     "in a pod?)", !host || !host[0] ? "host" : "port");
 	if (!sa_dir || !sa_dir[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "in-cluster config: no service-account directory");
 
 	k8s_config *cfg = calloc(1, sizeof(*cfg));
@@ -914,13 +914,13 @@ int k8s_config_incluster_from(k8s_config **out, const char *host,
 	if ((rc = read_sa_file(sa_dir, "ca.crt", &cfg->ca, NULL)))
 		goto fail;
 	if (token.len == 0) {
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "in-cluster config: token file \"%s\" is empty",
 		                   cfg->token_file);
 		goto fail;
 	}
 	if (!memmem(cfg->ca.data, cfg->ca.len, "-----BEGIN ", 11)) {
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "in-cluster config: \"%s/ca.crt\" does not hold PEM "
 		                   "data", sa_dir);
 		goto fail;
@@ -959,7 +959,7 @@ int k8s_config_incluster(k8s_config **out)
 	if (out)
 		*out = NULL;
 	if (!host || !host[0] || !port || !port[0])
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "in-cluster config: %s is not set (not running in "
 		                     "a pod?)", !host || !host[0]
 		                     ? "KUBERNETES_SERVICE_HOST" : "KUBERNETES_SERVICE_PORT");

@@ -2,7 +2,7 @@
  * controller.c - N workers draining a work queue into a reconcile function
  * (see controller.h). The policy for a finished reconcile mirrors
  * controller-runtime: error => requeue with per-key backoff (and the overall
- * bucket, except for K8S_ETRANSPORT: the API server was not reached); requeue_after
+ * bucket, except for ASB_ETRANSPORT: the API server was not reached); requeue_after
  * => forget the failures and requeue after the delay; requeue => backoff;
  * otherwise forget.
  */
@@ -18,7 +18,7 @@ struct k8s_controller {
 	int workers;
 	k8s_reconcile_fn reconcile;
 	void *userdata;
-	k8s_logger *log;
+	asb_logger *log;
 	k8s_workqueue *queue;
 	pthread_t *threads;
 	int nthreads;
@@ -29,10 +29,10 @@ struct k8s_controller {
 int k8s_controller_new(k8s_controller **out, const k8s_controller_options *o)
 {
 	if (!o || o->version != K8S_CONTROLLER_OPTIONS_VERSION || !o->reconcile)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "controller: options version and reconcile are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "controller: options version and reconcile are required");
 	k8s_controller *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	c->name = strdup(o->name ? o->name : "controller");
 	c->workers = o->workers > 0 ? o->workers : 1;
 	c->reconcile = o->reconcile;
@@ -42,13 +42,13 @@ int k8s_controller_new(k8s_controller **out, const k8s_controller_options *o)
 	qo.name = qo.name ? qo.name : c->name;
 	qo.metrics = qo.metrics ? qo.metrics : o->metrics;
 	int rc = c->name ? k8s_workqueue_new(&c->queue, &qo)
-	                 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	                 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	if (rc == 0 && (rc = k8s__ctrl_metrics_new(&c->metrics, o->metrics, c->name, c->workers)) < 0)
 		k8s_workqueue_free(c->queue);
 	if (rc < 0 || !c->name) {
 		free(c->name);
 		free(c);
-		return rc < 0 ? rc : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return rc < 0 ? rc : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	*out = c;
 	return 0;
@@ -72,7 +72,7 @@ k8s_workqueue *k8s_controller_queue(k8s_controller *c)
 static void process(k8s_controller *c, const char *key)
 {
 	k8s_reconcile_result res = { 0, false };
-	k8s_error_clear();
+	asb_error_clear();
 	int64_t start = k8s_monotonic_ms();
 	double mstart = k8s__ctrl_metrics_begin(c->metrics);
 	int rc = c->reconcile(key, &res, c->userdata);
@@ -82,16 +82,16 @@ static void process(k8s_controller *c, const char *key)
 	char dur[32];
 	snprintf(dur, sizeof(dur), "%lld", (long long)(k8s_monotonic_ms() - start));
 	if (rc < 0) {
-		const k8s_error *e = k8s_error_last();
+		const asb_error *e = asb_error_last();
 		char retries[16];
 		snprintf(retries, sizeof(retries), "%d", k8s_workqueue_num_requeues(c->queue, key));
-		k8s_log(c->log, rc == K8S_ECONFLICT ? K8S_LOG_DEBUG : K8S_LOG_ERROR,
+		asb_log(c->log, rc == ASB_ECONFLICT ? ASB_LOG_DEBUG : ASB_LOG_ERROR,
 		        "reconcile failed", "controller", c->name, "key", key,
-		        "error", *e->message ? e->message : k8s_strerror(rc),
+		        "error", *e->message ? e->message : asb_strerror(rc),
 		        "retries", retries, "duration_ms", dur, NULL);
 		/* an unreachable API server is not hammered by retries: per-key
 		 * backoff only, so an outage does not drain the shared bucket */
-		if (rc == K8S_ETRANSPORT)
+		if (rc == ASB_ETRANSPORT)
 			k8s_workqueue_add_backoff(c->queue, key);
 		else
 			k8s_workqueue_add_rate_limited(c->queue, key);
@@ -104,7 +104,7 @@ static void process(k8s_controller *c, const char *key)
 		k8s_workqueue_forget(c->queue, key);
 	}
 	if (rc >= 0)
-		k8s_log(c->log, K8S_LOG_DEBUG, "reconciled", "controller", c->name,
+		asb_log(c->log, ASB_LOG_DEBUG, "reconciled", "controller", c->name,
 		        "key", key, "duration_ms", dur, NULL);
 }
 
@@ -123,10 +123,10 @@ static void *worker(void *arg)
 int k8s_controller_start(k8s_controller *c)
 {
 	if (c->threads)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "controller %s: already started", c->name);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "controller %s: already started", c->name);
 	c->threads = calloc((size_t)c->workers, sizeof(*c->threads));
 	if (!c->threads)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	for (int i = 0; i < c->workers; i++) {
 		if (pthread_create(&c->threads[i], NULL, worker, c) != 0) {
 			/* undo: the workers already started drain and exit */
@@ -136,7 +136,7 @@ int k8s_controller_start(k8s_controller *c)
 			free(c->threads);
 			c->threads = NULL;
 			c->nthreads = 0;
-			return k8s_error_set(K8S_ERROR, 0, NULL,
+			return asb_error_set(ASB_ERROR, 0, NULL,
 			                     "controller %s: cannot start worker %d of %d (thread limit?)",
 			                     c->name, i + 1, c->workers);
 		}

@@ -7,8 +7,8 @@
 #include "controller_metrics.h"
 
 struct k8s__ctrl_metrics {
-	k8s_metric_series *total[K8S__RECONCILE_RESULTS];
-	k8s_metric_series *errors, *time, *active, *max_concurrent;
+	asb_metric_series *total[K8S__RECONCILE_RESULTS];
+	asb_metric_series *errors, *time, *active, *max_concurrent;
 };
 
 static const char *const result_names[K8S__RECONCILE_RESULTS] = {
@@ -22,25 +22,25 @@ static const double time_buckets[] = {
 	6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
 };
 
-static int series(k8s_metric_series **out, k8s_metrics_registry *reg, k8s_metric_type type,
+static int series(asb_metric_series **out, asb_metrics_registry *reg, asb_metric_type type,
                   const char *name, const char *help, const char *controller)
 {
 	static const char *const labels[] = { "controller", NULL };
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
 	o.type = type;
 	o.name = name;
 	o.help = help;
 	o.label_names = labels;
-	if (type == K8S_METRIC_HISTOGRAM) {
+	if (type == ASB_METRIC_HISTOGRAM) {
 		o.buckets = time_buckets;
 		o.nbuckets = sizeof(time_buckets) / sizeof(time_buckets[0]);
 	}
-	k8s_metric *m;
-	int rc = k8s_metrics_register(&m, reg, &o);
-	return rc < 0 ? rc : k8s_metric_series_get(out, m, &controller, 1);
+	asb_metric *m;
+	int rc = asb_metrics_register(&m, reg, &o);
+	return rc < 0 ? rc : asb_metric_series_get(out, m, &controller, 1);
 }
 
-int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, k8s_metrics_registry *reg,
+int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, asb_metrics_registry *reg,
                           const char *controller, int workers)
 {
 	*out = NULL;
@@ -48,37 +48,37 @@ int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, k8s_metrics_registry *reg,
 		return 0;
 	k8s__ctrl_metrics *m = calloc(1, sizeof(*m));
 	if (!m)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "controller metrics: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "controller metrics: out of memory");
 	static const char *const labels[] = { "controller", "result", NULL };
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
 	o.name = "controller_runtime_reconcile_total";
 	o.help = "Total number of reconciliations per controller";
 	o.label_names = labels;
-	k8s_metric *total;
-	int rc = k8s_metrics_register(&total, reg, &o);
+	asb_metric *total;
+	int rc = asb_metrics_register(&total, reg, &o);
 	for (int i = 0; rc == 0 && i < K8S__RECONCILE_RESULTS; i++) {
 		const char *v[] = { controller, result_names[i] };
-		rc = k8s_metric_series_get(&m->total[i], total, v, 2);
+		rc = asb_metric_series_get(&m->total[i], total, v, 2);
 	}
 	if (rc == 0)
-		rc = series(&m->errors, reg, K8S_METRIC_COUNTER, "controller_runtime_reconcile_errors_total",
+		rc = series(&m->errors, reg, ASB_METRIC_COUNTER, "controller_runtime_reconcile_errors_total",
 		            "Total number of reconciliation errors per controller", controller);
 	if (rc == 0)
-		rc = series(&m->time, reg, K8S_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
+		rc = series(&m->time, reg, ASB_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
 		            "Length of time per reconciliation per controller", controller);
 	if (rc == 0)
-		rc = series(&m->active, reg, K8S_METRIC_GAUGE, "controller_runtime_active_workers",
+		rc = series(&m->active, reg, ASB_METRIC_GAUGE, "controller_runtime_active_workers",
 		            "Number of currently used workers per controller", controller);
 	if (rc == 0)
-		rc = series(&m->max_concurrent, reg, K8S_METRIC_GAUGE,
+		rc = series(&m->max_concurrent, reg, ASB_METRIC_GAUGE,
 		            "controller_runtime_max_concurrent_reconciles",
 		            "Maximum number of concurrent reconciles per controller", controller);
 	if (rc < 0) {
 		free(m);
 		return rc;
 	}
-	k8s_metric_series_set(m->max_concurrent, workers);
-	k8s_metric_series_set(m->active, 0);
+	asb_metric_series_set(m->max_concurrent, workers);
+	asb_metric_series_set(m->active, 0);
 	*out = m;
 	return 0;
 }
@@ -99,7 +99,7 @@ double k8s__ctrl_metrics_begin(k8s__ctrl_metrics *m)
 {
 	if (!m)
 		return 0;
-	k8s_metric_series_add(m->active, 1);
+	asb_metric_series_add(m->active, 1);
 	return now_seconds();
 }
 
@@ -108,9 +108,9 @@ void k8s__ctrl_metrics_end(k8s__ctrl_metrics *m, k8s__reconcile_result result, d
 	if (!m)
 		return;
 	double seconds = now_seconds() - start;
-	k8s_metric_series_add(m->active, -1);
-	k8s_metric_series_add(m->total[result], 1);
+	asb_metric_series_add(m->active, -1);
+	asb_metric_series_add(m->total[result], 1);
 	if (result == K8S__RECONCILE_ERROR)
-		k8s_metric_series_add(m->errors, 1);
-	k8s_metric_series_observe(m->time, seconds);
+		asb_metric_series_add(m->errors, 1);
+	asb_metric_series_observe(m->time, seconds);
 }

@@ -13,7 +13,7 @@
 #ifndef K8S_CONTROLLER_METRICS_H
 #define K8S_CONTROLLER_METRICS_H
 
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 
 typedef struct k8s__ctrl_metrics k8s__ctrl_metrics;
 
@@ -32,7 +32,7 @@ typedef enum {
  * 0 as controller-runtime does at start. `reg` NULL: *out = NULL and 0.
  * Returns 0 or the registry's error (recorded).
  */
-int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, k8s_metrics_registry *reg,
+int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, asb_metrics_registry *reg,
                           const char *controller, int workers);
 
 /** Frees; NULL accepted. */

@@ -33,7 +33,7 @@
 #include "k8s/events.h"
 #include "k8s/object.h"
 #include "events_internal.h"
-#include "map.h"
+#include "asb/map.h"
 #include "microtime.h"
 
 const k8s_resource k8s_resource_events_v1 =
@@ -301,7 +301,7 @@ int k8s_event_ref_from(const cJSON *obj, const char *api_version,
                        const char *kind, k8s_event_ref *out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: NULL reference");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: NULL reference");
 	memset(out, 0, sizeof(*out));
 	out->api_version = api_version ? api_version : k8s_obj_str(obj, "apiVersion");
 	out->kind = kind ? kind : k8s_obj_str(obj, "kind");
@@ -311,7 +311,7 @@ int k8s_event_ref_from(const cJSON *obj, const char *api_version,
 	out->resource_version = k8s_obj_resource_version(obj);
 	if (!out->name || !out->name[0] || !out->api_version || !out->api_version[0] ||
 	    !out->kind || !out->kind[0])
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "events: the object needs metadata.name, and apiVersion and "
 		                     "kind (from the object or the caller)");
 	return 0;
@@ -339,7 +339,7 @@ typedef struct item {
 
 struct k8s_event_recorder {
 	k8s_client *client;
-	k8s_logger *log;
+	asb_logger *log;
 	char *controller, *instance;
 	size_t queue_size;
 	long window_ms, interval_ms, refill_ms, retry_ms, shutdown_ms;
@@ -348,8 +348,8 @@ struct k8s_event_recorder {
 	pthread_mutex_t lock;
 	pthread_cond_t wake;      /* the writer: work, flush or stop */
 	pthread_cond_t flushed;   /* flushers: flush_done moved */
-	k8s_map entries;          /* aggregation key -> entry* */
-	k8s_map buckets;          /* object key -> k8s__token_bucket* */
+	asb_map entries;          /* aggregation key -> entry* */
+	asb_map buckets;          /* object key -> k8s__token_bucket* */
 	item *head, *tail;
 	size_t queued;
 	uint64_t flush_req, flush_done;
@@ -391,7 +391,7 @@ int k8s_event_recorder_options_init(k8s_event_recorder_options *opts,
                                     unsigned int version)
 {
 	if (!opts || version != K8S_EVENT_RECORDER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: unknown options version %u", version);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: unknown options version %u", version);
 	k8s_event_recorder_options def = K8S_EVENT_RECORDER_OPTIONS_INIT;
 	*opts = def;
 	return 0;
@@ -403,22 +403,22 @@ int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
                            const k8s_event_recorder_options *o)
 {
 	if (!out || !client)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: out and client are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: out and client are required");
 	*out = NULL;
 	if (!o || o->version != K8S_EVENT_RECORDER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: options missing or of an unknown version");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: options missing or of an unknown version");
 	if (!o->reporting_controller || !o->reporting_controller[0] ||
 	    !o->reporting_instance || !o->reporting_instance[0])
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "events: reporting_controller and reporting_instance are required");
 	if (strlen(o->reporting_controller) > K8S__EVENT_FIELD_MAX ||
 	    strlen(o->reporting_instance) > K8S__EVENT_FIELD_MAX)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "events: reporting_controller and reporting_instance are limited "
 		                     "to %d bytes", K8S__EVENT_FIELD_MAX);
 	k8s_event_recorder *rec = calloc(1, sizeof(*rec));
 	if (!rec)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	rec->client = client;
 	rec->log = o->logger;
 	rec->controller = strdup(o->reporting_controller);
@@ -433,8 +433,8 @@ int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
 	rec->shutdown_ms = positive_or(o->shutdown_timeout_ms, 5000);
 	rec->rng = ((uint64_t)k8s_monotonic_ms() << 20) ^ (uint64_t)(uintptr_t)rec ^
 	           ((uint64_t)getpid() << 40) ^ 0x9e3779b97f4a7c15ULL;
-	k8s_map_init(&rec->entries);
-	k8s_map_init(&rec->buckets);
+	asb_map_init(&rec->entries);
+	asb_map_init(&rec->buckets);
 	pthread_mutex_init(&rec->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -444,12 +444,12 @@ int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
 	pthread_condattr_destroy(&ca);
 	if (!rec->controller || !rec->instance) {
 		k8s_event_recorder_free(rec);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	int err = pthread_create(&rec->thread, NULL, writer_main, rec);
 	if (err != 0) {
 		k8s_event_recorder_free(rec);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "events: cannot start the writer thread: %s",
+		return asb_error_set(ASB_ERROR, 0, NULL, "events: cannot start the writer thread: %s",
 		                     strerror(err));
 	}
 	rec->thread_started = true;
@@ -463,8 +463,8 @@ void k8s_event_recorder_free(k8s_event_recorder *rec)
 		return;
 	if (rec->thread_started) {
 		if (k8s_event_recorder_flush(rec, rec->shutdown_ms) != 0)
-			k8s_log(rec->log, K8S_LOG_WARN, "events: pending events dropped at shutdown",
-			        "error", k8s_error_last()->message, NULL);
+			asb_log(rec->log, ASB_LOG_WARN, "events: pending events dropped at shutdown",
+			        "error", asb_error_last()->message, NULL);
 		pthread_mutex_lock(&rec->lock);
 		rec->stopping = true;
 		pthread_cond_broadcast(&rec->wake);
@@ -476,8 +476,8 @@ void k8s_event_recorder_free(k8s_event_recorder *rec)
 		rec->head = it->next;
 		item_free(it);
 	}
-	k8s_map_clear(&rec->entries, entry_free);
-	k8s_map_clear(&rec->buckets, free);
+	asb_map_clear(&rec->entries, entry_free);
+	asb_map_clear(&rec->buckets, free);
 	pthread_cond_destroy(&rec->flushed);
 	pthread_cond_destroy(&rec->wake);
 	pthread_mutex_destroy(&rec->lock);
@@ -509,16 +509,16 @@ static void log_drop(k8s_event_recorder *rec, const char *why,
                      const k8s_event_ref *regarding, const char *reason, int64_t now_ms)
 {
 	uint64_t total = rec->stats.dropped_queue_full + rec->stats.dropped_rate_limited;
-	k8s_log_level level = K8S_LOG_DEBUG;
+	asb_log_level level = ASB_LOG_DEBUG;
 	if (rec->last_drop_log_ms == 0 || now_ms - rec->last_drop_log_ms >= DROP_LOG_INTERVAL_MS) {
-		level = K8S_LOG_WARN;
+		level = ASB_LOG_WARN;
 		rec->last_drop_log_ms = now_ms;
 	}
-	if (!k8s_log_enabled(rec->log, level))
+	if (!asb_log_enabled(rec->log, level))
 		return;
 	char n[32];
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)total);
-	k8s_log(rec->log, level, "events: event dropped", "why", why,
+	asb_log(rec->log, level, "events: event dropped", "why", why,
 	        "kind", regarding->kind, "namespace", regarding->namespace_,
 	        "name", regarding->name, "reason", reason, "dropped_total", n, NULL);
 }
@@ -527,17 +527,17 @@ static void log_drop(k8s_event_recorder *rec, const char *why,
 static void sweep(k8s_event_recorder *rec, int64_t now_ms)
 {
 	size_t b = 0;
-	k8s_map_entry *it = NULL, *next;
-	next = k8s_map_next(&rec->entries, &b, &it);
+	asb_map_entry *it = NULL, *next;
+	next = asb_map_next(&rec->entries, &b, &it);
 	while (next) {
 		entry *e = next->value;
 		char *key = next->key;
-		next = k8s_map_next(&rec->entries, &b, &it);
+		next = asb_map_next(&rec->entries, &b, &it);
 		bool unwritten = e->series.created && e->series.count > e->series.written_count;
 		if (!e->pending && !e->writing && !unwritten &&
 		    k8s__series_expired(&e->series, now_ms, rec->window_ms)) {
 			void *old = NULL;
-			k8s_map_remove(&rec->entries, key, &old);
+			asb_map_remove(&rec->entries, key, &old);
 			entry_free(old);
 		}
 	}
@@ -547,28 +547,28 @@ static void sweep(k8s_event_recorder *rec, int64_t now_ms)
 static k8s__token_bucket *bucket_for(k8s_event_recorder *rec, const char *objkey,
                                      int64_t now_ms)
 {
-	k8s__token_bucket *bk = k8s_map_get(&rec->buckets, objkey);
+	k8s__token_bucket *bk = asb_map_get(&rec->buckets, objkey);
 	if (bk)
 		return bk;
-	if (k8s_map_count(&rec->buckets) >= MAX_BUCKETS) {
+	if (asb_map_count(&rec->buckets) >= MAX_BUCKETS) {
 		/* Full buckets equal fresh ones: forgetting them changes nothing. */
 		size_t b = 0;
-		k8s_map_entry *it = NULL, *e = k8s_map_next(&rec->buckets, &b, &it);
+		asb_map_entry *it = NULL, *e = asb_map_next(&rec->buckets, &b, &it);
 		char *victim = NULL;
 		while (e) {
-			k8s_map_entry *cur = e;
-			e = k8s_map_next(&rec->buckets, &b, &it);
+			asb_map_entry *cur = e;
+			e = asb_map_next(&rec->buckets, &b, &it);
 			void *old = NULL;
 			if (k8s__bucket_full(cur->value, rec->burst, rec->refill_ms, now_ms))
-				k8s_map_remove(&rec->buckets, cur->key, &old);
+				asb_map_remove(&rec->buckets, cur->key, &old);
 			else if (!victim)
 				victim = cur->key;
 			free(old);
 		}
 		/* Still full: forget one object, which gets a fresh burst (bounded memory wins). */
-		if (k8s_map_count(&rec->buckets) >= MAX_BUCKETS && victim) {
+		if (asb_map_count(&rec->buckets) >= MAX_BUCKETS && victim) {
 			void *old = NULL;
-			k8s_map_remove(&rec->buckets, victim, &old);
+			asb_map_remove(&rec->buckets, victim, &old);
 			free(old);
 		}
 	}
@@ -576,7 +576,7 @@ static k8s__token_bucket *bucket_for(k8s_event_recorder *rec, const char *objkey
 	if (!bk)
 		return NULL;
 	k8s__bucket_init(bk, rec->burst, now_ms);
-	if (k8s_map_set(&rec->buckets, objkey, bk, NULL) != 0) {
+	if (asb_map_set(&rec->buckets, objkey, bk, NULL) != 0) {
 		free(bk);
 		return NULL;
 	}
@@ -587,7 +587,7 @@ static int check_ref(const k8s_event_ref *r, const char *what)
 {
 	if (!r || !r->name || !r->name[0] || !r->kind || !r->kind[0] ||
 	    !r->api_version || !r->api_version[0])
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "events: %s object needs apiVersion, kind and name", what);
 	return 0;
 }
@@ -598,12 +598,12 @@ static int record_new(k8s_event_recorder *rec, char *key, const k8s_event_ref *r
                       const char *reason, const char *action, const char *note,
                       int64_t now_ms, int64_t now_us)
 {
-	if (k8s_map_count(&rec->entries) >= MAX_ENTRIES)
+	if (asb_map_count(&rec->entries) >= MAX_ENTRIES)
 		sweep(rec, now_ms);
-	if (rec->queued >= rec->queue_size || k8s_map_count(&rec->entries) >= MAX_ENTRIES) {
+	if (rec->queued >= rec->queue_size || asb_map_count(&rec->entries) >= MAX_ENTRIES) {
 		rec->stats.dropped_queue_full++;
 		log_drop(rec, "queue full", regarding, reason, now_ms);
-		return k8s_error_set(K8S_ETOOMANYREQUESTS, 0, NULL,
+		return asb_error_set(ASB_ETOOMANYREQUESTS, 0, NULL,
 		                     "events: queue full; event %s about %s %s dropped",
 		                     reason, regarding->kind, regarding->name);
 	}
@@ -611,11 +611,11 @@ static int record_new(k8s_event_recorder *rec, char *key, const k8s_event_ref *r
 	k8s__token_bucket *bk = objkey ? bucket_for(rec, objkey, now_ms) : NULL;
 	free(objkey);
 	if (!bk)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	if (!k8s__bucket_take(bk, rec->burst, rec->refill_ms, now_ms)) {
 		rec->stats.dropped_rate_limited++;
 		log_drop(rec, "rate limited", regarding, reason, now_ms);
-		return k8s_error_set(K8S_ETOOMANYREQUESTS, 0, NULL,
+		return asb_error_set(ASB_ETOOMANYREQUESTS, 0, NULL,
 		                     "events: rate limit for %s %s reached; event %s dropped",
 		                     regarding->kind, regarding->name, reason);
 	}
@@ -643,10 +643,10 @@ static int record_new(k8s_event_recorder *rec, char *key, const k8s_event_ref *r
 	if (it)
 		it->key = strdup(key);
 	if (!e || !it || !e->name || !e->ns || !e->event || !it->key ||
-	    k8s_map_set(&rec->entries, key, e, NULL) != 0) {
+	    asb_map_set(&rec->entries, key, e, NULL) != 0) {
 		entry_free(e);
 		item_free(it);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	k8s__series_start(&e->series, now_ms, now_us);
 	e->pending = true;
@@ -664,17 +664,17 @@ int k8s_event_record(k8s_event_recorder *rec, const k8s_event_ref *regarding,
                      const char *reason, const char *action, const char *note)
 {
 	if (!rec)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: NULL recorder");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: NULL recorder");
 	int rc = check_ref(regarding, "the regarding");
 	if (rc == 0 && related)
 		rc = check_ref(related, "the related");
 	if (rc < 0)
 		return rc;
 	if (type != K8S_EVENT_NORMAL && type != K8S_EVENT_WARNING)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: unknown event type %d", (int)type);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: unknown event type %d", (int)type);
 	if (!reason || !reason[0] || strlen(reason) > K8S__EVENT_FIELD_MAX ||
 	    !action || !action[0] || strlen(action) > K8S__EVENT_FIELD_MAX)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "events: reason and action are required, at most %d bytes",
 		                     K8S__EVENT_FIELD_MAX);
 	/* Cut the note to the API's limit here, so the key matches what is stored. */
@@ -682,16 +682,16 @@ int k8s_event_record(k8s_event_recorder *rec, const k8s_event_ref *regarding,
 	char *key = cut ? k8s__event_key(regarding, related, type, reason, action, cut) : NULL;
 	if (!key) {
 		free(cut);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	int64_t now_ms = k8s_monotonic_ms(), now_us = k8s__now_us();
 
 	pthread_mutex_lock(&rec->lock);
 	if (rec->stopping) {
-		rc = k8s_error_set(K8S_ESHUTDOWN, 0, NULL, "events: the recorder is shutting down");
+		rc = asb_error_set(ASB_ESHUTDOWN, 0, NULL, "events: the recorder is shutting down");
 		goto out;
 	}
-	entry *e = k8s_map_get(&rec->entries, key);
+	entry *e = asb_map_get(&rec->entries, key);
 	/*
 	 * An ended series whose last count is written is forgotten here, so the
 	 * repeat starts a new Event; one still being written goes on counting
@@ -701,7 +701,7 @@ int k8s_event_record(k8s_event_recorder *rec, const k8s_event_ref *regarding,
 	    !e->pending && !e->writing &&
 	    !(e->series.created && e->series.count > e->series.written_count)) {
 		void *old = NULL;
-		k8s_map_remove(&rec->entries, key, &old);
+		asb_map_remove(&rec->entries, key, &old);
 		entry_free(old);
 		e = NULL;
 	}
@@ -734,7 +734,7 @@ int k8s_event_recordf(k8s_event_recorder *rec, const k8s_event_ref *regarding,
 		int n = vasprintf(&note, note_fmt, ap);
 		va_end(ap);
 		if (n < 0)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	int rc = k8s_event_record(rec, regarding, related, type, reason, action, note);
 	free(note);
@@ -755,7 +755,7 @@ static void deadline_after(struct timespec *ts, long ms)
 int k8s_event_recorder_flush(k8s_event_recorder *rec, long timeout_ms)
 {
 	if (!rec)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "events: NULL recorder");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "events: NULL recorder");
 	struct timespec deadline;
 	deadline_after(&deadline, timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&rec->lock);
@@ -770,7 +770,7 @@ int k8s_event_recorder_flush(k8s_event_recorder *rec, long timeout_ms)
 	bool done = rec->flush_done >= gen;
 	pthread_mutex_unlock(&rec->lock);
 	if (!done)
-		return k8s_error_set(K8S_ETIMEOUT, 0, NULL,
+		return asb_error_set(ASB_ETIMEOUT, 0, NULL,
 		                     "events: flush not finished within %ld ms", timeout_ms);
 	return 0;
 }
@@ -792,26 +792,26 @@ void k8s_event_recorder_stats(k8s_event_recorder *rec, k8s_event_stats *out)
 /* Errors worth another try: the server was unreachable, busy or failing. */
 static bool transient(int rc)
 {
-	return rc == K8S_ETRANSPORT || rc == K8S_ETIMEOUT || rc == K8S_ETOOMANYREQUESTS ||
-	       rc == K8S_EINTERNAL || rc == K8S_ESERVICEUNAVAILABLE ||
-	       rc == K8S_ESERVERTIMEOUT || rc == K8S_ENOMEM;
+	return rc == ASB_ETRANSPORT || rc == ASB_ETIMEOUT || rc == ASB_ETOOMANYREQUESTS ||
+	       rc == ASB_EINTERNAL || rc == ASB_ESERVICEUNAVAILABLE ||
+	       rc == ASB_ESERVERTIMEOUT || rc == ASB_ENOMEM;
 }
 
 static void log_write_error(k8s_event_recorder *rec, const char *what,
                             const char *ns, const char *name, bool retry)
 {
-	k8s_log(rec->log, K8S_LOG_WARN, what, "namespace", ns, "event", name,
-	        "retry", retry ? "true" : "false", "error", k8s_error_last()->message, NULL);
+	asb_log(rec->log, ASB_LOG_WARN, what, "namespace", ns, "event", name,
+	        "retry", retry ? "true" : "false", "error", asb_error_last()->message, NULL);
 }
 
 static void log_written(k8s_event_recorder *rec, const char *what, const char *ns,
                         const char *name, int count)
 {
-	if (!k8s_log_enabled(rec->log, K8S_LOG_DEBUG))
+	if (!asb_log_enabled(rec->log, ASB_LOG_DEBUG))
 		return;
 	char n[16];
 	snprintf(n, sizeof(n), "%d", count);
-	k8s_log(rec->log, K8S_LOG_DEBUG, what, "namespace", ns, "event", name, "count", n, NULL);
+	asb_log(rec->log, ASB_LOG_DEBUG, what, "namespace", ns, "event", name, "count", n, NULL);
 }
 
 /* Detaches the first create that may run now. Caller holds the lock. */
@@ -847,7 +847,7 @@ static void push_item(k8s_event_recorder *rec, item *it)
 /* Creates one queued Event. Called and returns with the lock held. */
 static void do_create(k8s_event_recorder *rec, item *it)
 {
-	entry *e = k8s_map_get(&rec->entries, it->key);
+	entry *e = asb_map_get(&rec->entries, it->key);
 	if (!e) { /* cannot happen: pending entries are never swept */
 		item_free(it);
 		return;
@@ -868,7 +868,7 @@ static void do_create(k8s_event_recorder *rec, item *it)
 
 	int rc = ev && ns && name
 		? k8s_client_create(rec->client, &k8s_resource_events_v1, ns, ev, NULL, NULL)
-		: k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		: asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	bool retry = rc != 0 && transient(rc) && it->tries + 1 < rec->max_tries;
 	if (rc != 0)
 		log_write_error(rec, "events: cannot create event", ns, name, retry);
@@ -898,7 +898,7 @@ static void do_create(k8s_event_recorder *rec, item *it)
 		/* Abandoned; forgetting the entry lets a later identical event try again. */
 		rec->stats.failed++;
 		void *old = NULL;
-		k8s_map_remove(&rec->entries, it->key, &old);
+		asb_map_remove(&rec->entries, it->key, &old);
 		entry_free(old);
 		item_free(it);
 	}
@@ -908,8 +908,8 @@ static void do_create(k8s_event_recorder *rec, item *it)
 static entry *pick_patch(k8s_event_recorder *rec, int64_t now_ms, uint64_t gen)
 {
 	size_t b = 0;
-	k8s_map_entry *it = NULL, *m;
-	while ((m = k8s_map_next(&rec->entries, &b, &it))) {
+	asb_map_entry *it = NULL, *m;
+	while ((m = asb_map_next(&rec->entries, &b, &it))) {
 		entry *e = m->value;
 		if (e->pending || e->writing)
 			continue;
@@ -940,8 +940,8 @@ static void do_patch(k8s_event_recorder *rec, entry *e)
 	int rc = patch && ns && name && ev
 		? k8s_client_patch(rec->client, &k8s_resource_events_v1, ns, name, NULL,
 		                   K8S_PATCH_MERGE, patch, NULL, NULL)
-		: k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
-	if (rc == K8S_ENOTFOUND && add_item(ev, "series", series_json(count, last_us))) {
+		: asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	if (rc == ASB_ENOTFOUND && add_item(ev, "series", series_json(count, last_us))) {
 		recreated = true;
 		rc = k8s_client_create(rec->client, &k8s_resource_events_v1, ns, ev, NULL, NULL);
 	}
@@ -980,8 +980,8 @@ static int64_t next_wake_ms(k8s_event_recorder *rec)
 		if (it->not_before_ms < next)
 			next = it->not_before_ms;
 	size_t b = 0;
-	k8s_map_entry *it = NULL, *m;
-	while ((m = k8s_map_next(&rec->entries, &b, &it))) {
+	asb_map_entry *it = NULL, *m;
+	while ((m = asb_map_next(&rec->entries, &b, &it))) {
 		entry *e = m->value;
 		if (e->pending || e->writing)
 			continue;

@@ -33,7 +33,7 @@ extern char **environ;
 
 static int oom(void)
 {
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "exec plugin: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "exec plugin: out of memory");
 }
 
 static void free_strv(char **v, size_t n)
@@ -108,7 +108,7 @@ int k8s__exec_config_dup(k8s__exec_config **out, const k8s__exec_config *src)
 
 static int stanza_error(const char *label, const char *what)
 {
-	return k8s_error_set(K8S_ECONFIG, 0, NULL, "%s: exec: %s", label, what);
+	return asb_error_set(ASB_ECONFIG, 0, NULL, "%s: exec: %s", label, what);
 }
 
 static const char *opt_str(const cJSON *obj, const char *key, int *bad)
@@ -210,7 +210,7 @@ int k8s__exec_config_parse(k8s__exec_config **out, const cJSON *exec,
 		return stanza_error(label, "apiVersion must be specified to use the exec "
 		                    "authentication plugin");
 	if (strcmp(api, K8S_EXEC_API_V1) != 0 && strcmp(api, K8S_EXEC_API_V1BETA1) != 0)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "%s: exec: apiVersion \"%s\" is not supported (use "
 		                     "%s or %s)", label, api, K8S_EXEC_API_V1,
 		                     K8S_EXEC_API_V1BETA1);
@@ -232,7 +232,7 @@ int k8s__exec_config_parse(k8s__exec_config **out, const cJSON *exec,
 	} else if (strcmp(mode, "Always") == 0) {
 		interactive = K8S__EXEC_ALWAYS;
 	} else {
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "%s: exec: interactiveMode \"%s\" is not one of "
 		                     "Never, IfAvailable, Always", label, mode);
 	}
@@ -294,7 +294,7 @@ void k8s__exec_credential_clear(k8s__exec_credential *c)
 
 static int decode_error(const char *label, const char *what)
 {
-	return k8s_error_set(K8S_EDECODE, 0, NULL, "%s: exec plugin output: %s",
+	return asb_error_set(ASB_EDECODE, 0, NULL, "%s: exec plugin output: %s",
 	                     label, what);
 }
 
@@ -334,7 +334,7 @@ int k8s__exec_credential_parse(k8s__exec_credential *out, const char *json,
 	} else if (!kind || strcmp(kind, "ExecCredential") != 0) {
 		rc = decode_error(label, "kind is not ExecCredential");
 	} else if (!api || strcmp(api, api_version) != 0) {
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+		rc = asb_error_set(ASB_EDECODE, 0, NULL,
 		                   "%s: exec plugin is configured to use API version "
 		                   "%s, plugin returned version %s", label, api_version,
 		                   api ? api : "(none)");
@@ -453,7 +453,7 @@ typedef struct {
 
 static int not_found(const k8s__exec_config *e)
 {
-	return k8s_error_set(K8S_ECONFIG, 0, NULL,
+	return asb_error_set(ASB_ECONFIG, 0, NULL,
 	                     "%s: exec plugin: executable \"%s\" not found%s%s",
 	                     e->label, e->command, e->install_hint ? ". " : "",
 	                     e->install_hint ? e->install_hint : "");
@@ -487,7 +487,7 @@ static int find_executable(const k8s__exec_config *e, char **out)
 	if (strchr(e->command, '/')) {
 		if (!is_executable(e->command, &err))
 			return err == ENOENT || err == ENOTDIR ? not_found(e)
-				: k8s_error_set(K8S_ECONFIG, 0, NULL,
+				: asb_error_set(ASB_ECONFIG, 0, NULL,
 				                "%s: exec plugin: cannot run \"%s\": %s",
 				                e->label, e->command, strerror(err));
 		return (*out = strdup(e->command)) ? 0 : oom();
@@ -554,7 +554,7 @@ static int spawn(const k8s__exec_config *e, child *ch)
 	/* Close-on-exec, so that a plugin spawned by another thread at the
 	 * same time does not inherit (and hold open) these pipes. */
 	if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-		rc = k8s_error_set(K8S_ERROR, 0, NULL, "%s: exec plugin: pipe: %s",
+		rc = asb_error_set(ASB_ERROR, 0, NULL, "%s: exec plugin: pipe: %s",
 		                   e->label, strerror(errno));
 		goto out_pipes;
 	}
@@ -586,7 +586,7 @@ static int spawn(const k8s__exec_config *e, child *ch)
 		if (err == ENOENT)
 			rc = not_found(e);
 		else
-			rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+			rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 			                   "%s: exec plugin: cannot run \"%s\": %s",
 			                   e->label, e->command, strerror(err));
 		goto out_pipes;
@@ -680,7 +680,7 @@ int k8s__exec_run(const k8s__exec_config *e, long timeout_ms,
 
 	memset(out, 0, sizeof(*out));
 	if (e->interactive == K8S__EXEC_ALWAYS)
-		return k8s_error_set(K8S_ECONFIG, 0, NULL,
+		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "%s: exec plugin \"%s\" needs interactiveMode Always, "
 		                     "but libk8s has no terminal to offer", e->label,
 		                     e->command);
@@ -706,22 +706,22 @@ int k8s__exec_run(const k8s__exec_config *e, long timeout_ms,
 	quote_stderr(quoted, sizeof(quoted), ch.err, ch.err_len);
 
 	if (ch.timed_out)
-		rc = k8s_error_set(K8S_ETIMEOUT, 0, NULL,
+		rc = asb_error_set(ASB_ETIMEOUT, 0, NULL,
 		                   "%s: exec plugin \"%s\" did not finish within %ld ms "
 		                   "(killed)%s%s", e->label, e->command, timeout_ms,
 		                   quoted[0] ? "; stderr: " : "", quoted);
 	else if (ch.exited && WIFSIGNALED(ch.status))
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "%s: exec plugin \"%s\" was killed by signal %d%s%s",
 		                   e->label, e->command, WTERMSIG(ch.status),
 		                   quoted[0] ? "; stderr: " : "", quoted);
 	else if (ch.exited && WEXITSTATUS(ch.status) != 0)
-		rc = k8s_error_set(K8S_ECONFIG, 0, NULL,
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
 		                   "%s: exec plugin \"%s\" exited with status %d%s%s",
 		                   e->label, e->command, WEXITSTATUS(ch.status),
 		                   quoted[0] ? "; stderr: " : "", quoted);
 	else if (ch.out_too_big)
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+		rc = asb_error_set(ASB_EDECODE, 0, NULL,
 		                   "%s: exec plugin \"%s\" printed more than %zu bytes",
 		                   e->label, e->command, (size_t)K8S_EXEC_OUTPUT_MAX);
 	else

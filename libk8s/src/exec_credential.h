@@ -72,13 +72,13 @@ typedef struct {
  * apiVersion must be v1 or v1beta1, env entries need a name, and v1 needs
  * an interactiveMode (Never, IfAvailable or Always).
  *
- * @return 0; K8S_ECONFIG naming the label and the problem; K8S_ENOMEM.
+ * @return 0; ASB_ECONFIG naming the label and the problem; ASB_ENOMEM.
  */
 K8S_EXTERN int k8s__exec_config_parse(k8s__exec_config **out, const cJSON *exec,
                                       const char *label, const char *dir,
                                       const char *cluster_json);
 
-/** Deep copy. Returns 0 or K8S_ENOMEM (recorded). `src` may be NULL. */
+/** Deep copy. Returns 0 or ASB_ENOMEM (recorded). `src` may be NULL. */
 K8S_EXTERN int k8s__exec_config_dup(k8s__exec_config **out,
                                     const k8s__exec_config *src);
 
@@ -99,7 +99,7 @@ K8S_EXTERN char *k8s__exec_info_json(const k8s__exec_config *e);
  * clientKeyData (PEM), and optionally an RFC 3339 expirationTimestamp.
  * `label` prefixes messages, which never quote the output (it is secret).
  *
- * @return 0; K8S_EDECODE naming what is wrong; K8S_ENOMEM. On error `out`
+ * @return 0; ASB_EDECODE naming what is wrong; ASB_ENOMEM. On error `out`
  *         holds nothing.
  */
 K8S_EXTERN int k8s__exec_credential_parse(k8s__exec_credential *out,
@@ -119,15 +119,15 @@ K8S_EXTERN void k8s__exec_credential_clear(k8s__exec_credential *c);
  * closed in the child where glibc allows).
  *
  * @return 0;
- *   K8S_ECONFIG when interactiveMode is Always (no terminal), the command
+ *   ASB_ECONFIG when interactiveMode is Always (no terminal), the command
  *   can not be found or run (the install hint is quoted), or it exits
  *   non-zero or dies from a signal (its stderr is quoted, at most
  *   K8S_EXEC_STDERR_QUOTE bytes);
- *   K8S_ETIMEOUT when it runs longer than `timeout_ms` (its process group
+ *   ASB_ETIMEOUT when it runs longer than `timeout_ms` (its process group
  *   is killed);
- *   K8S_EDECODE when its output is not a valid ExecCredential (see
+ *   ASB_EDECODE when its output is not a valid ExecCredential (see
  *   k8s__exec_credential_parse()) or is larger than K8S_EXEC_OUTPUT_MAX;
- *   K8S_ENOMEM; K8S_ERROR when a pipe can not be made.
+ *   ASB_ENOMEM; ASB_ERROR when a pipe can not be made.
  */
 K8S_EXTERN int k8s__exec_run(const k8s__exec_config *e, long timeout_ms,
                              k8s__exec_credential *out);

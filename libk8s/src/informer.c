@@ -22,7 +22,7 @@
 #include "k8s/informer.h"
 #include "k8s/object.h"
 #include "informer_internal.h"
-#include "map.h"
+#include "asb/map.h"
 
 #define MAX_INDEXES 8
 #define MAX_INDEX_VALUES 16
@@ -41,7 +41,7 @@ typedef struct {
 	char *name;
 	k8s_index_fn fn;
 	void *userdata;
-	k8s_map values;  /* index value -> k8s_map* (set of object keys) */
+	asb_map values;  /* index value -> asb_map* (set of object keys) */
 } index_def;
 
 struct k8s_informer {
@@ -55,10 +55,10 @@ struct k8s_informer {
 	bool has_codec;
 	handler_set handlers[MAX_HANDLERS];
 	int nhandlers;
-	k8s_logger *log;
+	asb_logger *log;
 
 	pthread_rwlock_t cache_lock;
-	k8s_map cache;  /* key -> cJSON*, or the codec's struct */
+	asb_map cache;  /* key -> cJSON*, or the codec's struct */
 	index_def indexes[MAX_INDEXES];
 	int nindexes;
 	char last_rv[64];
@@ -74,7 +74,7 @@ struct k8s_informer {
 int k8s_informer_options_init(k8s_informer_options *opts, unsigned int version)
 {
 	if (!opts || version < 1 || version > K8S_INFORMER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer options: unknown version %u", version);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer options: unknown version %u", version);
 	k8s_informer_options d = K8S_INFORMER_OPTIONS_INIT;
 	d.version = version;
 	memcpy(opts, &d, version == 1 ? offsetof(k8s_informer_options, codec) : sizeof(d));
@@ -99,13 +99,13 @@ int k8s_informer_new(k8s_informer **out, k8s_client *client,
 	k8s_informer_options cur;
 	const k8s_informer_options *o = &cur;
 	if (!options_current(opts, &cur) || !o->resource || !client)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: options version, resource and client are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer: options version, resource and client are required");
 	if (o->codec && (!o->codec->decode || !o->codec->encode || !o->codec->free))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer for %s: a codec needs decode, encode and free",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer for %s: a codec needs decode, encode and free",
 		                     o->resource->resource);
 	k8s_informer *inf = calloc(1, sizeof(*inf));
 	if (!inf)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	inf->client = client;
 	inf->resource = *o->resource;
 	inf->ns = o->namespace_ ? strdup(o->namespace_) : NULL;
@@ -123,7 +123,7 @@ int k8s_informer_new(k8s_informer **out, k8s_client *client,
 		inf->handlers[inf->nhandlers++] = (handler_set){ o->on_add, o->on_update, o->on_delete, o->userdata };
 	inf->log = o->logger;
 	pthread_rwlock_init(&inf->cache_lock, NULL);
-	k8s_map_init(&inf->cache);
+	asb_map_init(&inf->cache);
 	pthread_mutex_init(&inf->state_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -139,16 +139,16 @@ int k8s_informer_add_index(k8s_informer *inf, const char *name,
                            k8s_index_fn fn, void *userdata)
 {
 	if (inf->started || inf->nindexes == MAX_INDEXES || !name || !fn)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: cannot add index \"%s\"", name ? name : "");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer: cannot add index \"%s\"", name ? name : "");
 	for (int i = 0; i < inf->nindexes; i++)
 		if (strcmp(inf->indexes[i].name, name) == 0)
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: duplicate index \"%s\"", name);
+			return asb_error_set(ASB_EINVAL, 0, NULL, "informer: duplicate index \"%s\"", name);
 	index_def *d = &inf->indexes[inf->nindexes];
 	if (!(d->name = strdup(name)))
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	d->fn = fn;
 	d->userdata = userdata;
-	k8s_map_init(&d->values);
+	asb_map_init(&d->values);
 	inf->nindexes++;
 	return 0;
 }
@@ -158,7 +158,7 @@ int k8s_informer_add_handlers(k8s_informer *inf, k8s_on_add_fn on_add,
                               k8s_on_delete_fn on_delete, void *userdata)
 {
 	if (inf->started || inf->nhandlers == MAX_HANDLERS)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer for %s: %s", inf->resource.resource,
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer for %s: %s", inf->resource.resource,
 		                     inf->started ? "handlers must be added before start" : "too many handler sets");
 	inf->handlers[inf->nhandlers++] = (handler_set){ on_add, on_update, on_delete, userdata };
 	return 0;
@@ -229,7 +229,7 @@ int k8s_index_by_label(const cJSON *obj, const char **keys, int cap, void *ud)
 
 static void set_free(void *v)
 {
-	k8s_map_clear(v, NULL);
+	asb_map_clear(v, NULL);
 	free(v);
 }
 
@@ -243,11 +243,11 @@ static void index_update(k8s_informer *inf, const char *key,
 		if (old_obj) {
 			n = d->fn(old_obj, vals, MAX_INDEX_VALUES, d->userdata);
 			for (int j = 0; j < n; j++) {
-				k8s_map *set = k8s_map_get(&d->values, vals[j]);
+				asb_map *set = asb_map_get(&d->values, vals[j]);
 				if (set) {
-					k8s_map_remove(set, key, NULL);
-					if (k8s_map_count(set) == 0) {
-						k8s_map_remove(&d->values, vals[j], NULL);
+					asb_map_remove(set, key, NULL);
+					if (asb_map_count(set) == 0) {
+						asb_map_remove(&d->values, vals[j], NULL);
 						set_free(set);
 					}
 				}
@@ -256,18 +256,18 @@ static void index_update(k8s_informer *inf, const char *key,
 		if (new_obj) {
 			n = d->fn(new_obj, vals, MAX_INDEX_VALUES, d->userdata);
 			for (int j = 0; j < n; j++) {
-				k8s_map *set = k8s_map_get(&d->values, vals[j]);
+				asb_map *set = asb_map_get(&d->values, vals[j]);
 				if (!set) {
 					set = calloc(1, sizeof(*set));
 					if (!set)
 						continue;
-					k8s_map_init(set);
-					if (k8s_map_set(&d->values, vals[j], set, NULL) < 0) {
+					asb_map_init(set);
+					if (asb_map_set(&d->values, vals[j], set, NULL) < 0) {
 						free(set);
 						continue;
 					}
 				}
-				k8s_map_set(set, key, (void *)1, NULL);
+				asb_map_set(set, key, (void *)1, NULL);
 			}
 		}
 	}
@@ -289,7 +289,7 @@ static cJSON *value_copy(k8s_informer *inf, const void *v)
 	cJSON *o = inf->has_codec ? inf->codec.encode(v, inf->codec.userdata)
 	                          : cJSON_Duplicate(v, 1);
 	if (!o)
-		k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory copying an object",
+		asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory copying an object",
 		              inf->resource.resource);
 	return o;
 }
@@ -304,7 +304,7 @@ static cJSON *old_shape(k8s_informer *inf, void *old, bool wanted)
 		return NULL;
 	cJSON *o = inf->codec.encode(old, inf->codec.userdata);
 	if (!o)
-		k8s_log(inf->log, K8S_LOG_ERROR, "informer: out of memory encoding a cached object",
+		asb_log(inf->log, ASB_LOG_ERROR, "informer: out of memory encoding a cached object",
 		        "resource", inf->resource.resource, NULL);
 	return o;
 }
@@ -320,13 +320,13 @@ static bool cache_put(k8s_informer *inf, const char *key, void *val, const cJSON
                       bool *had_old, cJSON **old_json)
 {
 	/* only this thread writes the cache: reading it unlocked is safe */
-	void *prev = k8s_map_get(&inf->cache, key);
+	void *prev = asb_map_get(&inf->cache, key);
 	cJSON *enc = inf->has_codec ? old_shape(inf, prev, inf->nhandlers > 0) : NULL;
 	void *old = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
-	if (k8s_map_set(&inf->cache, key, val, &old) < 0) {
+	if (asb_map_set(&inf->cache, key, val, &old) < 0) {
 		pthread_rwlock_unlock(&inf->cache_lock);
-		k8s_log(inf->log, K8S_LOG_ERROR, "informer: out of memory, object dropped",
+		asb_log(inf->log, ASB_LOG_ERROR, "informer: out of memory, object dropped",
 		        "resource", inf->resource.resource, "key", key, NULL);
 		cJSON_Delete(enc);
 		*had_old = false;
@@ -350,13 +350,13 @@ static bool cache_put(k8s_informer *inf, const char *key, void *val, const cJSON
 static bool cache_remove(k8s_informer *inf, const char *key, bool want_old, cJSON **old_json)
 {
 	*old_json = NULL;
-	void *prev = k8s_map_get(&inf->cache, key);
+	void *prev = asb_map_get(&inf->cache, key);
 	if (!prev)
 		return false;
 	cJSON *enc = old_shape(inf, prev, want_old);
 	void *old = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
-	k8s_map_remove(&inf->cache, key, &old);
+	asb_map_remove(&inf->cache, key, &old);
 	index_update(inf, key, inf->has_codec ? enc : old, NULL);
 	pthread_rwlock_unlock(&inf->cache_lock);
 	if (inf->has_codec) {
@@ -403,9 +403,9 @@ static void apply_upsert(k8s_informer *inf, cJSON *obj)
 		int rc = inf->codec.decode(obj, &val, inf->codec.userdata);
 		if (rc < 0) {
 			/* the previous state, if any, stays cached: the next event retries */
-			k8s_log(inf->log, K8S_LOG_ERROR, "informer: cannot decode object, not cached",
+			asb_log(inf->log, ASB_LOG_ERROR, "informer: cannot decode object, not cached",
 			        "resource", inf->resource.resource, "key", key,
-			        "error", k8s_error_last()->message, NULL);
+			        "error", asb_error_last()->message, NULL);
 			cJSON_Delete(obj);
 			goto out;
 		}
@@ -476,7 +476,7 @@ static int watch_cb(k8s_watch_event_type type, cJSON *obj, void *ud)
 /* True when the cached `key` has resourceVersion `rv` (informer thread). */
 static bool cached_rv_is(k8s_informer *inf, const char *key, const char *rv)
 {
-	const void *cur = k8s_map_get(&inf->cache, key);
+	const void *cur = asb_map_get(&inf->cache, key);
 	if (!cur || !rv)
 		return false;
 	if (!inf->has_codec) {
@@ -497,7 +497,7 @@ static bool cached_rv_is(k8s_informer *inf, const char *key, const char *rv)
 /* Upserts the listed `items` (taken one by one out of the array), noting
  * their keys in `seen`; unchanged objects (same resourceVersion) are skipped
  * so a relist does not wake every handler. */
-static void relist_items(k8s_informer *inf, cJSON *items, k8s_map *seen)
+static void relist_items(k8s_informer *inf, cJSON *items, asb_map *seen)
 {
 	while (cJSON_IsArray(items) && items->child) {
 		/* detach by pointer: by index would walk the array each time */
@@ -507,7 +507,7 @@ static void relist_items(k8s_informer *inf, cJSON *items, k8s_map *seen)
 			cJSON_Delete(item);
 			continue;
 		}
-		k8s_map_set(seen, key, (void *)1, NULL);
+		asb_map_set(seen, key, (void *)1, NULL);
 		bool same = cached_rv_is(inf, key, k8s_obj_resource_version(item));
 		free(key);
 		if (same)
@@ -519,14 +519,14 @@ static void relist_items(k8s_informer *inf, cJSON *items, k8s_map *seen)
 
 /* Synthesises deletes for cached objects not in `seen` (they vanished while
  * nobody watched) and records the list's resourceVersion `rv`. */
-static void relist_finish(k8s_informer *inf, const k8s_map *seen, const char *rv)
+static void relist_finish(k8s_informer *inf, const asb_map *seen, const char *rv)
 {
 	size_t nkeys = 0, cap = 0;
 	char **gone = NULL;
 	size_t b = 0;
-	k8s_map_entry *it = NULL;
-	while (k8s_map_next(&inf->cache, &b, &it)) {
-		if (!k8s_map_has(seen, it->key)) {
+	asb_map_entry *it = NULL;
+	while (asb_map_next(&inf->cache, &b, &it)) {
+		if (!asb_map_has(seen, it->key)) {
 			if (nkeys == cap) {
 				cap = cap ? cap * 2 : 16;
 				char **g = realloc(gone, cap * sizeof(*g));
@@ -558,8 +558,8 @@ static void relist_finish(k8s_informer *inf, const k8s_map *seen, const char *rv
  */
 static int relist(k8s_informer *inf)
 {
-	k8s_map seen;
-	k8s_map_init(&seen);
+	asb_map seen;
+	asb_map_init(&seen);
 	char *cont = NULL;
 	char rv[64] = "";
 	int rc = 0;
@@ -587,17 +587,17 @@ static int relist(k8s_informer *inf)
 	free(cont);
 	if (rc == 0)
 		relist_finish(inf, &seen, rv);
-	k8s_map_clear(&seen, NULL);
+	asb_map_clear(&seen, NULL);
 	return rc;
 }
 
 void k8s__informer_replace(k8s_informer *inf, cJSON *items, const char *rv)
 {
-	k8s_map seen;
-	k8s_map_init(&seen);
+	asb_map seen;
+	asb_map_init(&seen);
 	relist_items(inf, items, &seen);
 	relist_finish(inf, &seen, rv);
-	k8s_map_clear(&seen, NULL);
+	asb_map_clear(&seen, NULL);
 }
 
 void k8s__informer_apply(k8s_informer *inf, k8s_watch_event_type type, cJSON *obj)
@@ -636,9 +636,9 @@ static void *run(void *arg)
 			int rc = relist(inf);
 			if (rc < 0) {
 				backoff = backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 500;
-				k8s_log(inf->log, K8S_LOG_WARN, "list failed; retrying",
+				asb_log(inf->log, ASB_LOG_WARN, "list failed; retrying",
 				        "resource", inf->resource.resource,
-				        "error", k8s_error_last()->message, NULL);
+				        "error", asb_error_last()->message, NULL);
 				if (sleep_or_stop(inf, backoff))
 					break;
 				continue;
@@ -668,16 +668,16 @@ static void *run(void *arg)
 			backoff = 0;
 			continue;
 		}
-		if (rc == K8S_EGONE) {
-			k8s_log(inf->log, K8S_LOG_INFO, "watch expired; relisting",
+		if (rc == ASB_EGONE) {
+			asb_log(inf->log, ASB_LOG_INFO, "watch expired; relisting",
 			        "resource", inf->resource.resource, "resourceVersion", rv, NULL);
 			need_list = true;
 			continue;
 		}
 		backoff = backoff ? (backoff * 2 > 30000 ? 30000 : backoff * 2) : 200;
-		k8s_log(inf->log, K8S_LOG_WARN, "watch failed; resuming",
+		asb_log(inf->log, ASB_LOG_WARN, "watch failed; resuming",
 		        "resource", inf->resource.resource, "resourceVersion", rv,
-		        "error", k8s_error_last()->message, NULL);
+		        "error", asb_error_last()->message, NULL);
 		if (sleep_or_stop(inf, backoff))
 			break;
 	}
@@ -702,11 +702,11 @@ static void *resync_run(void *arg)
 int k8s_informer_start(k8s_informer *inf)
 {
 	if (inf->started)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer: already started");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer: already started");
 	inf->started = true;
 	if (pthread_create(&inf->thread, NULL, run, inf) != 0) {
 		inf->started = false;
-		return k8s_error_set(K8S_ERROR, 0, NULL, "informer: cannot start thread");
+		return asb_error_set(ASB_ERROR, 0, NULL, "informer: cannot start thread");
 	}
 	if (inf->resync_ms > 0 && inf->nhandlers > 0 &&
 	    pthread_create(&inf->resync_thread, NULL, resync_run, inf) == 0)
@@ -744,11 +744,11 @@ int k8s_informer_wait_synced(k8s_informer *inf, long timeout_ms)
 		}
 	}
 	if (!inf->synced)
-		rc = inf->stopping ? K8S_ESHUTDOWN : K8S_ETIMEOUT;
+		rc = inf->stopping ? ASB_ESHUTDOWN : ASB_ETIMEOUT;
 	pthread_mutex_unlock(&inf->state_lock);
 	if (rc)
-		return k8s_error_set(rc, 0, NULL, "informer for %s: %s before the first list completed",
-		                     inf->resource.resource, rc == K8S_ETIMEOUT ? "timed out" : "stopped");
+		return asb_error_set(rc, 0, NULL, "informer for %s: %s before the first list completed",
+		                     inf->resource.resource, rc == ASB_ETIMEOUT ? "timed out" : "stopped");
 	return 0;
 }
 
@@ -761,13 +761,13 @@ int k8s_informer_get(k8s_informer *inf, const char *ns, const char *name, cJSON 
 	else
 		snprintf(key, sizeof(key), "%s", name);
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	void *o = k8s_map_get(&inf->cache, key);
+	void *o = asb_map_get(&inf->cache, key);
 	if (o)
 		*out = value_copy(inf, o);
 	pthread_rwlock_unlock(&inf->cache_lock);
 	if (!o)
-		return K8S_ENOTFOUND;
-	return *out ? 0 : K8S_ENOMEM;
+		return ASB_ENOTFOUND;
+	return *out ? 0 : ASB_ENOMEM;
 }
 
 static void object_key(char *key, size_t cap, const char *ns, const char *name)
@@ -784,8 +784,8 @@ int k8s_informer_read(k8s_informer *inf, const char *ns, const char *name,
 	char key[512];
 	object_key(key, sizeof(key), ns, name);
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	const void *o = k8s_map_get(&inf->cache, key);
-	int rc = o ? fn(o, userdata) : K8S_ENOTFOUND;
+	const void *o = asb_map_get(&inf->cache, key);
+	int rc = o ? fn(o, userdata) : ASB_ENOTFOUND;
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return rc;
 }
@@ -795,7 +795,7 @@ static index_def *find_index(k8s_informer *inf, const char *index)
 	for (int i = 0; i < inf->nindexes; i++)
 		if (strcmp(inf->indexes[i].name, index) == 0)
 			return &inf->indexes[i];
-	k8s_error_set(K8S_EINVAL, 0, NULL, "informer: unknown index \"%s\"", index);
+	asb_error_set(ASB_EINVAL, 0, NULL, "informer: unknown index \"%s\"", index);
 	return NULL;
 }
 
@@ -804,14 +804,14 @@ int k8s_informer_read_index(k8s_informer *inf, const char *index, const char *va
 {
 	index_def *d = find_index(inf, index);
 	if (!d)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	int rc = 0;
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	k8s_map *set = k8s_map_get(&d->values, value);
+	asb_map *set = asb_map_get(&d->values, value);
 	size_t b = 0;
-	k8s_map_entry *it = NULL;
-	while (rc == 0 && set && k8s_map_next(set, &b, &it)) {
-		const void *o = k8s_map_get(&inf->cache, it->key);
+	asb_map_entry *it = NULL;
+	while (rc == 0 && set && asb_map_next(set, &b, &it)) {
+		const void *o = asb_map_get(&inf->cache, it->key);
 		if (o)
 			rc = fn(o, userdata);
 	}
@@ -823,13 +823,13 @@ int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 {
 	cJSON *arr = cJSON_CreateArray();
 	if (!arr)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_rwlock_rdlock(&inf->cache_lock);
 	size_t b = 0;
-	k8s_map_entry *it = NULL;
+	asb_map_entry *it = NULL;
 	size_t nslen = ns ? strlen(ns) : 0;
 	bool oom = false;
-	while (!oom && k8s_map_next(&inf->cache, &b, &it)) {
+	while (!oom && asb_map_next(&inf->cache, &b, &it)) {
 		if (ns && inf->has_codec) {
 			/* the key is "namespace/name": no need to encode to filter */
 			if (strncmp(it->key, ns, nslen) != 0 || it->key[nslen] != '/')
@@ -845,7 +845,7 @@ int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 	pthread_rwlock_unlock(&inf->cache_lock);
 	if (oom) {
 		cJSON_Delete(arr);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
 		                     inf->resource.resource);
 	}
 	*out = arr;
@@ -857,17 +857,17 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 	*out = NULL;
 	index_def *d = find_index(inf, index);
 	if (!d)
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	cJSON *arr = cJSON_CreateArray();
 	if (!arr)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	k8s_map *set = k8s_map_get(&d->values, value);
+	asb_map *set = asb_map_get(&d->values, value);
 	size_t b = 0;
-	k8s_map_entry *it = NULL;
+	asb_map_entry *it = NULL;
 	bool oom = false;
-	while (!oom && set && k8s_map_next(set, &b, &it)) {
-		const void *v = k8s_map_get(&inf->cache, it->key);
+	while (!oom && set && asb_map_next(set, &b, &it)) {
+		const void *v = asb_map_get(&inf->cache, it->key);
 		if (!v)
 			continue;
 		cJSON *o = value_copy(inf, v);
@@ -876,7 +876,7 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 	pthread_rwlock_unlock(&inf->cache_lock);
 	if (oom) {
 		cJSON_Delete(arr);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
 		                     inf->resource.resource);
 	}
 	*out = arr;
@@ -886,7 +886,7 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 size_t k8s_informer_size(k8s_informer *inf)
 {
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	size_t n = k8s_map_count(&inf->cache);
+	size_t n = asb_map_count(&inf->cache);
 	pthread_rwlock_unlock(&inf->cache_lock);
 	return n;
 }
@@ -921,12 +921,12 @@ void k8s_informer_free(k8s_informer *inf)
 		return;
 	k8s_informer_stop(inf);
 	size_t b = 0;
-	k8s_map_entry *it = NULL;
-	while (k8s_map_next(&inf->cache, &b, &it))
+	asb_map_entry *it = NULL;
+	while (asb_map_next(&inf->cache, &b, &it))
 		value_free(inf, it->value);
-	k8s_map_clear(&inf->cache, NULL);
+	asb_map_clear(&inf->cache, NULL);
 	for (int i = 0; i < inf->nindexes; i++) {
-		k8s_map_clear(&inf->indexes[i].values, set_free);
+		asb_map_clear(&inf->indexes[i].values, set_free);
 		free(inf->indexes[i].name);
 	}
 	free(inf->ns);
@@ -944,20 +944,20 @@ void k8s_informer_free(k8s_informer *inf)
 
 struct k8s_informer_factory {
 	k8s_client *client;
-	k8s_logger *log;
+	asb_logger *log;
 	pthread_mutex_t lock;
 	k8s_informer *informers[MAX_FACTORY_INFORMERS];
 	int n;
 };
 
 int k8s_informer_factory_new(k8s_informer_factory **out, k8s_client *client,
-                             k8s_logger *logger)
+                             asb_logger *logger)
 {
 	if (!client)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: client is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer factory: client is required");
 	k8s_informer_factory *f = calloc(1, sizeof(*f));
 	if (!f)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	f->client = client;
 	f->log = logger;
 	pthread_mutex_init(&f->lock, NULL);
@@ -996,7 +996,7 @@ int k8s_informer_factory_informer(k8s_informer_factory *f,
 	k8s_informer_options cur;
 	const k8s_informer_options *o = &cur;
 	if (!options_current(opts, &cur) || !o->resource)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: options version and resource are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer factory: options version and resource are required");
 	pthread_mutex_lock(&f->lock);
 	int rc = 0;
 	for (int i = 0; i < f->n; i++) {
@@ -1006,7 +1006,7 @@ int k8s_informer_factory_informer(k8s_informer_factory *f,
 		/* a shared cache holds one shape of object: the transforms must agree */
 		if (inf->transform != o->transform || (o->transform && inf->userdata != o->userdata) ||
 		    !same_codec(inf, o->codec)) {
-			rc = k8s_error_set(K8S_EINVAL, 0, NULL,
+			rc = asb_error_set(ASB_EINVAL, 0, NULL,
 			                   "informer factory: %s already has an informer with another transform or codec",
 			                   o->resource->resource);
 		} else if (o->on_add || o->on_update || o->on_delete) {
@@ -1019,7 +1019,7 @@ int k8s_informer_factory_informer(k8s_informer_factory *f,
 	}
 	if (f->n == MAX_FACTORY_INFORMERS) {
 		pthread_mutex_unlock(&f->lock);
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "informer factory: too many informers");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "informer factory: too many informers");
 	}
 	k8s_informer_options copy = *o;
 	if (!copy.logger)

@@ -201,7 +201,7 @@ cJSON *k8s__lease_released(const cJSON *current, int64_t now_us)
 
 struct k8s_leader {
 	k8s_client *client;
-	k8s_logger *log;
+	asb_logger *log;
 	char *ns, *name, *identity;
 	char *lease_key;            /* "ns/name", for logs */
 	long lease_ms, renew_ms, retry_ms, duration_s;
@@ -225,7 +225,7 @@ struct k8s_leader {
 int k8s_leader_options_init(k8s_leader_options *opts, unsigned int version)
 {
 	if (!opts || version != K8S_LEADER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: unknown options version %u", version);
 	k8s_leader_options def = K8S_LEADER_OPTIONS_INIT;
 	*opts = def;
@@ -235,25 +235,25 @@ int k8s_leader_options_init(k8s_leader_options *opts, unsigned int version)
 static int check_options(const k8s_leader_options *o)
 {
 	if (!o || o->version != K8S_LEADER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: options missing or of an unknown version");
 	if (!o->lease_namespace || !o->lease_namespace[0] ||
 	    !o->lease_name || !o->lease_name[0])
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: lease_namespace and lease_name are required");
 	if (!o->identity || !o->identity[0])
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: identity is required");
 	if (o->retry_period_ms < 1 || o->renew_deadline_ms < 1 || o->lease_duration_ms < 1000)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: retry_period_ms and renew_deadline_ms must be "
 		                     "positive and lease_duration_ms at least 1000");
 	if (o->lease_duration_ms <= o->renew_deadline_ms)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: lease_duration_ms (%ld) must be greater than "
 		                     "renew_deadline_ms (%ld)", o->lease_duration_ms, o->renew_deadline_ms);
 	if ((double)o->renew_deadline_ms <= K8S_LEADER_JITTER_FACTOR * (double)o->retry_period_ms)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: renew_deadline_ms (%ld) must be greater than "
 		                     "%.1f * retry_period_ms (%ld)", o->renew_deadline_ms,
 		                     K8S_LEADER_JITTER_FACTOR, o->retry_period_ms);
@@ -281,14 +281,14 @@ int k8s_leader_new(k8s_leader **out, k8s_client *client,
                    const k8s_leader_options *o)
 {
 	if (!out || !client)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "leader election: out and client are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "leader election: out and client are required");
 	*out = NULL;
 	int rc = check_options(o);
 	if (rc < 0)
 		return rc;
 	k8s_leader *le = calloc(1, sizeof(*le));
 	if (!le)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&le->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -305,7 +305,7 @@ int k8s_leader_new(k8s_leader **out, k8s_client *client,
 	le->lease_key = malloc(klen);
 	if (!le->ns || !le->name || !le->identity || !le->holder || !le->lease_key) {
 		k8s_leader_free(le);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	snprintf(le->lease_key, klen, "%s/%s", o->lease_namespace, o->lease_name);
 	le->lease_ms = o->lease_duration_ms;
@@ -390,17 +390,17 @@ typedef enum { TRY_OK, TRY_FAILED, TRY_LOST } try_result;
 static void log_failure(k8s_leader *le, int rc, const char *what)
 {
 	/* Losing a race is the normal case for a follower: not a warning. */
-	bool race = rc == K8S_ECONFLICT || rc == K8S_EALREADYEXISTS;
-	k8s_log(le->log, race ? K8S_LOG_DEBUG : K8S_LOG_WARN, what,
+	bool race = rc == ASB_ECONFLICT || rc == ASB_EALREADYEXISTS;
+	asb_log(le->log, race ? ASB_LOG_DEBUG : ASB_LOG_WARN, what,
 	        "lease", le->lease_key, "identity", le->identity,
-	        "error", k8s_error_last()->message, NULL);
+	        "error", asb_error_last()->message, NULL);
 }
 
 /* Writes `want` (create when there is no Lease) and observes the answer. */
 static int write_lease(k8s_leader *le, cJSON *want, bool create)
 {
 	if (!want)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	cJSON *out = NULL;
 	int rc = create
 		? k8s_client_create(le->client, &k8s_resource_leases, le->ns, want, NULL, &out)
@@ -430,7 +430,7 @@ static try_result try_acquire_or_renew(k8s_leader *le)
 
 	cJSON *cur = NULL;
 	int rc = k8s_client_get(le->client, &k8s_resource_leases, le->ns, le->name, &cur);
-	if (rc != 0 && rc != K8S_ENOTFOUND) {
+	if (rc != 0 && rc != ASB_ENOTFOUND) {
 		log_failure(le, rc, "leader election: error retrieving the lease");
 		return TRY_FAILED;
 	}
@@ -470,7 +470,7 @@ static void report_transition(k8s_leader *le)
 	free(le->reported);
 	le->reported = h;
 	if (rec.holder[0])
-		k8s_log(le->log, K8S_LOG_INFO, "leader election: new leader observed",
+		asb_log(le->log, ASB_LOG_INFO, "leader election: new leader observed",
 		        "lease", le->lease_key, "leader", h, "identity", le->identity, NULL);
 	if (le->on_new_leader)
 		le->on_new_leader(h, le->userdata);
@@ -490,16 +490,16 @@ static void release(k8s_leader *le)
 			return;
 		int rc = write_lease(le, k8s__lease_released(le->observed, k8s__now_us()), false);
 		if (rc == 0) {
-			k8s_log(le->log, K8S_LOG_INFO, "leader election: released the lease",
+			asb_log(le->log, ASB_LOG_INFO, "leader election: released the lease",
 			        "lease", le->lease_key, "identity", le->identity, NULL);
 			return;
 		}
 		log_failure(le, rc, "leader election: failed to release the lease");
-		if (rc != K8S_ECONFLICT)
+		if (rc != ASB_ECONFLICT)
 			return;
 		cJSON *cur = NULL;
 		rc = k8s_client_get(le->client, &k8s_resource_leases, le->ns, le->name, &cur);
-		if (rc != 0 && rc != K8S_ENOTFOUND)
+		if (rc != 0 && rc != ASB_ENOTFOUND)
 			return;
 		observe(le, cur, true);
 	}
@@ -508,7 +508,7 @@ static void release(k8s_leader *le)
 static void *elector_main(void *arg)
 {
 	k8s_leader *le = arg;
-	k8s_log(le->log, K8S_LOG_INFO, "leader election: attempting to acquire the lease",
+	asb_log(le->log, ASB_LOG_INFO, "leader election: attempting to acquire the lease",
 	        "lease", le->lease_key, "identity", le->identity, NULL);
 	for (;;) {
 		int64_t start = k8s_monotonic_ms();
@@ -533,13 +533,13 @@ static void *elector_main(void *arg)
 		pthread_mutex_unlock(&le->lock);
 
 		if (started) {
-			k8s_log(le->log, K8S_LOG_INFO, "leader election: acquired the lease; started leading",
+			asb_log(le->log, ASB_LOG_INFO, "leader election: acquired the lease; started leading",
 			        "lease", le->lease_key, "identity", le->identity, NULL);
 			if (le->on_started)
 				le->on_started(le->userdata);
 		}
 		if (stopped) {
-			k8s_log(le->log, K8S_LOG_WARN, "leader election: lost the lease; stopped leading",
+			asb_log(le->log, ASB_LOG_WARN, "leader election: lost the lease; stopped leading",
 			        "lease", le->lease_key, "identity", le->identity,
 			        "reason", why, NULL);
 			if (le->on_stopped)
@@ -556,7 +556,7 @@ static void *elector_main(void *arg)
 	pthread_mutex_unlock(&le->lock);
 	/* Leader-only work ends before a successor can start it. */
 	if (was_leading) {
-		k8s_log(le->log, K8S_LOG_INFO, "leader election: stopping; stopped leading",
+		asb_log(le->log, ASB_LOG_INFO, "leader election: stopping; stopped leading",
 		        "lease", le->lease_key, "identity", le->identity, NULL);
 		if (le->on_stopped)
 			le->on_stopped(le->userdata);
@@ -569,11 +569,11 @@ static void *elector_main(void *arg)
 int k8s_leader_start(k8s_leader *le)
 {
 	if (!le)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "leader election: NULL elector");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "leader election: NULL elector");
 	pthread_mutex_lock(&le->lock);
 	if (le->started || le->stopping) {
 		pthread_mutex_unlock(&le->lock);
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election for lease %s: already started", le->lease_key);
 	}
 	int err = pthread_create(&le->thread, NULL, elector_main, le);
@@ -581,7 +581,7 @@ int k8s_leader_start(k8s_leader *le)
 		le->started = true;
 	pthread_mutex_unlock(&le->lock);
 	if (err != 0)
-		return k8s_error_set(K8S_ERROR, 0, NULL,
+		return asb_error_set(ASB_ERROR, 0, NULL,
 		                     "leader election for lease %s: cannot start a thread: %s",
 		                     le->lease_key, strerror(err));
 	return 0;

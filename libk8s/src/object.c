@@ -104,7 +104,7 @@ int k8s_key_split(const char *key, char **ns, char **name)
 {
 	*ns = *name = NULL;
 	if (!key || !*key)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "empty object key");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "empty object key");
 	const char *slash = strchr(key, '/');
 	*ns = slash ? strndup(key, (size_t)(slash - key)) : strdup("");
 	*name = strdup(slash ? slash + 1 : key);
@@ -112,7 +112,7 @@ int k8s_key_split(const char *key, char **ns, char **name)
 		free(*ns);
 		free(*name);
 		*ns = *name = NULL;
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	return 0;
 }
@@ -132,9 +132,9 @@ int k8s_time_parse(const char *s, int64_t *ms_out)
 {
 	int Y, M, D, h, m, sec, n = 0;
 	if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n == 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s ? s : "");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s ? s : "");
 	if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s);
 	const char *p = s + n;
 	int64_t frac_ms = 0;
 	if (*p == '.') {
@@ -147,7 +147,7 @@ int k8s_time_parse(const char *s, int64_t *ms_out)
 			p++;
 		}
 		if (digits == 0)
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s);
+			return asb_error_set(ASB_EINVAL, 0, NULL, "invalid RFC 3339 time \"%s\"", s);
 		for (; digits < 3; digits++)
 			frac_ms *= 10;
 	}
@@ -157,14 +157,14 @@ int k8s_time_parse(const char *s, int64_t *ms_out)
 	} else if (*p == '+' || *p == '-') {
 		int oh, om;
 		if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid RFC 3339 offset in \"%s\"", s);
+			return asb_error_set(ASB_EINVAL, 0, NULL, "invalid RFC 3339 offset in \"%s\"", s);
 		offset_s = (oh * 3600 + om * 60) * (*p == '+' ? 1 : -1);
 		p += 6;
 	} else {
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "RFC 3339 time \"%s\" has no zone", s);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "RFC 3339 time \"%s\" has no zone", s);
 	}
 	if (*p != '\0')
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "trailing characters in time \"%s\"", s);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "trailing characters in time \"%s\"", s);
 	int64_t days = days_from_civil(Y, (unsigned)M, (unsigned)D);
 	int64_t secs = days * 86400 + h * 3600 + m * 60 + sec - offset_s;
 	*ms_out = secs * 1000 + frac_ms;

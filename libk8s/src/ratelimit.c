@@ -34,21 +34,21 @@ static int64_t mono_ns(void)
 int k8s_ratelimiter_new(k8s_ratelimiter **out, double qps, int burst)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "ratelimiter: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "ratelimiter: out is NULL");
 	*out = NULL;
 	if (isnan(qps) || isinf(qps) || qps == 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "ratelimiter: qps must be > 0, or < 0 for no limit "
 		                     "(got %g)", qps);
 	if (qps > 0 && burst < 1)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "ratelimiter: burst must be >= 1 (got %d)", burst);
 	k8s_ratelimiter *rl = calloc(1, sizeof(*rl));
 	if (!rl)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "ratelimiter: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "ratelimiter: out of memory");
 	if (pthread_mutex_init(&rl->lock, NULL) != 0) {
 		free(rl);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "ratelimiter: mutex init failed");
+		return asb_error_set(ASB_ERROR, 0, NULL, "ratelimiter: mutex init failed");
 	}
 	rl->qps = qps;
 	rl->burst = burst < 1 ? 1 : burst;
@@ -109,7 +109,7 @@ int k8s_ratelimiter_wait(k8s_ratelimiter *rl, long max_wait_ms, long *waited_ms)
 		*waited_ms = 0;
 	long delay = k8s__ratelimiter_reserve_at(rl, mono_ns(), max_wait_ms);
 	if (delay < 0)
-		return k8s_error_set(K8S_ETIMEOUT, 0, NULL,
+		return asb_error_set(ASB_ETIMEOUT, 0, NULL,
 		                     "ratelimiter: the next token (qps %g, burst %d) "
 		                     "is due later than the %ld ms allowed",
 		                     rl->qps, rl->burst, max_wait_ms);

@@ -75,7 +75,7 @@ static int bad_segment(const char *s)
 
 static int invalid(const char *what, const char *value)
 {
-	k8s_error_set(K8S_EINVAL, 0, NULL, "resource path: invalid %s \"%s\"",
+	asb_error_set(ASB_EINVAL, 0, NULL, "resource path: invalid %s \"%s\"",
 	              what, value ? value : "(null)");
 	return -1;
 }
@@ -124,7 +124,7 @@ int k8s_resource_path(char *buf, size_t cap, const k8s_resource *r,
 
 	if (c.len >= cap || c.len > INT_MAX) {
 		buf[0] = '\0';
-		k8s_error_set(K8S_EINVAL, 0, NULL,
+		asb_error_set(ASB_EINVAL, 0, NULL,
 		              "resource path: %zu bytes needed, buffer holds %zu",
 		              c.len + 1, cap);
 		return -1;

@@ -10,8 +10,8 @@
 
 struct k8s__rest_metrics {
 	char *host;
-	k8s_metric *requests;
-	k8s_metric *duration;
+	asb_metric *requests;
+	asb_metric *duration;
 };
 
 static const double latency_buckets[] = {
@@ -31,7 +31,7 @@ static char *url_host(const char *url)
 	return strndup(p, (size_t)(at - p));
 }
 
-int k8s__rest_metrics_new(k8s__rest_metrics **out, k8s_metrics_registry *reg,
+int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
                           const char *server_url)
 {
 	*out = NULL;
@@ -40,24 +40,24 @@ int k8s__rest_metrics_new(k8s__rest_metrics **out, k8s_metrics_registry *reg,
 	k8s__rest_metrics *m = calloc(1, sizeof(*m));
 	if (!m || !(m->host = url_host(server_url ? server_url : ""))) {
 		free(m);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "rest client metrics: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "rest client metrics: out of memory");
 	}
 	static const char *const result_labels[] = { "code", "method", "host", NULL };
 	static const char *const latency_labels[] = { "verb", "host", NULL };
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
-	o.type = K8S_METRIC_COUNTER;
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_COUNTER;
 	o.name = "rest_client_requests_total";
 	o.help = "Number of HTTP requests, partitioned by status code, method, and host.";
 	o.label_names = result_labels;
-	int rc = k8s_metrics_register(&m->requests, reg, &o);
+	int rc = asb_metrics_register(&m->requests, reg, &o);
 	if (rc == 0) {
-		o.type = K8S_METRIC_HISTOGRAM;
+		o.type = ASB_METRIC_HISTOGRAM;
 		o.name = "rest_client_request_duration_seconds";
 		o.help = "Request latency in seconds. Broken down by verb, and host.";
 		o.label_names = latency_labels;
 		o.buckets = latency_buckets;
 		o.nbuckets = sizeof(latency_buckets) / sizeof(latency_buckets[0]);
-		rc = k8s_metrics_register(&m->duration, reg, &o);
+		rc = asb_metrics_register(&m->duration, reg, &o);
 	}
 	if (rc < 0) {
 		k8s__rest_metrics_free(m);
@@ -86,9 +86,9 @@ void k8s__rest_metrics_observe(k8s__rest_metrics *m, const char *method,
 	else
 		snprintf(code, sizeof(code), "<error>");
 	const char *result[] = { code, method, m->host };
-	k8s_metric_add(m->requests, result, 3, 1);
+	asb_metric_add(m->requests, result, 3, 1);
 	if (!watch) {
 		const char *latency[] = { method, m->host };
-		k8s_metric_observe(m->duration, latency, 2, seconds);
+		asb_metric_observe(m->duration, latency, 2, seconds);
 	}
 }

@@ -16,7 +16,7 @@
 #define K8S_REST_METRICS_H
 
 #include <stdbool.h>
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 
 typedef struct k8s__rest_metrics k8s__rest_metrics;
 
@@ -25,7 +25,7 @@ typedef struct k8s__rest_metrics k8s__rest_metrics;
  * (e.g. "https://10.0.0.1:6443/prefix"). `reg` NULL: *out = NULL and 0.
  * Returns 0, or the registry's error (recorded).
  */
-int k8s__rest_metrics_new(k8s__rest_metrics **out, k8s_metrics_registry *reg,
+int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
                           const char *server_url);
 
 /** Frees; NULL accepted. */

@@ -4,9 +4,9 @@
  * Private to libk8s. A failed request answers with a meta/v1 `Status`
  * object (https://kubernetes.io/docs/reference/using-api/api-concepts/),
  * or, from proxies and very old servers, with anything at all. These
- * helpers classify the answer into a k8s_error_code and record the
+ * helpers classify the answer into an asb_error_code and record the
  * thread-local error whose message names the object the request was about.
- * They live in error.c, next to the reason table they use.
+ * They live in status.c, next to the reason table they use.
  *
  * They are exported (K8S_EXTERN) only so that the unit tests, which link the
  * shared library, can reach them; they are not part of the public API and
@@ -41,7 +41,7 @@ K8S_EXTERN int k8s__status_record(int http_status, const char *body,
 /**
  * As k8s__status_record() for a Status already parsed, such as the object
  * of a watch ERROR event. `http_status` 0 means "take `status.code`".
- * A `status` that is not a JSON object records K8S_EDECODE.
+ * A `status` that is not a JSON object records ASB_EDECODE.
  */
 K8S_EXTERN int k8s__status_record_json(const cJSON *status, int http_status,
                                        const char *subject);

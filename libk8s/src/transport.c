@@ -148,14 +148,14 @@ static int shard_new(k8s__shard **out)
 	k8s__shard *s = calloc(1, sizeof(*s));
 	*out = NULL;
 	if (!s)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 	if (pthread_mutex_init(&s->lock, NULL) != 0) {
 		free(s);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
+		return asb_error_set(ASB_ERROR, 0, NULL, "client: mutex init failed");
 	}
 	if (!(s->multi = curl_multi_init())) {
 		shard_free(s);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "client: curl_multi_init failed");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: curl_multi_init failed");
 	}
 	/* HTTP/2 multiplexing is libcurl's default; say so, as it is the point. */
 	curl_multi_setopt(s->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
@@ -163,7 +163,7 @@ static int shard_new(k8s__shard **out)
 	int err = pthread_create(&s->thread, NULL, shard_main, s);
 	if (err) {
 		shard_free(s);
-		return k8s_error_set(K8S_ERROR, 0, NULL,
+		return asb_error_set(ASB_ERROR, 0, NULL,
 		                     "client: cannot start a connection thread: %s",
 		                     strerror(err));
 	}
@@ -191,11 +191,11 @@ int k8s__transport_init(k8s__transport *t, size_t nshards, bool separate_watch)
 	memset(t, 0, sizeof(*t));
 	atomic_init(&t->next, 0);
 	if (nshards < 1 || nshards > K8S__SHARDS_MAX)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "client: api_connections must be 1..%d (got %zu)",
 		                     K8S__SHARDS_MAX, nshards);
 	if (pthread_mutex_init(&t->lock, NULL) != 0)
-		return k8s_error_set(K8S_ERROR, 0, NULL, "client: mutex init failed");
+		return asb_error_set(ASB_ERROR, 0, NULL, "client: mutex init failed");
 	for (size_t i = 0; i < nshards && !rc; i++)
 		if ((rc = shard_new(&t->shards[i])) == 0)
 			t->nshards++;
@@ -265,7 +265,7 @@ int k8s__xfer_init(k8s__xfer *x, CURL *h)
 	int err = pthread_cond_init(&x->cond, &attr);
 	pthread_condattr_destroy(&attr);
 	if (err)
-		return k8s_error_set(K8S_ERROR, 0, NULL, "client: cond init failed: %s",
+		return asb_error_set(ASB_ERROR, 0, NULL, "client: cond init failed: %s",
 		                     strerror(err));
 	return 0;
 }
@@ -282,7 +282,7 @@ int k8s__xfer_start(k8s__shard *s, k8s__xfer *x)
 	pthread_mutex_lock(&s->lock);
 	if (s->stop) {
 		pthread_mutex_unlock(&s->lock);
-		return k8s_error_set(K8S_ESHUTDOWN, 0, NULL,
+		return asb_error_set(ASB_ESHUTDOWN, 0, NULL,
 		                     "client: the client is being freed");
 	}
 	if (s->queue_tail)

@@ -64,7 +64,7 @@ typedef struct {
 
 /**
  * Starts `nshards` (1..K8S__SHARDS_MAX) shard threads, plus one for lists
- * and watches when `separate_watch`. Returns 0, K8S_ENOMEM or K8S_ERROR
+ * and watches when `separate_watch`. Returns 0, ASB_ENOMEM or ASB_ERROR
  * (recorded); on failure nothing is left running.
  */
 int k8s__transport_init(k8s__transport *t, size_t nshards, bool separate_watch);
@@ -84,14 +84,14 @@ CURL *k8s__transport_handle(k8s__transport *t);
 /** Gives a handle back for reuse (it must not be in a transfer). */
 void k8s__transport_release(k8s__transport *t, CURL *h);
 
-/** Prepares `x` for handle `h`. Returns 0 or K8S_ERROR (recorded). */
+/** Prepares `x` for handle `h`. Returns 0 or ASB_ERROR (recorded). */
 int k8s__xfer_init(k8s__xfer *x, CURL *h);
 /** Releases what k8s__xfer_init() made; the transfer must be done. */
 void k8s__xfer_destroy(k8s__xfer *x);
 
 /**
  * Hands `x` to `s`; the shard thread runs it from now on. Returns 0, or
- * K8S_ESHUTDOWN when the shard is stopping (recorded).
+ * ASB_ESHUTDOWN when the shard is stopping (recorded).
  */
 int k8s__xfer_start(k8s__shard *s, k8s__xfer *x);
 

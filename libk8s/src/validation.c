@@ -88,7 +88,7 @@ int k8s_validate_qualified_name(const char *value, char *msg, size_t cap)
 	if (slash && strchr(slash + 1, '/')) {
 		msgs_add(&m, "a qualified name " QNAME_REGEX_ERR
 		         " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')");
-		return K8S_EINVAL;
+		return ASB_EINVAL;
 	}
 	if (slash) {
 		size_t plen = (size_t)(slash - s);
@@ -109,7 +109,7 @@ int k8s_validate_qualified_name(const char *value, char *msg, size_t cap)
 		msgs_add(&m, "name part must be no more than 63 characters");
 	if (!qname_match(name, nlen))
 		msgs_add(&m, "name part " QNAME_REGEX_ERR);
-	return m.n ? K8S_EINVAL : 0;
+	return m.n ? ASB_EINVAL : 0;
 }
 
 int k8s_validate_label_value(const char *value, char *msg, size_t cap)
@@ -121,7 +121,7 @@ int k8s_validate_label_value(const char *value, char *msg, size_t cap)
 		msgs_add(&m, "must be no more than 63 characters");
 	if (n > 0 && !qname_match(s, n))
 		msgs_add(&m, LABEL_VALUE_ERR);
-	return m.n ? K8S_EINVAL : 0;
+	return m.n ? ASB_EINVAL : 0;
 }
 
 bool k8s_is_dns1123_label(const char *s)

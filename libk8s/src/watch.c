@@ -75,7 +75,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	CURL *h = k8s__transport_handle(&c->transport);
 	if (!h) {
 		k8s__creds_free(&cr);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
 	}
 	errbuf[0] = '\0';
 	k8s__resp_init(&resp);
@@ -145,14 +145,14 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	else if (decoded < 0)
 		rc = decoded;  /* recorded by the decoder */
 	else if (cancelled)
-		rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "%s: cancelled", rq->subject);
+		rc = asb_error_set(ASB_ECANCELED, 0, NULL, "%s: cancelled", rq->subject);
 	else if (res == CURLE_WRITE_ERROR && s.overflow == K8S__SBUF_TOOBIG)
-		rc = k8s_error_set(K8S_ETRANSPORT, (int)status, NULL,
+		rc = asb_error_set(ASB_ETRANSPORT, (int)status, NULL,
 		                   "%s: the consumer fell more than %zu bytes behind "
 		                   "the stream; ended it", rq->subject,
 		                   (size_t)WATCH_BACKLOG_MAX);
 	else if (res == CURLE_WRITE_ERROR && s.overflow)
-		rc = k8s_error_set(K8S_ENOMEM, (int)status, NULL,
+		rc = asb_error_set(ASB_ENOMEM, (int)status, NULL,
 		                   "%s: out of memory reading the stream", rq->subject);
 	else if (res != CURLE_OK && !http_error)
 		rc = k8s__transport_error(rq, res, errbuf);

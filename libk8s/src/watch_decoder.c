@@ -33,13 +33,13 @@ int k8s__watch_decoder_new(k8s__watch_decoder **out, size_t max_line,
                            void *userdata)
 {
 	if (!out || !fn)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "watch decoder: out and fn are required");
 	*out = NULL;
 	k8s__watch_decoder *d = calloc(1, sizeof(*d));
 	if (!d || !(d->subject = strdup(subject ? subject : "watch"))) {
 		free(d);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "watch decoder: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "watch decoder: out of memory");
 	}
 	d->max_line = max_line ? max_line : K8S_WATCH_MAX_LINE_DEFAULT;
 	d->fn = fn;
@@ -72,7 +72,7 @@ static int is_blank(const char *s, size_t len)
 
 static int bad_event(k8s__watch_decoder *d, const char *what)
 {
-	return k8s_error_set(K8S_EDECODE, 0, NULL, "%s: event line %zu %s",
+	return asb_error_set(ASB_EDECODE, 0, NULL, "%s: event line %zu %s",
 	                     d->subject, d->lines, what);
 }
 
@@ -109,7 +109,7 @@ static int decode_line(k8s__watch_decoder *d, const char *line, size_t len)
 	} else if (!cJSON_IsString(type)) {
 		rc = bad_event(d, "has no \"type\"");
 	} else if (!cJSON_IsObject(obj)) {
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+		rc = asb_error_set(ASB_EDECODE, 0, NULL,
 		                   "%s: event line %zu (%.20s) has no \"object\"",
 		                   d->subject, d->lines, type->valuestring);
 	} else if (strcmp(type->valuestring, "ERROR") == 0) {
@@ -121,7 +121,7 @@ static int decode_line(k8s__watch_decoder *d, const char *line, size_t len)
 		while (i < n && strcmp(type->valuestring, event_types[i].name) != 0)
 			i++;
 		if (i == n) {
-			rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+			rc = asb_error_set(ASB_EDECODE, 0, NULL,
 			                   "%s: event line %zu has unknown type \"%.40s\"",
 			                   d->subject, d->lines, type->valuestring);
 		} else {
@@ -137,7 +137,7 @@ static int decode_line(k8s__watch_decoder *d, const char *line, size_t len)
 
 static int too_long(k8s__watch_decoder *d)
 {
-	return k8s_error_set(K8S_EDECODE, 0, NULL,
+	return asb_error_set(ASB_EDECODE, 0, NULL,
 	                     "%s: event line %zu is longer than %zu bytes",
 	                     d->subject, d->lines + 1, d->max_line);
 }
@@ -153,7 +153,7 @@ static int pending_add(k8s__watch_decoder *d, const char *data, size_t len)
 			cap *= 2;
 		char *p = realloc(d->pending, cap);
 		if (!p)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL,
+			return asb_error_set(ASB_ENOMEM, 0, NULL,
 			                     "%s: out of memory", d->subject);
 		d->pending = p;
 		d->pending_cap = cap;
@@ -166,7 +166,7 @@ static int pending_add(k8s__watch_decoder *d, const char *data, size_t len)
 int k8s__watch_decoder_feed(k8s__watch_decoder *d, const char *data, size_t len)
 {
 	if (!d)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "watch decoder is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "watch decoder is NULL");
 	if (d->state)
 		return d->state;
 
@@ -202,7 +202,7 @@ int k8s__watch_decoder_feed(k8s__watch_decoder *d, const char *data, size_t len)
 int k8s__watch_decoder_finish(k8s__watch_decoder *d)
 {
 	if (!d)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "watch decoder is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "watch decoder is NULL");
 	if (d->state || d->pending_len == 0)
 		return d->state;
 	/* Only a well-formed final event counts; a cut-off one is reported as
@@ -214,7 +214,7 @@ int k8s__watch_decoder_finish(k8s__watch_decoder *d)
 	if (whole || is_blank(d->pending, d->pending_len))
 		d->state = decode_line(d, d->pending, d->pending_len);
 	else
-		d->state = k8s_error_set(K8S_EDECODE, 0, NULL,
+		d->state = asb_error_set(ASB_EDECODE, 0, NULL,
 		                         "%s: stream ended inside event line %zu "
 		                         "(%zu bytes without a newline)",
 		                         d->subject, d->lines + 1, d->pending_len);

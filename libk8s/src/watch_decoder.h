@@ -7,7 +7,7 @@
  * anywhere (inside a UTF-8 character, a JSON string, a number); this push
  * decoder buffers the incomplete tail, parses each complete line and calls
  * back once per event. ERROR events are not passed on: their Status is
- * decoded into an error code (410 Gone/Expired => K8S_EGONE) that ends the
+ * decoded into an error code (410 Gone/Expired => ASB_EGONE) that ends the
  * stream.
  *
  * A decoder is used by one thread at a time. Exported (K8S_EXTERN) only for
@@ -43,7 +43,7 @@ typedef k8s_watch_fn k8s__watch_event_fn;
  * @param subject   names the watch in error messages (e.g.
  *                  `watch Pod in "default"`); copied. NULL: "watch".
  * @param fn        the event callback; `userdata` is passed to it.
- * @return 0 or K8S_ENOMEM / K8S_EINVAL.
+ * @return 0 or ASB_ENOMEM / ASB_EINVAL.
  */
 K8S_EXTERN int k8s__watch_decoder_new(k8s__watch_decoder **out, size_t max_line,
                                       const char *subject,
@@ -55,7 +55,7 @@ K8S_EXTERN int k8s__watch_decoder_new(k8s__watch_decoder **out, size_t max_line,
  *
  * @return 0 when all bytes were consumed; K8S__WATCH_STOPPED when the
  *         callback returned non-zero (the rest is dropped); a negative code
- *         with the error recorded: K8S_EDECODE for a line that is not a
+ *         with the error recorded: ASB_EDECODE for a line that is not a
  *         WatchEvent (not JSON, not an object, unknown type, no object) or
  *         longer than the maximum, or the code of an ERROR event's Status.
  *         Once it has stopped or failed, the decoder returns the same value
@@ -66,7 +66,7 @@ K8S_EXTERN int k8s__watch_decoder_feed(k8s__watch_decoder *d, const char *data,
 
 /**
  * Ends the stream. A last event that lacks only its newline is delivered;
- * anything else left over is a truncated event (K8S_EDECODE).
+ * anything else left over is a truncated event (ASB_EDECODE).
  * Returns as k8s__watch_decoder_feed().
  */
 K8S_EXTERN int k8s__watch_decoder_finish(k8s__watch_decoder *d);

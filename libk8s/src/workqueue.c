@@ -20,7 +20,7 @@
 #include "k8s/workqueue.h"
 #include "k8s/object.h"
 #include "k8s/ratelimit.h"
-#include "map.h"
+#include "asb/map.h"
 #include "workqueue_metrics.h"
 
 typedef struct fifo_node {
@@ -38,9 +38,9 @@ struct k8s_workqueue {
 	pthread_cond_t cond;
 	fifo_node *head, *tail;
 	size_t fifo_len;
-	k8s_map dirty;       /* key -> (void*)1 */
-	k8s_map processing;  /* key -> (void*)1 */
-	k8s_map failures;    /* key -> (intptr_t) count */
+	asb_map dirty;       /* key -> (void*)1 */
+	asb_map processing;  /* key -> (void*)1 */
+	asb_map failures;    /* key -> (intptr_t) count */
 	delayed_item *heap;
 	size_t heap_len, heap_cap;
 	long base_delay_ms, max_delay_ms;
@@ -57,19 +57,19 @@ int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
 	if (!opts)
 		opts = &def;
 	if (opts->version != K8S_WORKQUEUE_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "workqueue: unknown options version %u", opts->version);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "workqueue: unknown options version %u", opts->version);
 	k8s_workqueue *q = calloc(1, sizeof(*q));
 	if (!q)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	k8s_map_init(&q->dirty);
-	k8s_map_init(&q->processing);
-	k8s_map_init(&q->failures);
+	asb_map_init(&q->dirty);
+	asb_map_init(&q->processing);
+	asb_map_init(&q->failures);
 	q->base_delay_ms = opts->base_delay_ms > 0 ? opts->base_delay_ms : 5;
 	q->max_delay_ms = opts->max_delay_ms > 0 ? opts->max_delay_ms : 1000000;
 	int rc = k8s__wq_metrics_new(&q->metrics, opts->metrics, opts->name);
@@ -98,9 +98,9 @@ void k8s_workqueue_free(k8s_workqueue *q)
 	for (size_t i = 0; i < q->heap_len; i++)
 		free(q->heap[i].key);
 	free(q->heap);
-	k8s_map_clear(&q->dirty, NULL);
-	k8s_map_clear(&q->processing, NULL);
-	k8s_map_clear(&q->failures, NULL);
+	asb_map_clear(&q->dirty, NULL);
+	asb_map_clear(&q->processing, NULL);
+	asb_map_clear(&q->failures, NULL);
 	k8s__wq_metrics_free(q->metrics);
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);
@@ -113,7 +113,7 @@ static int fifo_push(k8s_workqueue *q, const char *key)
 	fifo_node *n = malloc(sizeof(*n));
 	if (!n || !(n->key = strdup(key))) {
 		free(n);
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	}
 	n->next = NULL;
 	if (q->tail)
@@ -128,16 +128,16 @@ static int fifo_push(k8s_workqueue *q, const char *key)
 /* The core of add(): dedupe against dirty, defer while processing. */
 static int add_locked(k8s_workqueue *q, const char *key)
 {
-	if (q->shutdown || k8s_map_has(&q->dirty, key))
+	if (q->shutdown || asb_map_has(&q->dirty, key))
 		return 0;
-	if (k8s_map_set(&q->dirty, key, PRESENT, NULL) < 0)
-		return K8S_ENOMEM;
+	if (asb_map_set(&q->dirty, key, PRESENT, NULL) < 0)
+		return ASB_ENOMEM;
 	k8s__wq_metrics_add(q->metrics, key);
-	if (k8s_map_has(&q->processing, key))
+	if (asb_map_has(&q->processing, key))
 		return 0;
 	if (fifo_push(q, key) < 0) {
-		k8s_map_remove(&q->dirty, key, NULL);
-		return K8S_ENOMEM;
+		asb_map_remove(&q->dirty, key, NULL);
+		return ASB_ENOMEM;
 	}
 	pthread_cond_signal(&q->cond);
 	return 0;
@@ -148,7 +148,7 @@ int k8s_workqueue_add(k8s_workqueue *q, const char *key)
 	pthread_mutex_lock(&q->lock);
 	int rc = add_locked(q, key);
 	pthread_mutex_unlock(&q->lock);
-	return rc < 0 ? k8s_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
+	return rc < 0 ? asb_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
 }
 
 static void heap_swap(delayed_item *a, delayed_item *b)
@@ -164,13 +164,13 @@ static int heap_push(k8s_workqueue *q, int64_t ready_at, const char *key)
 		size_t cap = q->heap_cap ? q->heap_cap * 2 : 16;
 		delayed_item *h = realloc(q->heap, cap * sizeof(*h));
 		if (!h)
-			return K8S_ENOMEM;
+			return ASB_ENOMEM;
 		q->heap = h;
 		q->heap_cap = cap;
 	}
 	char *k = strdup(key);
 	if (!k)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	size_t i = q->heap_len++;
 	q->heap[i].ready_at = ready_at;
 	q->heap[i].key = k;
@@ -215,7 +215,7 @@ int k8s_workqueue_add_after(k8s_workqueue *q, const char *key, long delay_ms)
 		pthread_cond_signal(&q->cond);
 	}
 	pthread_mutex_unlock(&q->lock);
-	return rc < 0 ? k8s_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
+	return rc < 0 ? asb_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
 }
 
 static long backoff_ms(const k8s_workqueue *q, int failures)
@@ -230,8 +230,8 @@ static long backoff_ms(const k8s_workqueue *q, int failures)
 static long count_failure(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
-	intptr_t n = (intptr_t)k8s_map_get(&q->failures, key);
-	k8s_map_set(&q->failures, key, (void *)(n + 1), NULL);
+	intptr_t n = (intptr_t)asb_map_get(&q->failures, key);
+	asb_map_set(&q->failures, key, (void *)(n + 1), NULL);
 	long delay = backoff_ms(q, (int)n);
 	pthread_mutex_unlock(&q->lock);
 	return delay;
@@ -252,14 +252,14 @@ int k8s_workqueue_add_backoff(k8s_workqueue *q, const char *key)
 void k8s_workqueue_forget(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
-	k8s_map_remove(&q->failures, key, NULL);
+	asb_map_remove(&q->failures, key, NULL);
 	pthread_mutex_unlock(&q->lock);
 }
 
 int k8s_workqueue_num_requeues(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
-	intptr_t n = (intptr_t)k8s_map_get(&q->failures, key);
+	intptr_t n = (intptr_t)asb_map_get(&q->failures, key);
 	pthread_mutex_unlock(&q->lock);
 	return (int)n;
 }
@@ -286,7 +286,7 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 			break;
 		if (q->shutdown) {
 			pthread_mutex_unlock(&q->lock);
-			return K8S_ESHUTDOWN;
+			return ASB_ESHUTDOWN;
 		}
 		if (wait_ms < 0) {
 			pthread_cond_wait(&q->cond, &q->lock);
@@ -307,8 +307,8 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 	if (!q->head)
 		q->tail = NULL;
 	q->fifo_len--;
-	k8s_map_remove(&q->dirty, n->key, NULL);
-	k8s_map_set(&q->processing, n->key, PRESENT, NULL);
+	asb_map_remove(&q->dirty, n->key, NULL);
+	asb_map_set(&q->processing, n->key, PRESENT, NULL);
 	k8s__wq_metrics_get(q->metrics, n->key);
 	*key = n->key;
 	free(n);
@@ -320,9 +320,9 @@ void k8s_workqueue_done(k8s_workqueue *q, const char *key)
 {
 	pthread_mutex_lock(&q->lock);
 	k8s__wq_metrics_done(q->metrics, key);
-	k8s_map_remove(&q->processing, key, NULL);
+	asb_map_remove(&q->processing, key, NULL);
 	/* added while it was processed: hand it out again */
-	if (k8s_map_has(&q->dirty, key) && fifo_push(q, key) == 0)
+	if (asb_map_has(&q->dirty, key) && fifo_push(q, key) == 0)
 		pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
 }

@@ -14,7 +14,7 @@
 #ifndef K8S_WORKQUEUE_METRICS_H
 #define K8S_WORKQUEUE_METRICS_H
 
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 
 typedef struct k8s__wq_metrics k8s__wq_metrics;
 
@@ -23,7 +23,7 @@ typedef struct k8s__wq_metrics k8s__wq_metrics;
  * series of queue `name`. `reg` NULL: *out = NULL and 0 (metrics off).
  * Returns 0, or the registry's error (recorded).
  */
-int k8s__wq_metrics_new(k8s__wq_metrics **out, k8s_metrics_registry *reg,
+int k8s__wq_metrics_new(k8s__wq_metrics **out, asb_metrics_registry *reg,
                         const char *name);
 
 /** Detaches the collectors and frees; NULL accepted. */

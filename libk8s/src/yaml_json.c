@@ -36,7 +36,7 @@ typedef struct {
 static int fail(const builder *b, yaml_mark_t mark, int code,
                 const char *what, const char *detail)
 {
-	return k8s_error_set(code, 0, NULL, "%s: line %zu, column %zu: %s%s%s",
+	return asb_error_set(code, 0, NULL, "%s: line %zu, column %zu: %s%s%s",
 	                     b->origin, mark.line + 1, mark.column + 1, what,
 	                     detail ? " " : "", detail ? detail : "");
 }
@@ -228,12 +228,12 @@ static int scalar_node(const builder *b, const yaml_event_t *ev, cJSON **out)
 
 	*out = NULL;
 	if (strlen(text) != ev->data.scalar.length)
-		return fail(b, ev->start_mark, K8S_EDECODE,
+		return fail(b, ev->start_mark, ASB_EDECODE,
 		            "a NUL character in a scalar is not supported", NULL);
 
 	if (tag && strcmp(tag, "!") != 0) {
 		if (strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX)) != 0)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "unsupported tag", tag);
 		const char *t = tag + strlen(TAG_PREFIX);
 		if (strcmp(t, "str") == 0 || strcmp(t, "binary") == 0 ||
@@ -250,11 +250,11 @@ static int scalar_node(const builder *b, const yaml_event_t *ev, cJSON **out)
 		} else if (strcmp(t, "null") == 0) {
 			n = resolve_bool_null(text, 0, 1);
 		} else {
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "unsupported tag", tag);
 		}
 		if (!n && !oom)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "value does not match its tag", tag);
 	} else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !tag) {
 		n = resolve_bool_null(text, 1, 1);
@@ -268,7 +268,7 @@ static int scalar_node(const builder *b, const yaml_event_t *ev, cJSON **out)
 		n = cJSON_CreateString(text);
 	}
 	if (!n)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 		                     b->origin);
 	*out = n;
 	return 0;
@@ -297,10 +297,10 @@ static int attach(builder *b, cJSON *node, const yaml_event_t *ev)
 		top->key = strdup((const char *)ev->data.scalar.value);
 		cJSON_Delete(node);
 		if (!top->key)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 			                     b->origin);
 		if (cJSON_GetObjectItemCaseSensitive(top->node, top->key))
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "duplicate mapping key", top->key);
 		return 0;
 	}
@@ -313,26 +313,26 @@ static int attach(builder *b, cJSON *node, const yaml_event_t *ev)
 static int open_container(builder *b, const yaml_event_t *ev, int mapping)
 {
 	if (b->depth >= K8S_YAML_MAX_DEPTH)
-		return fail(b, ev->start_mark, K8S_EDECODE,
+		return fail(b, ev->start_mark, ASB_EDECODE,
 		            "nesting too deep", NULL);
 	if (b->depth > 0) {
 		frame *top = &b->stack[b->depth - 1];
 		if (cJSON_IsObject(top->node) && !top->key)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "a mapping key must be a scalar", NULL);
 	}
 	if (b->depth == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 16;
 		frame *s = realloc(b->stack, cap * sizeof(*s));
 		if (!s)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 			                     b->origin);
 		b->stack = s;
 		b->cap = cap;
 	}
 	cJSON *node = mapping ? cJSON_CreateObject() : cJSON_CreateArray();
 	if (!node)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 		                     b->origin);
 	int rc = attach(b, node, ev);
 	if (rc)
@@ -360,37 +360,37 @@ static int on_event(builder *b, const yaml_event_t *ev)
 	switch (ev->type) {
 	case YAML_DOCUMENT_START_EVENT:
 		if (++b->documents > 1)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "expected a single YAML document, found another",
 			            NULL);
 		return 0;
 	case YAML_ALIAS_EVENT:
-		return fail(b, ev->start_mark, K8S_EDECODE,
+		return fail(b, ev->start_mark, ASB_EDECODE,
 		            "aliases are not supported:",
 		            (const char *)ev->data.alias.anchor);
 	case YAML_SCALAR_EVENT:
 		if (ev->data.scalar.anchor)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "anchors are not supported:",
 			            (const char *)ev->data.scalar.anchor);
 		rc = scalar_node(b, ev, &node);
 		return rc ? rc : attach(b, node, ev);
 	case YAML_SEQUENCE_START_EVENT:
 		if (ev->data.sequence_start.anchor)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "anchors are not supported:",
 			            (const char *)ev->data.sequence_start.anchor);
 		if (!container_tag_ok((const char *)ev->data.sequence_start.tag, "seq"))
-			return fail(b, ev->start_mark, K8S_EDECODE, "unsupported tag",
+			return fail(b, ev->start_mark, ASB_EDECODE, "unsupported tag",
 			            (const char *)ev->data.sequence_start.tag);
 		return open_container(b, ev, 0);
 	case YAML_MAPPING_START_EVENT:
 		if (ev->data.mapping_start.anchor)
-			return fail(b, ev->start_mark, K8S_EDECODE,
+			return fail(b, ev->start_mark, ASB_EDECODE,
 			            "anchors are not supported:",
 			            (const char *)ev->data.mapping_start.anchor);
 		if (!container_tag_ok((const char *)ev->data.mapping_start.tag, "map"))
-			return fail(b, ev->start_mark, K8S_EDECODE, "unsupported tag",
+			return fail(b, ev->start_mark, ASB_EDECODE, "unsupported tag",
 			            (const char *)ev->data.mapping_start.tag);
 		return open_container(b, ev, 1);
 	case YAML_SEQUENCE_END_EVENT:
@@ -410,23 +410,23 @@ static int parser_error(const builder *b, const yaml_parser_t *p)
 	const char *problem = p->problem ? p->problem : "syntax error";
 
 	if (p->error == YAML_MEMORY_ERROR)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 		                     b->origin);
 	/* Reader errors (bad encoding) have an offset but no line; scanner
 	 * and parser errors have a problem mark and sometimes a context. */
 	if (p->error == YAML_READER_ERROR)
-		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		return asb_error_set(ASB_EDECODE, 0, NULL,
 		                     "%s: byte %zu: not valid YAML: %s", b->origin,
 		                     p->problem_offset, problem);
 	if (p->context)
-		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		return asb_error_set(ASB_EDECODE, 0, NULL,
 		                     "%s: line %zu, column %zu: not valid YAML: %s "
 		                     "(%s started at line %zu, column %zu)",
 		                     b->origin, p->problem_mark.line + 1,
 		                     p->problem_mark.column + 1, problem,
 		                     p->context, p->context_mark.line + 1,
 		                     p->context_mark.column + 1);
-	return k8s_error_set(K8S_EDECODE, 0, NULL,
+	return asb_error_set(ASB_EDECODE, 0, NULL,
 	                     "%s: line %zu, column %zu: not valid YAML: %s",
 	                     b->origin, p->problem_mark.line + 1,
 	                     p->problem_mark.column + 1, problem);
@@ -440,12 +440,12 @@ int k8s__yaml_to_json(cJSON **out, const char *yaml, size_t len,
 	int rc = 0;
 
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "yaml: out is NULL");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "yaml: out is NULL");
 	*out = NULL;
 	if (!yaml && len)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "yaml: NULL input");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "yaml: NULL input");
 	if (!yaml_parser_initialize(&parser))
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 		                     b.origin);
 	yaml_parser_set_input_string(&parser, (const unsigned char *)(yaml ? yaml : ""),
 	                             len);
@@ -475,7 +475,7 @@ int k8s__yaml_to_json(cJSON **out, const char *yaml, size_t len,
 	if (!b.root) {
 		b.root = cJSON_CreateNull();
 		if (!b.root)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "%s: out of memory",
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 			                     b.origin);
 	}
 	*out = b.root;

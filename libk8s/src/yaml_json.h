@@ -42,10 +42,10 @@
  *                null node. Set to NULL on error.
  * @param origin  names the input in error messages (NULL: "<memory>").
  *
- * @return 0; K8S_EDECODE with a message
+ * @return 0; ASB_EDECODE with a message
  *         "ORIGIN: line L, column C: PROBLEM" (1-based) when the input is
  *         not YAML ("not valid YAML: ...") or uses an unsupported feature;
- *         K8S_ENOMEM. Thread-safe (no shared state).
+ *         ASB_ENOMEM. Thread-safe (no shared state).
  */
 K8S_EXTERN int k8s__yaml_to_json(cJSON **out, const char *yaml, size_t len,
                                  const char *origin);

@@ -37,7 +37,7 @@ const char *sbx_strerror(int code)
 	case SBX_ECLOSED: return "sandbox handle closed";
 	case SBX_EUNSUPPORTED: return "not supported by the sandbox runtime";
 	case SBX_ERESPONSE: return "unexpected answer from the sandbox";
-	default: return k8s_strerror(code);
+	default: return asb_strerror(code);
 	}
 }
 
@@ -64,7 +64,7 @@ char *sbx__strdup(const char *s, int *rc)
 		return NULL;
 	char *d = strdup(s);
 	if (!d)
-		*rc = K8S_ENOMEM;
+		*rc = ASB_ENOMEM;
 	return d;
 }
 
@@ -105,7 +105,7 @@ int sbx_client_options_init(sbx_client_options *opts, unsigned int version)
 {
 	sbx_client_options d = SBX_CLIENT_OPTIONS_INIT;
 	if (!opts || version != SBX_CLIENT_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "client options: unknown version %u", version);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "client options: unknown version %u", version);
 	*opts = d;
 	return 0;
 }
@@ -114,7 +114,7 @@ int sbx_claim_options_init(sbx_claim_options *opts, unsigned int version)
 {
 	sbx_claim_options d = SBX_CLAIM_OPTIONS_INIT;
 	if (!opts || version != SBX_CLAIM_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim options: unknown version %u", version);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim options: unknown version %u", version);
 	*opts = d;
 	return 0;
 }
@@ -135,17 +135,17 @@ int sbx_client_new(sbx_client **out, const sbx_client_options *opts)
 {
 	sbx_client_options o = SBX_CLIENT_OPTIONS_INIT;
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_client_new: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_client_new: no output");
 	*out = NULL;
 	if (opts) {
 		if (opts->version != SBX_CLIENT_OPTIONS_VERSION)
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "client options: unknown version %u",
+			return asb_error_set(ASB_EINVAL, 0, NULL, "client options: unknown version %u",
 			                     opts->version);
 		o = *opts;
 	}
 	sbx_client *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory creating a client");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory creating a client");
 	atomic_init(&c->refs, 1);
 	c->logger = o.logger;
 	int rc = 0;
@@ -156,7 +156,7 @@ int sbx_client_new(sbx_client **out, const sbx_client_options *opts)
 	c->user_agent = sbx__strdup(o.user_agent ? o.user_agent : ua, &rc);
 	if (rc) {
 		sbx__client_unref(c);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory creating a client");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory creating a client");
 	}
 	if ((rc = load_config(&o, &c->config)) != 0) {
 		sbx__client_unref(c);
@@ -240,7 +240,7 @@ int sbx_client_create_claim(sbx_client *c, const sbx_claim_options *opts, cJSON 
 	if (out)
 		*out = NULL;
 	if (!c || !opts)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_client_create_claim: no client or options");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_client_create_claim: no client or options");
 	char gen[SBX_CLAIM_NAME_SIZE];
 	const char *name = opts->name;
 	int rc;
@@ -256,7 +256,7 @@ int sbx_client_create_claim(sbx_client *c, const sbx_claim_options *opts, cJSON 
 	rc = k8s_client_create(c->k8s, &sbx__resource_claims, ns, claim, NULL, out);
 	cJSON_Delete(claim);
 	if (rc == 0)
-		k8s_log(c->logger, K8S_LOG_DEBUG, "claim created", "namespace", ns, "claim", name,
+		asb_log(c->logger, ASB_LOG_DEBUG, "claim created", "namespace", ns, "claim", name,
 		        "warmpool", opts->warm_pool, NULL);
 	return rc;
 }
@@ -264,7 +264,7 @@ int sbx_client_create_claim(sbx_client *c, const sbx_claim_options *opts, cJSON 
 int sbx_client_create(sbx_client *c, const sbx_claim_options *opts, sbx_claim_info **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_client_create: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_client_create: no output");
 	*out = NULL;
 	cJSON *created = NULL;
 	int rc = sbx_client_create_claim(c, opts, &created);
@@ -275,21 +275,21 @@ int sbx_client_create(sbx_client *c, const sbx_claim_options *opts, sbx_claim_in
 	char *rv = strdup(ju_nz(k8s_obj_resource_version(created)));
 	cJSON_Delete(created);
 	if (!name || !rv) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory waiting for a claim");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory waiting for a claim");
 	} else {
 		rc = sbx__client_wait(c, ns, name, rv, true, opts->ready_timeout_ms, opts->cancel, out);
 	}
 	if (rc != 0 && name && !opts->keep_on_failure) {
 		/* Keep the wait's error for the caller, whatever the delete says. */
-		k8s_error saved = *k8s_error_last();
+		asb_error saved = *asb_error_last();
 		char msg[1024], reason[64];
 		snprintf(msg, sizeof(msg), "%s", saved.message);
 		snprintf(reason, sizeof(reason), "%s", saved.reason);
 		int drc = k8s_client_delete(c->k8s, &sbx__resource_claims, ns, name, NULL, NULL);
-		k8s_log(c->logger, K8S_LOG_DEBUG, "claim deleted after a failed wait", "namespace", ns,
-		        "claim", name, "result", drc == 0 || drc == K8S_ENOTFOUND ? "ok" : sbx_strerror(drc),
+		asb_log(c->logger, ASB_LOG_DEBUG, "claim deleted after a failed wait", "namespace", ns,
+		        "claim", name, "result", drc == 0 || drc == ASB_ENOTFOUND ? "ok" : sbx_strerror(drc),
 		        NULL);
-		k8s_error_set(saved.code, saved.http_status, reason, "%s", msg);
+		asb_error_set(saved.code, saved.http_status, reason, "%s", msg);
 	}
 	free(name);
 	free(rv);
@@ -299,7 +299,7 @@ int sbx_client_create(sbx_client *c, const sbx_claim_options *opts, sbx_claim_in
 int sbx_client_delete_claim(sbx_client *c, const char *ns, const char *name)
 {
 	if (!c || ju_empty(name))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "delete claim: no client or claim name");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "delete claim: no client or claim name");
 	k8s_delete_options d = K8S_DELETE_OPTIONS_INIT;
 	d.propagation_policy = "Background";
 	return k8s_client_delete(c->k8s, &sbx__resource_claims, sbx__ns_or_default(c, ns), name,
@@ -310,7 +310,7 @@ int sbx_client_list_claims(sbx_client *c, const char *ns, const char *label_sele
                            char ***names, size_t *count)
 {
 	if (!c || !names)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "list claims: no client or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "list claims: no client or output");
 	*names = NULL;
 	if (count)
 		*count = 0;
@@ -335,7 +335,7 @@ int sbx_client_list_claims(sbx_client *c, const char *ns, const char *label_sele
 	}
 	cJSON_Delete(list);
 	if (!v)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory listing claims");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory listing claims");
 	*names = v;
 	if (count)
 		*count = n;
@@ -345,7 +345,7 @@ int sbx_client_list_claims(sbx_client *c, const char *ns, const char *label_sele
 int sbx_client_claim_warm_pool(sbx_client *c, const char *ns, const char *name, char **out)
 {
 	if (!c || ju_empty(name) || !out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim warm pool: no client, name or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim warm pool: no client, name or output");
 	*out = NULL;
 	ns = sbx__ns_or_default(c, ns);
 	cJSON *claim = NULL;
@@ -354,9 +354,9 @@ int sbx_client_claim_warm_pool(sbx_client *c, const char *ns, const char *name, 
 		return rc;
 	const char *pool = k8s_obj_str(claim, "spec.warmPoolRef.name");
 	if (ju_empty(pool))
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL, "SandboxClaim %s/%s names no warm pool", ns, name);
+		rc = asb_error_set(ASB_EDECODE, 0, NULL, "SandboxClaim %s/%s names no warm pool", ns, name);
 	else if (!(*out = strdup(pool)))
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	cJSON_Delete(claim);
 	return rc;
 }

@@ -10,14 +10,14 @@
 #include <stdatomic.h>
 #include "k8s/client.h"
 #include "k8s/config.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "sandbox/client.h"
 
 struct sbx_client {
 	atomic_int refs;          /* the caller's + one per handle */
 	k8s_config *config;
 	k8s_client *k8s;
-	k8s_logger *logger;       /* borrowed */
+	asb_logger *logger;       /* borrowed */
 	char *kubeconfig;         /* as given, or "" */
 	char *context;            /* as given, or "" */
 	char *user_agent;
@@ -35,7 +35,7 @@ void sbx__client_unref(sbx_client *c);
 /* `ns` when non-empty, else the client's namespace. */
 const char *sbx__ns_or_default(const sbx_client *c, const char *ns);
 
-/* A copy of `s` (NULL: NULL); sets *rc to K8S_ENOMEM when it fails. */
+/* A copy of `s` (NULL: NULL); sets *rc to ASB_ENOMEM when it fails. */
 char *sbx__strdup(const char *s, int *rc);
 
 /*

@@ -59,7 +59,7 @@ static int claim_info(const cJSON *claim, const char *ns, const char *name, sbx_
 	char ip[SBX_IP_SIZE];
 	const char *pod_ip = sbx_pick_pod_ip(k8s_obj_at(claim, "status.sandbox.podIPs"), ip);
 	sbx_claim_info *i = calloc(1, sizeof(*i));
-	int rc = i ? 0 : K8S_ENOMEM;
+	int rc = i ? 0 : ASB_ENOMEM;
 	if (i) {
 		i->ns = sbx__strdup(ns, &rc);
 		i->claim_name = sbx__strdup(name, &rc);
@@ -69,7 +69,7 @@ static int claim_info(const cJSON *claim, const char *ns, const char *name, sbx_
 	}
 	if (rc) {
 		sbx_claim_info_free(i);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory reading claim %s/%s", ns, name);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory reading claim %s/%s", ns, name);
 	}
 	*out = i;
 	return 0;
@@ -80,23 +80,23 @@ static int outcome_error(int code, const cJSON *claim, const char *ns, const cha
 {
 	const char *reason = NULL, *message = NULL;
 	if (code == SBX_ECLAIMDELETED)
-		return k8s_error_set(code, 0, NULL, "SandboxClaim %s/%s was deleted while waiting "
+		return asb_error_set(code, 0, NULL, "SandboxClaim %s/%s was deleted while waiting "
 		                     "for it", ns, name);
 	sbx_claim_outcome(claim, false, NULL, &reason, &message);
 	if (code == SBX_ETEMPLATENOTFOUND)
-		return k8s_error_set(code, 0, reason, "SandboxTemplate requested does not exist: %s",
+		return asb_error_set(code, 0, reason, "SandboxTemplate requested does not exist: %s",
 		                     ju_nz(message));
 	if (code == SBX_EWARMPOOLNOTFOUND)
-		return k8s_error_set(code, 0, reason, "SandboxWarmPool requested does not exist: %s",
+		return asb_error_set(code, 0, reason, "SandboxWarmPool requested does not exist: %s",
 		                     ju_nz(message));
-	return k8s_error_set(code, 0, reason, "SandboxClaim '%s' failed with terminal reason %s: %s",
+	return asb_error_set(code, 0, reason, "SandboxClaim '%s' failed with terminal reason %s: %s",
 	                     name, ju_nz(reason), ju_nz(message));
 }
 
 /* Upstream's timeout text, the budget printed as the caller gave it. */
 static int timeout_error(const char *name, bool need_ready, long timeout_ms)
 {
-	return k8s_error_set(K8S_ETIMEOUT, 0, NULL, "Could not resolve %s from claim '%s' within "
+	return asb_error_set(ASB_ETIMEOUT, 0, NULL, "Could not resolve %s from claim '%s' within "
 	                     "%g seconds.", need_ready ? "claim readiness" : "sandbox name", name,
 	                     (double)timeout_ms / 1000.0);
 }
@@ -108,15 +108,15 @@ int sbx__client_wait(sbx_client *c, const char *ns, const char *name, const char
 	*out = NULL;
 	char selector[300];
 	if (snprintf(selector, sizeof(selector), "metadata.name=%s", name) >= (int)sizeof(selector))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim name too long: %s", name);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim name too long: %s", name);
 	wait_state w = { need_ready, 0, strdup(ju_empty(rv) ? "0" : rv), NULL };
 	if (!w.rv)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory waiting for claim %s", name);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory waiting for claim %s", name);
 	int64_t deadline = k8s_monotonic_ms() + timeout_ms;
 	int rc = 0;
 	for (;;) {
 		if (cancel && atomic_load(cancel)) {
-			rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "wait for claim %s/%s cancelled", ns, name);
+			rc = asb_error_set(ASB_ECANCELED, 0, NULL, "wait for claim %s/%s cancelled", ns, name);
 			break;
 		}
 		long secs = (long)((deadline - k8s_monotonic_ms()) / 1000);
@@ -132,17 +132,17 @@ int sbx__client_wait(sbx_client *c, const char *ns, const char *name, const char
 		rc = k8s_client_watch(c->k8s, &sbx__resource_claims, ns, &lo, on_event, &w, cancel);
 		if (w.result)
 			break;
-		if (rc == K8S_EGONE) {
+		if (rc == ASB_EGONE) {
 			/* The version was compacted: start again from the current state. */
 			free(w.rv);
 			if (!(w.rv = strdup("0"))) {
-				rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+				rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 				break;
 			}
 			continue;
 		}
-		if (rc == K8S_ECANCELED) {
-			rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "wait for claim %s/%s cancelled", ns, name);
+		if (rc == ASB_ECANCELED) {
+			rc = asb_error_set(ASB_ECANCELED, 0, NULL, "wait for claim %s/%s cancelled", ns, name);
 			break;
 		}
 		if (rc != 0)
@@ -162,10 +162,10 @@ int sbx_client_wait_claim(sbx_client *c, const char *ns, const char *name, bool 
                           long timeout_ms, const atomic_int *cancel, sbx_claim_info **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_client_wait_claim: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_client_wait_claim: no output");
 	*out = NULL;
 	if (!c || ju_empty(name))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "wait claim: no client or claim name");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "wait claim: no client or claim name");
 	ns = sbx__ns_or_default(c, ns);
 	/* Read it first: a missing claim is an answer, not a timeout. */
 	cJSON *claim = NULL;

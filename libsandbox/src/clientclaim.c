@@ -24,7 +24,7 @@ int sbx_claim_name_generate(char out[SBX_CLAIM_NAME_SIZE])
 	while (got < sizeof(r)) {
 		ssize_t n = getrandom((char *)&r + got, sizeof(r) - got, 0);
 		if (n <= 0)
-			return k8s_error_set(K8S_ERROR, 0, NULL, "no random bytes for a claim name");
+			return asb_error_set(ASB_ERROR, 0, NULL, "no random bytes for a claim name");
 		got += (size_t)n;
 	}
 	snprintf(out, SBX_CLAIM_NAME_SIZE, SBX_CLAIM_NAME_PREFIX "%08x", r);
@@ -48,15 +48,15 @@ char *sbx_time_format_iso_us(int64_t us, char *buf, size_t cap)
 
 /* ---- building ---- */
 
-/* Checks one label (key and value); records K8S_EINVAL naming `what`. */
+/* Checks one label (key and value); records ASB_EINVAL naming `what`. */
 static int check_label(const char *what, const sbx_kv *kv)
 {
 	char m[K8S_VALIDATION_MSG_SIZE];
 	if (k8s_validate_qualified_name(kv->key, m, sizeof(m)) != 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid %s key \"%s\": %s", what,
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid %s key \"%s\": %s", what,
 		                     ju_nz(kv->key), m);
 	if (k8s_validate_label_value(kv->value, m, sizeof(m)) != 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid %s value \"%s\" for key \"%s\": %s",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid %s value \"%s\" for key \"%s\": %s",
 		                     what, ju_nz(kv->value), kv->key, m);
 	return 0;
 }
@@ -65,7 +65,7 @@ static int check_annotation(const char *what, const sbx_kv *kv)
 {
 	char m[K8S_VALIDATION_MSG_SIZE];
 	if (k8s_validate_qualified_name(kv->key, m, sizeof(m)) != 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid %s key \"%s\": %s", what,
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid %s key \"%s\": %s", what,
 		                     ju_nz(kv->key), m);
 	return 0;
 }
@@ -79,18 +79,18 @@ static cJSON *kv_object(const sbx_kv *kv, size_t n, const char *what,
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o) {
-		*rc = K8S_ENOMEM;
+		*rc = ASB_ENOMEM;
 		return NULL;
 	}
 	if (n && !kv) {
-		*rc = k8s_error_set(K8S_EINVAL, 0, NULL, "%ss: %zu entries but no array", what, n);
+		*rc = asb_error_set(ASB_EINVAL, 0, NULL, "%ss: %zu entries but no array", what, n);
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if ((*rc = check(what, &kv[i])) != 0)
 			goto fail;
 		if (!ju_set_str(o, kv[i].key, ju_nz(kv[i].value))) {
-			*rc = K8S_ENOMEM;
+			*rc = ASB_ENOMEM;
 			goto fail;
 		}
 	}
@@ -116,14 +116,14 @@ static int build_metadata(cJSON *claim, const sbx_claim_options *o, const char *
 	int rc = 0;
 	cJSON *md = ju_obj(claim, "metadata");
 	if (!md || !ju_set_str(md, "name", name) || (ns && !ju_set_str(md, "namespace", ns)))
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	cJSON *labels = kv_object(o->labels, o->nlabels, "label", check_label, &rc);
 	if (!labels)
 		return rc;
 	if (!ju_set(md, "labels", labels) ||
 	    !ju_set_str(labels, SBX_LABEL_CREATED_BY,
 	                ju_empty(o->created_by) ? CREATED_BY_DEFAULT : o->created_by))
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	if ((rc = check_label("label", &(sbx_kv){ SBX_LABEL_CREATED_BY,
 	                                          ju_str(labels, SBX_LABEL_CREATED_BY) })) != 0)
 		return rc;
@@ -131,12 +131,12 @@ static int build_metadata(cJSON *claim, const sbx_claim_options *o, const char *
 	if (!ann)
 		return rc;
 	if (!ju_set(md, "annotations", ann))
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	if (ju_empty(ju_str(ann, SBX_ANNOTATION_CLIENT_FIRST_REQUESTED))) {
 		char ts[40];
 		if (!ju_set_str(ann, SBX_ANNOTATION_CLIENT_FIRST_REQUESTED,
 		                sbx_time_format_iso_us(now_us, ts, sizeof(ts))))
-			return K8S_ENOMEM;
+			return ASB_ENOMEM;
 	}
 	return 0;
 }
@@ -147,7 +147,7 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 	cJSON *spec = ju_obj(claim, "spec");
 	cJSON *ref = spec ? ju_obj(spec, "warmPoolRef") : NULL;
 	if (!ref || !ju_set_str(ref, "name", o->warm_pool))
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	if (o->shutdown_after_seconds > 0) {
 		char ts[32];
 		int64_t at_ms = (now_us / 1000000 + o->shutdown_after_seconds) * 1000;
@@ -155,7 +155,7 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 		if (!lc || !ju_set_str(lc, "shutdownTime", k8s_time_format(at_ms, ts, sizeof(ts))) ||
 		    !ju_set_str(lc, "shutdownPolicy", ju_empty(o->shutdown_policy)
 		                                      ? SBX_SHUTDOWN_POLICY_DELETE : o->shutdown_policy))
-			return K8S_ENOMEM;
+			return ASB_ENOMEM;
 	}
 	if (o->volume_claim_templates_json) {
 		cJSON *vcts = cJSON_Parse(o->volume_claim_templates_json);
@@ -165,19 +165,19 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 			ok = ok && cJSON_IsObject(it);
 		if (!ok) {
 			cJSON_Delete(vcts);
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "volume claim templates must be a JSON "
+			return asb_error_set(ASB_EINVAL, 0, NULL, "volume claim templates must be a JSON "
 			                     "array of PersistentVolumeClaim templates ({metadata, spec})");
 		}
 		if (!ju_set(spec, "volumeClaimTemplates", vcts))
-			return K8S_ENOMEM;
+			return ASB_ENOMEM;
 	}
 	if (o->nenv) {
 		cJSON *env = cJSON_CreateArray();
 		if (!env || !ju_set(spec, "env", env))
-			return K8S_ENOMEM;
+			return ASB_ENOMEM;
 		for (size_t i = 0; i < o->nenv; i++) {
 			if (!o->env || ju_empty(o->env[i].key))
-				return k8s_error_set(K8S_EINVAL, 0, NULL, "env entry %zu has no name", i);
+				return asb_error_set(ASB_EINVAL, 0, NULL, "env entry %zu has no name", i);
 			cJSON *e = cJSON_CreateObject();
 			if (e && !cJSON_AddItemToArray(env, e)) {
 				cJSON_Delete(e);
@@ -185,12 +185,12 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 			}
 			if (!e || !ju_set_str(e, "name", o->env[i].key) ||
 			    !ju_set_str(e, "value", ju_nz(o->env[i].value)))
-				return K8S_ENOMEM;
+				return ASB_ENOMEM;
 		}
 	}
 	cJSON *apm = cJSON_CreateObject();
 	if (!apm)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	cJSON *pl = kv_object(o->pod_labels, o->npod_labels, "pod label", check_label, &rc);
 	cJSON *pa = pl ? kv_object(o->pod_annotations, o->npod_annotations, "pod annotation",
 	                           check_annotation, &rc) : NULL;
@@ -201,7 +201,7 @@ static int build_spec(cJSON *claim, const sbx_claim_options *o, int64_t now_us)
 	}
 	if (!set_unless_empty(apm, "labels", pl) || !set_unless_empty(apm, "annotations", pa) ||
 	    !set_unless_empty(spec, "additionalPodMetadata", apm))
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	return 0;
 }
 
@@ -209,30 +209,30 @@ int sbx_claim_build(const sbx_claim_options *o, const char *ns, const char *name
                     int64_t now_us, cJSON **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_claim_build: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_claim_build: no output");
 	*out = NULL;
 	if (!o || o->version < 1 || o->version > SBX_CLAIM_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim options: missing or unknown version");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim options: missing or unknown version");
 	if (ju_empty(o->warm_pool))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a warm pool name is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a warm pool name is required");
 	if (ju_empty(name))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a claim name is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a claim name is required");
 	if (o->shutdown_after_seconds < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "shutdown_after_seconds must be a positive "
+		return asb_error_set(ASB_EINVAL, 0, NULL, "shutdown_after_seconds must be a positive "
 		                     "number of seconds, got %lld", (long long)o->shutdown_after_seconds);
 	cJSON *claim = cJSON_CreateObject();
 	if (!claim || !ju_set_str(claim, "apiVersion", CLAIM_API_VERSION) ||
 	    !ju_set_str(claim, "kind", SBX_KIND_CLAIM)) {
 		cJSON_Delete(claim);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory building claim %s", name);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory building claim %s", name);
 	}
 	int rc = build_metadata(claim, o, ns, name, now_us);
 	if (rc == 0)
 		rc = build_spec(claim, o, now_us);
 	if (rc != 0) {
 		cJSON_Delete(claim);
-		if (rc == K8S_ENOMEM)
-			k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory building claim %s", name);
+		if (rc == ASB_ENOMEM)
+			asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory building claim %s", name);
 		return rc;
 	}
 	*out = claim;

@@ -86,7 +86,7 @@ static int on_gateway(k8s_watch_event_type type, cJSON *obj, void *ud)
 			if (!cJSON_IsObject(a) || ju_empty(v))
 				continue;
 			if (!sbx_gateway_address_valid(v)) {
-				k8s_log(w->h->client->logger, K8S_LOG_WARN, "gateway address skipped",
+				asb_log(w->h->client->logger, ASB_LOG_WARN, "gateway address skipped",
 				        "gateway", w->h->gateway_name, "address", v, NULL);
 				continue;
 			}
@@ -109,7 +109,7 @@ static int gateway_url(sbx_handle *h, char **url)
 	for (;;) {
 		long secs = (long)((deadline - k8s_monotonic_ms()) / 1000);
 		if (secs < 1) {
-			rc = k8s_error_set(K8S_ETIMEOUT, 0, NULL, "Gateway %s/%s got no address within "
+			rc = asb_error_set(ASB_ETIMEOUT, 0, NULL, "Gateway %s/%s got no address within "
 			                   "%g seconds", h->gateway_ns, h->gateway_name,
 			                   (double)h->conn.gateway_ready_timeout_ms / 1000.0);
 			break;
@@ -120,14 +120,14 @@ static int gateway_url(sbx_handle *h, char **url)
 		lo.timeout_seconds = secs;
 		rc = k8s_client_watch(sbx_client_k8s(h->client), &gateways, h->gateway_ns, &lo,
 		                      on_gateway, &w, NULL);
-		if (w.addr[0] || (rc != 0 && rc != K8S_EGONE))
+		if (w.addr[0] || (rc != 0 && rc != ASB_EGONE))
 			break;
 	}
 	if (!w.addr[0])
 		return rc;
 	bool v6 = strchr(w.addr, ':') != NULL;
 	*url = ju_printf(v6 ? "http://[%s]" : "http://%s", w.addr);
-	return *url ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	return *url ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 }
 
 /* ---- in-cluster ---- */
@@ -149,7 +149,7 @@ static int incluster_url(sbx_handle *h, char **url, bool *cacheable)
 	else
 		*url = ju_printf("http://%s.%s.svc.%s:%d", h->sandbox_id, h->ns,
 		                 SBX_DEFAULT_CLUSTER_DOMAIN, h->conn.server_port);
-	return *url ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	return *url ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 }
 
 /* ---- the tunnel ---- */
@@ -171,7 +171,7 @@ static int tunnel_url(sbx_handle *h, char **url)
 	*url = ju_printf("http://127.0.0.1:%d", sbx__tunnel_port(t));
 	if (!*url) {
 		sbx__tunnel_stop(t);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	pthread_mutex_lock(&h->lock);
 	sbx_tunnel *old = h->tunnel;
@@ -191,13 +191,13 @@ static int cached_url(sbx_handle *h, char **url)
 	*url = NULL;
 	pthread_mutex_lock(&h->lock);
 	if (h->closed) {
-		rc = k8s_error_set(SBX_ECLOSED, 0, NULL, "the handle on sandbox %s/%s is closed",
+		rc = asb_error_set(SBX_ECLOSED, 0, NULL, "the handle on sandbox %s/%s is closed",
 		                   h->ns, h->sandbox_id);
 	} else if (h->base_url) {
 		if (h->tunnel && !sbx__tunnel_alive(h->tunnel))
 			rc = SBX_EPORTFORWARD;  /* recorded by sbx__tunnel_alive() */
 		else if (!(*url = strdup(h->base_url)))
-			rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	pthread_mutex_unlock(&h->lock);
 	return rc;
@@ -211,22 +211,22 @@ int sbx__handle_base_url(sbx_handle *h, char **url, bool *router)
 		bool closed = h->closed;
 		pthread_mutex_unlock(&h->lock);
 		if (closed)
-			return k8s_error_set(SBX_ECLOSED, 0, NULL, "the handle on sandbox %s/%s is closed",
+			return asb_error_set(SBX_ECLOSED, 0, NULL, "the handle on sandbox %s/%s is closed",
 			                     h->ns, h->sandbox_id);
 		size_t n = strlen(h->api_url);
 		while (n > 0 && h->api_url[n - 1] == '/')
 			n--;
 		*url = strndup(h->api_url, n);
-		return *url ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return *url ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	int rc = cached_url(h, url);
 	if (rc == SBX_EPORTFORWARD) {
 		/* kubectl died: report it, and start afresh on the next call */
-		k8s_error saved = *k8s_error_last();
+		asb_error saved = *asb_error_last();
 		char msg[1024];
 		snprintf(msg, sizeof(msg), "%s", saved.message);
 		sbx__handle_disconnect(h);
-		return k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "%s", msg);
+		return asb_error_set(SBX_EPORTFORWARD, 0, NULL, "%s", msg);
 	}
 	if (rc || *url)
 		return rc;

@@ -23,7 +23,7 @@
  * A kind's field mapping, applied in place to a deep copy whose apiVersion
  * is already the target one. `snapshot` (to_spoke only) is the parsed
  * v1alpha1 snapshot, or NULL when the object carried none. Returns 0 or a
- * K8S_E* code with the message set.
+ * ASB_E* code with the message set.
  */
 typedef int (*map_fn)(cJSON *obj, const cJSON *snapshot);
 
@@ -48,7 +48,7 @@ static int read_replicas(const cJSON *spec, const char *what, long *out, bool *p
 	if (!*present)
 		return 0;
 	if (!cJSON_IsNumber(r) || r->valuedouble != (double)(long)r->valuedouble)
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "%s: spec.replicas must be an integer", what);
+		return asb_error_set(ASB_EDECODE, 0, NULL, "%s: spec.replicas must be an integer", what);
 	*out = (long)r->valuedouble;
 	return 0;
 }
@@ -58,17 +58,17 @@ static int sandbox_to_hub(cJSON *obj, const cJSON *snapshot)
 	(void)snapshot;
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	if (spec && !cJSON_IsObject(spec))
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1alpha1 Sandbox: spec must be an object");
+		return asb_error_set(ASB_EDECODE, 0, NULL, "v1alpha1 Sandbox: spec must be an object");
 	if (spec) {
 		long replicas;
 		bool present;
 		if (read_replicas(spec, "v1alpha1 Sandbox", &replicas, &present) < 0)
-			return K8S_EDECODE;
+			return ASB_EDECODE;
 		/* replicas 0 suspends; nil or 1 runs */
 		cJSON_DeleteItemFromObjectCaseSensitive(spec, "replicas");
 		if (!ju_set_str(spec, "operatingMode", present && replicas == 0
 		                ? SBX_OPERATING_MODE_SUSPENDED : SBX_OPERATING_MODE_RUNNING))
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	}
 	cJSON *status = cJSON_GetObjectItemCaseSensitive(obj, "status");
 	if (cJSON_IsObject(status)) {
@@ -83,10 +83,10 @@ static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
 {
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	if (spec && !cJSON_IsObject(spec))
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1beta1 Sandbox: spec must be an object");
+		return asb_error_set(ASB_EDECODE, 0, NULL, "v1beta1 Sandbox: spec must be an object");
 	const cJSON *m = spec ? cJSON_GetObjectItemCaseSensitive(spec, "operatingMode") : NULL;
 	if (m && !cJSON_IsNull(m) && !cJSON_IsString(m))
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "v1beta1 Sandbox: spec.operatingMode must be a string");
+		return asb_error_set(ASB_EDECODE, 0, NULL, "v1beta1 Sandbox: spec.operatingMode must be a string");
 	const char *mode = cJSON_IsString(m) ? m->valuestring : "";
 	bool suspended = strcmp(mode, SBX_OPERATING_MODE_SUSPENDED) == 0;
 	bool running = strcmp(mode, SBX_OPERATING_MODE_RUNNING) == 0;
@@ -97,14 +97,14 @@ static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
 	if (snapshot) {
 		const cJSON *sspec = cJSON_GetObjectItemCaseSensitive(snapshot, "spec");
 		if (sspec && !cJSON_IsNull(sspec) && !cJSON_IsObject(sspec))
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 Sandbox state: spec is not an object");
 		long snap_replicas = 1;
 		bool snap_present = false;
 		if (cJSON_IsObject(sspec) &&
 		    read_replicas(sspec, "failed to unmarshal v1alpha1 Sandbox state", &snap_replicas,
 		                  &snap_present) < 0)
-			return K8S_EDECODE;
+			return ASB_EDECODE;
 		if (running) {
 			if (!snap_present)
 				omit_replicas = true;       /* nil stays nil */
@@ -116,7 +116,7 @@ static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
 		const cJSON *sr = cJSON_IsObject(sstatus)
 			? cJSON_GetObjectItemCaseSensitive(sstatus, "replicas") : NULL;
 		if (sr && !cJSON_IsNull(sr) && !cJSON_IsNumber(sr))
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 Sandbox state: status.replicas must be an integer");
 		/* taken from the snapshot whatever the mode (it may be stale) */
 		status_replicas = cJSON_IsNumber(sr) ? (long)sr->valuedouble : 0;
@@ -126,14 +126,14 @@ static int sandbox_to_spoke(cJSON *obj, const cJSON *snapshot)
 		cJSON_DeleteItemFromObjectCaseSensitive(spec, "operatingMode");
 		cJSON_DeleteItemFromObjectCaseSensitive(spec, "replicas");
 		if (!omit_replicas && !ju_set(spec, "replicas", cJSON_CreateNumber((double)replicas)))
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	}
 	cJSON *status = ju_obj(obj, "status");
 	if (!status)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	cJSON_DeleteItemFromObjectCaseSensitive(status, "nodeName");  /* no such v1alpha1 field */
 	if (!ju_set(status, "replicas", cJSON_CreateNumber((double)status_replicas)))
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	return 0;
 }
 
@@ -142,7 +142,7 @@ static void drop_annotation(cJSON *obj, const char *key);
 
 /* --- shared helpers of the extension kinds --------------------------------- */
 
-#define NOMEM() k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory")
+#define NOMEM() asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory")
 
 /* obj.spec as an object: NULL (no error) when absent; -1 via *rc when not an object. */
 static cJSON *spec_of(cJSON *obj, const char *what, int *rc)
@@ -150,7 +150,7 @@ static cJSON *spec_of(cJSON *obj, const char *what, int *rc)
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	*rc = 0;
 	if (spec && !cJSON_IsNull(spec) && !cJSON_IsObject(spec))
-		*rc = k8s_error_set(K8S_EDECODE, 0, NULL, "%s: spec must be an object", what);
+		*rc = asb_error_set(ASB_EDECODE, 0, NULL, "%s: spec must be an object", what);
 	return cJSON_IsObject(spec) ? spec : NULL;
 }
 
@@ -256,7 +256,7 @@ static int claim_to_spoke(cJSON *obj, const cJSON *snapshot)
 		const cJSON *sspec = cJSON_GetObjectItemCaseSensitive(snapshot, "spec");
 		if (sspec && !cJSON_IsNull(sspec) && !cJSON_IsObject(sspec)) {
 			free(pool);
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 SandboxClaim state: spec is not an object");
 		}
 		const cJSON *otref = cJSON_IsObject(sspec)
@@ -326,7 +326,7 @@ static int template_to_hub(cJSON *obj, const cJSON *snapshot)
 		valid = valid || strcmp(v->valuestring, vct_policies[i]) == 0;
 	if (!valid) {
 		char *text = cJSON_IsString(v) ? NULL : cJSON_PrintUnformatted(v);
-		rc = k8s_error_set(K8S_EDECODE, 0, NULL,
+		rc = asb_error_set(ASB_EDECODE, 0, NULL,
 		                   "invalid VolumeClaimTemplatesPolicy annotation value: \"%s\"",
 		                   cJSON_IsString(v) ? v->valuestring : ju_nz(text));
 		free(text);
@@ -349,7 +349,7 @@ static int template_to_spoke(cJSON *obj, const cJSON *snapshot)
 		return rc;
 	const cJSON *p = spec ? cJSON_GetObjectItemCaseSensitive(spec, "volumeClaimTemplatesPolicy") : NULL;
 	if (p && !cJSON_IsNull(p) && !cJSON_IsString(p))
-		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		return asb_error_set(ASB_EDECODE, 0, NULL,
 		                     "v1beta1 SandboxTemplate: spec.volumeClaimTemplatesPolicy must be a string");
 	if (cJSON_IsString(p) && *p->valuestring) {
 		cJSON *md = ju_obj(obj, "metadata");
@@ -377,7 +377,7 @@ static int warmpool_to_hub(cJSON *obj, const cJSON *snapshot)
 		long replicas;
 		bool present;
 		if (read_replicas(spec, "v1alpha1 SandboxWarmPool", &replicas, &present) < 0)
-			return K8S_EDECODE;
+			return ASB_EDECODE;
 	}
 	return 0;  /* int32 -> *int32: the value is kept as is */
 }
@@ -394,7 +394,7 @@ static int warmpool_to_spoke(cJSON *obj, const cJSON *snapshot)
 	long replicas;
 	bool present;
 	if (read_replicas(spec, "v1beta1 SandboxWarmPool", &replicas, &present) < 0)
-		return K8S_EDECODE;
+		return ASB_EDECODE;
 	/* nil => 1 (read_replicas' default) */
 	if (!ju_set(spec, "replicas", cJSON_CreateNumber((double)replicas)))
 		return NOMEM();
@@ -462,7 +462,7 @@ static int to_hub(const kind_conv *k, const cJSON *src, cJSON *dst)
 {
 	cJSON *snap = cJSON_Duplicate(src, true);
 	if (!snap)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	drop_annotation(snap, k->snapshot_key);
 	cJSON *md = cJSON_GetObjectItemCaseSensitive(snap, "metadata");
 	if (cJSON_IsObject(md))
@@ -470,13 +470,13 @@ static int to_hub(const kind_conv *k, const cJSON *src, cJSON *dst)
 	char *text = cJSON_PrintUnformatted(snap);
 	cJSON_Delete(snap);
 	if (!text)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	int rc = k->to_hub(dst, NULL);
 	if (rc == 0) {
 		md = ju_obj(dst, "metadata");
 		cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
 		if (!ann || !ju_set_str(ann, k->snapshot_key, text))
-			rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	}
 	free(text);
 	return rc;
@@ -490,19 +490,19 @@ static int to_spoke(const kind_conv *k, cJSON *dst)
 	cJSON *snapshot = NULL;
 	if (s) {
 		if (!cJSON_IsString(s))
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 %s state: annotation %s is not a string",
 			                     k->kind, k->snapshot_key);
 		const char *end = NULL;
 		snapshot = cJSON_ParseWithOpts(s->valuestring, &end, true);
 		if (!snapshot)
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 %s state: invalid JSON at offset %zu",
 			                     k->kind, end && end >= s->valuestring
 			                     ? (size_t)(end - s->valuestring) : (size_t)0);
 		if (!cJSON_IsObject(snapshot)) {
 			cJSON_Delete(snapshot);
-			return k8s_error_set(K8S_EDECODE, 0, NULL,
+			return asb_error_set(ASB_EDECODE, 0, NULL,
 			                     "failed to unmarshal v1alpha1 %s state: not a JSON object", k->kind);
 		}
 	}
@@ -516,34 +516,34 @@ static int to_spoke(const kind_conv *k, cJSON *dst)
 int sbx_conversion_convert(cJSON **out, const cJSON *obj, const char *desired)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion: out is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "conversion: out is required");
 	*out = NULL;
 	if (!cJSON_IsObject(obj) || !desired)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion: an object and a desired apiVersion are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "conversion: an object and a desired apiVersion are required");
 	const char *av = ju_str(obj, "apiVersion"), *kind = ju_str(obj, "kind");
 	char group[256], dgroup[256];
 	const char *version, *dversion;
 	if (!av || !kind || !split_api_version(av, group, sizeof(group), &version))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "object has no valid apiVersion (group/version) and kind");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "object has no valid apiVersion (group/version) and kind");
 	if (!split_api_version(desired, dgroup, sizeof(dgroup), &dversion))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "invalid desiredAPIVersion \"%s\"", desired);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "invalid desiredAPIVersion \"%s\"", desired);
 	if (strcmp(group, dgroup) != 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "cannot convert %s %s to another group (%s)",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "cannot convert %s %s to another group (%s)",
 		                     av, kind, desired);
 	const kind_conv *k = find_kind(group, kind);
 	if (!k)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported kind %s in group %s", kind, group);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unsupported kind %s in group %s", kind, group);
 	bool src_hub = strcmp(version, k->hub) == 0, src_spoke = strcmp(version, k->spoke) == 0;
 	bool dst_hub = strcmp(dversion, k->hub) == 0, dst_spoke = strcmp(dversion, k->spoke) == 0;
 	if (!src_hub && !src_spoke)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported version %s of %s", av, kind);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unsupported version %s of %s", av, kind);
 	if (!dst_hub && !dst_spoke)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "unsupported version %s of %s", desired, kind);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unsupported version %s of %s", desired, kind);
 
 	cJSON *dst = cJSON_Duplicate(obj, true);
 	if (!dst || !ju_set_str(dst, "apiVersion", desired)) {
 		cJSON_Delete(dst);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion: out of memory");
 	}
 	int rc = 0;
 	if (src_spoke && dst_hub)
@@ -575,25 +575,25 @@ static void describe(char *buf, size_t cap, size_t i, const cJSON *obj)
 int sbx_conversion_review(const char *body, size_t len, char **response, char **failure)
 {
 	if (!body || !response)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "conversion review: body and response are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "conversion review: body and response are required");
 	*response = NULL;
 	if (failure)
 		*failure = NULL;
 	cJSON *review = cJSON_ParseWithLength(body, len);
 	if (!review)
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "request body is not JSON");
+		return asb_error_set(ASB_EDECODE, 0, NULL, "request body is not JSON");
 	const char *av = cJSON_IsObject(review) ? ju_str(review, "apiVersion") : NULL;
 	const char *kind = cJSON_IsObject(review) ? ju_str(review, "kind") : NULL;
 	const cJSON *req = cJSON_IsObject(review) ? cJSON_GetObjectItemCaseSensitive(review, "request") : NULL;
 	if (!av || !kind || strcmp(kind, REVIEW_KIND) != 0 ||
 	    (strcmp(av, REVIEW_GROUP "/v1") != 0 && strcmp(av, REVIEW_GROUP "/v1beta1") != 0)) {
 		cJSON_Delete(review);
-		return k8s_error_set(K8S_EDECODE, 0, NULL,
+		return asb_error_set(ASB_EDECODE, 0, NULL,
 		                     "request body is not a ConversionReview (apiextensions.k8s.io/v1 or v1beta1)");
 	}
 	if (!cJSON_IsObject(req)) {
 		cJSON_Delete(review);
-		return k8s_error_set(K8S_EDECODE, 0, NULL, "ConversionReview has no request");
+		return asb_error_set(ASB_EDECODE, 0, NULL, "ConversionReview has no request");
 	}
 
 	const char *uid = ju_str(req, "uid");
@@ -616,12 +616,12 @@ int sbx_conversion_review(const char *body, size_t len, char **response, char **
 		cJSON_ArrayForEach(o, objects) {
 			cJSON *c = NULL;
 			int rc = sbx_conversion_convert(&c, o, desired);
-			if (rc == K8S_ENOMEM)
+			if (rc == ASB_ENOMEM)
 				goto nomem;
 			if (rc < 0) {
 				char what[512];
 				describe(what, sizeof(what), i, o);
-				msg = ju_printf("converting %s to %s: %s", what, desired, k8s_error_last()->message);
+				msg = ju_printf("converting %s to %s: %s", what, desired, asb_error_last()->message);
 				break;
 			}
 			cJSON_AddItemToArray(converted, c);
@@ -663,7 +663,7 @@ int sbx_conversion_review(const char *body, size_t len, char **response, char **
 	cJSON_Delete(review);
 	if (!*response) {
 		free(msg);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion review: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion review: out of memory");
 	}
 	if (failure)
 		*failure = msg;
@@ -674,5 +674,5 @@ nomem:
 	cJSON_Delete(converted);
 	cJSON_Delete(review);
 	free(msg);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "conversion review: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "conversion review: out of memory");
 }

@@ -16,55 +16,55 @@ int sbx_connection_options_init(sbx_connection_options *opts, unsigned int versi
 {
 	sbx_connection_options d = SBX_CONNECTION_OPTIONS_INIT;
 	if (!opts || version != SBX_CONNECTION_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "connection options: unknown version %u",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "connection options: unknown version %u",
 		                     version);
 	*opts = d;
 	return 0;
 }
 
-/* Checks the options of one mode; records K8S_EINVAL naming the problem. */
+/* Checks the options of one mode; records ASB_EINVAL naming the problem. */
 static int check_conn(const sbx_connection_options *o)
 {
 	if (o->version != SBX_CONNECTION_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "connection options: unknown version %u",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "connection options: unknown version %u",
 		                     o->version);
 	if (o->server_port < 1 || o->server_port > 65535)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "server_port must be in 1-65535, got %d",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "server_port must be in 1-65535, got %d",
 		                     o->server_port);
 	if (o->max_retries < 0 || o->retry_backoff_ms < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "max_retries and retry_backoff_ms must not "
+		return asb_error_set(ASB_EINVAL, 0, NULL, "max_retries and retry_backoff_ms must not "
 		                     "be negative");
 	switch (o->mode) {
 	case SBX_CONNECT_DIRECT:
 		if (ju_empty(o->api_url) || (strncmp(o->api_url, "http://", 7) != 0 &&
 		                             strncmp(o->api_url, "https://", 8) != 0))
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "direct connection: api_url must be an "
+			return asb_error_set(ASB_EINVAL, 0, NULL, "direct connection: api_url must be an "
 			                     "http:// or https:// URL, got \"%s\"", ju_nz(o->api_url));
 		return 0;
 	case SBX_CONNECT_GATEWAY:
 		if (ju_empty(o->gateway_name))
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "gateway connection: gateway_name is "
+			return asb_error_set(ASB_EINVAL, 0, NULL, "gateway connection: gateway_name is "
 			                     "required");
 		return 0;
 	case SBX_CONNECT_LOCAL_TUNNEL:
 		if (o->router_namespace && !k8s_is_dns1123_label(o->router_namespace))
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "router_namespace \"%s\" is not a valid "
+			return asb_error_set(ASB_EINVAL, 0, NULL, "router_namespace \"%s\" is not a valid "
 			                     "namespace name (DNS-1123 label)", o->router_namespace);
 		return 0;
 	case SBX_CONNECT_IN_CLUSTER:
 		return 0;
 	}
-	return k8s_error_set(K8S_EINVAL, 0, NULL, "unknown connection mode %d", (int)o->mode);
+	return asb_error_set(ASB_EINVAL, 0, NULL, "unknown connection mode %d", (int)o->mode);
 }
 
 int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns, const char *claim_name,
                    const char *sandbox_id, const char *pod_ip, const sbx_connection_options *conn)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_new: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_new: no output");
 	*out = NULL;
 	if (!client || ju_empty(claim_name) || ju_empty(sandbox_id))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a handle needs a client, a claim name and a "
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a handle needs a client, a claim name and a "
 		                     "sandbox name");
 	sbx_connection_options o = SBX_CONNECTION_OPTIONS_INIT;
 	if (conn)
@@ -74,7 +74,7 @@ int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns, const c
 		return rc;
 	sbx_handle *h = calloc(1, sizeof(*h));
 	if (!h)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory creating a handle");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory creating a handle");
 	h->ns = sbx__strdup(sbx__ns_or_default(client, ns), &rc);
 	h->claim = sbx__strdup(claim_name, &rc);
 	h->sandbox_id = sbx__strdup(sandbox_id, &rc);
@@ -98,7 +98,7 @@ int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns, const c
 	h->client = client;
 	if (rc) {
 		sbx_handle_free(h);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory creating a handle");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory creating a handle");
 	}
 	*out = h;
 	return 0;
@@ -108,10 +108,10 @@ int sbx_handle_create(sbx_handle **out, sbx_client *client, const sbx_claim_opti
                       const sbx_connection_options *conn)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_create: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_create: no output");
 	*out = NULL;
 	if (conn && check_conn(conn) != 0)
-		return K8S_EINVAL;  /* refused before anything is created */
+		return ASB_EINVAL;  /* refused before anything is created */
 	sbx_claim_info *info = NULL;
 	int rc = sbx_client_create(client, claim, &info);
 	if (rc)
@@ -188,7 +188,7 @@ int sbx__handle_get_sandbox(sbx_handle *h, cJSON **out)
 int sbx_handle_pod_name(sbx_handle *h, char **out)
 {
 	if (!h || !out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_pod_name: no handle or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_pod_name: no handle or output");
 	*out = NULL;
 	pthread_mutex_lock(&h->lock);
 	char *cached = h->pod_name ? strdup(h->pod_name) : NULL;
@@ -196,7 +196,7 @@ int sbx_handle_pod_name(sbx_handle *h, char **out)
 	pthread_mutex_unlock(&h->lock);
 	if (had) {
 		*out = cached;
-		return cached ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return cached ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *sb = NULL;
 	int rc = sbx__handle_get_sandbox(h, &sb);
@@ -209,7 +209,7 @@ int sbx_handle_pod_name(sbx_handle *h, char **out)
 	if (!name || !keep) {
 		free(name);
 		free(keep);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	pthread_mutex_lock(&h->lock);
 	if (!h->pod_name && !h->closed) {
@@ -225,7 +225,7 @@ int sbx_handle_pod_name(sbx_handle *h, char **out)
 int sbx_handle_pod_ip(sbx_handle *h, char **out)
 {
 	if (!h || !out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_pod_ip: no handle or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_pod_ip: no handle or output");
 	*out = NULL;
 	cJSON *sb = NULL;
 	int rc = sbx__handle_get_sandbox(h, &sb);
@@ -233,7 +233,7 @@ int sbx_handle_pod_ip(sbx_handle *h, char **out)
 		return rc;
 	char ip[SBX_IP_SIZE];
 	if (sbx_pick_pod_ip(k8s_obj_at(sb, "status.podIPs"), ip) && !(*out = strdup(ip)))
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	cJSON_Delete(sb);
 	return rc;
 }
@@ -241,14 +241,14 @@ int sbx_handle_pod_ip(sbx_handle *h, char **out)
 int sbx_handle_status(sbx_handle *h, sbx_state *state, char **message)
 {
 	if (!h || !state)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_status: no handle or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_status: no handle or output");
 	if (message)
 		*message = NULL;
 	cJSON *sb = NULL;
 	int rc = sbx__handle_get_sandbox(h, &sb);
 	const char *msg;
 	char buf[512];
-	if (rc == K8S_ENOTFOUND) {
+	if (rc == ASB_ENOTFOUND) {
 		*state = SBX_STATE_NOT_FOUND;
 		snprintf(buf, sizeof(buf), "Sandbox %s/%s not found", h->ns, h->sandbox_id);
 		msg = buf;
@@ -265,7 +265,7 @@ int sbx_handle_status(sbx_handle *h, sbx_state *state, char **message)
 	}
 	rc = 0;
 	if (message && !(*message = strdup(msg)))
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	cJSON_Delete(sb);
 	return rc;
 }
@@ -286,7 +286,7 @@ void sbx_handle_close(sbx_handle *h)
 int sbx_handle_terminate(sbx_handle *h)
 {
 	if (!h)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_terminate: no handle");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_terminate: no handle");
 	sbx_handle_close(h);
 	pthread_mutex_lock(&h->lock);
 	bool first = !h->terminated;
@@ -295,7 +295,7 @@ int sbx_handle_terminate(sbx_handle *h)
 	if (!first)
 		return 0;
 	int rc = sbx_client_delete_claim(h->client, h->ns, h->claim);
-	k8s_log(h->client->logger, K8S_LOG_DEBUG, "claim deleted", "namespace", h->ns,
+	asb_log(h->client->logger, ASB_LOG_DEBUG, "claim deleted", "namespace", h->ns,
 	        "claim", h->claim, "result", rc ? sbx_strerror(rc) : "ok", NULL);
-	return rc == K8S_ENOTFOUND ? 0 : rc;
+	return rc == ASB_ENOTFOUND ? 0 : rc;
 }

@@ -58,7 +58,7 @@ int sbx__handle_base_url(sbx_handle *h, char **url, bool *router);
 void sbx__handle_disconnect(sbx_handle *h);
 
 /*
- * Reads the Sandbox; `*out` (may be NULL) gets it. K8S_ENOTFOUND when it
+ * Reads the Sandbox; `*out` (may be NULL) gets it. ASB_ENOTFOUND when it
  * is gone.
  */
 int sbx__handle_get_sandbox(sbx_handle *h, cJSON **out);
@@ -69,7 +69,7 @@ int sbx__handle_get_sandbox(sbx_handle *h, cJSON **out);
  * Runs `kubectl port-forward <target> <local>:<remote_port> -n <ns>` (with
  * the client's --kubeconfig and --context) on a free loopback port and
  * waits until the port accepts connections. SBX_EPORTFORWARD with
- * kubectl's stderr when it exits first; K8S_ETIMEOUT after
+ * kubectl's stderr when it exits first; ASB_ETIMEOUT after
  * `ready_timeout_ms` (the process is then stopped).
  */
 int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubeconfig,

@@ -205,7 +205,7 @@ static char *pod_ip_for_header(sbx_handle *h)
 	const char *found = rc == 0 ? sbx_pick_pod_ip(k8s_obj_at(sb, "status.podIPs"), buf) : NULL;
 	cJSON_Delete(sb);
 	pthread_mutex_lock(&h->lock);
-	if (rc == K8S_EUNAUTHORIZED || rc == K8S_EFORBIDDEN)
+	if (rc == ASB_EUNAUTHORIZED || rc == ASB_EFORBIDDEN)
 		h->pod_ip_disabled = true;
 	if (found && !h->pod_ip)
 		h->pod_ip = strdup(found);
@@ -279,12 +279,12 @@ static bool never_sent(CURLcode cc)
 	       cc == CURLE_COULDNT_RESOLVE_PROXY;
 }
 
-/* Sandbox gone? Then record that and return K8S_ENOTFOUND; else 0. */
+/* Sandbox gone? Then record that and return ASB_ENOTFOUND; else 0. */
 static int check_gone(sbx_handle *h)
 {
-	if (sbx__handle_get_sandbox(h, NULL) != K8S_ENOTFOUND)
+	if (sbx__handle_get_sandbox(h, NULL) != ASB_ENOTFOUND)
 		return 0;
-	return k8s_error_set(K8S_ENOTFOUND, 404, "NotFound", "Sandbox %s/%s (claim %s) no longer "
+	return asb_error_set(ASB_ENOTFOUND, 404, "NotFound", "Sandbox %s/%s (claim %s) no longer "
 	                     "exists: it was deleted while this client was using it", h->ns,
 	                     h->sandbox_id, h->claim);
 }
@@ -309,7 +309,7 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 {
 	memset(resp, 0, sizeof(*resp));
 	if (req->timeout_ms <= 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a request timeout must be positive, got %ld ms",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a request timeout must be positive, got %ld ms",
 		                     req->timeout_ms);
 	body_out up = { req->upload, 0, -1, 0, false };
 	if (req->upload && req->upload->fd >= 0 && !req->upload->data)
@@ -329,7 +329,7 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		if (!c) {
 			free(url);
 			curl_slist_free_all(hdrs);
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory preparing a request");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory preparing a request");
 		}
 		body_in b = { req, resp, c, false, false, false, false, NULL, 0, 0, 0 };
 		char cerr[CURL_ERROR_SIZE] = "";
@@ -358,7 +358,7 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 				pool_give(h, c, false);
 				free(url);
 				curl_slist_free_all(hdrs);
-				return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory preparing an upload");
+				return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory preparing an upload");
 			}
 			curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
 		} else if (strcmp(req->method, "GET") != 0) {
@@ -381,24 +381,24 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 
 		verdict v;
 		if (b.sink_aborted) {
-			rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "the download of %s was stopped by the "
+			rc = asb_error_set(ASB_ECANCELED, 0, NULL, "the download of %s was stopped by the "
 			                   "caller", req->path);
 			v = FAIL;
 		} else if (up.aborted) {
-			rc = k8s_error_set(K8S_ECANCELED, 0, NULL, "the upload was stopped by its source");
+			rc = asb_error_set(ASB_ECANCELED, 0, NULL, "the upload was stopped by its source");
 			v = FAIL;
 		} else if (up.error) {
-			rc = k8s_error_set(K8S_ETRANSPORT, 0, NULL, "reading the upload failed: %s",
+			rc = asb_error_set(ASB_ETRANSPORT, 0, NULL, "reading the upload failed: %s",
 			                   strerror(up.error));
 			v = FAIL;
 		} else if (b.too_large) {
-			rc = k8s_error_set(K8S_ETOOLARGE, 0, NULL, "the sandbox's answer to %s is larger "
+			rc = asb_error_set(ASB_ETOOLARGE, 0, NULL, "the sandbox's answer to %s is larger "
 			                   "than %zu bytes", req->path, req->max_body);
 			v = FAIL;
 		} else if (cc == CURLE_OK && status < 400 && !location) {
 			v = DONE;
 		} else {
-			rc = k8s_error_set(SBX_EREQUEST, (int)status, NULL, "%s", msg);
+			rc = asb_error_set(SBX_EREQUEST, (int)status, NULL, "%s", msg);
 			bool again = (status == 0 && never_sent(cc)) ||
 			             (idempotent(req->method) && (status == 0 || retryable_status(status)));
 			v = again ? RETRY : FAIL;
@@ -421,11 +421,11 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 			if (!checked_gone) {
 				checked_gone = true;
 				char saved[1024];
-				snprintf(saved, sizeof(saved), "%s", k8s_error_last()->message);
+				snprintf(saved, sizeof(saved), "%s", asb_error_last()->message);
 				int grc = check_gone(h);
 				if (grc)
 					return grc;
-				k8s_error_set(SBX_EREQUEST, (int)status, NULL, "%s", saved);
+				asb_error_set(SBX_EREQUEST, (int)status, NULL, "%s", saved);
 			}
 		}
 		if (v == FAIL || attempt >= h->conn.max_retries || resp->streamed > 0 ||
@@ -433,8 +433,8 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 			return rc;
 		/* urllib3's schedule with backoff_factor b: 0, 2b, 4b, 8b, ... */
 		long delay = attempt == 0 ? 0 : h->conn.retry_backoff_ms << attempt;
-		k8s_log(h->client->logger, K8S_LOG_DEBUG, "sandbox request retried", "sandbox",
-		        h->sandbox_id, "path", req->path, "error", k8s_error_last()->message, NULL);
+		asb_log(h->client->logger, ASB_LOG_DEBUG, "sandbox request retried", "sandbox",
+		        h->sandbox_id, "path", req->path, "error", asb_error_last()->message, NULL);
 		sbx__sleep_ms(delay);
 	}
 }

@@ -93,7 +93,7 @@ int sbx_sandboxes_count(const cJSON *sandboxes, sbx_sandboxes_count_fn fn, void 
 		return 0;
 	tuple *t = malloc((size_t)n * sizeof(*t));
 	if (!t)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory counting sandboxes");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory counting sandboxes");
 	int i = 0;
 	const cJSON *s;
 	cJSON_ArrayForEach(s, sandboxes)
@@ -114,10 +114,10 @@ int sbx_sandboxes_count(const cJSON *sandboxes, sbx_sandboxes_count_fn fn, void 
 
 static int emit(const char *const *values, size_t n, double count, void *userdata)
 {
-	return k8s_metrics_emit(userdata, values, n, count);
+	return asb_metrics_emit(userdata, values, n, count);
 }
 
-void sbx_sandboxes_collect(k8s_metrics_emitter *e, void *userdata)
+void sbx_sandboxes_collect(asb_metrics_emitter *e, void *userdata)
 {
 	cJSON *list = NULL;
 	if (k8s_informer_list(userdata, NULL, &list) == 0)

@@ -125,10 +125,10 @@ static void grow_locked(sbx_mutation_cache *c)
 int sbx_mutation_cache_new(sbx_mutation_cache **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_mutation_cache_new: NULL out");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_mutation_cache_new: NULL out");
 	sbx_mutation_cache *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&c->lock, NULL);
 	*out = c;
 	return 0;
@@ -182,7 +182,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 {
 	if (!c || !key || !result) {
 		cJSON_Delete(result);
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_mutation_cache_wrote: NULL cache, key or result");
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(
@@ -197,7 +197,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 	if (!nonempty(new_rv) || !nonempty(base_rv) || !c->nbuckets) {
 		drop_locked(c, key, hash);
 		cJSON_Delete(result);
-		rc = c->nbuckets ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = c->nbuckets ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		goto out;
 	}
 	if (!e) {
@@ -206,7 +206,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 		if (!k) {
 			free(e);
 			cJSON_Delete(result);
-			rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 			goto out;
 		}
 		e->key = k;
@@ -226,7 +226,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 		if (!s) {
 			drop_locked(c, key, hash);
 			cJSON_Delete(result);
-			rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 			goto out;
 		}
 		if (e->n == SBX_MUTATION_CACHE_MAX_SUPERSEDED) {

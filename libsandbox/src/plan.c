@@ -252,13 +252,13 @@ static void plan_all(sbx_plan *p)
 int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 {
 	if (!out || !obs || !cJSON_IsObject(obs->sandbox))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_plan_new: no sandbox given");
 	*out = NULL;
 	const cJSON *sb = obs->sandbox;
 	if (ju_empty(k8s_obj_name(sb)) || ju_empty(k8s_obj_namespace(sb)) ||
 	    ju_empty(k8s_obj_uid(sb)))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sandbox \"%s/%s\" lacks metadata.name, "
 		                     "namespace or uid",
 		                     ju_nz(k8s_obj_namespace(sb)),
@@ -266,7 +266,7 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 
 	sbx_plan *p = calloc(1, sizeof(*p));
 	if (!p)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	p->sandbox = dup_json(p, sb);
 	p->pods = dup_array(p, obs->pods);
 	p->pod = dup_json(p, obs->pod);
@@ -291,7 +291,7 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 	}
 	if (p->oom) {
 		sbx_plan_free(p);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL,
+		return asb_error_set(ASB_ENOMEM, 0, NULL,
 		                     "out of memory planning sandbox \"%s/%s\"",
 		                     ju_nz(k8s_obj_namespace(sb)),
 		                     ju_nz(k8s_obj_name(sb)));
@@ -369,12 +369,12 @@ static size_t replan_step(sbx_plan *p, sbx_step step)
 /* Records the failure of `a` from the calling thread's last error. */
 static void action_failed(plan_action *a, int rc)
 {
-	const k8s_error *e = k8s_error_last();
+	const asb_error *e = asb_error_last();
 	a->pub.state = SBX_ACTION_FAILED;
 	a->pub.rc = rc;
 	free(a->message);
 	a->message = strdup(e->message && *e->message ? e->message
-	                                               : k8s_strerror(rc));
+	                                               : asb_strerror(rc));
 	a->pub.message = a->message ? a->message : "out of memory";
 }
 
@@ -418,7 +418,7 @@ static void observe_fetched(sbx_plan *p, sbx_object object, cJSON *obj)
 int sbx_plan_execute(sbx_plan *p, const sbx_executor *ex)
 {
 	if (!p || !ex || !ex->apply)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_plan_execute: no plan or apply callback");
 	bool failed[SBX_STEP_COUNT] = { false };
 
@@ -431,9 +431,9 @@ int sbx_plan_execute(sbx_plan *p, const sbx_executor *ex)
 			continue;
 		}
 		cJSON *result = NULL;
-		k8s_error_clear();
+		asb_error_clear();
 		int rc = ex->apply(&a->pub, p->ns, &result, ex->userdata);
-		if (rc == 0 || (rc == K8S_ENOTFOUND && a->pub.not_found_ok)) {
+		if (rc == 0 || (rc == ASB_ENOTFOUND && a->pub.not_found_ok)) {
 			a->result = rc == 0 ? result : NULL;
 			if (rc != 0)
 				cJSON_Delete(result);
@@ -443,10 +443,10 @@ int sbx_plan_execute(sbx_plan *p, const sbx_executor *ex)
 		}
 		cJSON_Delete(result);
 		sbx_step step = a->pub.step;
-		if (rc == K8S_EALREADYEXISTS && a->pub.verb == SBX_VERB_CREATE &&
+		if (rc == ASB_EALREADYEXISTS && a->pub.verb == SBX_VERB_CREATE &&
 		    ex->fetch && !p->replanned[step]) {
 			cJSON *obj = NULL;
-			k8s_error_clear();
+			asb_error_clear();
 			int frc = ex->fetch(a->pub.object, p->ns, a->name, &obj,
 			                    ex->userdata);
 			if (frc == 0 && obj) {
@@ -458,13 +458,13 @@ int sbx_plan_execute(sbx_plan *p, const sbx_executor *ex)
 				continue;
 			}
 			cJSON_Delete(obj);
-			rc = frc ? frc : K8S_ERROR;
+			rc = frc ? frc : ASB_ERROR;
 		}
 		action_failed(a, rc);
 		failed[step] = true;
 	}
 	if (p->oom)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL,
+		return asb_error_set(ASB_ENOMEM, 0, NULL,
 		                     "out of memory executing the plan of sandbox "
 		                     "\"%s/%s\"", p->ns, p->name);
 	return 0;

@@ -327,7 +327,7 @@ static size_t align(size_t n)
 int sbx_pod_decode(const cJSON *obj, sbx_pod **out)
 {
 	if (!obj || !out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "pod codec: object and out are required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "pod codec: object and out are required");
 	*out = NULL;
 	sbx_pod scratch;
 	memset(&scratch, 0, sizeof(scratch));
@@ -335,7 +335,7 @@ int sbx_pod_decode(const cJSON *obj, sbx_pod **out)
 	take_pod(&count, obj);
 	char *json = count.canonical ? NULL : cJSON_PrintUnformatted(obj);
 	if (!count.canonical && !json)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "pod codec: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "pod codec: out of memory");
 	size_t off_labels = align(sizeof(sbx_pod));
 	size_t off_ann = off_labels + align(count.nlabels * sizeof(sbx_pod_kv));
 	size_t off_refs = off_ann + align(count.nannotations * sizeof(sbx_pod_kv));
@@ -346,7 +346,7 @@ int sbx_pod_decode(const cJSON *obj, sbx_pod **out)
 	char *mem = total <= UINT32_MAX ? calloc(1, total) : NULL;
 	if (!mem) {
 		free(json);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "pod codec: out of memory (%zu bytes)", total);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "pod codec: out of memory (%zu bytes)", total);
 	}
 	sbx_pod *p = (sbx_pod *)mem;
 	pass fill = {

@@ -42,7 +42,7 @@ struct sbx_reconciler {
 	k8s_client *client;
 	k8s_informer *sandboxes, *pods, *services;
 	char *cluster_domain;
-	k8s_logger *logger;
+	asb_logger *logger;
 	k8s_event_recorder *events;
 	long write_behind_window_ms;
 	bool cache_label_selectors;  /* children without the tracking label are invisible */
@@ -104,7 +104,7 @@ int sbx_reconciler_options_init(sbx_reconciler_options *opts,
                                 unsigned int version)
 {
 	if (!opts || version != SBX_RECONCILER_OPTIONS_VERSION)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_reconciler_options_init: unknown version %u",
 		                     version);
 	*opts = (sbx_reconciler_options)SBX_RECONCILER_OPTIONS_INIT;
@@ -115,16 +115,16 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 {
 	if (!out || !opts || opts->version != SBX_RECONCILER_OPTIONS_VERSION ||
 	    !opts->client || !opts->sandboxes || !opts->pods || !opts->services)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_reconciler_new: missing client, informer "
 		                     "or options version");
 	if (opts->write_behind_window_ms < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_reconciler_new: write-behind window %ld ms "
 		                     "must be >= 0", opts->write_behind_window_ms);
 	sbx_reconciler *r = calloc(1, sizeof(*r));
 	if (!r)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	r->client = opts->client;
 	r->sandboxes = opts->sandboxes;
 	r->pods = opts->pods;
@@ -140,7 +140,7 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 		free(r->cluster_domain);
 		pthread_mutex_destroy(&r->lock);
 		free(r);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	*out = r;
 	return 0;
@@ -185,7 +185,7 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 	const k8s_resource *res = resource_of(a->object);
 	k8s_write_options wo = K8S_WRITE_OPTIONS_INIT;
 	wo.field_manager = SBX_FIELD_MANAGER;
-	int rc = K8S_EINVAL;
+	int rc = ASB_EINVAL;
 
 	switch (a->verb) {
 	case SBX_VERB_CREATE:
@@ -205,15 +205,15 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 	/* Every change the controller makes is one info line (what an operator
 	 * greps for: "who deleted my pod?"); failures come back as the
 	 * reconcile error, logged by the controller runner. */
-	if (rc == 0 || (rc == K8S_ENOTFOUND && a->not_found_ok))
-		k8s_log(r->logger, K8S_LOG_INFO, "sandbox child written",
+	if (rc == 0 || (rc == ASB_ENOTFOUND && a->not_found_ok))
+		asb_log(r->logger, ASB_LOG_INFO, "sandbox child written",
 		        "verb", verb_name(a->verb), "kind", res->kind,
 		        "namespace", ns, "name", a->name, NULL);
 	else
-		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox child write failed",
+		asb_log(r->logger, ASB_LOG_DEBUG, "sandbox child write failed",
 		        "verb", verb_name(a->verb), "kind", res->kind,
 		        "namespace", ns, "name", a->name,
-		        "error", k8s_error_last()->message, NULL);
+		        "error", asb_error_last()->message, NULL);
 	return rc;
 }
 
@@ -233,7 +233,7 @@ static int fetch_object(sbx_object o, const char *ns, const char *name,
 	if (rc == 0 && hidden_by_scope(r, o, *out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		return k8s_error_set(K8S_EALREADYEXISTS, 409, "AlreadyExists",
+		return asb_error_set(ASB_EALREADYEXISTS, 409, "AlreadyExists",
 		                     "%s \"%s/%s\" already exists without the label %s, "
 		                     "so --cache-label-selectors hides it from the controller: "
 		                     "label it with the sandbox's name hash to let it be adopted",
@@ -267,7 +267,7 @@ static void observed_free(observed_buf *b)
 
 static char *last_message(void)
 {
-	return strdup(k8s_error_last()->message);
+	return strdup(asb_error_last()->message);
 }
 
 /* The Pod by name: cache first, then the API (the cache may lag). */
@@ -285,7 +285,7 @@ static void read_pod(sbx_reconciler *r, observed_buf *b, const char *ns,
 		sbx_pod_transform(b->pod, NULL);
 	} else {
 		b->pod = NULL;
-		if (rc != K8S_ENOTFOUND)
+		if (rc != ASB_ENOTFOUND)
 			b->pod_error = last_message();
 	}
 }
@@ -301,13 +301,13 @@ static void read_pvcs(sbx_reconciler *r, observed_buf *b, const char *ns,
 		cJSON *pvc = NULL;
 		int rc = pvc_name ? k8s_client_get(r->client, &k8s_resource_pvcs, ns,
 		                                   pvc_name, &pvc)
-		                  : K8S_ENOMEM;
+		                  : ASB_ENOMEM;
 		if (rc == 0 && b->pvcs && cJSON_AddItemToArray(b->pvcs, pvc)) {
 			free(pvc_name);
 			continue;
 		}
 		cJSON_Delete(pvc);
-		if (rc != K8S_ENOTFOUND) {
+		if (rc != ASB_ENOTFOUND) {
 			b->pvc_error = last_message();
 			b->pvc_error_name = pvc_name;
 			return;
@@ -339,7 +339,7 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 		int rc = k8s_informer_get(r->services, ns, name, &b->service);
 		if (rc != 0) {
 			b->service = NULL;
-			if (rc != K8S_ENOTFOUND)
+			if (rc != ASB_ENOTFOUND)
 				b->service_error = last_message();
 		}
 	}
@@ -373,7 +373,7 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 	*written = NULL;
 	cJSON *patch = sbx_status_patch(old_status, new_status);
 	if (!patch)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	k8s_write_options wo = K8S_WRITE_OPTIONS_INIT;
 	wo.field_manager = SBX_FIELD_MANAGER;
 	int rc = k8s_client_patch(r->client, &sbx_resource_sandboxes, ns, name,
@@ -384,7 +384,7 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 		*written = NULL;
 	}
 	if (rc == 0) {
-		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox status written",
+		asb_log(r->logger, ASB_LOG_DEBUG, "sandbox status written",
 		        "namespace", ns, "name", name, NULL);
 		/* one line per Ready transition, the state a user watches */
 		const cJSON *c, *ready = NULL, *old_ready = NULL;
@@ -397,12 +397,12 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 		if (ready && (!old_ready ||
 		              !ju_str_eq(k8s_obj_str(ready, "status"), k8s_obj_str(old_ready, "status")) ||
 		              !ju_str_eq(k8s_obj_str(ready, "reason"), k8s_obj_str(old_ready, "reason"))))
-			k8s_log(r->logger, K8S_LOG_INFO, "sandbox ready condition changed",
+			asb_log(r->logger, ASB_LOG_INFO, "sandbox ready condition changed",
 			        "namespace", ns, "name", name,
 			        "ready", k8s_obj_str(ready, "status"), "reason", k8s_obj_str(ready, "reason"),
 			        "message", k8s_obj_str(ready, "message"), NULL);
 	}
-	return rc == K8S_ENOTFOUND ? 0 : rc;
+	return rc == ASB_ENOTFOUND ? 0 : rc;
 }
 
 /* Remembers the Sandboxes the server returned from the plan's successful
@@ -437,7 +437,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		res->requeue = false;
 	}
 	if (!r || !key)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_reconciler_reconcile: no reconciler or key");
 	char *ns = NULL, *name = NULL;
 	int rc = k8s_key_split(key, &ns, &name);
@@ -450,10 +450,10 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	rc = k8s_informer_get(r->sandboxes, ns, name, &b.sandbox);
 	/* The cache may not have seen our own last write yet: read that. */
 	if (rc == 0 && sbx_mutation_cache_resolve(r->written, key, &b.sandbox))
-		k8s_log(r->logger, K8S_LOG_DEBUG, "sandbox read from own last write",
+		asb_log(r->logger, ASB_LOG_DEBUG, "sandbox read from own last write",
 		        "sandbox", key, "resourceVersion",
 		        k8s_obj_resource_version(b.sandbox), NULL);
-	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
+	if (rc == ASB_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
 		rc = 0;   /* gone, or going: GC removes the children */
 		sbx_mutation_cache_forget(r->written, key);
 		if (r->write_behind_window_ms > 0)
@@ -480,13 +480,13 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		goto done;
 	if (r->write_behind_window_ms > 0) {
 		if (out.pod_patch_deferred_since_ms && !b.obs.pod_patch_deferred_since_ms)
-			k8s_log(r->logger, K8S_LOG_DEBUG, "pod metadata patch deferred",
+			asb_log(r->logger, ASB_LOG_DEBUG, "pod metadata patch deferred",
 			        "sandbox", key, NULL);
 		deferral_put(r, key, out.pod_patch_deferred_since_ms);
 	}
 
 	if (out.multiple_pods_event) {
-		k8s_log(r->logger, K8S_LOG_WARN, "sandbox event",
+		asb_log(r->logger, ASB_LOG_WARN, "sandbox event",
 		        "type", "Warning", "reason", SBX_REASON_MULTIPLE_PODS,
 		        "action", SBX_EVENT_ACTION_RECONCILING, "sandbox", key,
 		        "note", out.multiple_pods_event, NULL);
@@ -509,14 +509,14 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 			sbx_mutation_cache_wrote(r->written, key, base_rv, written);
 		if (status_rc)
 			status_err = ju_printf("failed to update sandbox status: %s",
-			                       k8s_error_last()->message);
+			                       asb_error_last()->message);
 	}
 	if (res)
 		res->requeue_after_ms = out.requeue_after_ms;
 
 	rc = out.error_code ? out.error_code : status_rc;
 	if (rc) {
-		k8s_error_set(rc, 0, NULL, "sandbox \"%s\": %s%s%s", key,
+		asb_error_set(rc, 0, NULL, "sandbox \"%s\": %s%s%s", key,
 		              ju_nz(out.error), out.error && status_err ? "\n" : "",
 		              ju_nz(status_err));
 	}

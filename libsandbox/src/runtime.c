@@ -66,15 +66,15 @@ static void py_repr(char *out, size_t cap, const char *s)
 int sbx_path_guard(const char *path, char **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_path_guard: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_path_guard: no output");
 	*out = NULL;
 	if (!path)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "Upload path cannot be empty.");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "Upload path cannot be empty.");
 	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
 		if (*p < 0x20 || *p == 0x7f) {
 			char r[600];
 			py_repr(r, sizeof(r), path);
-			return k8s_error_set(K8S_EINVAL, 0, NULL, "Upload path contains ASCII control "
+			return asb_error_set(ASB_EINVAL, 0, NULL, "Upload path contains ASCII control "
 			                     "characters: %s", r);
 		}
 	}
@@ -85,7 +85,7 @@ int sbx_path_guard(const char *path, char **out)
 	while (len > 0 && path[len - 1] == ' ')
 		len--;
 	if (len == 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "Upload path cannot be empty.");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "Upload path cannot be empty.");
 	char *p = strndup(path, len);
 	/* posixpath.normpath() then lstrip('/'): a stack of segments */
 	char *res = p ? malloc(len + 1) : NULL;
@@ -93,7 +93,7 @@ int sbx_path_guard(const char *path, char **out)
 	if (!seg) {
 		free(p);
 		free(res);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	bool absolute = p[0] == '/';
 	size_t n = 0;
@@ -107,7 +107,7 @@ int sbx_path_guard(const char *path, char **out)
 		else if (n > 0)
 			n--;
 	}
-	int rc = work ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	int rc = work ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	size_t o = 0;
 	bool escapes = false;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -120,9 +120,9 @@ int sbx_path_guard(const char *path, char **out)
 	}
 	res[o] = '\0';
 	if (rc == 0 && o == 0)
-		rc = k8s_error_set(K8S_EINVAL, 0, NULL, "Upload path '%s' does not name a file.", p);
+		rc = asb_error_set(ASB_EINVAL, 0, NULL, "Upload path '%s' does not name a file.", p);
 	else if (rc == 0 && escapes)
-		rc = k8s_error_set(K8S_EINVAL, 0, NULL, "Upload path '%s' escapes the sandbox root.", p);
+		rc = asb_error_set(ASB_EINVAL, 0, NULL, "Upload path '%s' escapes the sandbox root.", p);
 	free(work);
 	free(seg);
 	free(p);
@@ -139,7 +139,7 @@ static int request_path(const char *path, unsigned int flags, char **out)
 {
 	if (flags & SBX_FILE_ALLOW_UNSAFE_PATHS) {
 		*out = strdup(path ? path : "");
-		return *out ? 0 : k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return *out ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	return sbx_path_guard(path, out);
 }
@@ -180,7 +180,7 @@ static int parse_exec(const char *body, sbx_exec_result **out)
 {
 	cJSON *j = cJSON_Parse(body ? body : "");
 	if (!j)
-		return k8s_error_set(SBX_ERESPONSE, 0, NULL, "Failed to decode JSON response from "
+		return asb_error_set(SBX_ERESPONSE, 0, NULL, "Failed to decode JSON response from "
 		                     "sandbox: %.200s", body ? body : "");
 	sbx_exec_result *r = calloc(1, sizeof(*r));
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(j, "exit_code");
@@ -190,10 +190,10 @@ static int parse_exec(const char *body, sbx_exec_result **out)
 	           (cJSON_IsNumber(code) && code->valuedouble == (double)(int)code->valuedouble));
 	int rc = 0;
 	if (!ok) {
-		rc = k8s_error_set(SBX_ERESPONSE, 0, NULL, "Server returned invalid execution result "
+		rc = asb_error_set(SBX_ERESPONSE, 0, NULL, "Server returned invalid execution result "
 		                   "format: %.200s", body);
 	} else if (!r->out || !r->err) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	} else {
 		r->exit_code = cJSON_IsNumber(code) ? (int)code->valuedouble : -1;
 	}
@@ -209,16 +209,16 @@ static int parse_exec(const char *body, sbx_exec_result **out)
 int sbx_handle_run(sbx_handle *h, const char *command, long timeout_ms, sbx_exec_result **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_run: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_run: no output");
 	*out = NULL;
 	if (!h || ju_empty(command))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a command is required");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a command is required");
 	cJSON *body = cJSON_CreateObject();
 	char *json = body && ju_set_str(body, "command", command) ? cJSON_PrintUnformatted(body)
 	                                                           : NULL;
 	cJSON_Delete(body);
 	if (!json)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	sbx_http_req req = { .method = "POST", .path = "execute", .json = json,
 	                     .timeout_ms = timeout_ms, .max_body = MAX_JSON_BODY };
 	sbx_http_resp resp;
@@ -236,9 +236,9 @@ int sbx_handle_write(sbx_handle *h, const char *path, const sbx_upload_source *s
                      long timeout_ms, unsigned int flags)
 {
 	if (!h || !src || (!src->data && src->fd < 0 && !src->read))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a write needs a handle and a source");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a write needs a handle and a source");
 	if (src->data && src->size < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a buffer source needs its size");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a buffer source needs its size");
 	char *p = NULL;
 	int rc = request_path(path, flags, &p);
 	if (rc)
@@ -270,7 +270,7 @@ int sbx_handle_read_cb(sbx_handle *h, const char *path, sbx_write_fn fn, void *u
 	if (written)
 		*written = 0;
 	if (!h || !fn)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "a read needs a handle and a sink");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a read needs a handle and a sink");
 	char *p = NULL;
 	int rc = request_path(path, flags, &p);
 	if (rc)
@@ -278,7 +278,7 @@ int sbx_handle_read_cb(sbx_handle *h, const char *path, sbx_write_fn fn, void *u
 	char *vp = verb_path("download", p);
 	free(p);
 	if (!vp)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = timeout_ms, .sink = fn,
 	                     .sink_ud = userdata };
 	sbx_http_resp resp;
@@ -317,8 +317,8 @@ int sbx_handle_read_fd(sbx_handle *h, const char *path, int fd, long timeout_ms,
 {
 	fd_sink s = { fd, 0 };
 	int rc = sbx_handle_read_cb(h, path, write_fd, &s, timeout_ms, flags, written);
-	if (rc == K8S_ECANCELED && s.error)
-		rc = k8s_error_set(K8S_ETRANSPORT, 0, NULL, "writing %s to file descriptor %d failed: %s",
+	if (rc == ASB_ECANCELED && s.error)
+		rc = asb_error_set(ASB_ETRANSPORT, 0, NULL, "writing %s to file descriptor %d failed: %s",
 		                   path, fd, strerror(s.error));
 	return rc;
 }
@@ -351,15 +351,15 @@ int sbx_handle_read(sbx_handle *h, const char *path, long timeout_ms, unsigned i
                     char **data, size_t *len)
 {
 	if (!data || !len)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_read: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_read: no output");
 	*data = NULL;
 	*len = 0;
 	mem_sink m = { NULL, 0, 0 };
 	int rc = sbx_handle_read_cb(h, path, write_mem, &m, timeout_ms, flags, NULL);
-	if (rc == K8S_ECANCELED)
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory reading %s", path);
+	if (rc == ASB_ECANCELED)
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory reading %s", path);
 	if (rc == 0 && !m.buf && !(m.buf = calloc(1, 1)))
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	if (rc) {
 		free(m.buf);
 		return rc;
@@ -377,7 +377,7 @@ static int get_json(sbx_handle *h, const char *verb, const char *path, long time
 	*empty = false;
 	char *vp = verb_path(verb, path);
 	if (!vp)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = timeout_ms,
 	                     .max_body = MAX_JSON_BODY };
 	sbx_http_resp resp;
@@ -391,7 +391,7 @@ static int get_json(sbx_handle *h, const char *verb, const char *path, long time
 	if (!*b) {
 		*empty = true;
 	} else if (!(*out = cJSON_Parse(b))) {
-		rc = k8s_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's answer to %s %s is not JSON: "
+		rc = asb_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's answer to %s %s is not JSON: "
 		                   "%.200s", verb, ju_nz(path), b);
 	}
 	free(resp.body);
@@ -428,10 +428,10 @@ static bool parse_entry(const cJSON *it, sbx_file_entry *e)
 int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms, sbx_file_list **out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_list: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_list: no output");
 	*out = NULL;
 	if (!h)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_list: no handle");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_list: no handle");
 	cJSON *j = NULL;
 	bool empty;
 	int rc = get_json(h, "list", path, timeout_ms, &j, &empty);
@@ -444,16 +444,16 @@ int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms, sbx_file_l
 	bool falsy = empty || cJSON_IsNull(j) || cJSON_IsFalse(j) ||
 	             (cJSON_IsArray(j) && n == 0);
 	if (!l || (n && !l->entries)) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	} else if (!falsy && !cJSON_IsArray(j)) {
-		rc = k8s_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's listing of %s is not a JSON "
+		rc = asb_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's listing of %s is not a JSON "
 		                   "array", ju_nz(path));
 	} else {
 		const cJSON *it;
 		cJSON_ArrayForEach(it, (falsy ? NULL : j)) {
 			if (!parse_entry(it, &l->entries[l->count])) {
 				char *t = cJSON_PrintUnformatted(it);
-				rc = k8s_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's listing of %s has an "
+				rc = asb_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's listing of %s has an "
 				                   "invalid entry: %.200s", ju_nz(path), t ? t : "?");
 				free(t);
 				break;
@@ -473,7 +473,7 @@ int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms, sbx_file_l
 int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_ms, bool *exists)
 {
 	if (!h || !exists)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_handle_exists: no handle or output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_exists: no handle or output");
 	*exists = false;
 	cJSON *j = NULL;
 	bool empty;
@@ -481,7 +481,7 @@ int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_ms, bool *ex
 	if (rc)
 		return rc;
 	if (!empty && !cJSON_IsObject(j))
-		rc = k8s_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's answer to exists %s is not a "
+		rc = asb_error_set(SBX_ERESPONSE, 0, NULL, "the sandbox's answer to exists %s is not a "
 		                   "JSON object", ju_nz(path));
 	else
 		*exists = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "exists"));

@@ -88,7 +88,7 @@ static bool set_expired(const sbx_plan *p, cJSON *status, int64_t now_ms)
 /* The result of one step after execution. */
 typedef struct {
 	char *error;              /* "<what>: <message>" or the decided error */
-	int rc;                   /* the failed action's code, or K8S_ERROR */
+	int rc;                   /* the failed action's code, or ASB_ERROR */
 	const plan_action *failed;/* the failed action, or NULL */
 } step_result;
 
@@ -99,13 +99,13 @@ static bool read_step(const sbx_plan *p, sbx_step step, step_result *r)
 		const plan_action *a = p->actions[i];
 		if (a->pub.step == step && a->pub.state == SBX_ACTION_FAILED) {
 			r->failed = a;
-			r->rc = a->pub.rc ? a->pub.rc : K8S_ERROR;
+			r->rc = a->pub.rc ? a->pub.rc : ASB_ERROR;
 			r->error = ju_printf("%s: %s", a->pub.what, ju_nz(a->pub.message));
 			return r->error != NULL;
 		}
 	}
 	if (p->step_error[step]) {
-		r->rc = K8S_ERROR;
+		r->rc = ASB_ERROR;
 		r->error = strdup(p->step_error[step]);
 		return r->error != NULL;
 	}
@@ -442,7 +442,7 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 	for (int s = 0; s < SBX_STEP_COUNT; s++)
 		free(r[s].error);
 	out->status = st;
-	return ok ? 0 : K8S_ENOMEM;
+	return ok ? 0 : ASB_ENOMEM;
 }
 
 static int outcome_teardown(sbx_plan *p, int64_t now, sbx_outcome *out)
@@ -483,23 +483,23 @@ static int outcome_teardown(sbx_plan *p, int64_t now, sbx_outcome *out)
 	}
 	for (int s = 0; s < SBX_STEP_COUNT; s++)
 		free(r[s].error);
-	return ok ? 0 : K8S_ENOMEM;
+	return ok ? 0 : ASB_ENOMEM;
 }
 
 int sbx_plan_outcome(sbx_plan *p, int64_t now_ms, sbx_outcome *out)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_plan_outcome: no output");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_plan_outcome: no output");
 	memset(out, 0, sizeof(*out));
 	if (!p)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "sbx_plan_outcome: no plan");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_plan_outcome: no plan");
 	int rc = 0;
 	switch (p->pass) {
 	case SBX_PASS_SKIP:
 		return 0;
 	case SBX_PASS_EXPIRE:
 		out->status = status_copy(p);
-		rc = out->status && set_expired(p, out->status, now_ms) ? 0 : K8S_ENOMEM;
+		rc = out->status && set_expired(p, out->status, now_ms) ? 0 : ASB_ENOMEM;
 		out->requeue_after_ms = EXPIRE_REQUEUE_MS;
 		break;
 	case SBX_PASS_TEARDOWN:
@@ -514,7 +514,7 @@ int sbx_plan_outcome(sbx_plan *p, int64_t now_ms, sbx_outcome *out)
 			cJSON_GetObjectItemCaseSensitive(p->sandbox, "status"), out->status);
 	if (rc) {
 		sbx_outcome_dispose(out);
-		return k8s_error_set(rc, 0, NULL, "out of memory computing the "
+		return asb_error_set(rc, 0, NULL, "out of memory computing the "
 		                     "status of sandbox \"%s/%s\"", p->ns, p->name);
 	}
 	return 0;

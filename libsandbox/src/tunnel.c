@@ -78,7 +78,7 @@ bool sbx__tunnel_alive(sbx_tunnel *t)
 	if (!t->exited)
 		return true;
 	char tail[512];
-	k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "kubectl port-forward exited (%s %d): %s",
+	asb_error_set(SBX_EPORTFORWARD, 0, NULL, "kubectl port-forward exited (%s %d): %s",
 	              WIFSIGNALED(t->status) ? "signal" : "status",
 	              WIFSIGNALED(t->status) ? WTERMSIG(t->status) : WEXITSTATUS(t->status),
 	              stderr_tail(t, tail, sizeof(tail)));
@@ -118,7 +118,7 @@ int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubecon
 	*out = NULL;
 	int port = free_port();
 	if (port < 0)
-		return k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "no free local port for the tunnel: %s",
+		return asb_error_set(SBX_EPORTFORWARD, 0, NULL, "no free local port for the tunnel: %s",
 		                     strerror(errno));
 	char ports[32];
 	snprintf(ports, sizeof(ports), "%d:%d", port, remote_port);
@@ -144,12 +144,12 @@ int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubecon
 
 	sbx_tunnel *t = calloc(1, sizeof(*t));
 	if (!t)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	t->port = port;
 	t->err_fd = memfd_create("kubectl-port-forward-stderr", MFD_CLOEXEC);
 	if (t->err_fd < 0) {
 		free(t);
-		return k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "memfd_create: %s", strerror(errno));
+		return asb_error_set(SBX_EPORTFORWARD, 0, NULL, "memfd_create: %s", strerror(errno));
 	}
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
@@ -163,7 +163,7 @@ int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubecon
 	if (e != 0) {
 		close(t->err_fd);
 		free(t);
-		return k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "cannot run %s port-forward: %s",
+		return asb_error_set(SBX_EPORTFORWARD, 0, NULL, "cannot run %s port-forward: %s",
 		                     kubectl, strerror(e));
 	}
 	int64_t deadline = k8s_monotonic_ms() + ready_timeout_ms;
@@ -173,15 +173,15 @@ int sbx__tunnel_start(sbx_tunnel **out, const char *kubectl, const char *kubecon
 			return 0;
 		}
 		if (!sbx__tunnel_alive(t)) {
-			k8s_error saved = *k8s_error_last();
+			asb_error saved = *asb_error_last();
 			char msg[1024];
 			snprintf(msg, sizeof(msg), "%s", saved.message);
 			sbx__tunnel_stop(t);
-			return k8s_error_set(SBX_EPORTFORWARD, 0, NULL, "%s", msg);
+			return asb_error_set(SBX_EPORTFORWARD, 0, NULL, "%s", msg);
 		}
 		if (k8s_monotonic_ms() >= deadline) {
 			sbx__tunnel_stop(t);
-			return k8s_error_set(K8S_ETIMEOUT, 0, NULL, "kubectl port-forward to %s/%s was not "
+			return asb_error_set(ASB_ETIMEOUT, 0, NULL, "kubectl port-forward to %s/%s was not "
 			                     "ready within %g seconds", ns, target,
 			                     (double)ready_timeout_ms / 1000.0);
 		}

@@ -32,7 +32,7 @@ bool wp_template_secure_by_default(const cJSON *tpl)
 int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default)
 {
 	if (!cJSON_IsObject(pod_spec))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "secure defaults: pod spec is not an object");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "secure defaults: pod spec is not an object");
 	const cJSON *am = cJSON_GetObjectItemCaseSensitive(pod_spec, "automountServiceAccountToken");
 	if ((!am || cJSON_IsNull(am)) &&
 	    !ju_set(pod_spec, "automountServiceAccountToken", cJSON_CreateFalse()))
@@ -52,7 +52,7 @@ int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default)
 		goto oom;
 	return 0;
 oom:
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "secure defaults: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "secure defaults: out of memory");
 }
 
 cJSON *wp_blueprint_new(const cJSON *tpl)
@@ -60,7 +60,7 @@ cJSON *wp_blueprint_new(const cJSON *tpl)
 	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(tpl, "spec");
 	const cJSON *pt = cJSON_GetObjectItemCaseSensitive(spec, "podTemplate");
 	if (!cJSON_IsObject(pt)) {
-		k8s_error_set(K8S_EINVAL, 0, NULL, "SandboxTemplate \"%s\" has no spec.podTemplate",
+		asb_error_set(ASB_EINVAL, 0, NULL, "SandboxTemplate \"%s\" has no spec.podTemplate",
 		              ju_nz(k8s_obj_name(tpl)));
 		return NULL;
 	}
@@ -79,7 +79,7 @@ cJSON *wp_blueprint_new(const cJSON *tpl)
 	return bp;
 oom:
 	cJSON_Delete(bp);
-	k8s_error_set(K8S_ENOMEM, 0, NULL, "blueprint: out of memory");
+	asb_error_set(ASB_ENOMEM, 0, NULL, "blueprint: out of memory");
 	return NULL;
 }
 
@@ -87,7 +87,7 @@ static int hash_json(const cJSON *v, char out[SBX_NAME_HASH_SIZE])
 {
 	char *s = cJSON_PrintUnformatted(v);
 	if (!s)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "blueprint hash: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "blueprint hash: out of memory");
 	sbx_name_hash(s, out);
 	cJSON_free(s);
 	return 0;
@@ -97,7 +97,7 @@ int wp_blueprint_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE])
 {
 	cJSON *bp = wp_blueprint_new(tpl);
 	if (!bp)
-		return k8s_error_last()->code;
+		return asb_error_last()->code;
 	int rc = hash_json(bp, out);
 	cJSON_Delete(bp);
 	return rc;
@@ -107,7 +107,7 @@ int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE])
 {
 	const cJSON *pt = k8s_obj_at(tpl, "spec.podTemplate");
 	if (!cJSON_IsObject(pt))
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "SandboxTemplate \"%s\" has no spec.podTemplate",
+		return asb_error_set(ASB_EINVAL, 0, NULL, "SandboxTemplate \"%s\" has no spec.podTemplate",
 		                     ju_nz(k8s_obj_name(tpl)));
 	return hash_json(pt, out);
 }

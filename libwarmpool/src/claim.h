@@ -68,13 +68,13 @@ typedef struct {
 /**
  * Parses the domains file content `text` (NULL: none): comma or newline
  * separated, trimmed, lower-cased, empty items skipped; an empty result
- * means [WP_DEFAULT_LABEL_DOMAIN]. Returns 0 or K8S_ENOMEM.
+ * means [WP_DEFAULT_LABEL_DOMAIN]. Returns 0 or ASB_ENOMEM.
  */
 WP_EXTERN int wp_domains_parse(const char *text, wp_domains *out);
 /**
  * Reads and parses the file `path` (NULL: the default path). A missing
- * file gives the default domain. Returns 0, K8S_ERROR (unreadable, message
- * recorded) or K8S_ENOMEM.
+ * file gives the default domain. Returns 0, ASB_ERROR (unreadable, message
+ * recorded) or ASB_ENOMEM.
  */
 WP_EXTERN int wp_domains_load(const char *path, wp_domains *out);
 WP_EXTERN void wp_domains_free(wp_domains *d);

@@ -96,7 +96,7 @@ cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err 
 	/* 5. secure defaults */
 	if (wp_apply_secure_defaults(pod_spec, wp_template_secure_by_default(tpl)) != 0) {
 		wp_claim_err_set(err, WP_CLAIM_E_OTHER, "applying secure defaults: %s",
-		                 k8s_error_last()->message);
+		                 asb_error_last()->message);
 		goto fail;
 	}
 	return sbx;

@@ -71,11 +71,11 @@ static int domains_add(wp_domains *d, const char *s, size_t len)
 {
 	char **ni = realloc(d->items, (d->n + 1) * sizeof(*ni));
 	if (!ni)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	d->items = ni;
 	char *v = strndup(s, len);
 	if (!v)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	for (char *p = v; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
 	d->items[d->n++] = v;
@@ -105,7 +105,7 @@ int wp_domains_parse(const char *text, wp_domains *out)
 	return 0;
 nomem:
 	wp_domains_free(out);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 }
 
 int wp_domains_load(const char *path, wp_domains *out)
@@ -116,7 +116,7 @@ int wp_domains_load(const char *path, wp_domains *out)
 	if (!f) {
 		if (errno == ENOENT)
 			return wp_domains_parse(NULL, out);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "cannot read allowed label domains file %s: %s",
+		return asb_error_set(ASB_ERROR, 0, NULL, "cannot read allowed label domains file %s: %s",
 		                     path, strerror(errno));
 	}
 	char *buf = NULL;
@@ -130,7 +130,7 @@ int wp_domains_load(const char *path, wp_domains *out)
 			if (!nb) {
 				free(buf);
 				fclose(f);
-				return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+				return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 			}
 			buf = nb;
 		}
@@ -141,7 +141,7 @@ int wp_domains_load(const char *path, wp_domains *out)
 	fclose(f);
 	if (failed) {
 		free(buf);
-		return k8s_error_set(K8S_ERROR, 0, NULL, "cannot read allowed label domains file %s", path);
+		return asb_error_set(ASB_ERROR, 0, NULL, "cannot read allowed label domains file %s", path);
 	}
 	if (buf)
 		buf[len] = '\0';

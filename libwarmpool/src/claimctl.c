@@ -55,12 +55,12 @@ struct wp_claim_controller {
 	k8s_informer *claims, *sandboxes, *pools, *templates;
 	k8s_controller *ctl;
 	wp_warm_queue *queue;
-	k8s_logger *logger;
+	asb_logger *logger;
 	k8s_event_recorder *events;
 	bool disable_events;
 	bool disable_obs;
 	wp_domains domains;
-	k8s_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
+	asb_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
 	pthread_mutex_t lock;          /* guards obs */
 	obs_entry *obs[OBS_BUCKETS];
 };
@@ -375,45 +375,45 @@ static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *ud)
 	return wp_claim_controller_reconcile(ud, key, res);
 }
 
-static int register_metrics(wp_claim_controller *c, k8s_metrics_registry *reg)
+static int register_metrics(wp_claim_controller *c, asb_metrics_registry *reg)
 {
 	static const char *const hist_labels[] = { "launch_type", "sandbox_template", NULL };
 	static const char *const creation_labels[] = { "namespace", "launch_type", "sandbox_template", NULL };
 	static const char *const total_labels[] = { "namespace", "sandbox_template", "launch_type",
 	                                            "warmpool_name", "pod_condition", "created_by", NULL };
 	struct {
-		k8s_metric **out;
-		k8s_metric_type type;
+		asb_metric **out;
+		asb_metric_type type;
 		const char *name, *help;
 		const char *const *labels;
 		const double *buckets;
 		size_t nbuckets;
 	} defs[] = {
-		{ &c->m_claim, K8S_METRIC_HISTOGRAM, "agent_sandbox_claim_startup_latency_ms",
+		{ &c->m_claim, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_startup_latency_ms",
 		  "End-to-end latency from SandboxClaim creation (webhook first observation) to Ready, in milliseconds.",
 		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_ctrl, K8S_METRIC_HISTOGRAM, "agent_sandbox_claim_controller_startup_latency_ms",
+		{ &c->m_ctrl, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_controller_startup_latency_ms",
 		  "Latency from the controller's first observation of a SandboxClaim to Ready, in milliseconds.",
 		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_client, K8S_METRIC_HISTOGRAM, "agent_sandbox_client_claim_startup_latency_ms",
+		{ &c->m_client, ASB_METRIC_HISTOGRAM, "agent_sandbox_client_claim_startup_latency_ms",
 		  "Latency from the client's first request of a SandboxClaim to Ready, in milliseconds.",
 		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_creation, K8S_METRIC_HISTOGRAM, "agent_sandbox_creation_latency_ms",
+		{ &c->m_creation, ASB_METRIC_HISTOGRAM, "agent_sandbox_creation_latency_ms",
 		  "Latency from Sandbox creation to its Ready condition, in milliseconds.",
 		  creation_labels, creation_buckets, sizeof(creation_buckets) / sizeof(double) },
-		{ &c->m_total, K8S_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
+		{ &c->m_total, ASB_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
 		  "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
 		  total_labels, NULL, 0 },
 	};
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		k8s_metric_options mo = K8S_METRIC_OPTIONS_INIT;
+		asb_metric_options mo = ASB_METRIC_OPTIONS_INIT;
 		mo.type = defs[i].type;
 		mo.name = defs[i].name;
 		mo.help = defs[i].help;
 		mo.label_names = defs[i].labels;
 		mo.buckets = defs[i].buckets;
 		mo.nbuckets = defs[i].nbuckets;
-		int rc = k8s_metrics_register(defs[i].out, reg, &mo);
+		int rc = asb_metrics_register(defs[i].out, reg, &mo);
 		if (rc)
 			return rc;
 	}
@@ -423,16 +423,16 @@ static int register_metrics(wp_claim_controller *c, k8s_metrics_registry *reg)
 int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL out");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL out");
 	*out = NULL;
 	if (!opts || opts->version != WP_CLAIM_CONTROLLER_OPTIONS_VERSION || !opts->client ||
 	    !opts->claims || !opts->sandboxes || !opts->pools || !opts->templates)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "claim controller: bad options (version, client, claims, sandboxes, "
 		                     "pools, templates)");
 	wp_claim_controller *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "claim controller: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "claim controller: out of memory");
 	c->client = opts->client;
 	c->claims = opts->claims;
 	c->sandboxes = opts->sandboxes;
@@ -470,7 +470,7 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	    (rc = k8s_informer_add_handlers(c->pools, on_pool_add, on_pool_update,
 	                                    on_pool_delete, c)) ||
 	    (rc = k8s_informer_add_handlers(c->templates, on_tpl_add, NULL, NULL, c))) {
-		rc = k8s_error_set(rc, 0, NULL, "claim controller: informer already started");
+		rc = asb_error_set(rc, 0, NULL, "claim controller: informer already started");
 		goto fail;
 	}
 	*out = c;
@@ -488,7 +488,7 @@ int wp_claim_controller_start(wp_claim_controller *c)
 {
 	/* k8s_controller_start() refuses a second start itself */
 	return c ? k8s_controller_start(c->ctl)
-	         : k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL");
+	         : asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL");
 }
 
 void wp_claim_controller_stop(wp_claim_controller *c)
@@ -546,7 +546,7 @@ static void pass_set_sbx(pass *p, cJSON *sbx)
 static void event(pass *p, const char *reason, const char *action, const char *note)
 {
 	wp_claim_controller *c = p->c;
-	k8s_log(c->logger, K8S_LOG_INFO, "claim event", "claim", p->key, "reason", reason,
+	asb_log(c->logger, ASB_LOG_INFO, "claim event", "claim", p->key, "reason", reason,
 	        "note", note, NULL);
 	k8s_event_ref ref;
 	if (c->events && !c->disable_events &&
@@ -556,7 +556,7 @@ static void event(pass *p, const char *reason, const char *action, const char *n
 
 static const char *api_msg(void)
 {
-	return k8s_error_last()->message;
+	return asb_error_last()->message;
 }
 
 /* Merge-patches the claim's metadata with `md` (taken); updates p->claim. */
@@ -565,7 +565,7 @@ static int patch_claim_metadata(pass *p, cJSON *md)
 	cJSON *patch = cJSON_CreateObject();
 	if (!patch || !ju_set(patch, "metadata", md)) {
 		cJSON_Delete(patch);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
 	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, NULL,
@@ -583,7 +583,7 @@ static int patch_claim_annotation(pass *p, const char *k, const char *v, const c
 	if (!ann || !(v ? ju_set_str(ann, k, v) : ju_set_null(ann, k)) ||
 	    (label_rm && !ju_set_null(ju_obj(md, "labels"), label_rm))) {
 		cJSON_Delete(md);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	return patch_claim_metadata(p, md);
 }
@@ -604,7 +604,7 @@ static int ensure_launch_type(pass *p, const char *value)
 	cJSON *labels = patch ? ju_obj(ju_obj(patch, "metadata"), "labels") : NULL;
 	if (!labels || !ju_set_str(labels, SBX_LABEL_LAUNCH_TYPE, value)) {
 		cJSON_Delete(patch);
-		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), K8S_ENOMEM;
+		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), ASB_ENOMEM;
 	}
 	cJSON *out = NULL;
 	int rc = patch_sandbox(p, k8s_obj_name(p->sbx), patch, &out);
@@ -651,7 +651,7 @@ static int ensure_pod_metadata(pass *p)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER,
 			                 "cannot apply additionalPodMetadata: template of SandboxWarmPool "
 			                 "\"%s\" not found", ju_nz(k8s_obj_str(p->claim, "spec.warmPoolRef.name")));
-			rc = K8S_ENOTFOUND;
+			rc = ASB_ENOTFOUND;
 		}
 		goto out;
 	}
@@ -661,7 +661,7 @@ static int ensure_pod_metadata(pass *p)
 		ref_hash = sbx_name_hash(ju_nz(k8s_obj_name(tpl)), hash);
 	cJSON *want = wp_claim_pod_metadata(p->claim, tpl, p->sbx, ref_hash, &p->err);
 	if (!want) {
-		rc = K8S_ERROR;
+		rc = ASB_ERROR;
 		goto out;
 	}
 	const cJSON *curmeta = k8s_obj_at(p->sbx, "spec.podTemplate.metadata");
@@ -687,7 +687,7 @@ static int ensure_pod_metadata(pass *p)
 		} else {
 			if (!pt)
 				cJSON_Delete(diff);
-			rc = K8S_ENOMEM;
+			rc = ASB_ENOMEM;
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
 		}
 		cJSON_Delete(patch);
@@ -722,7 +722,7 @@ static int clear_reference(pass *p, const char *sbx_name)
 	cJSON *fresh = NULL;
 	int rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
 	if (rc)
-		return rc == K8S_ENOTFOUND ? 0 : rc;
+		return rc == ASB_ENOTFOUND ? 0 : rc;
 	bool ann = ju_str_eq(k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME), sbx_name);
 	bool lab = ju_str_eq(k8s_obj_label(fresh, WP_LABEL_SANDBOX_NAME), sbx_name);
 	if (!ann && !lab) {
@@ -735,11 +735,11 @@ static int clear_reference(pass *p, const char *sbx_name)
 	    (lab && !ju_set_null(ju_obj(md, "labels"), WP_LABEL_SANDBOX_NAME))) {
 		cJSON_Delete(md);
 		cJSON_Delete(fresh);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON_Delete(fresh);
 	rc = patch_claim_metadata(p, md);
-	return rc == K8S_ENOTFOUND ? 0 : rc;
+	return rc == ASB_ENOTFOUND ? 0 : rc;
 }
 
 static void conflict(pass *p, const char *fmt, const char *a, const char *b)
@@ -794,7 +794,7 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 			result = 0;
 			goto out;
 		}
-		if (rc != K8S_ENOTFOUND && rc != K8S_ECONFLICT) {
+		if (rc != ASB_ENOTFOUND && rc != ASB_ECONFLICT) {
 			if (from_queue) {
 				*requeue_key = true;
 				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "%s", api_msg());
@@ -808,7 +808,7 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 		/* authoritative re-read */
 		cJSON *fresh = NULL;
 		rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, sname, &fresh);
-		if (rc == K8S_ENOTFOUND) {
+		if (rc == ASB_ENOTFOUND) {
 			free(apierr);
 			if (clear_reference(p, sname))
 				conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
@@ -898,7 +898,7 @@ static int assign_sandbox(pass *p, const char *sname)
 			pass_set_claim(p, out);
 			return 0;
 		}
-		if (rc != K8S_ECONFLICT) {
+		if (rc != ASB_ECONFLICT) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to assign sandbox \"%s\" to "
 			                 "claim: %s", sname, api_msg());
 			return -1;
@@ -909,7 +909,7 @@ static int assign_sandbox(pass *p, const char *sname)
 		}
 		cJSON *fresh = NULL;
 		rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
-		if (rc == K8S_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
+		if (rc == ASB_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
 			cJSON_Delete(fresh);
 			conflict(p, "adoption write conflict: claim %s was deleted and recreated during "
 			         "adoption%s", p->name, "");
@@ -954,7 +954,7 @@ static void count_creation(pass *p, const char *tpl, const char *launch, const c
 		return;
 	const char *v[] = { p->ns, ju_nz(tpl), launch, ju_nz(pool), pod_condition,
 	                    wp_normalize_created_by(k8s_obj_label(p->claim, SBX_LABEL_CREATED_BY)) };
-	k8s_metric_add(p->c->m_total, v, 6, 1);
+	asb_metric_add(p->c->m_total, v, 6, 1);
 }
 
 /* Item list for push back. */
@@ -1106,7 +1106,7 @@ static int try_warm(pass *p, int *pending_network)
 			const char *owner = wp_warm_pool_owner(chosen);
 			count_creation(p, template_label(chosen), WP_LAUNCH_TYPE_WARM,
 			               owner ? owner : "none", sbx_ready(chosen) ? "ready" : "not_ready");
-			k8s_log(c->logger, K8S_LOG_INFO, "warm sandbox adopted", "claim", p->key,
+			asb_log(c->logger, ASB_LOG_INFO, "warm sandbox adopted", "claim", p->key,
 			        "sandbox", sname, NULL);
 		}
 		if (result < 0 && requeue)
@@ -1126,18 +1126,18 @@ static int try_warm(pass *p, int *pending_network)
  * fast on WarmPoolNotFound, so "not found" must be the API server's word,
  * not a lagging cache's. Costs one GET per pass of a claim whose pool or
  * template is really missing (those are requeued slowly).
- * Returns 0 (*out owned), K8S_ENOTFOUND, or the GET's error.
+ * Returns 0 (*out owned), ASB_ENOTFOUND, or the GET's error.
  */
 static int get_ref(pass *p, k8s_informer *inf, const k8s_resource *r, const char *name,
                    cJSON **out)
 {
 	if (ju_empty(name))
-		return K8S_ENOTFOUND;
+		return ASB_ENOTFOUND;
 	if (k8s_informer_get(inf, p->ns, name, out) == 0)
 		return 0;
 	int rc = k8s_client_get(p->c->client, r, p->ns, name, out);
 	if (rc == 0)
-		k8s_log(p->c->logger, K8S_LOG_DEBUG, "cache miss, found on the API server", "claim",
+		asb_log(p->c->logger, ASB_LOG_DEBUG, "cache miss, found on the API server", "claim",
 		        p->key, "resource", r->resource, "name", name, NULL);
 	return rc;
 }
@@ -1150,23 +1150,23 @@ static void create_cold(pass *p)
 	cJSON *pool = NULL, *tpl = NULL;
 	int rc = get_ref(p, c->pools, &wp_resource_pools, pname, &pool);
 	if (rc != 0) {
-		if (rc == K8S_ENOTFOUND)
+		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND,
 			                 "SandboxWarmPool \"%s\" not found", ju_nz(pname));
 		else
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "get SandboxWarmPool \"%s\": %s",
-			                 ju_nz(pname), k8s_error_last()->message);
+			                 ju_nz(pname), asb_error_last()->message);
 		return;
 	}
 	const char *tname = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
 	rc = get_ref(p, c->templates, &wp_resource_templates, tname, &tpl);
 	if (rc != 0) {
-		if (rc == K8S_ENOTFOUND)
+		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
 			                 "SandboxTemplate \"%s\" not found", ju_nz(tname));
 		else
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "get SandboxTemplate \"%s\": %s",
-			                 ju_nz(tname), k8s_error_last()->message);
+			                 ju_nz(tname), asb_error_last()->message);
 		cJSON_Delete(pool);
 		return;
 	}
@@ -1174,7 +1174,7 @@ static void create_cold(pass *p)
 	if (want) {
 		cJSON *out = NULL;
 		rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
-		if (rc == K8S_EALREADYEXISTS) {
+		if (rc == ASB_EALREADYEXISTS) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_CREATE_PENDING, "sandbox \"%s\" already exists",
 			                 p->name);
 		} else if (rc) {
@@ -1186,7 +1186,7 @@ static void create_cold(pass *p)
 			event(p, "SandboxProvisioned", "Provisioning", note ? note : "Created Sandbox");
 			free(note);
 			count_creation(p, tname, WP_LAUNCH_TYPE_COLD, pname, "not_ready");
-			k8s_log(c->logger, K8S_LOG_INFO, "cold sandbox created", "claim", p->key, NULL);
+			asb_log(c->logger, ASB_LOG_INFO, "cold sandbox created", "claim", p->key, NULL);
 		}
 		cJSON_Delete(want);
 	}
@@ -1224,12 +1224,12 @@ static bool recall_bound(pass *p, const char *status_name)
 	int rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, name, &fresh);
 	bool decided = true;
 	if (rc == 0 && wp_controlled_by_claim(fresh, p->claim)) {
-		k8s_log(p->c->logger, K8S_LOG_DEBUG, "bound sandbox not yet in cache", "claim", p->key,
+		asb_log(p->c->logger, ASB_LOG_DEBUG, "bound sandbox not yet in cache", "claim", p->key,
 		        "sandbox", name, NULL);
 		pass_set_sbx(p, fresh);
 		ensure_launch_type(p, strcmp(name, p->name) == 0 ? WP_LAUNCH_TYPE_COLD
 		                                                 : WP_LAUNCH_TYPE_WARM);
-	} else if (rc == 0 || rc == K8S_ENOTFOUND) {
+	} else if (rc == 0 || rc == ASB_ENOTFOUND) {
 		cJSON_Delete(fresh);
 		obs_set_bound(p->c, p->key, k8s_obj_uid(p->claim), NULL);
 		decided = false;
@@ -1274,7 +1274,7 @@ static void get_or_create(pass *p)
 		if (k8s_informer_get(c->sandboxes, p->ns, aname, &sbx) != 0) {
 			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
 			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
-			    k8s_error_last()->code != K8S_ENOTFOUND) {
+			    asb_error_last()->code != ASB_ENOTFOUND) {
 				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
 				                 "reference: %s", api_msg());
 				free(aname);
@@ -1283,7 +1283,7 @@ static void get_or_create(pass *p)
 		} else if (wp_controlled_by_claim(sbx, p->claim)) {
 			if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
 			                                         WP_LABEL_SANDBOX_NAME) != 0)
-				k8s_log(c->logger, K8S_LOG_WARN, "legacy sandbox-name label migration failed",
+				asb_log(c->logger, ASB_LOG_WARN, "legacy sandbox-name label migration failed",
 				        "claim", p->key, "error", api_msg(), NULL);
 			pass_set_sbx(p, sbx);
 			ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
@@ -1302,14 +1302,14 @@ static void get_or_create(pass *p)
 			sbx = NULL;
 			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
 			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				k8s_log(c->logger, K8S_LOG_WARN, "cannot remove sandbox reference", "claim",
+				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
 				        p->key, "error", api_msg(), NULL);
 		} else if (wp_controlled_by_any_claim(sbx)) {
 			cJSON_Delete(sbx);
 			sbx = NULL;
 			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
 			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				k8s_log(c->logger, K8S_LOG_WARN, "cannot remove sandbox reference", "claim",
+				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
 				        p->key, "error", api_msg(), NULL);
 		} else {
 			cJSON_Delete(sbx);
@@ -1372,7 +1372,7 @@ static void reconcile_expired(pass *p)
 	}
 	if (!k8s_obj_is_deleting(sbx)) {
 		int rc = k8s_client_delete(p->c->client, &sbx_resource_sandboxes, p->ns, sname, NULL, NULL);
-		if (rc && rc != K8S_ENOTFOUND)
+		if (rc && rc != ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to delete sandbox \"%s\": %s",
 			                 sname, api_msg());
 	}
@@ -1403,29 +1403,29 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 		if (!cJSON_GetObjectItem(patch, "status"))
 			cJSON_Delete(diff);
 		cJSON_Delete(patch);
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
 	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, "status",
 	                          K8S_PATCH_MERGE, patch, NULL, &out);
 	cJSON_Delete(patch);
-	if (rc == K8S_ECONFLICT) {
+	if (rc == ASB_ECONFLICT) {
 		*authoritative = false;
-		k8s_log(p->c->logger, K8S_LOG_DEBUG, "claim status write conflict", "claim", p->key, NULL);
+		asb_log(p->c->logger, ASB_LOG_DEBUG, "claim status write conflict", "claim", p->key, NULL);
 		return 0;
 	}
-	if (rc == K8S_ENOTFOUND)
+	if (rc == ASB_ENOTFOUND)
 		return 0;
 	if (rc)
 		return rc;
 	const cJSON *r = wp_condition(cJSON_GetObjectItem(out, "status"), SBX_CONDITION_READY);
-	k8s_log(p->c->logger, K8S_LOG_DEBUG, "claim status written", "claim", p->key,
+	asb_log(p->c->logger, ASB_LOG_DEBUG, "claim status written", "claim", p->key,
 	        "ready", ju_str(r, "status"), "reason", ju_str(r, "reason"), NULL);
 	pass_set_claim(p, out);
 	return 0;
 }
 
-static void observe_since(k8s_metric *m, const char *const *labels, size_t n, const char *stamp,
+static void observe_since(asb_metric *m, const char *const *labels, size_t n, const char *stamp,
                           int64_t now, bool guard_negative)
 {
 	int64_t t;
@@ -1434,7 +1434,7 @@ static void observe_since(k8s_metric *m, const char *const *labels, size_t n, co
 	int64_t d = now - t;
 	if (guard_negative && d < 0)
 		return;
-	k8s_metric_observe(m, labels, n, (double)d);
+	asb_metric_observe(m, labels, n, (double)d);
 }
 
 /* §11 first-Ready recording and the claim-first-ready-at stamp. */
@@ -1452,10 +1452,10 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim))) ||
 		    !ju_set_str(ju_obj(md, "annotations"), WP_ANNOTATION_CLAIM_FIRST_READY, "unknown")) {
 			cJSON_Delete(md);
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		}
 		int rc = patch_claim_metadata(p, md);
-		return rc == K8S_ECONFLICT || rc == K8S_ENOTFOUND ? 0 : rc;
+		return rc == ASB_ECONFLICT || rc == ASB_ENOTFOUND ? 0 : rc;
 	}
 	bool now_ready = ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "status"), "True");
 	if (!now_ready || !authoritative)
@@ -1477,7 +1477,7 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 		    k8s_time_parse(ju_nz(ju_str(r, "lastTransitionTime")), &readyt) == 0 &&
 		    readyt >= created) {
 			const char *cl[] = { ju_nz(k8s_obj_namespace(p->sbx)), launch, tpl };
-			k8s_metric_observe(c->m_creation, cl, 3, (double)(readyt - created));
+			asb_metric_observe(c->m_creation, cl, 3, (double)(readyt - created));
 		}
 	}
 	observe_since(c->m_client, hl, 2,
@@ -1504,8 +1504,8 @@ static void delete_legacy_np(pass *p)
 		if (is_claim_ref(ref) && ju_str_eq(ju_str(ref, "uid"), k8s_obj_uid(p->claim))) {
 			int rc = k8s_client_delete(p->c->client, &wp_resource_networkpolicies, p->ns, np,
 			                           NULL, NULL);
-			if (rc && rc != K8S_ENOTFOUND)
-				k8s_log(p->c->logger, K8S_LOG_WARN, "legacy network policy delete failed",
+			if (rc && rc != ASB_ENOTFOUND)
+				asb_log(p->c->logger, ASB_LOG_WARN, "legacy network policy delete failed",
 				        "claim", p->key, "error", api_msg(), NULL);
 		}
 	}
@@ -1534,7 +1534,7 @@ static int stamp_observed(pass *p)
 	}
 	int rc = patch_claim_annotation(p, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf, NULL);
 	if (rc)
-		return k8s_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
 		                     WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, api_msg());
 	return 0;
 }
@@ -1550,7 +1550,7 @@ static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 	bool auth;
 	int rc = write_status(p, st, &auth);
 	if (rc)
-		return k8s_error_set(rc, 0, NULL, "claim %s: status write: %s", p->key, api_msg());
+		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s", p->key, api_msg());
 	event(p, WP_REASON_CLAIM_EXPIRED, "Claim Expired", "Claim expired");
 	res->requeue_after_ms = 1;
 	return 0;
@@ -1576,7 +1576,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		                             "Claim expired. Sandbox cleanup initiated.", gen, NULL,
 		                             p->now_ms)) {
 			cJSON_Delete(st);
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		}
 		rc = mark_expired(p, st, res);
 		cJSON_Delete(st);
@@ -1593,7 +1593,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		dopt.propagation_policy = fg ? "Foreground" : NULL;
 		dopt.precondition_uid = k8s_obj_uid(p->claim);
 		rc = k8s_client_delete(c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
-		if (rc && rc != K8S_ENOTFOUND)
+		if (rc && rc != ASB_ENOTFOUND)
 			return rc;
 		return 0;
 	}
@@ -1611,7 +1611,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	}
 	cJSON *st = wp_claim_status(p->claim, p->sbx, &p->err, expired, p->now_ms);
 	if (!st)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	int64_t at2;
 	if (!expired && wp_claim_expiry(p->claim, st, &at2) && p->now_ms >= at2 &&
 	    !ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "reason"),
@@ -1626,7 +1626,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		cJSON_Delete(st);
 		cJSON_Delete(tmp);
 		if (!st2)
-			return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		rc = mark_expired(p, st2, res);
 		cJSON_Delete(st2);
 		return rc;
@@ -1635,7 +1635,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	rc = write_status(p, st, &authoritative);
 	if (rc) {
 		cJSON_Delete(st);
-		return k8s_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
+		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
 		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
 	}
 	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
@@ -1643,10 +1643,10 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	rc = first_ready(p, was_ready, st, authoritative);
 	cJSON_Delete(st);
 	if (rc && !nf)
-		return k8s_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
 		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
 	if (rc)
-		k8s_log(c->logger, K8S_LOG_WARN, "first-ready stamp failed", "claim", p->key,
+		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
 		        "error", api_msg(), NULL);
 	long expiry_wait = 0;
 	if (has_expiry && !expired)
@@ -1661,8 +1661,8 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		return 0;
 	}
 	if (p->err.kind != WP_CLAIM_OK && !wp_claim_err_suppressed(&p->err))
-		return k8s_error_set(p->err.kind == WP_CLAIM_E_ADOPTION_CONFLICT ? K8S_ECONFLICT
-		                                                                 : K8S_ERROR,
+		return asb_error_set(p->err.kind == WP_CLAIM_E_ADOPTION_CONFLICT ? ASB_ECONFLICT
+		                                                                 : ASB_ERROR,
 		                     0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
 	if (expiry_wait > 0)
 		res->requeue_after_ms = expiry_wait;
@@ -1673,7 +1673,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                   k8s_reconcile_result *res)
 {
 	if (!c || !key || !res)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "claim controller: NULL argument");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL argument");
 	memset(res, 0, sizeof(*res));
 	pass p = { .c = c };
 	int rc = k8s_key_split(key, &p.ns, &p.name);
@@ -1681,7 +1681,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		return rc;
 	p.key = strdup(key);
 	if (!p.key) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		goto out;
 	}
 	if (k8s_informer_get(c->claims, p.ns, p.name, &p.claim) != 0) {
@@ -1696,11 +1696,11 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		delete_legacy_np(&p);
 	} else {
 		/* keep this pass's error as the thread's last error */
-		const k8s_error *e = k8s_error_last();
+		const asb_error *e = asb_error_last();
 		int http = e->http_status;
 		char *reason = strdup(e->reason), *msg = strdup(e->message);
 		delete_legacy_np(&p);
-		k8s_error_set(rc, http, reason, "%s", msg ? msg : "");
+		asb_error_set(rc, http, reason, "%s", msg ? msg : "");
 		free(reason);
 		free(msg);
 	}

@@ -28,10 +28,10 @@ struct wp_expectations {
 int wp_expectations_new(wp_expectations **out, long timeout_ms)
 {
 	if (!out || timeout_ms <= 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "expectations: NULL out or timeout <= 0");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "expectations: NULL out or timeout <= 0");
 	wp_expectations *e = calloc(1, sizeof(*e));
 	if (!e)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "expectations: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "expectations: out of memory");
 	pthread_mutex_init(&e->mu, NULL);
 	e->timeout_ms = timeout_ms;
 	*out = e;
@@ -136,7 +136,7 @@ bool wp_expectations_expect_creations(wp_expectations *e, const char *key, int n
 			r->raised_at = now_ms;
 			ok = true;
 		} else {
-			k8s_error_set(K8S_ENOMEM, 0, NULL, "expectations: out of memory");
+			asb_error_set(ASB_ENOMEM, 0, NULL, "expectations: out of memory");
 		}
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -161,7 +161,7 @@ int wp_expectations_expect_deletion(wp_expectations *e, const char *key, const c
 	pthread_mutex_lock(&e->mu);
 	record *r = find_or_add(e, key);
 	if (!r) {
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 		goto out;
 	}
 	r->raised_at = now_ms;
@@ -172,20 +172,20 @@ int wp_expectations_expect_deletion(wp_expectations *e, const char *key, const c
 		size_t cap = r->capuids ? r->capuids * 2 : 8;
 		char **n = realloc(r->uids, cap * sizeof(*n));
 		if (!n) {
-			rc = K8S_ENOMEM;
+			rc = ASB_ENOMEM;
 			goto out;
 		}
 		r->uids = n;
 		r->capuids = cap;
 	}
 	if (!(r->uids[r->nuids] = strdup(uid)))
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 	else
 		r->nuids++;
 out:
 	pthread_mutex_unlock(&e->mu);
 	if (rc)
-		return k8s_error_set(rc, 0, NULL, "expectations: out of memory");
+		return asb_error_set(rc, 0, NULL, "expectations: out of memory");
 	return 0;
 }
 

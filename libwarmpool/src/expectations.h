@@ -30,8 +30,8 @@ typedef struct wp_expectations wp_expectations;
 
 /**
  * Creates an empty tracker whose records expire `timeout_ms` (> 0) after
- * their last raise. @return 0, K8S_EINVAL (NULL out, timeout <= 0),
- * K8S_ENOMEM.
+ * their last raise. @return 0, ASB_EINVAL (NULL out, timeout <= 0),
+ * ASB_ENOMEM.
  */
 WP_EXTERN int wp_expectations_new(wp_expectations **out, long timeout_ms);
 
@@ -47,7 +47,7 @@ WP_EXTERN bool wp_expectations_satisfied(wp_expectations *e, const char *key, in
 /**
  * Atomically: when the gate of `key` is open, replaces its record by a
  * fresh one expecting `n` (>= 0) creations and returns true; otherwise
- * changes nothing and returns false. K8S_ENOMEM is reported as false with
+ * changes nothing and returns false. ASB_ENOMEM is reported as false with
  * the error recorded.
  */
 WP_EXTERN bool wp_expectations_expect_creations(wp_expectations *e, const char *key, int n,
@@ -64,7 +64,7 @@ WP_EXTERN void wp_expectations_lower_creations(wp_expectations *e, const char *k
  * Records that the member `uid` of `key` is being deleted (creating the
  * record when needed) and refreshes the record's raise time. An empty or
  * NULL `uid` is never recorded (returns 0).
- * @return 0 or K8S_ENOMEM.
+ * @return 0 or ASB_ENOMEM.
  */
 WP_EXTERN int wp_expectations_expect_deletion(wp_expectations *e, const char *key,
                                               const char *uid, int64_t now_ms);

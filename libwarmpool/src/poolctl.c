@@ -241,19 +241,19 @@ static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *ud)
 int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_options *opts)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: NULL out");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "pool controller: NULL out");
 	*out = NULL;
 	if (!opts || opts->version != WP_POOL_CONTROLLER_OPTIONS_VERSION || !opts->client ||
 	    !opts->pools || !opts->sandboxes || !opts->templates || !opts->pods)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "pool controller: bad options (version, client, pools, sandboxes, templates, pods)");
 	if (opts->max_batch_size < 1 || opts->replenish_delay_ms < 0 || !(opts->max_refill_rate >= 0) ||
 	    opts->readiness_grace_ms < 0 || opts->unschedulable_recheck_ms < 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "pool controller: batch size < 1 or a negative delay, rate or period");
 	wp_pool_controller *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "pool controller: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "pool controller: out of memory");
 	c->o = *opts;
 	c->seed = (unsigned int)k8s_monotonic_ms() ^ (unsigned int)(uintptr_t)c;
 	pthread_mutex_init(&c->mu, NULL);
@@ -277,7 +277,7 @@ int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_op
 	    (rc = k8s_informer_add_handlers(opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c))) {
 		/* Handlers may be in: the caller must not start the informers
 		 * after a failed _new(). */
-		rc = k8s_error_set(rc, 0, NULL, "pool controller: informer already started or index taken");
+		rc = asb_error_set(rc, 0, NULL, "pool controller: informer already started or index taken");
 		goto fail;
 	}
 	*out = c;
@@ -294,7 +294,7 @@ int wp_pool_controller_start(wp_pool_controller *c)
 {
 	/* k8s_controller_start() refuses a second start itself */
 	return c ? k8s_controller_start(c->ctl)
-	         : k8s_error_set(K8S_EINVAL, 0, NULL, "pool controller: NULL");
+	         : asb_error_set(ASB_EINVAL, 0, NULL, "pool controller: NULL");
 }
 
 void wp_pool_controller_stop(wp_pool_controller *c)
@@ -329,7 +329,7 @@ typedef struct {
 /* Collects an error of the pass (the first one is returned; each is logged). */
 static void pass_fail(pass *p, int rc, const char *what, const char *name, const char *msg)
 {
-	k8s_log(p->c->o.logger, K8S_LOG_WARN, "warm pool pass failed", "pool", p->key,
+	asb_log(p->c->o.logger, ASB_LOG_WARN, "warm pool pass failed", "pool", p->key,
 	        "op", what, "object", name, "error", msg, NULL);
 	pthread_mutex_lock(&p->mu);
 	if (!p->rc) {
@@ -368,7 +368,7 @@ static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
 	wp_pool_controller *c = p->c;
 	bool track = m->owned;
 	if (track && wp_expectations_expect_deletion(c->exp, p->key, m->uid, k8s_monotonic_ms())) {
-		pass_fail(p, K8S_ENOMEM, why, m->name, "out of memory");
+		pass_fail(p, ASB_ENOMEM, why, m->name, "out of memory");
 		return false;
 	}
 	/* The resourceVersion precondition is what keeps a delete decided on
@@ -378,49 +378,49 @@ static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
 	 * tells whether the member is still ours to delete. */
 	const cJSON *ref0 = k8s_obj_controller_ref(m->obj);
 	char *rv = strdup(ju_nz(k8s_obj_resource_version(m->obj)));
-	int rc = rv ? 0 : K8S_ENOMEM;
+	int rc = rv ? 0 : ASB_ENOMEM;
 	for (int attempt = 0; rc == 0 && attempt < DELETE_ATTEMPTS; attempt++) {
 		k8s_delete_options dopts = K8S_DELETE_OPTIONS_INIT;
 		dopts.precondition_uid = m->uid;
 		dopts.precondition_resource_version = rv;
 		rc = k8s_client_delete(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &dopts, NULL);
-		if (rc != K8S_ECONFLICT)
+		if (rc != ASB_ECONFLICT)
 			break;
 		cJSON *fresh = NULL;
 		int grc = k8s_client_get(c->o.client, &sbx_resource_sandboxes, p->ns, m->name, &fresh);
 		if (grc == 0 && !ju_str_eq(k8s_obj_uid(fresh), m->uid))
-			grc = K8S_ENOTFOUND;   /* recreated under the same name: ours is gone */
+			grc = ASB_ENOTFOUND;   /* recreated under the same name: ours is gone */
 		if (grc) {
 			cJSON_Delete(fresh);
-			rc = grc == K8S_ENOTFOUND ? K8S_ENOTFOUND : K8S_ECONFLICT;
+			rc = grc == ASB_ENOTFOUND ? ASB_ENOTFOUND : ASB_ECONFLICT;
 			break;
 		}
 		const cJSON *ref = k8s_obj_controller_ref(fresh);
 		bool same_owner = ref0 ? ju_str_eq(ju_str(ref, "uid"), ju_str(ref0, "uid")) : !ref;
 		if (!same_owner) {
 			/* adopted away (claimed) meanwhile: not ours to delete */
-			k8s_log(c->o.logger, K8S_LOG_INFO, "warm pool sandbox changed owner, not deleted",
+			asb_log(c->o.logger, ASB_LOG_INFO, "warm pool sandbox changed owner, not deleted",
 			        "pool", p->key, "sandbox", m->name, "reason", why, NULL);
 			cJSON_Delete(fresh);
-			rc = K8S_ENOTFOUND;
+			rc = ASB_ENOTFOUND;
 			break;
 		}
 		free(rv);
 		rv = strdup(ju_nz(k8s_obj_resource_version(fresh)));
 		cJSON_Delete(fresh);
-		rc = rv ? K8S_ECONFLICT : K8S_ENOMEM;
+		rc = rv ? ASB_ECONFLICT : ASB_ENOMEM;
 	}
 	free(rv);
 	if (rc == 0) {
-		k8s_log(c->o.logger, K8S_LOG_INFO, "deleted warm pool sandbox", "pool", p->key,
+		asb_log(c->o.logger, ASB_LOG_INFO, "deleted warm pool sandbox", "pool", p->key,
 		        "sandbox", m->name, "reason", why, NULL);
 		return true;
 	}
 	if (track)   /* the delete event will never come: clear it ourselves */
 		wp_expectations_deletion_observed(c->exp, p->key, m->uid);
-	if (rc == K8S_ENOTFOUND)
+	if (rc == ASB_ENOTFOUND)
 		return true;
-	pass_fail(p, rc, why, m->name, rc == K8S_ENOMEM ? "out of memory" : k8s_error_last()->message);
+	pass_fail(p, rc, why, m->name, rc == ASB_ENOMEM ? "out of memory" : asb_error_last()->message);
 	return false;
 }
 
@@ -428,11 +428,11 @@ static bool update_member(pass *p, const wp_pool_member *m, const char *why)
 {
 	int rc = k8s_client_update(p->c->o.client, &sbx_resource_sandboxes, p->ns, m->body, NULL, NULL);
 	if (rc == 0) {
-		k8s_log(p->c->o.logger, K8S_LOG_INFO, "updated warm pool sandbox", "pool", p->key,
+		asb_log(p->c->o.logger, ASB_LOG_INFO, "updated warm pool sandbox", "pool", p->key,
 		        "sandbox", m->name, "reason", why, NULL);
 		return true;
 	}
-	pass_fail(p, rc, why, m->name, k8s_error_last()->message);
+	pass_fail(p, rc, why, m->name, asb_error_last()->message);
 	return false;
 }
 
@@ -506,10 +506,10 @@ static bool create_job(pass *p, size_t i, void *ud)
 	int rc = k8s_client_create(p->c->o.client, &sbx_resource_sandboxes, p->ns, cc->body, NULL, &made);
 	if (rc) {
 		pass_fail(p, rc, "create sandbox", k8s_obj_str(cc->body, "metadata.generateName"),
-		          k8s_error_last()->message);
+		          asb_error_last()->message);
 		return false;
 	}
-	k8s_log(p->c->o.logger, K8S_LOG_DEBUG, "created warm pool sandbox", "pool", p->key,
+	asb_log(p->c->o.logger, ASB_LOG_DEBUG, "created warm pool sandbox", "pool", p->key,
 	        "sandbox", k8s_obj_name(made), NULL);
 	cJSON_Delete(made);
 	return true;
@@ -530,7 +530,7 @@ static void record_event(wp_pool_controller *c, const cJSON *pool, const wp_pool
 {
 	bool warn = plan->event == WP_POOL_EVENT_NOT_PROGRESSING;
 	const char *reason = warn ? "WarmPoolNotProgressing" : "WarmPoolProgressing";
-	k8s_log(c->o.logger, warn ? K8S_LOG_WARN : K8S_LOG_INFO, "warm pool event",
+	asb_log(c->o.logger, warn ? ASB_LOG_WARN : ASB_LOG_INFO, "warm pool event",
 	        "pool", k8s_obj_name(pool), "namespace", k8s_obj_namespace(pool),
 	        "reason", reason, "note", plan->event_note, NULL);
 	k8s_event_ref ref;
@@ -545,7 +545,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	if (res)
 		memset(res, 0, sizeof(*res));
 	if (!c || !key)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "pool reconcile: NULL argument");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "pool reconcile: NULL argument");
 	char *ns = NULL, *name = NULL;
 	cJSON *pool = NULL, *tpl = NULL, *members = NULL, *body = NULL;
 	wp_pool_member *m = NULL;
@@ -559,7 +559,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	p.ns = ns;
 
 	rc = k8s_informer_get(c->o.pools, ns, name, &pool);
-	if (rc == K8S_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(pool))) {
+	if (rc == ASB_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(pool))) {
 		forget_pool(c, key);   /* members go by GC (§8.6) */
 		rc = 0;
 		goto out;
@@ -573,8 +573,8 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	bool have_hash = false;
 	if (!ju_empty(tpl_name)) {
 		int trc = k8s_informer_get(c->o.templates, ns, tpl_name, &tpl);
-		if (trc && trc != K8S_ENOTFOUND)
-			pass_fail(&p, trc, "get SandboxTemplate", tpl_name, k8s_error_last()->message);
+		if (trc && trc != ASB_ENOTFOUND)
+			pass_fail(&p, trc, "get SandboxTemplate", tpl_name, asb_error_last()->message);
 		if (tpl)
 			have_hash = wp_blueprint_hash(tpl, tpl_hash) == 0;
 	}
@@ -639,7 +639,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	if (plan.create > 0) {
 		body = wp_pool_member_new(pool, tpl, c->o.enable_eviction);
 		if (!body) {
-			pass_fail(&p, k8s_error_last()->code, "build a sandbox for pool", name, k8s_error_last()->message);
+			pass_fail(&p, asb_error_last()->code, "build a sandbox for pool", name, asb_error_last()->message);
 			st.tokens += plan.tokens_granted;
 		} else if (!wp_expectations_expect_creations(c->exp, key, plan.create, k8s_monotonic_ms())) {
 			st.tokens += plan.tokens_granted;     /* gated out: refund */
@@ -652,7 +652,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 			/* Creates that failed or never ran will never be observed. */
 			wp_expectations_lower_creations(c->exp, key, plan.create - (int)ok);
 			st.baseline += (int)ok;
-			k8s_log(c->o.logger, K8S_LOG_INFO, "warm pool refill", "pool", key,
+			asb_log(c->o.logger, ASB_LOG_INFO, "warm pool refill", "pool", key,
 			        "created", ok == (size_t)plan.create ? "all" : "some", NULL);
 		}
 	}
@@ -667,14 +667,14 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	if (!p.rc && plan.status_patch) {
 		int src = k8s_client_patch(c->o.client, &wp_resource_pools, ns, name, "status",
 		                           K8S_PATCH_MERGE, plan.status_patch, NULL, NULL);
-		if (src && src != K8S_ENOTFOUND)
-			pass_fail(&p, src, "update status of SandboxWarmPool", name, k8s_error_last()->message);
+		if (src && src != ASB_ENOTFOUND)
+			pass_fail(&p, src, "update status of SandboxWarmPool", name, asb_error_last()->message);
 	}
 	if (res)
 		res->requeue_after_ms = requeue;
 	rc = p.rc;
 	if (rc)
-		k8s_error_set(rc, 0, NULL, "SandboxWarmPool \"%s\": %s", key, ju_nz(p.err));
+		asb_error_set(rc, 0, NULL, "SandboxWarmPool \"%s\": %s", key, ju_nz(p.err));
 out:
 	wp_pool_plan_clear(&plan);
 	wp_pool_members_free(m, n);

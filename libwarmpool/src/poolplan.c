@@ -133,7 +133,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 	int cap = cJSON_GetArraySize(members);
 	wp_pool_member *m = calloc(cap > 0 ? (size_t)cap : 1, sizeof(*m));
 	if (!m)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "warm pool: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
 	const char *ns = k8s_obj_namespace(in->pool), *pool_uid = k8s_obj_uid(in->pool);
 	bool recreate = wp_pool_recreate(in->pool);
 	verdict cache[MAX_VERDICTS];
@@ -192,7 +192,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 	return 0;
 oom:
 	wp_pool_members_free(m, k);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "warm pool: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
 }
 
 void wp_pool_classify_failed(wp_pool_member *m, size_t n)
@@ -355,7 +355,7 @@ oom:
 	cJSON_Delete(want);
 oom_taken:
 	free(selector);
-	return K8S_ENOMEM;
+	return ASB_ENOMEM;
 }
 
 /* Replenish hold (§8.3 a): true while refills are held; the state's
@@ -479,7 +479,7 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 	return 0;
 oom:
 	wp_pool_plan_clear(p);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "warm pool: out of memory");
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
 }
 
 void wp_pool_plan_clear(wp_pool_plan *p)
@@ -568,7 +568,7 @@ cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_evict
 	cJSON_Delete(bp);
 	if (!ok) {
 		cJSON_Delete(sbx);
-		k8s_error_set(K8S_ENOMEM, 0, NULL, "warm pool: out of memory");
+		asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
 		return NULL;
 	}
 	return sbx;

@@ -138,7 +138,7 @@ WP_EXTERN bool wp_pool_recreate(const cJSON *pool);
  * namespace are ignored. The semantic verdict of an owned member whose
  * blueprint-hash label differs from the current hash is computed once per
  * old hash value and reused for the other members carrying it (§8.4).
- * @return 0 or K8S_ENOMEM.
+ * @return 0 or ASB_ENOMEM.
  */
 WP_EXTERN int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
                                wp_pool_member **out, size_t *n);
@@ -169,7 +169,7 @@ WP_EXTERN void wp_pool_stuck_failed(wp_pool_member *m, size_t n);
 /**
  * Phase 3 (§8.2-§8.3): sizing. `gate_open` is the expectations gate as
  * seen after the deletes of phases 1-2; `grace_requeue_ms` from phase 2;
- * `state` (in/out) the pool's memory. Fills `plan`. @return 0 or K8S_ENOMEM
+ * `state` (in/out) the pool's memory. Fills `plan`. @return 0 or ASB_ENOMEM
  * (plan cleared).
  */
 WP_EXTERN int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
@@ -189,7 +189,7 @@ WP_EXTERN void wp_pool_members_free(wp_pool_member *m, size_t n);
  * blueprint with the secure defaults applied, the safe-to-evict annotation
  * when `enable_eviction` and the template does not set that key, and a
  * controller ownerReference to the pool. A new object; NULL with the error
- * recorded: K8S_EINVAL (template without spec.podTemplate), K8S_ENOMEM.
+ * recorded: ASB_EINVAL (template without spec.podTemplate), ASB_ENOMEM.
  */
 WP_EXTERN cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_eviction);
 

@@ -257,7 +257,7 @@ oom:
 oom_spec_taken:
 	free(name);
 	wp_np_decision_clear(out);
-	return k8s_error_set(K8S_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory",
+	return asb_error_set(ASB_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory",
 	                     ju_nz(k8s_obj_name(tpl)));
 }
 
@@ -276,7 +276,7 @@ struct wp_template_controller {
 	k8s_client *client;
 	k8s_informer *templates;
 	k8s_informer *nps;
-	k8s_logger *logger;
+	asb_logger *logger;
 	k8s_controller *ctl;
 };
 
@@ -325,15 +325,15 @@ int wp_template_controller_new(wp_template_controller **out,
                                const wp_template_controller_options *opts)
 {
 	if (!out)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "template controller: NULL out");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "template controller: NULL out");
 	*out = NULL;
 	if (!opts || opts->version != WP_TEMPLATE_CONTROLLER_OPTIONS_VERSION || !opts->client ||
 	    !opts->templates || !opts->networkpolicies)
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "template controller: bad options (version, client, templates, networkpolicies)");
 	wp_template_controller *c = calloc(1, sizeof(*c));
 	if (!c)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "template controller: out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "template controller: out of memory");
 	c->client = opts->client;
 	c->templates = opts->templates;
 	c->nps = opts->networkpolicies;
@@ -356,7 +356,7 @@ int wp_template_controller_new(wp_template_controller **out,
 		 * the informers after a failed _new() (documented contract). */
 		k8s_controller_free(c->ctl);
 		free(c);
-		return k8s_error_set(rc, 0, NULL, "template controller: informer already started");
+		return asb_error_set(rc, 0, NULL, "template controller: informer already started");
 	}
 	*out = c;
 	return 0;
@@ -366,7 +366,7 @@ int wp_template_controller_start(wp_template_controller *c)
 {
 	/* k8s_controller_start() refuses a second start itself */
 	return c ? k8s_controller_start(c->ctl)
-	         : k8s_error_set(K8S_EINVAL, 0, NULL, "template controller: NULL");
+	         : asb_error_set(ASB_EINVAL, 0, NULL, "template controller: NULL");
 }
 
 void wp_template_controller_stop(wp_template_controller *c)
@@ -398,18 +398,18 @@ static int apply_np(wp_template_controller *c, const char *ns, const char *key,
 		break;
 	case WP_NP_DELETE:
 		rc = k8s_client_delete(c->client, &wp_resource_networkpolicies, ns, np_name, NULL, NULL);
-		if (rc == K8S_ENOTFOUND)
+		if (rc == ASB_ENOTFOUND)
 			rc = 0;
 		break;
 	case WP_NP_REFUSE:
-		return k8s_error_set(K8S_ERROR, 0, NULL, "%s", d->error);
+		return asb_error_set(ASB_ERROR, 0, NULL, "%s", d->error);
 	}
 	static const char *const verbs[] = { "", "create", "update", "delete", "" };
 	if (rc)
-		return k8s_error_set(rc, k8s_error_last()->http_status, k8s_error_last()->reason,
+		return asb_error_set(rc, asb_error_last()->http_status, asb_error_last()->reason,
 		                     "SandboxTemplate \"%s\": failed to %s NetworkPolicy \"%s\": %s",
-		                     key, verbs[d->verb], np_name, k8s_error_last()->message);
-	k8s_log(c->logger, K8S_LOG_INFO, "network policy written", "template", key,
+		                     key, verbs[d->verb], np_name, asb_error_last()->message);
+	asb_log(c->logger, ASB_LOG_INFO, "network policy written", "template", key,
 	        "networkpolicy", np_name, "verb", verbs[d->verb], NULL);
 	return 0;
 }
@@ -420,7 +420,7 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 	if (res)
 		memset(res, 0, sizeof(*res));
 	if (!c || !key)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "template reconcile: NULL argument");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "template reconcile: NULL argument");
 	char *ns = NULL, *name = NULL, *np_name = NULL;
 	cJSON *tpl = NULL, *np = NULL, *patch = NULL;
 	wp_np_decision d = { 0 };
@@ -428,7 +428,7 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 	if (rc)
 		return rc;
 	rc = k8s_informer_get(c->templates, ns, name, &tpl);
-	if (rc == K8S_ENOTFOUND) {   /* deleted: the policy goes by GC (§7 step 5) */
+	if (rc == ASB_ENOTFOUND) {   /* deleted: the policy goes by GC (§7 step 5) */
 		rc = 0;
 		goto done;
 	}
@@ -438,34 +438,34 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 	bool oom;
 	patch = wp_template_label_patch(tpl, &oom);
 	if (oom) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory", key);
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory", key);
 		goto done;
 	}
 	if (patch) {
 		rc = k8s_client_patch(c->client, &wp_resource_templates, ns, name, NULL,
 		                      K8S_PATCH_MERGE, patch, NULL, NULL);
-		if (rc == K8S_ENOTFOUND) {
+		if (rc == ASB_ENOTFOUND) {
 			rc = 0;
 			goto done;
 		}
 		if (rc) {
-			rc = k8s_error_set(rc, 0, NULL, "SandboxTemplate \"%s\": failed to label: %s",
-			                   key, k8s_error_last()->message);
+			rc = asb_error_set(rc, 0, NULL, "SandboxTemplate \"%s\": failed to label: %s",
+			                   key, asb_error_last()->message);
 			goto done;
 		}
 	}
 
 	np_name = wp_template_np_name(name);
 	if (!np_name) {
-		rc = k8s_error_set(K8S_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory", key);
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "SandboxTemplate \"%s\": out of memory", key);
 		goto done;
 	}
 	rc = k8s_informer_get(c->nps, ns, np_name, &np);
-	if (rc && rc != K8S_ENOTFOUND)
+	if (rc && rc != ASB_ENOTFOUND)
 		goto done;
 	if ((rc = wp_template_np_decide(tpl, np, &d)) == 0)
 		rc = apply_np(c, ns, key, np_name, &d);
-	if (rc == K8S_EALREADYEXISTS && d.verb == WP_NP_CREATE) {
+	if (rc == ASB_EALREADYEXISTS && d.verb == WP_NP_CREATE) {
 		/* The cache has not seen a policy that exists (ours, from a pass
 		 * whose watch event is still on its way, or a foreign one):
 		 * decide again on the API server's copy rather than fail the pass
@@ -475,8 +475,8 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 		wp_np_decision_clear(&d);
 		rc = k8s_client_get(c->client, &wp_resource_networkpolicies, ns, np_name, &np);
 		if (rc)
-			rc = k8s_error_set(rc, 0, NULL, "SandboxTemplate \"%s\": NetworkPolicy \"%s\" exists "
-			                   "but cannot be read: %s", key, np_name, k8s_error_last()->message);
+			rc = asb_error_set(rc, 0, NULL, "SandboxTemplate \"%s\": NetworkPolicy \"%s\" exists "
+			                   "but cannot be read: %s", key, np_name, asb_error_last()->message);
 		else if ((rc = wp_template_np_decide(tpl, np, &d)) == 0)
 			rc = apply_np(c, ns, key, np_name, &d);
 	}

@@ -56,7 +56,7 @@ WP_EXTERN cJSON *wp_template_label_patch(const cJSON *tpl, bool *oom);
 
 /**
  * Decides about the NetworkPolicy (§7 steps 3-4) from the template `tpl`
- * and the existing policy `np` (NULL when absent). Returns 0 or K8S_ENOMEM
+ * and the existing policy `np` (NULL when absent). Returns 0 or ASB_ENOMEM
  * (nothing allocated in `out` then).
  */
 WP_EXTERN int wp_template_np_decide(const cJSON *tpl, const cJSON *np, wp_np_decision *out);

@@ -43,7 +43,7 @@ int wp_warm_queue_new(wp_warm_queue **out)
 {
 	wp_warm_queue *q = calloc(1, sizeof(*q));
 	if (!q)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "out of memory");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&q->lock, NULL);
 	*out = q;
 	return 0;
@@ -118,19 +118,19 @@ int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
                        const char *name, const char *node)
 {
 	if (!q || ju_empty(pool_key) || ju_empty(ns) || ju_empty(name))
-		return k8s_error_set(K8S_EINVAL, 0, NULL,
+		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "wp_warm_queue_push: missing pool key, namespace or name");
 	int rc = 0;
 	pthread_mutex_lock(&q->lock);
 	pool_list *p = pool_get(q, pool_key);
 	if (!p) {
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 		goto out;
 	}
 	ssize_t at = item_find(p, ns, name);
 	char *nd = strdup(ju_nz(node));
 	if (!nd) {
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 		goto out;
 	}
 	if (at >= 0) {  /* dedupe: position kept, node refreshed */
@@ -143,7 +143,7 @@ int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
 		wp_warm_item *ni = realloc(p->items, cap * sizeof(*ni));
 		if (!ni) {
 			free(nd);
-			rc = K8S_ENOMEM;
+			rc = ASB_ENOMEM;
 			goto out;
 		}
 		p->items = ni;
@@ -152,14 +152,14 @@ int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
 	wp_warm_item it = { strdup(ns), strdup(name), nd };
 	if (!it.namespace_ || !it.name) {
 		wp_warm_item_clear(&it);
-		rc = K8S_ENOMEM;
+		rc = ASB_ENOMEM;
 		goto out;
 	}
 	p->items[p->n++] = it;
 out:
 	pthread_mutex_unlock(&q->lock);
 	if (rc)
-		k8s_error_set(rc, 0, NULL, "out of memory");
+		asb_error_set(rc, 0, NULL, "out of memory");
 	return rc;
 }
 
@@ -263,8 +263,8 @@ int wp_warm_queue_pop(wp_warm_queue *q, const char *pool_key, wp_warm_item *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!q || !pool_key)
-		return K8S_ENOTFOUND;
-	int rc = K8S_ENOTFOUND;
+		return ASB_ENOTFOUND;
+	int rc = ASB_ENOTFOUND;
 	pthread_mutex_lock(&q->lock);
 	pool_list *p = pool_find(q, pool_key);
 	if (p && p->n > 0) {

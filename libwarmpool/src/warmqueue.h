@@ -32,7 +32,7 @@ typedef struct {
 /** Frees the strings of `it` (not `it` itself); NULL accepted. */
 WP_EXTERN void wp_warm_item_clear(wp_warm_item *it);
 
-/** Creates an empty queue. Returns 0 or K8S_ENOMEM. */
+/** Creates an empty queue. Returns 0 or ASB_ENOMEM. */
 WP_EXTERN int wp_warm_queue_new(wp_warm_queue **out);
 
 /** Frees the queue and every item; NULL accepted. */
@@ -42,7 +42,7 @@ WP_EXTERN void wp_warm_queue_free(wp_warm_queue *q);
  * Appends `ns`/`name` at the tail of the list of `pool_key`; when the
  * Sandbox is already queued there only its node name is updated (the
  * position is kept). `node` may be NULL or "". Strings are copied.
- * Returns 0, K8S_EINVAL (NULL/empty argument) or K8S_ENOMEM.
+ * Returns 0, ASB_EINVAL (NULL/empty argument) or ASB_ENOMEM.
  */
 WP_EXTERN int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
                        const char *name, const char *node);
@@ -61,7 +61,7 @@ WP_EXTERN void wp_warm_queue_drop(wp_warm_queue *q, const char *pool_key);
  * Takes one item out of the list of `pool_key`, chosen by
  * wp_warm_pick(), into `*out` (the caller clears it with
  * wp_warm_item_clear()). The pick and the removal are one atomic step.
- * Returns 0, K8S_ENOTFOUND (empty or unknown list) or K8S_ENOMEM.
+ * Returns 0, ASB_ENOTFOUND (empty or unknown list) or ASB_ENOMEM.
  */
 WP_EXTERN int wp_warm_queue_pop(wp_warm_queue *q, const char *pool_key, wp_warm_item *out);
 

@@ -72,11 +72,11 @@ lib = _load()
 
 # ---------------------------------------------------------------- error codes
 
-K8S_EINVAL = -3
-K8S_ECONFIG = -4
-K8S_ECANCELED = -8
-K8S_ETIMEOUT = -9
-K8S_ENOTFOUND = -23
+ASB_EINVAL = -3
+ASB_ECONFIG = -4
+ASB_ECANCELED = -8
+ASB_ETIMEOUT = -9
+ASB_ENOTFOUND = -23
 SBX_ETEMPLATENOTFOUND = -100
 SBX_EWARMPOOLNOTFOUND = -101
 SBX_ECLAIMDELETED = -107
@@ -92,8 +92,8 @@ class _Error(Structure):
                 ("message", c_char_p)]
 
 
-lib.k8s_error_last.restype = POINTER(_Error)
-lib.k8s_error_last.argtypes = []
+lib.asb_error_last.restype = POINTER(_Error)
+lib.asb_error_last.argtypes = []
 lib.sbx_strerror.restype = c_char_p
 lib.sbx_strerror.argtypes = [c_int]
 lib.sbx_error_is_claim_failure.restype = c_bool
@@ -109,8 +109,8 @@ class NativeError(Exception):
 
 
 def last_error(code: int) -> NativeError:
-    """Reads k8s_error_last(); call on the thread that saw `code`."""
-    e = lib.k8s_error_last().contents
+    """Reads asb_error_last(); call on the thread that saw `code`."""
+    e = lib.asb_error_last().contents
     msg = (e.message or b"").decode("utf-8", "replace") or \
         lib.sbx_strerror(code).decode()
     return NativeError(code, e.http_status, (e.reason or b"").decode("utf-8", "replace"), msg)
@@ -120,9 +120,9 @@ def raise_for(err: NativeError) -> NoReturn:
     """Raises the exception of upstream's SDK that matches a C error code
     (spec/surfaces.md D.10)."""
     code, msg = err.code, err.message
-    if code == K8S_EINVAL:
+    if code == ASB_EINVAL:
         raise ValueError(msg)
-    if code == K8S_ETIMEOUT:
+    if code == ASB_ETIMEOUT:
         raise TimeoutError(msg)
     if code == SBX_ETEMPLATENOTFOUND:
         raise exc.SandboxTemplateNotFoundError(msg)
@@ -136,7 +136,7 @@ def raise_for(err: NativeError) -> NoReturn:
         raise exc.SandboxRequestError(msg, status_code=err.http_status or None)
     if code == SBX_EPORTFORWARD:
         raise exc.SandboxPortForwardError(msg)
-    if code == K8S_ENOTFOUND:
+    if code == ASB_ENOTFOUND:
         raise exc.SandboxNotFoundError(msg)
     if code == SBX_ECLOSED:
         raise exc.SandboxNotReadyError(msg)
@@ -144,7 +144,7 @@ def raise_for(err: NativeError) -> NoReturn:
         raise NotImplementedError(msg)
     if code == SBX_ERESPONSE:
         raise RuntimeError(msg)
-    if code == K8S_ECANCELED:
+    if code == ASB_ECANCELED:
         raise exc.SandboxError(msg)
     raise exc.SandboxApiError(msg, code=code, status=err.http_status or None,
                               reason=err.reason or None)
@@ -397,7 +397,7 @@ class Client:
     def delete_claim(self, claim: str, namespace: str) -> bool:
         """Deletes a claim; False when it was already gone."""
         rc = lib.sbx_client_delete_claim(self._ptr(), enc(namespace), enc(claim))
-        if rc == K8S_ENOTFOUND:
+        if rc == ASB_ENOTFOUND:
             return False
         check(rc)
         return True

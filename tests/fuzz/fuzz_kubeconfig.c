@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the kubeconfig loader (libyaml -> cJSON -> config),
  * the parser a user's hand-edited file reaches first. Any input must give
- * either a config or a K8S_ECONFIG error, never a crash, leak or hang.
+ * either a config or a ASB_ECONFIG error, never a crash, leak or hang.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +14,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (k8s_config_load_yaml(&cfg, (const char *)data, size, NULL,
 	                         "/nonexistent-fuzz-dir/kubeconfig") == 0)
 		k8s_config_free(cfg);
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		k8s__status_record(codes[i], (const char *)data, size, "Pod \"ns/name\"");
 	k8s__status_record(404, (const char *)data, size, NULL);
-	const k8s_error *e = k8s_error_last();
+	const asb_error *e = asb_error_last();
 	if (!e->message || !e->reason)
 		abort();
 
@@ -111,6 +111,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		cJSON_Delete(o);
 	}
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

@@ -63,6 +63,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sbx_plan_free(plan);
 	}
 	cJSON_Delete(in);
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

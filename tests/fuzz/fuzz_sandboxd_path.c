@@ -22,7 +22,7 @@
 
 #include "codec.h"
 #include "confine.h"
-#include "k8s/common.h"
+#include "asb/common.h"
 
 static sbxd_root *root;
 static char root_path[PATH_MAX];
@@ -131,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *next;
 		if (sbxd_percent_decode(cur, len, &next, &len) != 0) {
 			free(cur);
-			k8s_error_clear();
+			asb_error_clear();
 			return 0;
 		}
 		free(cur);
@@ -165,6 +165,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	free(rel);
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

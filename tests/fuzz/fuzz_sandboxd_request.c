@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "codec.h"
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "multipart.h"
 #include "shlex.h"
 
@@ -182,6 +182,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	}
 	free(z);
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

@@ -34,6 +34,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		k8s__watch_decoder_finish(d);
 	k8s__watch_decoder_free(d);
-	k8s_error_clear();
+	asb_error_clear();
 	return 0;
 }

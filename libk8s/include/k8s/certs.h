@@ -58,9 +58,9 @@ typedef struct {
 /**
  * Generates a CA and a serving certificate signed by it.
  * @param out  filled on success; zeroed on error
- * @return 0; K8S_EINVAL (missing names, bad validity, an IP SAN that is
- *         not an IPv4 or IPv6 address); K8S_ERROR (mbedTLS failure, named
- *         in the message); K8S_ENOMEM.
+ * @return 0; ASB_EINVAL (missing names, bad validity, an IP SAN that is
+ *         not an IPv4 or IPv6 address); ASB_ERROR (mbedTLS failure, named
+ *         in the message); ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_cert_bundle_generate(k8s_cert_bundle *out,
                                         const k8s_cert_options *opts);

@@ -18,8 +18,8 @@
 #include <cjson/cJSON.h>
 #include "k8s/common.h"
 #include "k8s/config.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "k8s/ratelimit.h"
 #include "k8s/resource.h"
 
@@ -43,7 +43,7 @@ typedef struct {
 	long timeout_ms;          /**< per-request timeout (not watches), per try; 0: none */
 	long connect_timeout_ms;  /**< TCP+TLS connect timeout; 0: 10 s */
 	const char *user_agent;   /**< NULL: "libk8s/<version>" */
-	k8s_logger *logger;       /**< borrowed; NULL: silent */
+	asb_logger *logger;       /**< borrowed; NULL: silent */
 	/* version 2 */
 	double qps;               /**< client-side limit on non-watch requests
 	                           *   per second (every try counts), as
@@ -67,7 +67,7 @@ typedef struct {
 	long exec_timeout_ms;     /**< longest run of an exec credential plugin
 	                           *   (0: 60000) */
 	/* version 3 */
-	k8s_metrics_registry *metrics; /**< borrowed; NULL: no metrics. Records
+	asb_metrics_registry *metrics; /**< borrowed; NULL: no metrics. Records
 	                           *   client-go's rest_client_requests_total
 	                           *   {code,method,host} (every try, watches
 	                           *   too; code "<error>" without an answer)
@@ -82,7 +82,7 @@ typedef struct {
 /**
  * Fills `opts` with the defaults of options `version` (1 up to
  * K8S_CLIENT_OPTIONS_VERSION: an older struct is shorter, only its fields
- * are written). Returns 0, or K8S_EINVAL for an unknown version.
+ * are written). Returns 0, or ASB_EINVAL for an unknown version.
  */
 K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
                                        unsigned int version);
@@ -104,7 +104,7 @@ K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
  *   does) use their own shard and so never share a connection with writes;
  *   otherwise a watch is one more stream on a request shard.
  * - The rate limiter (qps/burst or `ratelimiter`) delays every non-watch
- *   try; a try that would wait past `timeout_ms` fails with K8S_ETIMEOUT.
+ *   try; a try that would wait past `timeout_ms` fails with ASB_ETIMEOUT.
  * - A failed try is sent again, after 100 ms doubling (+ up to 20% jitter)
  *   or the server's Retry-After (RFC 9110; seconds or a date), each wait at
  *   most `max_retry_delay_ms`, `max_retries` times at most: any request
@@ -112,7 +112,7 @@ K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
  *   and, when sending twice changes nothing, after a broken connection or
  *   500, 502, 503, 504: GET (get, list), DELETE, PUT whose object carries a
  *   resourceVersion (update, update_status) and update_scale. POST and
- *   PATCH are not sent twice. A retried DELETE may answer K8S_ENOTFOUND
+ *   PATCH are not sent twice. A retried DELETE may answer ASB_ENOTFOUND
  *   when the first try had succeeded.
  * - Server warnings (the `Warning: 299 - "text"` headers of RFC 7234) are
  *   logged at warn level, once per distinct text per client.
@@ -124,10 +124,10 @@ K8S_EXTERN int k8s_client_options_init(k8s_client_options *opts,
  * then sent once more with a fresh credential); one run at a time, at most
  * `exec_timeout_ms` long. Tokens are never logged.
  *
- * @return 0; K8S_EINVAL (bad options: an unknown version, qps NaN, burst < 1
+ * @return 0; ASB_EINVAL (bad options: an unknown version, qps NaN, burst < 1
  *         with a qps, api_connections out of range, max_retries < 0);
- *         K8S_ENOMEM; K8S_ECONFIG (a server URL that can not be parsed);
- *         K8S_ERROR (a connection thread could not be started).
+ *         ASB_ENOMEM; ASB_ECONFIG (a server URL that can not be parsed);
+ *         ASB_ERROR (a connection thread could not be started).
  */
 K8S_EXTERN int k8s_client_new(k8s_client **out, const k8s_config *cfg,
                               const k8s_client_options *opts);
@@ -197,11 +197,11 @@ typedef enum {
  *   namespaces;
  * - `out`, when not NULL, receives the object the server returned, which
  *   the caller frees with cJSON_Delete(); it is set to NULL on error;
- * - the return value is 0 or a negative k8s_error_code; API errors carry
- *   the Status message, reason and HTTP code in k8s_error_last(), and the
+ * - the return value is 0 or a negative asb_error_code; API errors carry
+ *   the Status message, reason and HTTP code in asb_error_last(), and the
  *   message names the resource kind, namespace and name.
- * Transport failures return K8S_ETRANSPORT or K8S_ETIMEOUT; an answer that
- * is not JSON returns K8S_EDECODE.
+ * Transport failures return ASB_ETRANSPORT or ASB_ETIMEOUT; an answer that
+ * is not JSON returns ASB_EDECODE.
  */
 
 /** GET one object. */
@@ -243,7 +243,7 @@ K8S_EXTERN int k8s_client_create(k8s_client *c, const k8s_resource *r,
 /**
  * PUT an object (name from obj.metadata.name). The resourceVersion in the
  * object makes this an optimistic-concurrency write: a stale one yields
- * K8S_ECONFLICT.
+ * ASB_ECONFLICT.
  */
 K8S_EXTERN int k8s_client_update(k8s_client *c, const k8s_resource *r,
                                  const char *ns, const cJSON *obj,
@@ -280,7 +280,7 @@ K8S_EXTERN int k8s_client_get_scale(k8s_client *c, const k8s_resource *r,
  * Sets `spec.replicas` (>= 0) through the scale subresource, with a JSON
  * merge patch of the Scale (what `kubectl scale` sends). Setting an
  * absolute count is idempotent, so this write is retried like a GET.
- * `*out`, when not NULL, is the resulting Scale. K8S_EINVAL for
+ * `*out`, when not NULL, is the resulting Scale. ASB_EINVAL for
  * replicas < 0; otherwise returns as k8s_client_patch().
  */
 K8S_EXTERN int k8s_client_update_scale(k8s_client *c, const k8s_resource *r,
@@ -320,10 +320,10 @@ typedef int (*k8s_watch_fn)(k8s_watch_event_type type, cJSON *object,
  * A watch has no request timeout (it may be idle for minutes); TCP
  * keepalive detects a dead peer, and when opts->timeout_seconds is set the
  * client also gives up 60 s after the server should have ended the stream
- * (K8S_ETIMEOUT). Event lines are limited to 64 MiB (K8S_EDECODE beyond).
+ * (ASB_ETIMEOUT). Event lines are limited to 64 MiB (ASB_EDECODE beyond).
  *
  * @return 0 when the stream ended normally or `fn` stopped it;
- *         K8S_ECANCELED when cancelled; K8S_EGONE when the server says the
+ *         ASB_ECANCELED when cancelled; ASB_EGONE when the server says the
  *         resourceVersion is too old (HTTP 410 or an ERROR event with code
  *         410: relist); other API/transport codes otherwise. An ERROR event
  *         is never passed to `fn`: it ends the watch with its decoded code.
@@ -351,7 +351,7 @@ typedef struct {
 /**
  * Copies the client's counters into `*out`, whose `version` the caller
  * sets. Counters only grow; each is read atomically, the set is not one
- * snapshot. Thread-safe. Returns 0 or K8S_EINVAL (NULL argument, unknown
+ * snapshot. Thread-safe. Returns 0 or ASB_EINVAL (NULL argument, unknown
  * version).
  */
 K8S_EXTERN int k8s_client_stats_get(k8s_client *c, k8s_client_stats *out);

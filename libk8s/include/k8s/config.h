@@ -47,13 +47,13 @@ typedef struct k8s_config k8s_config;
  * https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins)
  * is validated now and run later by the client, and only when the user has
  * neither a token nor a client certificate. auth-provider and basic auth
- * are not supported: a user relying on them alone is a K8S_ECONFIG.
+ * are not supported: a user relying on them alone is a ASB_ECONFIG.
  * Thread-safe (no shared state; reads the environment).
  *
- * @return 0; K8S_ECONFIG when a file cannot be read, is not YAML, or
+ * @return 0; ASB_ECONFIG when a file cannot be read, is not YAML, or
  *         names a missing context / cluster / user, or has bad base64 data
  *         or an invalid exec stanza (the message names the file and the
- *         entry, never a credential); K8S_ENOMEM.
+ *         entry, never a credential); ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_config_load(k8s_config **out, const char *path,
                                const char *context);
@@ -68,8 +68,8 @@ K8S_EXTERN int k8s_config_load(k8s_config **out, const char *path,
  * file contributes nothing. Otherwise as k8s_config_load().
  *
  * @param paths   `npaths` (>= 1) non-empty file paths, borrowed.
- * @return 0; K8S_EINVAL for a NULL/empty list or path; K8S_ECONFIG;
- *         K8S_ENOMEM.
+ * @return 0; ASB_EINVAL for a NULL/empty list or path; ASB_ECONFIG;
+ *         ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_config_load_files(k8s_config **out,
                                      const char *const *paths, size_t npaths,
@@ -90,8 +90,8 @@ K8S_EXTERN int k8s_config_load_yaml(k8s_config **out, const char *yaml,
  * /var/run/secrets/kubernetes.io/serviceaccount/. The token file is read
  * again by the client when it changes (projected tokens rotate).
  *
- * @return 0; K8S_ECONFIG when not running in a cluster (variables or
- *         files missing; the message says which); K8S_ENOMEM.
+ * @return 0; ASB_ECONFIG when not running in a cluster (variables or
+ *         files missing; the message says which); ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_config_incluster(k8s_config **out);
 

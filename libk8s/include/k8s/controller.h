@@ -10,7 +10,7 @@
 #ifndef K8S_CONTROLLER_H
 #define K8S_CONTROLLER_H
 
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "k8s/workqueue.h"
 
 #ifdef __cplusplus
@@ -29,8 +29,8 @@ typedef struct {
 /**
  * Reconciles one key. Returns 0 on success (then `res` decides about
  * requeueing) or a negative code: the key is requeued with backoff and the
- * error (k8s_error_last()) is logged. K8S_ECONFLICT is treated as a plain
- * requeue with backoff and logged at debug level only. K8S_ETRANSPORT (the
+ * error (asb_error_last()) is logged. ASB_ECONFLICT is treated as a plain
+ * requeue with backoff and logged at debug level only. ASB_ETRANSPORT (the
  * API server was not reached) backs off per key only, outside the queue's
  * overall bucket (k8s_workqueue_add_backoff()): return the client's code.
  */
@@ -46,7 +46,7 @@ typedef struct {
 	int workers;              /**< worker threads; default 1 */
 	k8s_reconcile_fn reconcile; /**< required */
 	void *userdata;           /**< passed to reconcile */
-	k8s_logger *logger;       /**< borrowed; NULL: silent */
+	asb_logger *logger;       /**< borrowed; NULL: silent */
 	k8s_workqueue_options queue; /**< queue backoff settings */
 	/** Borrowed; NULL: no metrics. Records controller-runtime's
 	 *  controller_runtime_reconcile_total{controller,result} (result
@@ -55,12 +55,12 @@ typedef struct {
 	 *  _max_concurrent_reconciles with controller=`name`, and the queue's
 	 *  workqueue_* metrics (named `name` unless queue.name says otherwise).
 	 *  Must outlive the controller. */
-	k8s_metrics_registry *metrics;
+	asb_metrics_registry *metrics;
 } k8s_controller_options;
 
 #define K8S_CONTROLLER_OPTIONS_INIT { K8S_CONTROLLER_OPTIONS_VERSION, "controller", 1, NULL, NULL, NULL, K8S_WORKQUEUE_OPTIONS_INIT, NULL }
 
-/** Creates a controller (not started). Returns 0, K8S_EINVAL or K8S_ENOMEM. */
+/** Creates a controller (not started). Returns 0, ASB_EINVAL or ASB_ENOMEM. */
 K8S_EXTERN int k8s_controller_new(k8s_controller **out,
                                   const k8s_controller_options *opts);
 
@@ -74,7 +74,7 @@ K8S_EXTERN void k8s_controller_enqueue_after(k8s_controller *c,
 /** The controller's work queue (borrowed), e.g. for metrics. */
 K8S_EXTERN k8s_workqueue *k8s_controller_queue(k8s_controller *c);
 
-/** Starts the worker threads. Returns 0, K8S_EINVAL (twice) or K8S_ERROR. */
+/** Starts the worker threads. Returns 0, ASB_EINVAL (twice) or ASB_ERROR. */
 K8S_EXTERN int k8s_controller_start(k8s_controller *c);
 
 /**

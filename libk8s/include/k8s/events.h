@@ -39,7 +39,7 @@
 
 #include <cjson/cJSON.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +75,7 @@ typedef struct {
  * Fills `out` from an object's metadata (borrowing from `obj`). Objects
  * from a LIST or an informer cache often lack apiVersion and kind: pass
  * them in `api_version` and `kind`; NULL takes them from the object.
- * Returns 0, or K8S_EINVAL when the object has no name or no apiVersion or
+ * Returns 0, or ASB_EINVAL when the object has no name or no apiVersion or
  * kind can be found. Pure; thread-safe.
  */
 K8S_EXTERN int k8s_event_ref_from(const cJSON *obj, const char *api_version,
@@ -96,7 +96,7 @@ typedef struct {
 	int max_tries;                    /**< write attempts on transport/5xx/429 errors; default 12 */
 	long retry_delay_ms;              /**< between attempts (+ up to 25% jitter); default 10000 */
 	long shutdown_timeout_ms;         /**< k8s_event_recorder_free() flushes this long at most; default 5000 */
-	k8s_logger *logger;               /**< borrowed; NULL: silent */
+	asb_logger *logger;               /**< borrowed; NULL: silent */
 } k8s_event_recorder_options;
 
 #define K8S_EVENT_RECORDER_OPTIONS_INIT { K8S_EVENT_RECORDER_OPTIONS_VERSION, NULL, NULL, \
@@ -104,7 +104,7 @@ typedef struct {
 
 /**
  * Fills `opts` with the defaults of K8S_EVENT_RECORDER_OPTIONS_INIT.
- * Returns 0, or K8S_EINVAL for a NULL `opts` or an unknown version.
+ * Returns 0, or ASB_EINVAL for a NULL `opts` or an unknown version.
  */
 K8S_EXTERN int k8s_event_recorder_options_init(k8s_event_recorder_options *opts,
                                                unsigned int version);
@@ -114,8 +114,8 @@ K8S_EXTERN int k8s_event_recorder_options_init(k8s_event_recorder_options *opts,
  * borrowed and must outlive the recorder. Zero or negative numeric options
  * take their defaults.
  *
- * @return 0; K8S_EINVAL (missing reporting_controller/instance, unknown
- *         options version); K8S_ENOMEM; K8S_ERROR (no thread).
+ * @return 0; ASB_EINVAL (missing reporting_controller/instance, unknown
+ *         options version); ASB_ENOMEM; ASB_ERROR (no thread).
  */
 K8S_EXTERN int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
                                       const k8s_event_recorder_options *opts);
@@ -142,9 +142,9 @@ K8S_EXTERN void k8s_event_recorder_free(k8s_event_recorder *rec);
  * never fail because an event could not be recorded.
  *
  * @return 0 when queued for creation or counted into a series;
- *         K8S_ETOOMANYREQUESTS when dropped by the rate limit or a full
- *         queue (counted and logged); K8S_EINVAL (missing or oversized
- *         field, unknown type); K8S_ENOMEM; K8S_ESHUTDOWN once the
+ *         ASB_ETOOMANYREQUESTS when dropped by the rate limit or a full
+ *         queue (counted and logged); ASB_EINVAL (missing or oversized
+ *         field, unknown type); ASB_ENOMEM; ASB_ESHUTDOWN once the
  *         recorder is being freed. Thread-safe.
  */
 K8S_EXTERN int k8s_event_record(k8s_event_recorder *rec,
@@ -168,7 +168,7 @@ K8S_EXTERN int k8s_event_recordf(k8s_event_recorder *rec,
  * once, at most `timeout_ms` (< 0: no limit). Events recorded meanwhile
  * may or may not be included. Thread-safe.
  *
- * @return 0, or K8S_ETIMEOUT (recorded) when the writes took longer; the
+ * @return 0, or ASB_ETIMEOUT (recorded) when the writes took longer; the
  *         writes go on in the background either way.
  */
 K8S_EXTERN int k8s_event_recorder_flush(k8s_event_recorder *rec, long timeout_ms);

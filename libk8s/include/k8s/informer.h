@@ -104,8 +104,8 @@ K8S_EXTERN int k8s_index_by_label(const cJSON *obj, const char **keys,
 typedef struct {
 	/**
 	 * Builds the compact form of `obj` (borrowed) into `*out` (owned by the
-	 * informer, released with `free`). Returns 0, or a negative K8S_E*
-	 * code (e.g. K8S_ENOMEM): the object is then left out of the cache and
+	 * informer, released with `free`). Returns 0, or a negative ASB_E*
+	 * code (e.g. ASB_ENOMEM): the object is then left out of the cache and
 	 * the error logged.
 	 */
 	int (*decode)(const cJSON *obj, void **out, void *userdata);
@@ -154,7 +154,7 @@ typedef struct {
 	k8s_on_update_fn on_update;     /**< optional */
 	k8s_on_delete_fn on_delete;     /**< optional */
 	void *userdata;                 /**< passed to every callback */
-	k8s_logger *logger;             /**< borrowed; NULL: silent */
+	asb_logger *logger;             /**< borrowed; NULL: silent */
 	/* version 2 */
 	const k8s_object_codec *codec;  /**< optional; copied. NULL: the
 	                                 *   cache holds cJSON trees */
@@ -165,7 +165,7 @@ typedef struct {
 /**
  * Fills `opts` with the defaults of options `version` (1 up to
  * K8S_INFORMER_OPTIONS_VERSION; an older struct is shorter and only its
- * fields are written). Returns 0, or K8S_EINVAL for a NULL `opts` or an
+ * fields are written). Returns 0, or ASB_EINVAL for a NULL `opts` or an
  * unknown version.
  */
 K8S_EXTERN int k8s_informer_options_init(k8s_informer_options *opts,
@@ -174,15 +174,15 @@ K8S_EXTERN int k8s_informer_options_init(k8s_informer_options *opts,
 /**
  * Creates an informer over `client` (borrowed: it must outlive the
  * informer). Strings and the codec in `opts` are copied. Returns 0,
- * K8S_EINVAL (no resource, unknown options version, a codec without
- * decode, encode or free) or K8S_ENOMEM.
+ * ASB_EINVAL (no resource, unknown options version, a codec without
+ * decode, encode or free) or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_new(k8s_informer **out, k8s_client *client,
                                 const k8s_informer_options *opts);
 
 /**
  * Adds a named index before k8s_informer_start(). `name` is copied.
- * Returns 0, K8S_EINVAL (already started or duplicate name) or K8S_ENOMEM.
+ * Returns 0, ASB_EINVAL (already started or duplicate name) or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_add_index(k8s_informer *inf, const char *name,
                                       k8s_index_fn fn, void *userdata);
@@ -191,7 +191,7 @@ K8S_EXTERN int k8s_informer_add_index(k8s_informer *inf, const char *name,
  * Registers one more set of handlers (any may be NULL) before
  * k8s_informer_start(); each event is delivered to every set, in the order
  * they were added, on the informer thread. The handlers given in the
- * options are the first set. Returns 0 or K8S_EINVAL (already started, or
+ * options are the first set. Returns 0 or ASB_EINVAL (already started, or
  * more than 16 sets).
  */
 K8S_EXTERN int k8s_informer_add_handlers(k8s_informer *inf, k8s_on_add_fn on_add,
@@ -199,7 +199,7 @@ K8S_EXTERN int k8s_informer_add_handlers(k8s_informer *inf, k8s_on_add_fn on_add
                                          k8s_on_delete_fn on_delete,
                                          void *userdata);
 
-/** Starts the list+watch thread. Returns 0, K8S_EINVAL (twice) or K8S_ERROR. */
+/** Starts the list+watch thread. Returns 0, ASB_EINVAL (twice) or ASB_ERROR. */
 K8S_EXTERN int k8s_informer_start(k8s_informer *inf);
 
 /** True once the first LIST has been stored in the cache. */
@@ -207,20 +207,20 @@ K8S_EXTERN bool k8s_informer_has_synced(k8s_informer *inf);
 
 /**
  * Waits until synced, at most `timeout_ms` (< 0: forever). Returns 0,
- * K8S_ETIMEOUT or K8S_ESHUTDOWN (stopped before syncing).
+ * ASB_ETIMEOUT or ASB_ESHUTDOWN (stopped before syncing).
  */
 K8S_EXTERN int k8s_informer_wait_synced(k8s_informer *inf, long timeout_ms);
 
 /**
  * Copies the cached object `ns`/`name` (`ns` "" or NULL for
- * cluster-scoped) into `*out` (caller frees). Returns 0 or K8S_ENOTFOUND.
+ * cluster-scoped) into `*out` (caller frees). Returns 0 or ASB_ENOTFOUND.
  */
 K8S_EXTERN int k8s_informer_get(k8s_informer *inf, const char *ns,
                                 const char *name, cJSON **out);
 
 /**
  * Copies every cached object in namespace `ns` (NULL: all) into a new
- * cJSON array `*out` (caller frees). Returns 0 or K8S_ENOMEM.
+ * cJSON array `*out` (caller frees). Returns 0 or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_list(k8s_informer *inf, const char *ns,
                                  cJSON **out);
@@ -228,7 +228,7 @@ K8S_EXTERN int k8s_informer_list(k8s_informer *inf, const char *ns,
 /**
  * Copies the objects whose index `index` has value `value` into a new
  * cJSON array `*out` (caller frees), in no particular order. Returns 0,
- * K8S_EINVAL (unknown index) or K8S_ENOMEM.
+ * ASB_EINVAL (unknown index) or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_by_index(k8s_informer *inf, const char *index,
                                      const char *value, cJSON **out);
@@ -238,7 +238,7 @@ K8S_EXTERN int k8s_informer_by_index(k8s_informer *inf, const char *index,
  * or NULL for cluster-scoped) without copying it: the codec's struct, or
  * the cJSON object without a codec (see k8s_informer_read_fn). Thread-safe.
  *
- * @return K8S_ENOTFOUND (fn not called), else what `fn` returned.
+ * @return ASB_ENOTFOUND (fn not called), else what `fn` returned.
  */
 K8S_EXTERN int k8s_informer_read(k8s_informer *inf, const char *ns,
                                  const char *name, k8s_informer_read_fn fn,
@@ -250,7 +250,7 @@ K8S_EXTERN int k8s_informer_read(k8s_informer *inf, const char *ns,
  * k8s_informer_read(); the read lock is held across all the calls). Stops
  * at the first call returning non-zero. Thread-safe.
  *
- * @return K8S_EINVAL (unknown index), else the non-zero value of the call
+ * @return ASB_EINVAL (unknown index), else the non-zero value of the call
  *         that stopped the walk, else 0.
  */
 K8S_EXTERN int k8s_informer_read_index(k8s_informer *inf, const char *index,
@@ -282,11 +282,11 @@ typedef struct k8s_informer_factory k8s_informer_factory;
 /**
  * Creates a factory over `client` (borrowed; must outlive the factory).
  * `logger` (borrowed, may be NULL) is given to informers whose options have
- * none. Returns 0, K8S_EINVAL or K8S_ENOMEM.
+ * none. Returns 0, ASB_EINVAL or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_factory_new(k8s_informer_factory **out,
                                         k8s_client *client,
-                                        k8s_logger *logger);
+                                        asb_logger *logger);
 
 /**
  * Returns in `*out` the informer for `opts->resource`, `namespace_`,
@@ -295,9 +295,9 @@ K8S_EXTERN int k8s_informer_factory_new(k8s_informer_factory **out,
  * (k8s_informer_add_handlers()), else a new one. The informer stays owned
  * by the factory. Must be called before k8s_informer_factory_start().
  *
- * @return 0; K8S_EINVAL when the options are invalid, when the existing
+ * @return 0; ASB_EINVAL when the options are invalid, when the existing
  *         informer uses a different transform or codec (one cache holds one
- *         shape of object), or when it already started; K8S_ENOMEM.
+ *         shape of object), or when it already started; ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_informer_factory_informer(k8s_informer_factory *f,
                                              const k8s_informer_options *opts,
@@ -308,7 +308,7 @@ K8S_EXTERN int k8s_informer_factory_start(k8s_informer_factory *f);
 
 /**
  * Waits until every informer has synced, at most `timeout_ms` in total
- * (< 0: forever). Returns 0, K8S_ETIMEOUT or K8S_ESHUTDOWN.
+ * (< 0: forever). Returns 0, ASB_ETIMEOUT or ASB_ESHUTDOWN.
  */
 K8S_EXTERN int k8s_informer_factory_wait_synced(k8s_informer_factory *f,
                                                 long timeout_ms);

@@ -38,7 +38,7 @@
 #define K8S_LEADERELECTION_H
 
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -92,7 +92,7 @@ typedef struct {
 	k8s_leader_fn on_stopped_leading;      /**< optional */
 	k8s_leader_new_leader_fn on_new_leader; /**< optional */
 	void *userdata;               /**< passed to the callbacks */
-	k8s_logger *logger;           /**< borrowed; NULL: silent */
+	asb_logger *logger;           /**< borrowed; NULL: silent */
 } k8s_leader_options;
 
 #define K8S_LEADER_OPTIONS_INIT { K8S_LEADER_OPTIONS_VERSION, NULL, NULL, NULL, \
@@ -100,7 +100,7 @@ typedef struct {
 
 /**
  * Fills `opts` with the defaults of K8S_LEADER_OPTIONS_INIT. Returns 0, or
- * K8S_EINVAL for a NULL `opts` or an unknown version. Thread-safe.
+ * ASB_EINVAL for a NULL `opts` or an unknown version. Thread-safe.
  */
 K8S_EXTERN int k8s_leader_options_init(k8s_leader_options *opts,
                                        unsigned int version);
@@ -117,9 +117,9 @@ K8S_EXTERN int k8s_leader_options_init(k8s_leader_options *opts,
  * get, create and update on coordination.k8s.io leases in the Lease's
  * namespace.
  *
- * @return 0; K8S_EINVAL for a missing field, an unknown options version or
+ * @return 0; ASB_EINVAL for a missing field, an unknown options version or
  *         durations that break the constraints above (message says which);
- *         K8S_ENOMEM.
+ *         ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_leader_new(k8s_leader **out, k8s_client *client,
                               const k8s_leader_options *opts);
@@ -127,7 +127,7 @@ K8S_EXTERN int k8s_leader_new(k8s_leader **out, k8s_client *client,
 /**
  * Starts the elector thread, which tries to acquire the Lease at once.
  * Call once; an elector is not restarted after k8s_leader_stop().
- * Returns 0, K8S_EINVAL (already started) or K8S_ERROR (no thread).
+ * Returns 0, ASB_EINVAL (already started) or ASB_ERROR (no thread).
  * Not thread-safe with respect to k8s_leader_stop()/free() on the same
  * elector.
  */

@@ -60,14 +60,14 @@ K8S_EXTERN char *k8s_obj_key(const cJSON *obj);
 /**
  * Splits a "namespace/name" key. `ns` and `name` receive new strings the
  * caller frees; for a key without '/', *ns is "" and *name the key.
- * Returns 0, K8S_EINVAL (NULL or empty key) or K8S_ENOMEM.
+ * Returns 0, ASB_EINVAL (NULL or empty key) or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_key_split(const char *key, char **ns, char **name);
 
 /**
  * Parses an RFC 3339 timestamp ("2026-01-02T03:04:05Z", optional fraction
  * and offset) into milliseconds since the Unix epoch. Returns 0 or
- * K8S_EINVAL.
+ * ASB_EINVAL.
  */
 K8S_EXTERN int k8s_time_parse(const char *s, int64_t *ms_out);
 

@@ -33,8 +33,8 @@ typedef struct k8s_ratelimiter k8s_ratelimiter;
  *               that never refills would block forever.
  * @param burst  bucket size (>= 1); ignored when qps < 0.
  *
- * @return 0; K8S_EINVAL for qps 0 / NaN / infinite or burst < 1 with a
- *         limit (recorded); K8S_ENOMEM.
+ * @return 0; ASB_EINVAL for qps 0 / NaN / infinite or burst < 1 with a
+ *         limit (recorded); ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_ratelimiter_new(k8s_ratelimiter **out, double qps, int burst);
 
@@ -56,13 +56,13 @@ K8S_EXTERN long k8s_ratelimiter_reserve(k8s_ratelimiter *rl);
 /**
  * Blocks until a token is available and takes it (k8s_ratelimiter_reserve()
  * then sleep). When `max_wait_ms` >= 0 and the token would only be due
- * later than that, nothing is taken and K8S_ETIMEOUT is returned at once
+ * later than that, nothing is taken and ASB_ETIMEOUT is returned at once
  * (a request whose own deadline would pass while queued). A NULL or
  * unlimited limiter returns 0 at once. Thread-safe; the sleep holds no lock.
  *
  * @param max_wait_ms  longest acceptable wait in milliseconds; < 0: no bound.
  * @param waited_ms    when not NULL, receives the time slept in ms.
- * @return 0; K8S_ETIMEOUT (recorded) as described.
+ * @return 0; ASB_ETIMEOUT (recorded) as described.
  */
 K8S_EXTERN int k8s_ratelimiter_wait(k8s_ratelimiter *rl, long max_wait_ms,
                                     long *waited_ms);

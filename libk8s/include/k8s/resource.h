@@ -43,7 +43,7 @@ K8S_EXTERN extern const k8s_resource k8s_resource_crds;
  * `ns` is ignored for cluster-scoped resources and may be NULL for a
  * collection across all namespaces; `name` and `subresource` may be NULL.
  * Path segments are percent-encoded. Returns the length written, or -1
- * (K8S_EINVAL recorded) when it does not fit or an argument is invalid.
+ * (ASB_EINVAL recorded) when it does not fit or an argument is invalid.
  */
 K8S_EXTERN int k8s_resource_path(char *buf, size_t cap, const k8s_resource *r,
                                  const char *ns, const char *name,

@@ -33,8 +33,8 @@ extern "C" {
  *             characters"), NUL-terminated and cut to `cap` bytes;
  *             K8S_VALIDATION_MSG_SIZE is always enough. May be NULL when
  *             `cap` is 0. Left untouched when valid.
- * @return 0 when valid, K8S_EINVAL when not (nothing is recorded in
- *         k8s_error_last(): the caller words the error).
+ * @return 0 when valid, ASB_EINVAL when not (nothing is recorded in
+ *         asb_error_last(): the caller words the error).
  */
 K8S_EXTERN int k8s_validate_qualified_name(const char *s, char *msg, size_t cap);
 

@@ -8,14 +8,14 @@
  *   of the key's exponential backoff (base * 2^failures, capped; forget()
  *   resets it) and an overall token bucket shared by all keys;
  * - shutdown() wakes every waiting worker; get() then drains what is
- *   queued and finally returns K8S_ESHUTDOWN.
+ *   queued and finally returns ASB_ESHUTDOWN.
  * All functions are thread-safe.
  */
 #ifndef K8S_WORKQUEUE_H
 #define K8S_WORKQUEUE_H
 
 #include "k8s/common.h"
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,7 +37,7 @@ typedef struct {
 	 *  retries_total, unfinished_work_seconds,
 	 *  longest_running_processor_seconds) with labels name and controller
 	 *  set to `name`, as controller-runtime does. Must outlive the queue. */
-	k8s_metrics_registry *metrics;
+	asb_metrics_registry *metrics;
 	/**
 	 * Overall token bucket on rate-limited adds, on top of the per-key
 	 * backoff (client-go's DefaultControllerRateLimiter: the larger of the
@@ -50,14 +50,14 @@ typedef struct {
 
 #define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000, NULL, NULL, 10, 100 }
 
-/** Creates a queue; `opts` may be NULL. Returns 0, K8S_EINVAL or K8S_ENOMEM. */
+/** Creates a queue; `opts` may be NULL. Returns 0, ASB_EINVAL or ASB_ENOMEM. */
 K8S_EXTERN int k8s_workqueue_new(k8s_workqueue **out,
                                  const k8s_workqueue_options *opts);
 
 /** Frees a queue (call after shutdown and after workers stopped); NULL ok. */
 K8S_EXTERN void k8s_workqueue_free(k8s_workqueue *q);
 
-/** Adds `key` (copied). Ignored after shutdown. Returns 0 or K8S_ENOMEM. */
+/** Adds `key` (copied). Ignored after shutdown. Returns 0 or ASB_ENOMEM. */
 K8S_EXTERN int k8s_workqueue_add(k8s_workqueue *q, const char *key);
 
 /** Adds `key` after `delay_ms` milliseconds (<= 0: now). */
@@ -72,11 +72,11 @@ K8S_EXTERN int k8s_workqueue_add_rate_limited(k8s_workqueue *q,
  * As k8s_workqueue_add_rate_limited() without the overall bucket: `key`
  * comes back after its own exponential backoff only (one more failure
  * counted). For failures that cost the API server nothing because it was
- * not reached (connection refused or reset, TLS or timeout: K8S_ETRANSPORT).
+ * not reached (connection refused or reset, TLS or timeout: ASB_ETRANSPORT).
  * Counted in the shared bucket, an outage turns into minutes of delay for
  * every key afterwards: 200 keys failing 14 times each during a 40 s
  * restart reserve 2,800 tokens, 280 s at the default 10/s (client-go
- * counts them; we do not). Thread-safe. Returns 0 or K8S_ENOMEM.
+ * counts them; we do not). Thread-safe. Returns 0 or ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_workqueue_add_backoff(k8s_workqueue *q, const char *key);
 
@@ -89,7 +89,7 @@ K8S_EXTERN int k8s_workqueue_num_requeues(k8s_workqueue *q, const char *key);
 /**
  * Blocks until a key is available and returns it in `*key` (a new string
  * the caller frees after calling k8s_workqueue_done()). Returns 0, or
- * K8S_ESHUTDOWN once the queue is shut down and drained.
+ * ASB_ESHUTDOWN once the queue is shut down and drained.
  */
 K8S_EXTERN int k8s_workqueue_get(k8s_workqueue *q, char **key);
 

@@ -10,8 +10,8 @@
  * (run commands, move files) is sandbox/handle.h; the pure parts (the claim
  * manifest, reading a claim's conditions) are sandbox/clientclaim.h.
  *
- * Errors: every function returns 0 or a negative code, K8S_E* from
- * k8s/common.h or SBX_E* below; k8s_error_last() holds the calling
+ * Errors: every function returns 0 or a negative code, ASB_E* from
+ * k8s/common.h or SBX_E* below; asb_error_last() holds the calling
  * thread's message (it names the claim and the cause), the API reason or
  * the claim condition's reason in `reason`, and an HTTP status where there
  * was one. sbx_strerror() names any code.
@@ -25,7 +25,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "sandbox/api.h"
 
 #ifdef __cplusplus
@@ -33,12 +33,12 @@ extern "C" {
 #endif
 
 /**
- * Error codes of the client side of libsandbox, beside libk8s' K8S_E*
- * (which keep their meaning: K8S_ETIMEOUT a wait ran out, K8S_ENOTFOUND an
- * object is gone, K8S_EINVAL a bad argument, K8S_ECANCELED a cancelled
+ * Error codes of the client side of libsandbox, beside libk8s' ASB_E*
+ * (which keep their meaning: ASB_ETIMEOUT a wait ran out, ASB_ENOTFOUND an
+ * object is gone, ASB_EINVAL a bad argument, ASB_ECANCELED a cancelled
  * wait). The claim's terminal reasons (spec/api.md §9.10) each have their
  * own code, so a caller can tell them apart without parsing messages; for
- * those, k8s_error_last()->reason is the condition's reason and the
+ * those, asb_error_last()->reason is the condition's reason and the
  * message carries the condition's message.
  */
 typedef enum {
@@ -51,7 +51,7 @@ typedef enum {
 	SBX_ESANDBOXEXPIRED = -106,    /**< Ready=False, reason SandboxExpired */
 	SBX_ECLAIMDELETED = -107,      /**< the claim was deleted while waiting */
 	SBX_EREQUEST = -110,           /**< the router or the sandbox answered an
-	                                *   error status (k8s_error_last()->http_status)
+	                                *   error status (asb_error_last()->http_status)
 	                                *   or could not be reached (http_status 0) */
 	SBX_EPORTFORWARD = -111,       /**< the local tunnel (kubectl port-forward)
 	                                *   could not start or died */
@@ -63,7 +63,7 @@ typedef enum {
 
 /**
  * A static, human-readable name for `code`: SBX_E* codes here, any other
- * value as k8s_strerror(). Never NULL; pure; thread-safe.
+ * value as asb_strerror(). Never NULL; pure; thread-safe.
  */
 SBX_EXTERN const char *sbx_strerror(int code);
 
@@ -81,7 +81,7 @@ SBX_EXTERN bool sbx_error_is_claim_failure(int code);
  * Initialises what libsandbox's client builds on: k8s_global_init()
  * (libcurl). Call once before the first sbx_client_new(), before other
  * threads start; pair with sbx_global_cleanup(). Calls nest. Returns >= 1
- * or K8S_ERROR (recorded).
+ * or ASB_ERROR (recorded).
  */
 SBX_EXTERN int sbx_global_init(void);
 
@@ -113,7 +113,7 @@ typedef struct {
 	double qps;                  /**< client-side API rate limit; <= 0: none
 	                              *   (default -1) */
 	int burst;                   /**< with qps > 0 (default 10) */
-	k8s_logger *logger;          /**< borrowed; NULL: silent */
+	asb_logger *logger;          /**< borrowed; NULL: silent */
 	const char *user_agent;      /**< NULL: "agent-sandbox-client/<version>" */
 	int api_max_retries;         /**< tries after the first of an API request
 	                              *   that failed retryably (k8s_client_options'
@@ -123,7 +123,7 @@ typedef struct {
 #define SBX_CLIENT_OPTIONS_INIT { SBX_CLIENT_OPTIONS_VERSION, NULL, NULL, false, \
 	30000, 2, -1, 10, NULL, NULL, -1 }
 
-/** Fills `opts` with the defaults (K8S_EINVAL for an unknown version). */
+/** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_client_options_init(sbx_client_options *opts, unsigned int version);
 
 /**
@@ -132,9 +132,9 @@ SBX_EXTERN int sbx_client_options_init(sbx_client_options *opts, unsigned int ve
  *
  * @param out   receives the client; free it with sbx_client_free().
  * @param opts  NULL for defaults.
- * @return 0; K8S_EINVAL (bad options); K8S_ECONFIG (no usable kubeconfig
+ * @return 0; ASB_EINVAL (bad options); ASB_ECONFIG (no usable kubeconfig
  *         or in-cluster config: the message says which file or variable);
- *         K8S_ENOMEM; K8S_ERROR.
+ *         ASB_ENOMEM; ASB_ERROR.
  */
 SBX_EXTERN int sbx_client_new(sbx_client **out, const sbx_client_options *opts);
 
@@ -187,7 +187,7 @@ typedef struct {
 	size_t nannotations;
 	int64_t shutdown_after_seconds; /**< > 0: spec.lifecycle.shutdownTime =
 	                              *   now + N s, shutdownPolicy below; 0: no
-	                              *   lifecycle; < 0 is K8S_EINVAL */
+	                              *   lifecycle; < 0 is ASB_EINVAL */
 	const char *shutdown_policy; /**< NULL: "Delete" (what the SDKs write) */
 	const char *volume_claim_templates_json; /**< NULL, or a JSON array of
 	                              *   PVC templates {metadata:{name},spec:{...}}
@@ -211,7 +211,7 @@ typedef struct {
 	                              *   place when the wait fails (default false:
 	                              *   it is deleted, as upstream always does) */
 	const atomic_int *cancel;    /**< NULL, or a flag that, once non-zero,
-	                              *   ends the wait with K8S_ECANCELED (seen
+	                              *   ends the wait with ASB_ECANCELED (seen
 	                              *   within a second; the claim is then
 	                              *   deleted unless keep_on_failure) */
 } sbx_claim_options;
@@ -219,7 +219,7 @@ typedef struct {
 #define SBX_CLAIM_OPTIONS_INIT { SBX_CLAIM_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, \
 	NULL, 0, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 180000, false, NULL }
 
-/** Fills `opts` with the defaults (K8S_EINVAL for an unknown version). */
+/** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_claim_options_init(sbx_claim_options *opts, unsigned int version);
 
 /** What a Ready claim resolved to. Free with sbx_claim_info_free(). */
@@ -248,16 +248,16 @@ SBX_EXTERN void sbx_claim_info_free(sbx_claim_info *info);
  *
  * @param out   receives the resolved claim; free with sbx_claim_info_free().
  * @return 0;
- *   K8S_EINVAL: no warm pool, an invalid label or annotation key or label
+ *   ASB_EINVAL: no warm pool, an invalid label or annotation key or label
  *     value (the message quotes apimachinery), shutdown_after_seconds < 0,
  *     volume_claim_templates_json not a JSON array;
  *   SBX_ETEMPLATENOTFOUND, SBX_EWARMPOOLNOTFOUND, SBX_EINVALIDMETADATA,
  *     SBX_EENVREJECTED, SBX_EVOLUMECLAIMTEMPLATES, SBX_ECLAIMEXPIRED,
  *     SBX_ESANDBOXEXPIRED: the claim failed (reason and message recorded);
  *   SBX_ECLAIMDELETED: someone deleted the claim meanwhile;
- *   K8S_ETIMEOUT: not Ready within ready_timeout_ms (message "Could not
+ *   ASB_ETIMEOUT: not Ready within ready_timeout_ms (message "Could not
  *     resolve claim readiness from claim '<c>' within <n> seconds.");
- *   K8S_ECANCELED: `opts->cancel` was set;
+ *   ASB_ECANCELED: `opts->cancel` was set;
  *   any API or transport code of the create or the watch (the claim is
  *     still deleted when it had been created).
  * Thread-safe.
@@ -268,8 +268,8 @@ SBX_EXTERN int sbx_client_create(sbx_client *c, const sbx_claim_options *opts,
 /**
  * Creates the claim only (no wait): what sbx_client_create() sends.
  * `*out` (may be NULL) receives the claim the API server returned; free it
- * with cJSON_Delete(). Returns 0, K8S_EINVAL as above, or the API code
- * (K8S_EALREADYEXISTS for a taken name). Thread-safe.
+ * with cJSON_Delete(). Returns 0, ASB_EINVAL as above, or the API code
+ * (ASB_EALREADYEXISTS for a taken name). Thread-safe.
  */
 SBX_EXTERN int sbx_client_create_claim(sbx_client *c, const sbx_claim_options *opts,
                                        cJSON **out);
@@ -279,11 +279,11 @@ SBX_EXTERN int sbx_client_create_claim(sbx_client *c, const sbx_claim_options *o
  * sbx_client_create() but without creating or deleting anything. With
  * `need_ready` false it returns as soon as `status.sandbox.name` is set
  * (upstream's resolve-only mode); the fail-fast reasons apply either way.
- * The claim is read first, so a claim that does not exist is K8S_ENOTFOUND
+ * The claim is read first, so a claim that does not exist is ASB_ENOTFOUND
  * at once rather than a timeout; `cancel` may be NULL. `timeout_ms` is
- * counted in whole seconds (less than one left: K8S_ETIMEOUT); the timeout
+ * counted in whole seconds (less than one left: ASB_ETIMEOUT); the timeout
  * message says "claim readiness" or, with need_ready false, "sandbox
- * name". Returns as sbx_client_create(), plus K8S_ENOTFOUND. Thread-safe.
+ * name". Returns as sbx_client_create(), plus ASB_ENOTFOUND. Thread-safe.
  */
 SBX_EXTERN int sbx_client_wait_claim(sbx_client *c, const char *ns, const char *name,
                                      bool need_ready, long timeout_ms,
@@ -292,7 +292,7 @@ SBX_EXTERN int sbx_client_wait_claim(sbx_client *c, const char *ns, const char *
 /**
  * Deletes claim `ns`/`name` (background propagation: the garbage
  * collector then removes its Sandbox, Pod and Service). Returns 0,
- * K8S_ENOTFOUND when it is already gone (callers that tolerate it, like
+ * ASB_ENOTFOUND when it is already gone (callers that tolerate it, like
  * upstream's terminate(), ignore that code), or an API/transport code.
  * Thread-safe.
  */
@@ -310,8 +310,8 @@ SBX_EXTERN int sbx_client_list_claims(sbx_client *c, const char *ns, const char 
 
 /**
  * The warm pool claim `ns`/`name` refers to (`spec.warmPoolRef.name`) into
- * `*out`, a new string the caller frees with free(). K8S_ENOTFOUND when
- * the claim does not exist; K8S_EDECODE when it names no pool.
+ * `*out`, a new string the caller frees with free(). ASB_ENOTFOUND when
+ * the claim does not exist; ASB_EDECODE when it names no pool.
  */
 SBX_EXTERN int sbx_client_claim_warm_pool(sbx_client *c, const char *ns, const char *name,
                                           char **out);

@@ -27,7 +27,7 @@ extern "C" {
 /**
  * Writes a new claim name, "sandbox-claim-" and 8 lowercase hex digits of
  * the kernel's random source (getrandom(2); upstream takes a uuid4's
- * first 8). Returns 0, or K8S_ERROR when no random bytes could be read.
+ * first 8). Returns 0, or ASB_ERROR when no random bytes could be read.
  * Thread-safe.
  */
 SBX_EXTERN int sbx_claim_name_generate(char out[SBX_CLAIM_NAME_SIZE]);
@@ -55,9 +55,9 @@ SBX_EXTERN int sbx_claim_name_generate(char out[SBX_CLAIM_NAME_SIZE]);
  * @param now_us  wall-clock time, microseconds since the Unix epoch.
  * @param out     receives the new object; the caller frees it with
  *                cJSON_Delete().
- * @return 0; K8S_EINVAL with a message naming the field and the rule
+ * @return 0; ASB_EINVAL with a message naming the field and the rule
  *         (e.g. `invalid label key "-x": name part must consist of ...`);
- *         K8S_ENOMEM.
+ *         ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_claim_build(const sbx_claim_options *opts, const char *ns,
                                const char *name, int64_t now_us, cJSON **out);
@@ -83,7 +83,7 @@ SBX_EXTERN int sbx_claim_build(const sbx_claim_options *opts, const char *ns,
  * @param reason, message (may be NULL) receive, for a fail-fast code, the
  *                      condition's reason and message (borrowed), else NULL.
  * @return SBX_CLAIM_PENDING, SBX_CLAIM_RESOLVED, or a negative SBX_E*
- *         code. Nothing is recorded in k8s_error_last().
+ *         code. Nothing is recorded in asb_error_last().
  */
 SBX_EXTERN int sbx_claim_outcome(const cJSON *claim, bool need_ready,
                                  const char **sandbox_name, const char **reason,

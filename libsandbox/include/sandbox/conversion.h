@@ -18,8 +18,8 @@
  * in extensions.agents.x-k8s.io.
  *
  * Everything here is pure (no I/O, no clock, no global state) and
- * thread-safe. Errors: a negative K8S_E* code, with the message in
- * k8s_error_last() of the calling thread.
+ * thread-safe. Errors: a negative ASB_E* code, with the message in
+ * asb_error_last() of the calling thread.
  */
 #ifndef SANDBOX_CONVERSION_H
 #define SANDBOX_CONVERSION_H
@@ -87,16 +87,16 @@ extern "C" {
  *              NULL on error
  * @param obj   the object (borrowed, not modified)
  * @param desired_api_version  "group/version"
- * @return 0; K8S_EINVAL (NULL argument, object without apiVersion/kind, a
+ * @return 0; ASB_EINVAL (NULL argument, object without apiVersion/kind, a
  *         kind or version this library does not convert, a group other
- *         than the object's); K8S_EDECODE (a field of the wrong type, or a
+ *         than the object's); ASB_EDECODE (a field of the wrong type, or a
  *         snapshot annotation that is not a JSON object: the message is
  *         "failed to unmarshal v1alpha1 <Kind> state: <cause>"; a v1alpha1
  *         SandboxTemplate whose volume-claim-templates-policy annotation
  *         is not Disallowed, Allowed or Overrides: the message is
  *         "invalid VolumeClaimTemplatesPolicy annotation value: \"<v>\"",
  *         spec/api.md §5.3);
- *         K8S_ENOMEM.
+ *         ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_conversion_convert(cJSON **out, const cJSON *obj,
                                       const char *desired_api_version);
@@ -119,11 +119,11 @@ SBX_EXTERN int sbx_conversion_convert(cJSON **out, const cJSON *obj,
  *                    frees), only when 0 is returned
  * @param failure     optional; receives a copy of the Failure message
  *                    (malloc'd; caller frees) or NULL on Success
- * @return 0 (a response was produced, Success or Failure); K8S_EDECODE
+ * @return 0 (a response was produced, Success or Failure); ASB_EDECODE
  *         when the body is not a ConversionReview at all (not JSON, not
  *         an object, another kind or apiVersion, no `request` object):
- *         answer HTTP 400 with k8s_error_last()->message; K8S_EINVAL for
- *         NULL arguments; K8S_ENOMEM.
+ *         answer HTTP 400 with asb_error_last()->message; ASB_EINVAL for
+ *         NULL arguments; ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_conversion_review(const char *body, size_t len,
                                      char **response, char **failure);

@@ -82,7 +82,7 @@ typedef struct {
 #define SBX_CONNECTION_OPTIONS_INIT { SBX_CONNECTION_OPTIONS_VERSION, \
 	SBX_CONNECT_LOCAL_TUNNEL, NULL, NULL, NULL, 180000, NULL, 30000, NULL, 8888, 5, 500, 10000 }
 
-/** Fills `opts` with the defaults (K8S_EINVAL for an unknown version). */
+/** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_connection_options_init(sbx_connection_options *opts,
                                            unsigned int version);
 
@@ -100,10 +100,10 @@ typedef struct sbx_handle sbx_handle;
  * The handle keeps a reference to `client`, which stays usable until the
  * handle is freed even if the caller frees the client first.
  *
- * @return 0; K8S_EINVAL (empty names, DIRECT without api_url or with a URL
+ * @return 0; ASB_EINVAL (empty names, DIRECT without api_url or with a URL
  *         that is not http(s), GATEWAY without a name, an invalid
  *         router_namespace, a port outside 1-65535, negative retries);
- *         K8S_ENOMEM.
+ *         ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns,
                               const char *claim_name, const char *sandbox_id,
@@ -141,14 +141,14 @@ SBX_EXTERN bool sbx_handle_is_active(sbx_handle *h);
  * The pod's name: the Sandbox's `agents.x-k8s.io/pod-name` annotation
  * (a warm-pool sandbox's pod keeps its pool name), else the sandbox name;
  * read once and cached until close. `*out` is a new string (sbx_free()).
- * Returns 0, K8S_ENOTFOUND (no such Sandbox) or an API code.
+ * Returns 0, ASB_ENOTFOUND (no such Sandbox) or an API code.
  */
 SBX_EXTERN int sbx_handle_pod_name(sbx_handle *h, char **out);
 
 /**
  * The pod's IP as the Sandbox's status.podIPs says now (sbx_pick_pod_ip()),
  * read anew on each call. `*out` is a new string (sbx_free()), or NULL
- * when the status has none. Returns 0, K8S_ENOTFOUND or an API code.
+ * when the status has none. Returns 0, ASB_ENOTFOUND or an API code.
  */
 SBX_EXTERN int sbx_handle_pod_ip(sbx_handle *h, char **out);
 
@@ -204,13 +204,13 @@ SBX_EXTERN void sbx_exec_result_free(sbx_exec_result *r);
  *
  * @param timeout_ms  the whole request, in ms (> 0; upstream's default is
  *                    60000).
- * @return 0; K8S_EINVAL (NULL or empty command, timeout <= 0);
+ * @return 0; ASB_EINVAL (NULL or empty command, timeout <= 0);
  *   SBX_EREQUEST (error status, or no answer after the retries; the
  *   message has the URL, the status and the body's first bytes);
- *   K8S_ENOTFOUND when, after a failed request, the Sandbox turns out to
+ *   ASB_ENOTFOUND when, after a failed request, the Sandbox turns out to
  *   be gone (the message says so: it was deleted under the client);
  *   SBX_ERESPONSE (an answer that is not an execution result);
- *   SBX_ECLOSED; SBX_EPORTFORWARD; K8S_ETIMEOUT (gateway address wait).
+ *   SBX_ECLOSED; SBX_EPORTFORWARD; ASB_ETIMEOUT (gateway address wait).
  */
 SBX_EXTERN int sbx_handle_run(sbx_handle *h, const char *command, long timeout_ms,
                               sbx_exec_result **out);
@@ -223,7 +223,7 @@ typedef ssize_t (*sbx_read_fn)(void *userdata, char *buf, size_t cap);
 
 /**
  * Takes `len` bytes of a download; returns 0 to go on, non-zero to abort
- * (the call then fails with K8S_ECANCELED). Called on the caller's thread.
+ * (the call then fails with ASB_ECANCELED). Called on the caller's thread.
  */
 typedef int (*sbx_write_fn)(void *userdata, const char *buf, size_t len);
 
@@ -253,9 +253,9 @@ typedef struct {
  * (then a buffer or seekable fd is rewound; a callback or pipe source that
  * was read from is not sent again).
  *
- * @return 0; K8S_EINVAL (path refused by the guard: upstream's message;
- *   no source; timeout <= 0); K8S_ECANCELED (the read callback aborted);
- *   K8S_ETRANSPORT (reading `fd` failed); otherwise as sbx_handle_run().
+ * @return 0; ASB_EINVAL (path refused by the guard: upstream's message;
+ *   no source; timeout <= 0); ASB_ECANCELED (the read callback aborted);
+ *   ASB_ETRANSPORT (reading `fd` failed); otherwise as sbx_handle_run().
  */
 SBX_EXTERN int sbx_handle_write(sbx_handle *h, const char *path, const sbx_upload_source *src,
                                 long timeout_ms, unsigned int flags);
@@ -267,7 +267,7 @@ SBX_EXTERN int sbx_handle_write(sbx_handle *h, const char *path, const sbx_uploa
  * request that failed before any byte reached `fn` is retried like the
  * others; once bytes went out, a failure is final.
  *
- * @return 0; K8S_ECANCELED (`fn` aborted); as sbx_handle_write().
+ * @return 0; ASB_ECANCELED (`fn` aborted); as sbx_handle_write().
  */
 SBX_EXTERN int sbx_handle_read_cb(sbx_handle *h, const char *path, sbx_write_fn fn,
                                   void *userdata, long timeout_ms, unsigned int flags,
@@ -325,10 +325,10 @@ SBX_EXTERN int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_m
  * becomes `etc/passwd`, `a/../b` becomes `b`; `../x` is refused.
  *
  * @param out  receives the normalised path, a new string (sbx_free()).
- * @return 0; K8S_EINVAL with upstream's ValueError text ("Upload path
+ * @return 0; ASB_EINVAL with upstream's ValueError text ("Upload path
  *         contains ASCII control characters: '<p>'", "Upload path cannot
  *         be empty.", "Upload path '<p>' does not name a file.", "Upload
- *         path '<p>' escapes the sandbox root."); K8S_ENOMEM. Pure.
+ *         path '<p>' escapes the sandbox root."); ASB_ENOMEM. Pure.
  */
 SBX_EXTERN int sbx_path_guard(const char *path, char **out);
 

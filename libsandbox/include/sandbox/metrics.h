@@ -6,23 +6,23 @@
  * Split as the rest of libsandbox: the label values of one Sandbox and the
  * counting of a list are pure functions (unit-tested on JSON), and
  * sbx_sandboxes_collect() is the small piece of glue that reads an
- * informer and feeds a k8s_metrics registry collector.
+ * informer and feeds an asb_metrics registry collector.
  *
  * Wiring (the controller executable does this):
- *   k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
- *   o.type = K8S_METRIC_GAUGE;
+ *   asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+ *   o.type = ASB_METRIC_GAUGE;
  *   o.name = SBX_METRIC_SANDBOXES;
  *   o.help = SBX_METRIC_SANDBOXES_HELP;
  *   o.label_names = sbx_sandboxes_metric_labels;
- *   k8s_metrics_register(&m, registry, &o);
- *   k8s_metric_add_collector(m, sbx_sandboxes_collect, sandbox_informer);
+ *   asb_metrics_register(&m, registry, &o);
+ *   asb_metric_add_collector(m, sbx_sandboxes_collect, sandbox_informer);
  */
 #ifndef SANDBOX_METRICS_H
 #define SANDBOX_METRICS_H
 
 #include <stddef.h>
 #include <cjson/cJSON.h>
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 #include "sandbox/api.h"
 
 #ifdef __cplusplus
@@ -42,7 +42,7 @@ extern "C" {
 /**
  * The label names of the gauge, in the order of the values computed by
  * sbx_sandboxes_metric_values(), NULL-terminated (usable as
- * k8s_metric_options.label_names): `namespace`, `ready_condition`,
+ * asb_metric_options.label_names): `namespace`, `ready_condition`,
  * `expired`, `launch_type`, `sandbox_template`, `owned_by`, `created_by`.
  */
 SBX_EXTERN extern const char *const sbx_sandboxes_metric_labels[SBX_SANDBOXES_METRIC_NLABELS + 1];
@@ -92,20 +92,20 @@ typedef int (*sbx_sandboxes_count_fn)(const char *const *values, size_t n,
  * tuple, in ascending order of the values (compared label by label).
  * Nothing is called for an empty or NULL array.
  *
- * @return 0, the first non-zero return of `fn`, or K8S_ENOMEM. Pure
+ * @return 0, the first non-zero return of `fn`, or ASB_ENOMEM. Pure
  *         (apart from `fn`); thread-safe.
  */
 SBX_EXTERN int sbx_sandboxes_count(const cJSON *sandboxes, sbx_sandboxes_count_fn fn,
                                    void *userdata);
 
 /**
- * A k8s_metric_collect_fn for the `agent_sandboxes` gauge: lists the
+ * A asb_metric_collect_fn for the `agent_sandboxes` gauge: lists the
  * Sandboxes of the informer `userdata` (a k8s_informer *, borrowed; it
  * must outlive the collector) and emits one sample per tuple with
  * sbx_sandboxes_count(). Emits nothing if the list fails. Runs on the
  * scraping thread; thread-safe.
  */
-SBX_EXTERN void sbx_sandboxes_collect(k8s_metrics_emitter *e, void *userdata);
+SBX_EXTERN void sbx_sandboxes_collect(asb_metrics_emitter *e, void *userdata);
 
 #ifdef __cplusplus
 }

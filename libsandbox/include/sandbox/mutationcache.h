@@ -66,8 +66,8 @@ SBX_EXTERN sbx_read_choice sbx_mutation_choose(const char *informer_rv,
 typedef struct sbx_mutation_cache sbx_mutation_cache;
 
 /**
- * Creates an empty cache. Returns 0, K8S_EINVAL (NULL `out`) or
- * K8S_ENOMEM.
+ * Creates an empty cache. Returns 0, ASB_EINVAL (NULL `out`) or
+ * ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_mutation_cache_new(sbx_mutation_cache **out);
 
@@ -99,7 +99,7 @@ SBX_EXTERN int sbx_mutation_cache_resolve(sbx_mutation_cache *c, const char *key
  * resourceVersion). A result without resourceVersion, a NULL/empty
  * `base_rv`, or an allocation failure drops the entry instead.
  *
- * @return 0, K8S_EINVAL (NULL cache, key or result) or K8S_ENOMEM (entry
+ * @return 0, ASB_EINVAL (NULL cache, key or result) or ASB_ENOMEM (entry
  *         dropped).
  */
 SBX_EXTERN int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,

@@ -94,7 +94,7 @@ typedef struct {
  * Decodes a Pod (normally after sbx_pod_transform()) into a new sbx_pod in
  * `*out` (free with sbx_pod_free()). `obj` is borrowed. Pure; thread-safe.
  *
- * @return 0; K8S_EINVAL for a NULL `obj` or `out`; K8S_ENOMEM.
+ * @return 0; ASB_EINVAL for a NULL `obj` or `out`; ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_pod_decode(const cJSON *obj, sbx_pod **out);
 

@@ -192,7 +192,7 @@ typedef struct {
 	bool not_found_ok;
 	/* Filled in by sbx_plan_execute(): */
 	sbx_action_state state;
-	int rc;                 /**< 0 or the K8S_E* code of the failure */
+	int rc;                 /**< 0 or the ASB_E* code of the failure */
 	const char *message;    /**< FAILED: the API error message */
 	const cJSON *result;    /**< DONE: the object the server returned, or NULL */
 } sbx_action;
@@ -205,9 +205,9 @@ typedef struct sbx_plan sbx_plan;
  *
  * @param out  receives the new plan; free it with sbx_plan_free().
  * @param obs  the observed state; copied, so it may be freed afterwards.
- * @return 0; K8S_EINVAL when `out`/`obs` or the Sandbox (or its
- *         metadata.name/namespace/uid) is missing; K8S_ENOMEM. The message is
- *         in k8s_error_last().
+ * @return 0; ASB_EINVAL when `out`/`obs` or the Sandbox (or its
+ *         metadata.name/namespace/uid) is missing; ASB_ENOMEM. The message is
+ *         in asb_error_last().
  */
 SBX_EXTERN int sbx_plan_new(sbx_plan **out, const sbx_observed *obs);
 
@@ -229,8 +229,8 @@ SBX_EXTERN const sbx_action *sbx_plan_action(const sbx_plan *plan, size_t i);
 /**
  * Performs one action against the API server, in namespace `ns`. Returns
  * 0 and may set `*result` to the object the server returned (taken by the
- * plan), or a negative K8S_E* code with the message recorded by
- * k8s_error_set() (read back with k8s_error_last()).
+ * plan), or a negative ASB_E* code with the message recorded by
+ * asb_error_set() (read back with asb_error_last()).
  */
 typedef int (*sbx_apply_fn)(const sbx_action *action, const char *ns,
                             cJSON **result, void *userdata);
@@ -238,7 +238,7 @@ typedef int (*sbx_apply_fn)(const sbx_action *action, const char *ns,
 /**
  * Gets object `name` of kind `object` in `ns` (after a create answered
  * AlreadyExists). Returns 0 with `*out` set (taken by the plan), or a
- * K8S_E* code recorded like sbx_apply_fn.
+ * ASB_E* code recorded like sbx_apply_fn.
  */
 typedef int (*sbx_fetch_fn)(sbx_object object, const char *ns,
                             const char *name, cJSON **out, void *userdata);
@@ -254,7 +254,7 @@ typedef struct {
  * Runs the pending actions in order through `ex`, recording each one's
  * state, code, message and result. After a failure the remaining actions
  * of the same step are SKIPPED. When a create fails with
- * K8S_EALREADYEXISTS, the object is fetched, the observed state updated,
+ * ASB_EALREADYEXISTS, the object is fetched, the observed state updated,
  * and that step planned again (at most once per step), continuing on the
  * existing-object path (§6.3 "AlreadyExists ⇒ Get the existing Pod"): the
  * step's actions not yet run (the colliding create included) are replaced
@@ -264,8 +264,8 @@ typedef struct {
  * Successful Sandbox annotation patches are applied to the plan's copy of
  * the Sandbox, and created PVCs added to its observed PVCs.
  *
- * @return 0 (action failures are recorded, not returned), K8S_EINVAL (no
- *         apply callback) or K8S_ENOMEM.
+ * @return 0 (action failures are recorded, not returned), ASB_EINVAL (no
+ *         apply callback) or ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_plan_execute(sbx_plan *plan, const sbx_executor *ex);
 
@@ -290,7 +290,7 @@ typedef struct {
 	 * Ready condition and an event instead).
 	 */
 	char *error;
-	/** K8S_E* code of the first failed action, K8S_ERROR for decided errors, or 0. */
+	/** ASB_E* code of the first failed action, ASB_ERROR for decided errors, or 0. */
 	int error_code;
 	/**
 	 * When Ready turns to MultiplePods on this pass: the note of the
@@ -321,7 +321,7 @@ typedef struct {
  *                epoch): expiry is checked again with it (§6.2 step 5), and
  *                it stamps condition lastTransitionTime.
  * @param out     filled in; zeroed first.
- * @return 0 or K8S_ENOMEM.
+ * @return 0 or ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_plan_outcome(sbx_plan *plan, int64_t now_ms,
                                 sbx_outcome *out);

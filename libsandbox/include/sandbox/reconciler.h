@@ -33,7 +33,7 @@
 #include "k8s/controller.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "sandbox/api.h"
 
 #ifdef __cplusplus
@@ -58,7 +58,7 @@ typedef struct {
 	k8s_informer *services;      /**< required; borrowed; Services */
 	/** `--cluster-domain`; NULL: "cluster.local". Copied. */
 	const char *cluster_domain;
-	k8s_logger *logger;          /**< borrowed; NULL: silent */
+	asb_logger *logger;          /**< borrowed; NULL: silent */
 	/**
 	 * Borrowed; NULL: events are only logged. Receives the Warning
 	 * `MultiplePods` (action `Reconciling`) of spec/api.md §6.10.
@@ -88,7 +88,7 @@ typedef struct {
 #define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, false }
 
 /**
- * Fills `opts` with the defaults of `version`. Returns 0, or K8S_EINVAL
+ * Fills `opts` with the defaults of `version`. Returns 0, or ASB_EINVAL
  * for a NULL `opts` or an unknown version.
  */
 SBX_EXTERN int sbx_reconciler_options_init(sbx_reconciler_options *opts,
@@ -98,8 +98,8 @@ SBX_EXTERN int sbx_reconciler_options_init(sbx_reconciler_options *opts,
  * Creates a reconciler. The handles in `opts` are borrowed and must
  * outlive it; strings are copied.
  *
- * @return 0; K8S_EINVAL (NULL out/opts, unknown version, a required handle
- *         missing, a negative write-behind window); K8S_ENOMEM.
+ * @return 0; ASB_EINVAL (NULL out/opts, unknown version, a required handle
+ *         missing, a negative write-behind window); ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_reconciler_new(sbx_reconciler **out,
                                   const sbx_reconciler_options *opts);
@@ -121,10 +121,10 @@ SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
  * @param res  receives the requeue delay (requeue_after_ms: time until
  *             shutdownTime, at least 2 s; 1 ms right after marking expiry;
  *             at most the time left of a deferred Pod patch).
- * @return 0, or the K8S_E* code of the first failure with the joined
- *         errors of the pass in k8s_error_last() (§6.2 step 7): e.g.
- *         K8S_ECONFLICT for a stale Service update (requeue), K8S_ERROR for
- *         a decided refusal (`pod "p" is owned by ...`), K8S_EINVAL for a
+ * @return 0, or the ASB_E* code of the first failure with the joined
+ *         errors of the pass in asb_error_last() (§6.2 step 7): e.g.
+ *         ASB_ECONFLICT for a stale Service update (requeue), ASB_ERROR for
+ *         a decided refusal (`pod "p" is owned by ...`), ASB_EINVAL for a
  *         malformed key. The MultiplePods situation returns 0: it is
  *         reported in the Ready condition and logged as a Warning.
  */

@@ -33,14 +33,14 @@ WP_EXTERN bool wp_template_secure_by_default(const cJSON *tpl);
  * `secure_by_default` and dnsPolicy is empty, dnsPolicy "None" and dnsConfig
  * replaced by {nameservers: ["8.8.8.8", "1.1.1.1"]}.
  *
- * @return 0; K8S_EINVAL for a NULL or non-object `pod_spec`; K8S_ENOMEM.
+ * @return 0; ASB_EINVAL for a NULL or non-object `pod_spec`; ASB_ENOMEM.
  */
 WP_EXTERN int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default);
 
 /**
  * A new object {podTemplate, volumeClaimTemplates, service} deep-copied from
  * `tpl`.spec (members absent in the template are absent in the result).
- * The caller frees it with cJSON_Delete(). NULL (K8S_EINVAL or K8S_ENOMEM
+ * The caller frees it with cJSON_Delete(). NULL (ASB_EINVAL or ASB_ENOMEM
  * recorded) when `tpl` has no spec.podTemplate or on allocation failure.
  */
 WP_EXTERN cJSON *wp_blueprint_new(const cJSON *tpl);
@@ -51,7 +51,7 @@ WP_EXTERN cJSON *wp_blueprint_new(const cJSON *tpl);
  * (members in the order served), so values differ from the Go controller's;
  * §8.4's semantic comparison makes that harmless.
  *
- * @return 0; K8S_EINVAL when `tpl` has no spec.podTemplate; K8S_ENOMEM.
+ * @return 0; ASB_EINVAL when `tpl` has no spec.podTemplate; ASB_ENOMEM.
  */
 WP_EXTERN int wp_blueprint_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE]);
 

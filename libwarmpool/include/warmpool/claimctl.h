@@ -15,8 +15,8 @@
 #include "k8s/controller.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "warmpool/api.h"
 
 #ifdef __cplusplus
@@ -41,20 +41,20 @@ typedef struct {
 	/**
 	 * Path of the allowed label domains file (§9.5, surfaces.md A.9);
 	 * NULL: "/etc/sandbox-config/allowed-label-domains". A missing file
-	 * means the default domain; another read error fails _new() (K8S_ERROR).
+	 * means the default domain; another read error fails _new() (ASB_ERROR).
 	 */
 	const char *allowed_label_domains_file;
-	k8s_logger *logger;              /**< borrowed; NULL: silent */
-	k8s_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of §11 */
+	asb_logger *logger;              /**< borrowed; NULL: silent */
+	asb_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of §11 */
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxclaim-controller) */
 } wp_claim_controller_options;
 
 #define WP_CLAIM_CONTROLLER_OPTIONS_INIT { WP_CLAIM_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
 	50, false, false, NULL, NULL, NULL, NULL }
 
-/** As wp_template_controller_new(); also K8S_ERROR for an unreadable domains file. */
+/** As wp_template_controller_new(); also ASB_ERROR for an unreadable domains file. */
 WP_EXTERN int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts);
-/** Starts the workers. @return 0, K8S_EINVAL (started twice), K8S_ERROR. */
+/** Starts the workers. @return 0, ASB_EINVAL (started twice), ASB_ERROR. */
 WP_EXTERN int wp_claim_controller_start(wp_claim_controller *c);
 /** Stops and joins the workers. Idempotent. */
 WP_EXTERN void wp_claim_controller_stop(wp_claim_controller *c);
@@ -73,10 +73,10 @@ WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
  * IPs (2 s grace).
  * @return 0 (also for the "suppressed" user errors of §9.1 step 11:
  *         invalid metadata, sandbox not owned, env rejected, VCT errors,
- *         which are reported in the Ready condition only); K8S_ECONFLICT
- *         for an AdoptionConflict (retried with backoff); K8S_EINVAL (NULL
- *         argument or bad key); another K8S_E* code for any other failure,
- *         with the message in k8s_error_last().
+ *         which are reported in the Ready condition only); ASB_ECONFLICT
+ *         for an AdoptionConflict (retried with backoff); ASB_EINVAL (NULL
+ *         argument or bad key); another ASB_E* code for any other failure,
+ *         with the message in asb_error_last().
  */
 WP_EXTERN int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                             k8s_reconcile_result *res);

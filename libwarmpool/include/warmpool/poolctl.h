@@ -24,8 +24,8 @@
 #include "k8s/controller.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "warmpool/api.h"
 
 #ifdef __cplusplus
@@ -53,17 +53,17 @@ typedef struct {
 	long readiness_grace_ms;         /**< `--sandbox-warm-pool-readiness-grace-period`; default 5 min */
 	long unschedulable_recheck_ms;   /**< `--sandbox-warm-pool-unschedulable-recheck-interval`; default 1 min */
 	bool enable_eviction;            /**< `--enable-warm-pool-eviction`; default true */
-	k8s_logger *logger;              /**< borrowed; NULL: silent */
-	k8s_metrics_registry *metrics;   /**< borrowed; NULL: none */
+	asb_logger *logger;              /**< borrowed; NULL: silent */
+	asb_metrics_registry *metrics;   /**< borrowed; NULL: none */
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxwarmpool-controller) */
 } wp_pool_controller_options;
 
 #define WP_POOL_CONTROLLER_OPTIONS_INIT { WP_POOL_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
 	1, 300, 0, 0.0, 5 * 60 * 1000L, 60 * 1000L, true, NULL, NULL, NULL }
 
-/** As wp_template_controller_new(); also K8S_EINVAL for a negative delay/rate or batch < 1. */
+/** As wp_template_controller_new(); also ASB_EINVAL for a negative delay/rate or batch < 1. */
 WP_EXTERN int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_options *opts);
-/** Starts the workers. @return 0, K8S_EINVAL (started twice), K8S_ERROR. */
+/** Starts the workers. @return 0, ASB_EINVAL (started twice), ASB_ERROR. */
 WP_EXTERN int wp_pool_controller_start(wp_pool_controller *c);
 /** Stops and joins the workers. Idempotent. */
 WP_EXTERN void wp_pool_controller_stop(wp_pool_controller *c);

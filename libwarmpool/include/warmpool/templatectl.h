@@ -17,8 +17,8 @@
 #include "k8s/controller.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "warmpool/api.h"
 
 #ifdef __cplusplus
@@ -36,8 +36,8 @@ typedef struct {
 	k8s_informer *templates;          /**< required; borrowed; SandboxTemplates (not started) */
 	k8s_informer *networkpolicies;    /**< required; borrowed; NetworkPolicies (not started) */
 	int workers;                      /**< `--sandbox-template-concurrent-workers`; <= 0: 1 */
-	k8s_logger *logger;               /**< borrowed; NULL: silent */
-	k8s_metrics_registry *metrics;    /**< borrowed; NULL: none; controller/workqueue metrics */
+	asb_logger *logger;               /**< borrowed; NULL: silent */
+	asb_metrics_registry *metrics;    /**< borrowed; NULL: none; controller/workqueue metrics */
 	k8s_event_recorder *events;       /**< borrowed; NULL: none */
 } wp_template_controller_options;
 
@@ -45,12 +45,12 @@ typedef struct {
 
 /**
  * Creates the controller (workers not started) and registers its handlers
- * on the informers. @return 0; K8S_EINVAL (NULL/unknown version/required
- * handle missing, informer already started); K8S_ENOMEM.
+ * on the informers. @return 0; ASB_EINVAL (NULL/unknown version/required
+ * handle missing, informer already started); ASB_ENOMEM.
  */
 WP_EXTERN int wp_template_controller_new(wp_template_controller **out,
                                          const wp_template_controller_options *opts);
-/** Starts the workers. @return 0, K8S_EINVAL (started twice), K8S_ERROR. */
+/** Starts the workers. @return 0, ASB_EINVAL (started twice), ASB_ERROR. */
 WP_EXTERN int wp_template_controller_start(wp_template_controller *c);
 /** Stops and joins the workers (reconciles in flight finish). Idempotent. */
 WP_EXTERN void wp_template_controller_stop(wp_template_controller *c);
@@ -58,7 +58,7 @@ WP_EXTERN void wp_template_controller_stop(wp_template_controller *c);
 WP_EXTERN void wp_template_controller_free(wp_template_controller *c);
 /**
  * Reconciles the SandboxTemplate `key` ("namespace/name") once.
- * @return 0 or a K8S_E* code with the message in k8s_error_last().
+ * @return 0 or a ASB_E* code with the message in asb_error_last().
  */
 WP_EXTERN int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
                                                k8s_reconcile_result *res);

@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
-	k8s_logger *log = NULL;
+	asb_logger *log = NULL;
 	k8s_config *cfg = NULL;
 	k8s_client *client = NULL;
 	k8s_leader *le = NULL;
@@ -89,18 +89,18 @@ int main(int argc, char **argv)
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
 	co.timeout_ms = o.renew_deadline_ms / 4;
 	co.max_retries = 1;
-	if (k8s_global_init() < 0 || k8s_logger_new(&log, stderr, K8S_LOG_TEXT, K8S_LOG_INFO) != 0) {
+	if (k8s_global_init() < 0 || asb_logger_new(&log, stderr, ASB_LOG_TEXT, ASB_LOG_INFO) != 0) {
 		fprintf(stderr, "lease_candidate: cannot initialise\n");
 		return 1;
 	}
 	co.logger = log;
 	o.logger = log;
 	if (k8s_config_load(&cfg, NULL, NULL) != 0 || k8s_client_new(&client, cfg, &co) != 0) {
-		fprintf(stderr, "lease_candidate: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "lease_candidate: %s\n", asb_error_last()->message);
 		return 1;
 	}
 	if (k8s_leader_new(&le, client, &o) != 0 || k8s_leader_start(le) != 0) {
-		fprintf(stderr, "lease_candidate: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "lease_candidate: %s\n", asb_error_last()->message);
 		return 1;
 	}
 	say("START", NULL);
@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 	k8s_leader_free(le);
 	k8s_client_free(client);
 	k8s_config_free(cfg);
-	k8s_logger_free(log);
+	asb_logger_free(log);
 	k8s_global_cleanup();
 	return 0;
 }

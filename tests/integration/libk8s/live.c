@@ -15,7 +15,7 @@ k8s_client *live_connect(const char *prog)
 	k8s_config *cfg = NULL;
 	k8s_client *c = NULL;
 	if (k8s_config_load(&cfg, kc, NULL) < 0 || k8s_client_new(&c, cfg, NULL) < 0) {
-		fprintf(stderr, "%s: %s\n", prog, k8s_error_last()->message);
+		fprintf(stderr, "%s: %s\n", prog, asb_error_last()->message);
 		exit(1);
 	}
 	k8s_config_free(cfg);
@@ -32,7 +32,7 @@ void live_namespace(k8s_client *c, const char *prog, const char *prefix,
 	int rc = k8s_client_create(c, &k8s_resource_namespaces, NULL, o, NULL, NULL);
 	cJSON_Delete(o);
 	if (rc < 0) {
-		fprintf(stderr, "%s: cannot create namespace %s: %s\n", prog, ns, k8s_error_last()->message);
+		fprintf(stderr, "%s: cannot create namespace %s: %s\n", prog, ns, asb_error_last()->message);
 		exit(1);
 	}
 }

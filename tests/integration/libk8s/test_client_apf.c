@@ -12,7 +12,7 @@
  * of that identity executing: a POST whose body it never sends. Then every
  * other request of the identity is answered 429 with Retry-After: 1.
  *
- * (a) a GET with 2 retries fails with K8S_ETOOMANYREQUESTS after 3 tries,
+ * (a) a GET with 2 retries fails with ASB_ETOOMANYREQUESTS after 3 tries,
  *     each answered 429 (rest_client_requests_total), each retry waiting
  *     the server's Retry-After (the delay it logs, not a measured time);
  * (b) a GET started while rejected succeeds once another thread deletes the
@@ -30,8 +30,8 @@
 #include <unistd.h>
 #include <curl/curl.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
-#include "k8s/metrics.h"
+#include "asb/log.h"
+#include "asb/metrics.h"
 #include "k8s/object.h"
 #include "config_internal.h"
 #include "live.h"
@@ -64,10 +64,10 @@ static void create_or_die(const k8s_resource *r, const char *on_ns, const char *
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	cJSON *o = cJSON_Parse(buf);
-	int rc = o ? k8s_client_create(admin, r, on_ns, o, NULL, NULL) : K8S_EINVAL;
+	int rc = o ? k8s_client_create(admin, r, on_ns, o, NULL, NULL) : ASB_EINVAL;
 	cJSON_Delete(o);
 	if (rc < 0) {
-		fprintf(stderr, "test_client_apf: cannot create %s: %s\n", r->kind, k8s_error_last()->message);
+		fprintf(stderr, "test_client_apf: cannot create %s: %s\n", r->kind, asb_error_last()->message);
 		exit(1);
 	}
 }
@@ -180,8 +180,8 @@ static bool blocker_start(void)
 
 typedef struct {
 	k8s_client *client;
-	k8s_metrics_registry *metrics;
-	k8s_logger *log;
+	asb_metrics_registry *metrics;
+	asb_logger *log;
 	FILE *logf;
 	char *logbuf;
 	size_t loglen;
@@ -190,9 +190,9 @@ typedef struct {
 static void sa_client_new(sa_client *s, int max_retries)
 {
 	memset(s, 0, sizeof(*s));
-	ck_assert_int_eq(k8s_metrics_registry_new(&s->metrics), 0);
+	ck_assert_int_eq(asb_metrics_registry_new(&s->metrics), 0);
 	s->logf = open_memstream(&s->logbuf, &s->loglen);
-	ck_assert_int_eq(k8s_logger_new(&s->log, s->logf, K8S_LOG_TEXT, K8S_LOG_DEBUG), 0);
+	ck_assert_int_eq(asb_logger_new(&s->log, s->logf, ASB_LOG_TEXT, ASB_LOG_DEBUG), 0);
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.max_retries = max_retries;
 	o.metrics = s->metrics;
@@ -204,9 +204,9 @@ static void sa_client_new(sa_client *s, int max_retries)
 static void sa_client_free(sa_client *s)
 {
 	k8s_client_free(s->client);
-	k8s_logger_free(s->log);
+	asb_logger_free(s->log);
 	fclose(s->logf);
-	k8s_metrics_registry_free(s->metrics);
+	asb_metrics_registry_free(s->metrics);
 	free(s->logbuf);
 }
 
@@ -222,7 +222,7 @@ static int count_of(const char *hay, const char *needle)
 static int tries_with_code(sa_client *s, const char *code)
 {
 	char *text = NULL;
-	ck_assert_int_eq(k8s_metrics_registry_expose(s->metrics, &text, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(s->metrics, &text, NULL), 0);
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "rest_client_requests_total{code=\"%s\",", code);
 	int n = 0;
@@ -248,15 +248,15 @@ static void reject_everything(void)
 			cJSON *o = NULL;
 			rc = k8s_client_get(probe.client, &configmaps, ns, "present", &o);
 			cJSON_Delete(o);
-			if (rc == K8S_ETOOMANYREQUESTS)
+			if (rc == ASB_ETOOMANYREQUESTS)
 				break;
 		}
 		blocker_stop();
 		usleep(500000);
 	}
 	sa_client_free(&probe);
-	ck_assert_msg(rc == K8S_ETOOMANYREQUESTS, "the ServiceAccount is never rejected: %s",
-	              k8s_error_last()->message);
+	ck_assert_msg(rc == ASB_ETOOMANYREQUESTS, "the ServiceAccount is never rejected: %s",
+	              asb_error_last()->message);
 }
 
 START_TEST(retries_end_with_too_many_requests)
@@ -267,12 +267,12 @@ START_TEST(retries_end_with_too_many_requests)
 	cJSON *o = NULL;
 	int rc = k8s_client_get(s.client, &configmaps, ns, "present", &o);
 	ck_assert_ptr_null(o);
-	ck_assert_int_eq(rc, K8S_ETOOMANYREQUESTS);
-	ck_assert_int_eq(k8s_error_last()->http_status, 429);
+	ck_assert_int_eq(rc, ASB_ETOOMANYREQUESTS);
+	ck_assert_int_eq(asb_error_last()->http_status, 429);
 	/* APF answers in plain text ("Too many requests, please try again
 	 * later."), not a Status: the code comes from the HTTP status */
-	ck_assert_msg(strstr(k8s_error_last()->message, "Too many requests"), "%s",
-	              k8s_error_last()->message);
+	ck_assert_msg(strstr(asb_error_last()->message, "Too many requests"), "%s",
+	              asb_error_last()->message);
 	/* 1 try + 2 retries, every one answered 429 */
 	ck_assert_int_eq(tries_with_code(&s, "429"), 3);
 	k8s_client_stats st = { .version = K8S_CLIENT_STATS_VERSION };
@@ -319,7 +319,7 @@ START_TEST(retry_after_then_success_once_the_flowschema_is_gone)
 	/* ... and while the client waits, this thread lifts the rejection */
 	ck_assert_int_eq(k8s_client_delete(admin, &flowschemas, NULL, APF_NAME, NULL, NULL), 0);
 	pthread_join(th, NULL);
-	ck_assert_msg(j.rc == 0, "GET failed: %s", k8s_error_last()->message);
+	ck_assert_msg(j.rc == 0, "GET failed: %s", asb_error_last()->message);
 	ck_assert_str_eq(j.value, "v");
 	free(j.value);
 	int refused = tries_with_code(&s, "429");

@@ -30,7 +30,7 @@ static const char *CRD =
 	"\"spec\":{\"type\":\"object\",\"properties\":{\"size\":{\"type\":\"integer\",\"minimum\":0}}},"
 	"\"status\":{\"type\":\"object\",\"properties\":{\"phase\":{\"type\":\"string\"}}}}}}}]}}";
 
-#define OK(x) do { int _rc = (x); ck_assert_msg(_rc == 0, "%s: %s", #x, k8s_error_last()->message); } while (0)
+#define OK(x) do { int _rc = (x); ck_assert_msg(_rc == 0, "%s: %s", #x, asb_error_last()->message); } while (0)
 
 static bool established(void)
 {
@@ -55,13 +55,13 @@ START_TEST(custom_resource_crud)
 	cJSON *created = NULL;
 	OK(k8s_client_create(client, &widgets, ns, w, NULL, &created));
 	ck_assert_str_eq(k8s_obj_str(created, "metadata.namespace"), ns);
-	ck_assert_int_eq(k8s_client_create(client, &widgets, ns, w, NULL, NULL), K8S_EALREADYEXISTS);
+	ck_assert_int_eq(k8s_client_create(client, &widgets, ns, w, NULL, NULL), ASB_EALREADYEXISTS);
 
 	/* schema validation comes back as Invalid with the field named */
 	cJSON *bad = cJSON_Parse("{\"apiVersion\":\"test.libk8s.io/v1\",\"kind\":\"Widget\","
 	                         "\"metadata\":{\"name\":\"w-bad\"},\"spec\":{\"size\":-1}}");
-	ck_assert_int_eq(k8s_client_create(client, &widgets, ns, bad, NULL, NULL), K8S_EINVALID);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "spec.size"));
+	ck_assert_int_eq(k8s_client_create(client, &widgets, ns, bad, NULL, NULL), ASB_EINVALID);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "spec.size"));
 	cJSON_Delete(bad);
 
 	cJSON *got = NULL;
@@ -83,7 +83,7 @@ START_TEST(custom_resource_crud)
 	cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(got, "spec"), "size"), 4);
 	cJSON *updated = NULL;
 	OK(k8s_client_update(client, &widgets, ns, got, NULL, &updated));
-	ck_assert_int_eq(k8s_client_update(client, &widgets, ns, got, NULL, NULL), K8S_ECONFLICT);
+	ck_assert_int_eq(k8s_client_update(client, &widgets, ns, got, NULL, NULL), ASB_ECONFLICT);
 
 	cJSON *patch = cJSON_Parse("{\"spec\":{\"size\":5}}");
 	cJSON *patched = NULL;
@@ -101,8 +101,8 @@ START_TEST(custom_resource_crud)
 	ck_assert_int_eq((int)k8s_obj_at(after, "spec.size")->valuedouble, 5);
 
 	OK(k8s_client_delete(client, &widgets, ns, "w1", NULL, NULL));
-	ck_assert_int_eq(k8s_client_get(client, &widgets, ns, "w1", NULL), K8S_ENOTFOUND);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "w1"));
+	ck_assert_int_eq(k8s_client_get(client, &widgets, ns, "w1", NULL), ASB_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "w1"));
 
 	cJSON_Delete(w);
 	cJSON_Delete(created);
@@ -120,11 +120,11 @@ int main(void)
 	live_namespace(client, "test_client_custom", "custom", ns, sizeof(ns));
 	cJSON *crd = cJSON_Parse(CRD);
 	int rc = k8s_client_create(client, &k8s_resource_crds, NULL, crd, NULL, NULL);
-	if (rc == K8S_EALREADYEXISTS)
+	if (rc == ASB_EALREADYEXISTS)
 		rc = 0;
 	cJSON_Delete(crd);
 	if (rc < 0) {
-		fprintf(stderr, "test_client_custom: setup: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "test_client_custom: setup: %s\n", asb_error_last()->message);
 		return 1;
 	}
 	for (int i = 0; i < 300 && !established(); i++)

@@ -19,7 +19,7 @@
 #include <curl/curl.h>
 #include <mbedtls/base64.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "config_internal.h"
 
 static k8s_client *client;
@@ -65,19 +65,19 @@ static const char *rv_of(const cJSON *o)
 #define OK(call) do { \
 	int rc_ = (call); \
 	ck_assert_msg(rc_ == 0, "%s: rc %d (%s): %s", #call, rc_, \
-	              k8s_strerror(rc_), k8s_error_last()->message); \
+	              asb_strerror(rc_), asb_error_last()->message); \
 } while (0)
 
 #define FAILS_WITH(code, call) do { \
 	int rc_ = (call); \
 	ck_assert_msg(rc_ == (code), "%s: rc %d (%s), want %s: %s", #call, rc_, \
-	              k8s_strerror(rc_), k8s_strerror(code), \
-	              k8s_error_last()->message); \
+	              asb_strerror(rc_), asb_strerror(code), \
+	              asb_error_last()->message); \
 } while (0)
 
 static void assert_message_has(const char *needle)
 {
-	const char *m = k8s_error_last()->message;
+	const char *m = asb_error_last()->message;
 	ck_assert_msg(strstr(m, needle) != NULL, "\"%s\" not in: %s", needle, m);
 }
 
@@ -204,11 +204,11 @@ START_TEST(test_crud)
 	ck_assert_str_ne(rv_of(updated), rv_of(created));
 
 	/* The same write again carries a stale resourceVersion. */
-	FAILS_WITH(K8S_ECONFLICT, k8s_client_update(client, &configmaps, ns, got,
+	FAILS_WITH(ASB_ECONFLICT, k8s_client_update(client, &configmaps, ns, got,
 	                                            NULL, &out));
 	ck_assert_ptr_null(out);
-	ck_assert_str_eq(k8s_error_last()->reason, "Conflict");
-	ck_assert_int_eq(k8s_error_last()->http_status, 409);
+	ck_assert_str_eq(asb_error_last()->reason, "Conflict");
+	ck_assert_int_eq(asb_error_last()->http_status, 409);
 	char subject[128];
 	snprintf(subject, sizeof(subject), "ConfigMap \"%s/crud\": ", ns);
 	assert_message_has(subject);
@@ -233,9 +233,9 @@ START_TEST(test_crud)
 	cJSON_Delete(out);
 	int rc = k8s_client_patch(client, &configmaps, ns, "crud", NULL,
 	                          K8S_PATCH_JSON, jp, NULL, &out);
-	ck_assert_msg(rc == K8S_EINVALID || rc == K8S_EUNSUPPORTEDMEDIA ||
-	              rc == K8S_EBADREQUEST || rc == K8S_ECONFLICT,
-	              "failed JSON patch test: rc %d: %s", rc, k8s_error_last()->message);
+	ck_assert_msg(rc == ASB_EINVALID || rc == ASB_EUNSUPPORTEDMEDIA ||
+	              rc == ASB_EBADREQUEST || rc == ASB_ECONFLICT,
+	              "failed JSON patch test: rc %d: %s", rc, asb_error_last()->message);
 	ck_assert_ptr_null(out);
 
 	/* Strategic merge patch (ConfigMap is a core kind). */
@@ -249,8 +249,8 @@ START_TEST(test_crud)
 	OK(k8s_client_delete(client, &configmaps, ns, "crud", NULL, &out));
 	ck_assert_ptr_nonnull(out);
 	cJSON_Delete(out);
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "crud", &out));
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_delete(client, &configmaps, ns, "crud",
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "crud", &out));
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_delete(client, &configmaps, ns, "crud",
 	                                            NULL, NULL));
 
 	cJSON_Delete(sp);
@@ -267,10 +267,10 @@ START_TEST(test_create_twice)
 {
 	cJSON *cm = configmap("twice", NULL, NULL);
 	OK(k8s_client_create(client, &configmaps, ns, cm, NULL, NULL));
-	FAILS_WITH(K8S_EALREADYEXISTS, k8s_client_create(client, &configmaps, ns, cm,
+	FAILS_WITH(ASB_EALREADYEXISTS, k8s_client_create(client, &configmaps, ns, cm,
 	                                                 NULL, NULL));
-	ck_assert_str_eq(k8s_error_last()->reason, "AlreadyExists");
-	ck_assert_int_eq(k8s_error_last()->http_status, 409);
+	ck_assert_str_eq(asb_error_last()->reason, "AlreadyExists");
+	ck_assert_int_eq(asb_error_last()->http_status, 409);
 	assert_message_has("already exists (AlreadyExists)");
 	cJSON_Delete(cm);
 }
@@ -279,14 +279,14 @@ END_TEST
 START_TEST(test_get_missing)
 {
 	cJSON *out = (cJSON *)1;
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "nope", &out));
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "nope", &out));
 	ck_assert_ptr_null(out);
 	char want[256];
 	snprintf(want, sizeof(want),
 	         "ConfigMap \"%s/nope\": configmaps \"nope\" not found (NotFound)", ns);
-	ck_assert_str_eq(k8s_error_last()->message, want);
-	ck_assert_str_eq(k8s_error_last()->reason, "NotFound");
-	ck_assert_int_eq(k8s_error_last()->http_status, 404);
+	ck_assert_str_eq(asb_error_last()->message, want);
+	ck_assert_str_eq(asb_error_last()->reason, "NotFound");
+	ck_assert_int_eq(asb_error_last()->http_status, 404);
 }
 END_TEST
 
@@ -389,7 +389,7 @@ START_TEST(test_write_options)
 	OK(k8s_client_create(client, &configmaps, ns, cm, &wo, &out));
 	ck_assert_str_eq(str_at(out, "metadata", "name"), "dry");
 	cJSON_Delete(out);
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "dry", &out));
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_get(client, &configmaps, ns, "dry", &out));
 
 	/* fieldManager is recorded in managedFields. */
 	wo.dry_run = false;
@@ -410,7 +410,7 @@ START_TEST(test_write_options)
 
 	/* An invalid object: the causes reach the message. */
 	cJSON *bad = json("{\"metadata\":{\"name\":\"Not_Valid\"}}");
-	FAILS_WITH(K8S_EINVALID, k8s_client_create(client, &configmaps, ns, bad, NULL, NULL));
+	FAILS_WITH(ASB_EINVALID, k8s_client_create(client, &configmaps, ns, bad, NULL, NULL));
 	assert_message_has("ConfigMap \"");
 	assert_message_has("Not_Valid");
 	assert_message_has("(Invalid)");
@@ -431,14 +431,14 @@ START_TEST(test_server_side_apply)
 	b.field_manager = "manager-b";
 
 	/* Apply needs a field manager. */
-	FAILS_WITH(K8S_EINVAL, k8s_client_patch(client, &configmaps, ns, "applied", NULL,
+	FAILS_WITH(ASB_EINVAL, k8s_client_patch(client, &configmaps, ns, "applied", NULL,
 	                                        K8S_PATCH_APPLY, doc, NULL, NULL));
 	OK(k8s_client_patch(client, &configmaps, ns, "applied", NULL, K8S_PATCH_APPLY,
 	                    doc, &a, &out));
 	ck_assert_str_eq(str_at(out, "data", "k"), "one");
 	cJSON_Delete(out);
 	/* Another manager taking the field over conflicts, unless forced. */
-	FAILS_WITH(K8S_ECONFLICT, k8s_client_patch(client, &configmaps, ns, "applied",
+	FAILS_WITH(ASB_ECONFLICT, k8s_client_patch(client, &configmaps, ns, "applied",
 	                                           NULL, K8S_PATCH_APPLY, doc2, &b, NULL));
 	assert_message_has("manager-a");
 	b.force = true;
@@ -467,7 +467,7 @@ START_TEST(test_delete_options)
 	/* A UID precondition that does not match refuses. */
 	d.dry_run = false;
 	d.precondition_uid = "00000000-0000-0000-0000-000000000000";
-	FAILS_WITH(K8S_ECONFLICT, k8s_client_delete(client, &configmaps, ns, "del", &d, NULL));
+	FAILS_WITH(ASB_ECONFLICT, k8s_client_delete(client, &configmaps, ns, "del", &d, NULL));
 	assert_message_has("precondition");
 	assert_message_has("(Conflict)");
 
@@ -482,12 +482,12 @@ START_TEST(test_delete_options)
 	int rc = 0;
 	for (int i = 0; i < 50; i++) {
 		rc = k8s_client_get(client, &configmaps, ns, "del", &out);
-		if (rc == K8S_ENOTFOUND)
+		if (rc == ASB_ENOTFOUND)
 			break;
 		cJSON_Delete(out);
 		usleep(100 * 1000);
 	}
-	ck_assert_int_eq(rc, K8S_ENOTFOUND);
+	ck_assert_int_eq(rc, ASB_ENOTFOUND);
 	cJSON_Delete(created);
 	cJSON_Delete(cm);
 }
@@ -521,7 +521,7 @@ START_TEST(test_pod_status)
 	cJSON_Delete(out);
 
 	/* Stale resourceVersion on status too. */
-	FAILS_WITH(K8S_ECONFLICT, k8s_client_update_status(client, &k8s_resource_pods,
+	FAILS_WITH(ASB_ECONFLICT, k8s_client_update_status(client, &k8s_resource_pods,
 	                                                   ns, got, NULL, NULL));
 	char subject[128];
 	snprintf(subject, sizeof(subject), "Pod \"%s/st\"", ns);
@@ -596,7 +596,7 @@ static void *watch_writer(void *ud)
 	                          K8S_PATCH_MERGE, patch, NULL, &out) == 0 &&
 	         k8s_client_delete(client, &configmaps, ns, "watched", NULL, NULL) == 0;
 	if (!ok)
-		fprintf(stderr, "watch writer: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "watch writer: %s\n", asb_error_last()->message);
 	cJSON_Delete(out);
 	cJSON_Delete(patch);
 	cJSON_Delete(cm);
@@ -636,8 +636,8 @@ START_TEST(test_watch_events_and_cancel)
 	int64_t returned = mono_ms();
 	pthread_join(t, NULL);
 
-	ck_assert_msg(rc == K8S_ECANCELED, "watch rc %d: %s", rc,
-	              k8s_error_last()->message);
+	ck_assert_msg(rc == ASB_ECANCELED, "watch rc %d: %s", rc,
+	              asb_error_last()->message);
 	ck_assert_int_eq(w.added, 1);
 	ck_assert_int_eq(w.modified, 1);
 	ck_assert_int_eq(w.deleted, 1);
@@ -748,10 +748,10 @@ START_TEST(test_watch_too_old)
 		        "to force the 410 - not checked this time\n");
 		return;
 	}
-	ck_assert_msg(rc == K8S_EGONE, "watch from resourceVersion 1: rc %d: %s", rc,
-	              k8s_error_last()->message);
-	ck_assert_int_eq(k8s_error_last()->http_status, 410);
-	ck_assert_str_eq(k8s_error_last()->reason, "Expired");
+	ck_assert_msg(rc == ASB_EGONE, "watch from resourceVersion 1: rc %d: %s", rc,
+	              asb_error_last()->message);
+	ck_assert_int_eq(asb_error_last()->http_status, 410);
+	ck_assert_str_eq(asb_error_last()->reason, "Expired");
 	assert_message_has("watch Event in namespace");
 }
 END_TEST
@@ -804,15 +804,15 @@ START_TEST(test_bearer_token)
 	char *logbuf = NULL;
 	size_t loglen = 0;
 	FILE *logf = open_memstream(&logbuf, &loglen);
-	k8s_logger *log = NULL;
-	OK(k8s_logger_new(&log, logf, K8S_LOG_TEXT, K8S_LOG_DEBUG));
+	asb_logger *log = NULL;
+	OK(asb_logger_new(&log, logf, ASB_LOG_TEXT, ASB_LOG_DEBUG));
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
 	co.logger = log;
 	k8s_client *c = client_from_doc_opts(doc, &co);
 	cJSON *out = NULL;
 
 	/* Authenticated as the ServiceAccount, which may do nothing yet. */
-	FAILS_WITH(K8S_EFORBIDDEN, k8s_client_list(c, &configmaps, ns, NULL, &out));
+	FAILS_WITH(ASB_EFORBIDDEN, k8s_client_list(c, &configmaps, ns, NULL, &out));
 	char who[128];
 	snprintf(who, sizeof(who), "system:serviceaccount:%s:reader", ns);
 	assert_message_has(who);
@@ -829,15 +829,15 @@ START_TEST(test_bearer_token)
 	int rc = 0;
 	for (int i = 0; i < 50; i++) {
 		rc = k8s_client_list(c, &configmaps, ns, NULL, &out);
-		if (rc != K8S_EFORBIDDEN)
+		if (rc != ASB_EFORBIDDEN)
 			break;
 		usleep(100 * 1000);
 	}
-	ck_assert_msg(rc == 0, "list as reader: %s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "list as reader: %s", asb_error_last()->message);
 	ck_assert(cJSON_IsArray(cJSON_GetObjectItem(out, "items")));
 	cJSON_Delete(out);
 	k8s_client_free(c);
-	k8s_logger_free(log);
+	asb_logger_free(log);
 	fclose(logf);
 	/* One line per request, the connection reused after the first, and
 	 * never the token. */
@@ -852,7 +852,7 @@ START_TEST(test_bearer_token)
 	/* A wrong token: 401. */
 	doc = kubeconfig_doc(NULL, NULL, "token: not-a-valid-token");
 	c = client_from_doc(doc);
-	FAILS_WITH(K8S_EUNAUTHORIZED, k8s_client_list(c, &configmaps, ns, NULL, NULL));
+	FAILS_WITH(ASB_EUNAUTHORIZED, k8s_client_list(c, &configmaps, ns, NULL, NULL));
 	k8s_client_free(c);
 	free(doc);
 	free(token);
@@ -872,7 +872,7 @@ START_TEST(test_token_file_rotation)
 	snprintf(user, sizeof(user), "tokenFile: '%s'", path);
 	char *doc = kubeconfig_doc(NULL, NULL, user);
 	k8s_client *c = client_from_doc(doc);
-	FAILS_WITH(K8S_EUNAUTHORIZED, k8s_client_get(c, &serviceaccounts, ns, "rotor", NULL));
+	FAILS_WITH(ASB_EUNAUTHORIZED, k8s_client_get(c, &serviceaccounts, ns, "rotor", NULL));
 
 	/* Rotate: the client notices the file changed and reads it again. */
 	char tmp[64];
@@ -883,7 +883,7 @@ START_TEST(test_token_file_rotation)
 	fclose(f);
 	ck_assert_int_eq(rename(tmp, path), 0);
 	/* Authenticated now: the answer is Forbidden (no RBAC), not 401. */
-	FAILS_WITH(K8S_EFORBIDDEN, k8s_client_get(c, &serviceaccounts, ns, "rotor", NULL));
+	FAILS_WITH(ASB_EFORBIDDEN, k8s_client_get(c, &serviceaccounts, ns, "rotor", NULL));
 
 	k8s_client_free(c);
 	free(doc);
@@ -908,7 +908,7 @@ START_TEST(test_tls_server_name)
 	/* A name the certificate does not carry fails verification. */
 	doc = kubeconfig_doc(NULL, "tls-server-name: wrong.example.test", user);
 	c = client_from_doc(doc);
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &k8s_resource_namespaces, NULL,
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &k8s_resource_namespaces, NULL,
 	                                          ns, &out));
 	k8s_client_free(c);
 	free(doc);
@@ -931,11 +931,11 @@ START_TEST(test_transport_errors)
 	char *doc = kubeconfig_doc("https://127.0.0.1:1", NULL, "token: x");
 	k8s_client *c = client_from_doc(doc);
 	cJSON *out = (cJSON *)1;
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", &out));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", &out));
 	ck_assert_ptr_null(out);
 	assert_message_has("ConfigMap \"");
 	assert_message_has("GET /api/v1/namespaces/");
-	ck_assert_int_eq(k8s_error_last()->http_status, 0);
+	ck_assert_int_eq(asb_error_last()->http_status, 0);
 	k8s_client_free(c);
 	free(doc);
 
@@ -951,7 +951,7 @@ START_TEST(test_transport_errors)
 	OK(k8s_config_load_yaml(&cfg, buf, strlen(buf), NULL, NULL));
 	OK(k8s_client_new(&c, cfg, NULL));
 	/* No CA given: the system store does not know the test cluster's CA. */
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
 	k8s_client_free(c);
 	k8s_config_free(cfg);
 }
@@ -960,22 +960,22 @@ END_TEST
 START_TEST(test_invalid_arguments)
 {
 	cJSON *out = (cJSON *)1;
-	FAILS_WITH(K8S_EINVAL, k8s_client_get(client, &configmaps, ns, NULL, &out));
+	FAILS_WITH(ASB_EINVAL, k8s_client_get(client, &configmaps, ns, NULL, &out));
 	ck_assert_ptr_null(out);
-	FAILS_WITH(K8S_EINVAL, k8s_client_get(client, &configmaps, ns, "..", NULL));
-	FAILS_WITH(K8S_EINVAL, k8s_client_get(NULL, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_EINVAL, k8s_client_get(client, &configmaps, ns, "..", NULL));
+	FAILS_WITH(ASB_EINVAL, k8s_client_get(NULL, &configmaps, ns, "x", NULL));
 	cJSON *noname = json("{\"metadata\":{}}");
-	FAILS_WITH(K8S_EINVAL, k8s_client_update(client, &configmaps, ns, noname, NULL, NULL));
+	FAILS_WITH(ASB_EINVAL, k8s_client_update(client, &configmaps, ns, noname, NULL, NULL));
 	cJSON *arr = json("[]");
-	FAILS_WITH(K8S_EINVAL, k8s_client_patch(client, &configmaps, ns, "x", NULL,
+	FAILS_WITH(ASB_EINVAL, k8s_client_patch(client, &configmaps, ns, "x", NULL,
 	                                        K8S_PATCH_MERGE, arr, NULL, NULL));
-	FAILS_WITH(K8S_EINVAL, k8s_client_patch(client, &configmaps, ns, "x", NULL,
+	FAILS_WITH(ASB_EINVAL, k8s_client_patch(client, &configmaps, ns, "x", NULL,
 	                                        K8S_PATCH_JSON, noname, NULL, NULL));
 	k8s_list_options lo = K8S_LIST_OPTIONS_INIT;
 	lo.version = 99;
-	FAILS_WITH(K8S_EINVAL, k8s_client_list(client, &configmaps, ns, &lo, NULL));
+	FAILS_WITH(ASB_EINVAL, k8s_client_list(client, &configmaps, ns, &lo, NULL));
 	k8s_client_options co;
-	FAILS_WITH(K8S_EINVAL, k8s_client_options_init(&co, 0));
+	FAILS_WITH(ASB_EINVAL, k8s_client_options_init(&co, 0));
 	OK(k8s_client_options_init(&co, K8S_CLIENT_OPTIONS_VERSION));
 	ck_assert_int_eq(co.timeout_ms, 30000);
 	cJSON_Delete(noname);
@@ -999,8 +999,8 @@ static void *hammer(void *ud)
 			failures++;
 		cJSON_Delete(out);
 		/* A miss is an error on this thread only. */
-		if (k8s_client_get(client, &configmaps, ns, "absent", NULL) != K8S_ENOTFOUND ||
-		    !strstr(k8s_error_last()->message, "\"absent\""))
+		if (k8s_client_get(client, &configmaps, ns, "absent", NULL) != ASB_ENOTFOUND ||
+		    !strstr(asb_error_last()->message, "\"absent\""))
 			failures++;
 	}
 	return (void *)failures;
@@ -1084,7 +1084,7 @@ int main(void)
 	if (k8s_global_init() < 0 ||
 	    k8s_config_load(&admin_cfg, NULL, NULL) != 0 ||
 	    k8s_client_new(&client, admin_cfg, NULL) != 0) {
-		fprintf(stderr, "test_client_rest: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "test_client_rest: %s\n", asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	if (!admin_cfg->ca.data || !admin_cfg->cert.data) {
@@ -1094,7 +1094,7 @@ int main(void)
 	}
 	if (setup_namespace() != 0) {
 		fprintf(stderr, "test_client_rest: creating the test namespace: %s\n",
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	printf("test_client_rest: server %s, namespace %s\n",
@@ -1111,7 +1111,7 @@ int main(void)
 	d.propagation_policy = "Background";
 	if (k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, &d, NULL) != 0) {
 		fprintf(stderr, "test_client_rest: deleting namespace %s: %s\n", ns,
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		failed++;
 	}
 	k8s_client_free(client);

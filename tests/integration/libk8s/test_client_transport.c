@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <mbedtls/base64.h>
 #include "k8s/client.h"
-#include "k8s/log.h"
+#include "asb/log.h"
 #include "config_internal.h"
 
 static k8s_client *client;
@@ -52,19 +52,19 @@ static const k8s_resource things = { "nowhere.libk8s.example", "v1", "things", "
 #define OK(call) do { \
 	int rc_ = (call); \
 	ck_assert_msg(rc_ == 0, "%s: rc %d (%s): %s", #call, rc_, \
-	              k8s_strerror(rc_), k8s_error_last()->message); \
+	              asb_strerror(rc_), asb_error_last()->message); \
 } while (0)
 
 #define FAILS_WITH(code, call) do { \
 	int rc_ = (call); \
 	ck_assert_msg(rc_ == (code), "%s: rc %d (%s), want %s: %s", #call, rc_, \
-	              k8s_strerror(rc_), k8s_strerror(code), \
-	              k8s_error_last()->message); \
+	              asb_strerror(rc_), asb_strerror(code), \
+	              asb_error_last()->message); \
 } while (0)
 
 static void assert_message_has(const char *needle)
 {
-	const char *m = k8s_error_last()->message;
+	const char *m = asb_error_last()->message;
 	ck_assert_msg(strstr(m, needle) != NULL, "\"%s\" not in: %s", needle, m);
 }
 
@@ -166,21 +166,21 @@ typedef struct {
 	char *buf;
 	size_t len;
 	FILE *f;
-	k8s_logger *log;
+	asb_logger *log;
 } memlog;
 
-static void log_open(memlog *m, k8s_log_level level)
+static void log_open(memlog *m, asb_log_level level)
 {
 	m->buf = NULL;
 	m->len = 0;
 	m->f = open_memstream(&m->buf, &m->len);
 	ck_assert_ptr_nonnull(m->f);
-	OK(k8s_logger_new(&m->log, m->f, K8S_LOG_TEXT, level));
+	OK(asb_logger_new(&m->log, m->f, ASB_LOG_TEXT, level));
 }
 
 static void log_close(memlog *m)
 {
-	k8s_logger_free(m->log);
+	asb_logger_free(m->log);
 	fclose(m->f);
 }
 
@@ -216,8 +216,8 @@ static void create_cm(k8s_client *c, const char *name, const char *labels)
 	cJSON *cm = json("{\"metadata\":{\"name\":\"%s\",\"labels\":{%s}},"
 	                 "\"data\":{\"k\":\"v\"}}", name, labels ? labels : "");
 	int rc = k8s_client_create(c, &configmaps, ns, cm, NULL, NULL);
-	ck_assert_msg(rc == 0 || rc == K8S_EALREADYEXISTS, "create %s: %s", name,
-	              k8s_error_last()->message);
+	ck_assert_msg(rc == 0 || rc == ASB_EALREADYEXISTS, "create %s: %s", name,
+	              asb_error_last()->message);
 	cJSON_Delete(cm);
 }
 
@@ -272,7 +272,7 @@ static k8s_config *exec_config(const char *extra_env)
 START_TEST(test_exec_plugin_auth)
 {
 	memlog m;
-	log_open(&m, K8S_LOG_DEBUG);
+	log_open(&m, ASB_LOG_DEBUG);
 	k8s_config *cfg = exec_config("{name: TTL, value: '2'}");
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.logger = m.log;
@@ -286,7 +286,7 @@ START_TEST(test_exec_plugin_auth)
 	/* Cached until it expires: no second run. */
 	OK(whoami(c, who, sizeof(who)));
 	/* The test user has no RBAC grants: the server knows who it is. */
-	FAILS_WITH(K8S_EFORBIDDEN, k8s_client_list(c, &configmaps, ns, NULL, NULL));
+	FAILS_WITH(ASB_EFORBIDDEN, k8s_client_list(c, &configmaps, ns, NULL, NULL));
 	assert_message_has(TEST_USER);
 	ck_assert_int_eq(runs_counted(), 1);
 	/* Past expirationTimestamp (2 s, second precision): run again. */
@@ -332,7 +332,7 @@ START_TEST(test_exec_plugin_failures)
 	k8s_config *cfg = exec_config("{name: FAIL, value: 'refresh token revoked, run login'}");
 	k8s_client *c = client_with(cfg, NULL);
 	char who[256];
-	FAILS_WITH(K8S_ECONFIG, whoami(c, who, sizeof(who)));
+	FAILS_WITH(ASB_ECONFIG, whoami(c, who, sizeof(who)));
 	assert_message_has("exited with status 2");
 	assert_message_has("error: refresh token revoked, run login");
 	ck_assert_int_eq(stats_of(c).requests, 0);
@@ -343,7 +343,7 @@ START_TEST(test_exec_plugin_failures)
 	cfg = config_with(NULL, "{exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
 	                  "command: ./no-such-plugin, installHint: 'see the docs'}}");
 	c = client_with(cfg, NULL);
-	FAILS_WITH(K8S_ECONFIG, whoami(c, who, sizeof(who)));
+	FAILS_WITH(ASB_ECONFIG, whoami(c, who, sizeof(who)));
 	assert_message_has("not found. see the docs");
 	k8s_client_free(c);
 	k8s_config_free(cfg);
@@ -467,7 +467,7 @@ END_TEST
 START_TEST(test_http2_negotiated)
 {
 	memlog m;
-	log_open(&m, K8S_LOG_DEBUG);
+	log_open(&m, ASB_LOG_DEBUG);
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.logger = m.log;
 	k8s_client *c = client_with(admin_cfg, &o);
@@ -503,7 +503,7 @@ static void *hammer(void *ud)
 		    !(v = str_at(out, "data", "k")) || strcmp(v, "v") != 0)
 			a->failures++;
 		cJSON_Delete(out);
-		if (k8s_client_get(a->c, &configmaps, ns, "absent", NULL) != K8S_ENOTFOUND)
+		if (k8s_client_get(a->c, &configmaps, ns, "absent", NULL) != ASB_ENOTFOUND)
 			a->failures++;
 	}
 	return NULL;
@@ -588,7 +588,7 @@ static uint64_t watch_and_get(k8s_client *c)
 		OK(k8s_client_get(c, &configmaps, ns, "shared", NULL));
 	atomic_store(&w.cancel, 1);
 	pthread_join(t, NULL);
-	ck_assert_int_eq(w.rc, K8S_ECANCELED);
+	ck_assert_int_eq(w.rc, ASB_ECANCELED);
 	return stats_of(c).connections;
 }
 
@@ -678,7 +678,7 @@ START_TEST(test_retry_connection_refused)
 	o.max_retries = 3;
 	k8s_client *c = client_with(cfg, &o);
 	int64_t start = mono_ms();
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
 	int64_t elapsed = mono_ms() - start;
 	k8s_client_stats s = stats_of(c);
 	ck_assert_int_eq(s.requests, 4);
@@ -686,7 +686,7 @@ START_TEST(test_retry_connection_refused)
 	/* Backoff 100, 200, 400 ms (+ jitter). */
 	ck_assert_msg(elapsed >= 700, "3 retries took %ld ms", (long)elapsed);
 	cJSON *cm = json("{\"metadata\":{\"name\":\"x\"}}");
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_create(c, &configmaps, ns, cm, NULL, NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_create(c, &configmaps, ns, cm, NULL, NULL));
 	cJSON_Delete(cm);
 	ck_assert_int_eq(stats_of(c).retries, 6);
 	k8s_client_free(c);
@@ -694,7 +694,7 @@ START_TEST(test_retry_connection_refused)
 	/* max_retries 0: one try. */
 	o.max_retries = 0;
 	c = client_with(cfg, &o);
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
 	ck_assert_int_eq(stats_of(c).requests, 1);
 	k8s_client_free(c);
 	k8s_config_free(cfg);
@@ -727,36 +727,36 @@ START_TEST(test_retry_503_idempotent_only)
 	int rc = 0;
 	for (int i = 0; i < 100; i++) {  /* until the aggregator proxies it */
 		rc = k8s_client_get(probe, &things, ns, "x", NULL);
-		if (rc == K8S_ESERVICEUNAVAILABLE)
+		if (rc == ASB_ESERVICEUNAVAILABLE)
 			break;
 		usleep(100 * 1000);
 	}
 	k8s_client_free(probe);
-	ck_assert_msg(rc == K8S_ESERVICEUNAVAILABLE, "no 503 from the APIService: %s",
-	              k8s_error_last()->message);
+	ck_assert_msg(rc == ASB_ESERVICEUNAVAILABLE, "no 503 from the APIService: %s",
+	              asb_error_last()->message);
 
 	o.max_retries = 3;
 	k8s_client *c = client_with(admin_cfg, &o);
 	int64_t start = mono_ms();
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_get(c, &things, ns, "x", NULL));
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_get(c, &things, ns, "x", NULL));
 	int64_t elapsed = mono_ms() - start;
-	ck_assert_int_eq(k8s_error_last()->http_status, 503);
+	ck_assert_int_eq(asb_error_last()->http_status, 503);
 	ck_assert_int_eq(stats_of(c).retries, 3);
 	ck_assert_int_eq(stats_of(c).requests, 4);
 	ck_assert_msg(elapsed >= 700, "3 retries took %ld ms", (long)elapsed);
 	/* DELETE is idempotent: retried too. */
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_delete(c, &things, ns, "x", NULL, NULL));
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_delete(c, &things, ns, "x", NULL, NULL));
 	ck_assert_int_eq(stats_of(c).retries, 6);
 	/* POST and PATCH may have run: never sent twice. */
 	cJSON *t = json("{\"metadata\":{\"name\":\"x\"}}");
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_create(c, &things, ns, t, NULL, NULL));
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_patch(c, &things, ns, "x", NULL,
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_create(c, &things, ns, t, NULL, NULL));
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_patch(c, &things, ns, "x", NULL,
 	                                                     K8S_PATCH_MERGE, t, NULL, NULL));
 	/* A PUT without a resourceVersion is not either; with one it is. */
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_update(c, &things, ns, t, NULL, NULL));
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_update(c, &things, ns, t, NULL, NULL));
 	ck_assert_int_eq(stats_of(c).retries, 6);
 	cJSON *tv = json("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"1\"}}");
-	FAILS_WITH(K8S_ESERVICEUNAVAILABLE, k8s_client_update(c, &things, ns, tv, NULL, NULL));
+	FAILS_WITH(ASB_ESERVICEUNAVAILABLE, k8s_client_update(c, &things, ns, tv, NULL, NULL));
 	ck_assert_int_eq(stats_of(c).retries, 9);
 	cJSON_Delete(t);
 	cJSON_Delete(tv);
@@ -773,7 +773,7 @@ END_TEST
 START_TEST(test_warning_logged_once)
 {
 	memlog m;
-	log_open(&m, K8S_LOG_WARN);
+	log_open(&m, ASB_LOG_WARN);
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.logger = m.log;
 	k8s_client *c = client_with(admin_cfg, &o);
@@ -864,7 +864,7 @@ START_TEST(test_list_all_pages)
 	OK(k8s_client_list_all(c, &configmaps, ns, &lo, &all));
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(all, "items")), 0);
 	cJSON_Delete(all);
-	FAILS_WITH(K8S_EINVAL, k8s_client_list_all(c, &configmaps, ns, &lo, NULL));
+	FAILS_WITH(ASB_EINVAL, k8s_client_list_all(c, &configmaps, ns, &lo, NULL));
 	k8s_client_free(c);
 }
 END_TEST
@@ -902,14 +902,14 @@ START_TEST(test_scale_subresource)
 	ck_assert_int_eq((int)num_at(scale, "spec", "replicas"), 3);
 	cJSON_Delete(scale);
 
-	FAILS_WITH(K8S_EINVAL, k8s_client_update_scale(client, &deployments, ns, "web",
+	FAILS_WITH(ASB_EINVAL, k8s_client_update_scale(client, &deployments, ns, "web",
 	                                               -1, NULL, NULL));
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_get_scale(client, &deployments, ns,
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_get_scale(client, &deployments, ns,
 	                                               "absent", NULL));
 	assert_message_has("Deployment \"");
 	/* ConfigMaps have no scale subresource. */
 	create_cm(client, "unscalable", NULL);
-	FAILS_WITH(K8S_ENOTFOUND, k8s_client_get_scale(client, &configmaps, ns,
+	FAILS_WITH(ASB_ENOTFOUND, k8s_client_get_scale(client, &configmaps, ns,
 	                                               "unscalable", NULL));
 }
 END_TEST
@@ -924,14 +924,14 @@ START_TEST(test_proxy_url_used)
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.max_retries = 0;
 	k8s_client *c = client_with(cfg, &o);
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
 	assert_message_has("127.0.0.1 port 1");
 	k8s_client_free(c);
 	k8s_config_free(cfg);
 
 	cfg = config_with("proxy-url: 'socks5://127.0.0.1:1'", "{token: x}");
 	c = client_with(cfg, &o);
-	FAILS_WITH(K8S_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
+	FAILS_WITH(ASB_ETRANSPORT, k8s_client_get(c, &configmaps, ns, "x", NULL));
 	k8s_client_free(c);
 	k8s_config_free(cfg);
 }
@@ -959,19 +959,19 @@ START_TEST(test_options)
 
 	k8s_client *bad = NULL;
 	o.api_connections = 65;
-	FAILS_WITH(K8S_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
+	FAILS_WITH(ASB_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
 	o.api_connections = 1;
 	o.qps = 5;
 	o.burst = 0;
-	FAILS_WITH(K8S_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
+	FAILS_WITH(ASB_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
 	o.burst = 1;
 	o.max_retries = -1;
-	FAILS_WITH(K8S_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
+	FAILS_WITH(ASB_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
 	o.version = K8S_CLIENT_OPTIONS_VERSION + 1;
-	FAILS_WITH(K8S_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
+	FAILS_WITH(ASB_EINVAL, k8s_client_new(&bad, admin_cfg, &o));
 	ck_assert_ptr_null(bad);
 	k8s_client_stats s = { .version = 9 };
-	FAILS_WITH(K8S_EINVAL, k8s_client_stats_get(client, &s));
+	FAILS_WITH(ASB_EINVAL, k8s_client_stats_get(client, &s));
 }
 END_TEST
 
@@ -1031,7 +1031,7 @@ static char *read_test_user_token(const char *kubeconfig)
 	if (k8s_config_load(&cfg, path, NULL) != 0 || !cfg->token) {
 		fprintf(stderr, "test_client_transport: %s: %s (the local cluster writes "
 		        "it; see tools/local-cluster status)\n", path,
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		k8s_config_free(cfg);
 		return NULL;
 	}
@@ -1084,7 +1084,7 @@ int main(void)
 	if (k8s_global_init() < 0 ||
 	    k8s_config_load(&admin_cfg, NULL, NULL) != 0 ||
 	    k8s_client_new(&client, admin_cfg, NULL) != 0) {
-		fprintf(stderr, "test_client_transport: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "test_client_transport: %s\n", asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	if (!admin_cfg->ca.data || !admin_cfg->cert.data) {
@@ -1096,7 +1096,7 @@ int main(void)
 		return EXIT_FAILURE;
 	if (setup() != 0) {
 		fprintf(stderr, "test_client_transport: setup: %s\n",
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	printf("test_client_transport: server %s, namespace %s\n",

@@ -23,7 +23,7 @@
 #include "k8s/object.h"
 
 static k8s_client *client;
-static k8s_logger *logger;
+static asb_logger *logger;
 static char ns[64];
 static char instance[64];
 static const char *controller = "agents.x-k8s.io/libk8s-test";
@@ -33,7 +33,7 @@ static const k8s_resource configmaps = { "", "v1", "configmaps", "ConfigMap", tr
 #define OK(call) do { \
 	int rc_ = (call); \
 	ck_assert_msg(rc_ == 0, "%s: rc %d (%s): %s", #call, rc_, \
-	              k8s_strerror(rc_), k8s_error_last()->message); \
+	              asb_strerror(rc_), asb_error_last()->message); \
 } while (0)
 
 /* Creates a ConfigMap to be the regarding object; the caller frees it. */
@@ -199,7 +199,7 @@ START_TEST(rate_limit_drops_beyond_the_burst_per_object)
 		                           "step %d", i);
 		if (rc == 0)
 			accepted++;
-		else if (rc == K8S_ETOOMANYREQUESTS)
+		else if (rc == ASB_ETOOMANYREQUESTS)
 			dropped++;
 	}
 	ck_assert_int_eq(accepted, 25);
@@ -283,7 +283,7 @@ int main(void)
 		return EXIT_FAILURE;
 	}
 	snprintf(instance, sizeof(instance), "libk8s-test-%ld", (long)getpid());
-	k8s_logger_new(&logger, stderr, K8S_LOG_TEXT, K8S_LOG_DEBUG);
+	asb_logger_new(&logger, stderr, ASB_LOG_TEXT, ASB_LOG_DEBUG);
 	k8s_config *cfg = NULL;
 	cJSON *want = cJSON_Parse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\","
 	                          "\"metadata\":{\"generateName\":\"events-it-\"}}");
@@ -291,7 +291,7 @@ int main(void)
 	if (k8s_global_init() < 0 || k8s_config_load(&cfg, NULL, NULL) != 0 ||
 	    k8s_client_new(&client, cfg, NULL) != 0 ||
 	    k8s_client_create(client, &k8s_resource_namespaces, NULL, want, NULL, &got) != 0) {
-		fprintf(stderr, "test_events: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "test_events: %s\n", asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	snprintf(ns, sizeof(ns), "%s", k8s_obj_name(got));
@@ -309,12 +309,12 @@ int main(void)
 	d.propagation_policy = "Background";
 	if (k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, &d, NULL) != 0) {
 		fprintf(stderr, "test_events: deleting namespace %s: %s\n", ns,
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		failed++;
 	}
 	k8s_client_free(client);
 	k8s_config_free(cfg);
-	k8s_logger_free(logger);
+	asb_logger_free(logger);
 	k8s_global_cleanup();
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -167,12 +167,12 @@ START_TEST(cache_follows_the_server)
 	ck_assert_int_eq(k8s_informer_by_index(inf, "team", "blue", &blue), 0);
 	ck_assert_int_eq(cJSON_GetArraySize(blue), 0);
 	cJSON_Delete(blue);
-	ck_assert_int_eq(k8s_informer_by_index(inf, "nope", "x", &blue), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_by_index(inf, "nope", "x", &blue), ASB_EINVAL);
 
 	ck_assert_int_eq(k8s_client_delete(client, &configmaps, ns, "before", NULL, NULL), 0);
 	WAIT_FOR(read_count(&c, &c.deletes) == 1);
 	ck_assert_str_eq(c.last_deleted, "before");
-	ck_assert_int_eq(k8s_informer_get(inf, ns, "before", &got), K8S_ENOTFOUND);
+	ck_assert_int_eq(k8s_informer_get(inf, ns, "before", &got), ASB_ENOTFOUND);
 	ck_assert_uint_eq(k8s_informer_size(inf), 1);
 
 	cJSON *all = NULL;
@@ -200,7 +200,7 @@ START_TEST(factory_shares_one_informer_between_consumers)
 	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i2), 0);
 	ck_assert_ptr_eq(i1, i2);  /* same resource and selector: one informer */
 	o.transform = strip_managed;
-	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i3), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i3), ASB_EINVAL);
 	o.label_selector = "other";
 	ck_assert_int_eq(k8s_informer_factory_informer(f, &o, &i3), 0);
 	ck_assert_ptr_ne(i1, i3);
@@ -276,7 +276,7 @@ static int cm_decode(const cJSON *o, void **out, void *ud)
 {
 	compact_cm *c = calloc(1, sizeof(*c));
 	if (!c)
-		return K8S_ENOMEM;
+		return ASB_ENOMEM;
 	c->ns = sdup(k8s_obj_namespace(o));
 	c->name = sdup(k8s_obj_name(o));
 	c->rv = sdup(k8s_obj_resource_version(o));
@@ -384,7 +384,7 @@ START_TEST(codec_cache_follows_the_server)
 	ck_assert_int_eq(k8s_client_delete(client, &configmaps, ns, "codec-before", NULL, NULL), 0);
 	WAIT_FOR(read_count(&c, &c.deletes) == 1);
 	ck_assert_str_eq(c.last_deleted, "codec-before");
-	ck_assert_int_eq(k8s_informer_read(inf, ns, "codec-before", read_value, NULL), K8S_ENOTFOUND);
+	ck_assert_int_eq(k8s_informer_read(inf, ns, "codec-before", read_value, NULL), ASB_ENOTFOUND);
 	ck_assert_int_eq(index_count(inf, "team", "green"), 1);
 	cJSON *all = NULL;
 	ck_assert_int_eq(k8s_informer_list(inf, ns, &all), 0);

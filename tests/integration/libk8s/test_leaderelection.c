@@ -213,7 +213,7 @@ static cJSON *get_lease(const char *name)
 {
 	cJSON *l = NULL;
 	int rc = k8s_client_get(client, &k8s_resource_leases, ns, name, &l);
-	ck_assert_msg(rc == 0, "get lease %s: %s", name, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "get lease %s: %s", name, asb_error_last()->message);
 	return l;
 }
 
@@ -406,7 +406,7 @@ int main(void)
 	if (k8s_global_init() < 0 || k8s_config_load(&cfg, NULL, NULL) != 0 ||
 	    k8s_client_new(&client, cfg, NULL) != 0 ||
 	    k8s_client_create(client, &k8s_resource_namespaces, NULL, want, NULL, &got) != 0) {
-		fprintf(stderr, "test_leaderelection: %s\n", k8s_error_last()->message);
+		fprintf(stderr, "test_leaderelection: %s\n", asb_error_last()->message);
 		return EXIT_FAILURE;
 	}
 	snprintf(ns, sizeof(ns), "%s", k8s_obj_name(got));
@@ -427,7 +427,7 @@ int main(void)
 	d.propagation_policy = "Background";
 	if (k8s_client_delete(client, &k8s_resource_namespaces, NULL, ns, &d, NULL) != 0) {
 		fprintf(stderr, "test_leaderelection: deleting namespace %s: %s\n", ns,
-		        k8s_error_last()->message);
+		        asb_error_last()->message);
 		failed++;
 	}
 	k8s_client_free(client);

@@ -19,7 +19,7 @@
 #include "k8s/client.h"
 #include "k8s/informer.h"
 #include "k8s/object.h"
-#include "map.h"
+#include "asb/map.h"
 #include "live.h"
 
 static k8s_client *client;
@@ -31,14 +31,14 @@ static const k8s_resource configmaps = { "", "v1", "configmaps", "ConfigMap", tr
 /* Every event the informer delivered, per object name. */
 typedef struct {
 	pthread_mutex_t lock;
-	k8s_map adds, deletes;  /* name -> (intptr_t) count */
+	asb_map adds, deletes;  /* name -> (intptr_t) count */
 	int updates;
 } record;
 
-static void bump(k8s_map *m, const char *name)
+static void bump(asb_map *m, const char *name)
 {
-	intptr_t n = (intptr_t)k8s_map_get(m, name);
-	k8s_map_set(m, name, (void *)(n + 1), NULL);
+	intptr_t n = (intptr_t)asb_map_get(m, name);
+	asb_map_set(m, name, (void *)(n + 1), NULL);
 }
 
 static void on_add(const cJSON *o, void *ud)
@@ -65,10 +65,10 @@ static void on_delete(const cJSON *o, void *ud)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static int count(record *r, k8s_map *m, const char *name)
+static int count(record *r, asb_map *m, const char *name)
 {
 	pthread_mutex_lock(&r->lock);
-	int n = (int)(intptr_t)k8s_map_get(m, name);
+	int n = (int)(intptr_t)asb_map_get(m, name);
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -80,7 +80,7 @@ static void create_cm(const char *in_ns, const char *name, const char *label)
 	cJSON *o = cJSON_Parse(buf);
 	int rc = k8s_client_create(client, &configmaps, in_ns, o, NULL, NULL);
 	cJSON_Delete(o);
-	ck_assert_msg(rc == 0, "create %s: %s", name, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "create %s: %s", name, asb_error_last()->message);
 }
 
 static void restart_apiserver(void)
@@ -120,12 +120,12 @@ static bool cache_matches_server(k8s_informer *inf)
 	ck_assert_msg((cond), "timed out waiting for " #cond); \
 } while (0)
 
-static k8s_informer *start_informer(record *r, k8s_logger *log)
+static k8s_informer *start_informer(record *r, asb_logger *log)
 {
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
-	k8s_map_init(&r->adds);
-	k8s_map_init(&r->deletes);
+	asb_map_init(&r->adds);
+	asb_map_init(&r->deletes);
 	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
 	o.resource = &configmaps;
 	o.namespace_ = ns;
@@ -172,8 +172,8 @@ START_TEST(watch_resumes_across_apiserver_restart)
 	ck_assert_int_eq(count(&r, &r.deletes, "before-0"), 1);
 	ck_assert_int_eq(r.updates, 0);
 	k8s_informer_free(inf);
-	k8s_map_clear(&r.adds, NULL);
-	k8s_map_clear(&r.deletes, NULL);
+	asb_map_clear(&r.adds, NULL);
+	asb_map_clear(&r.deletes, NULL);
 }
 END_TEST
 
@@ -230,8 +230,8 @@ START_TEST(relist_after_410_when_history_was_compacted)
 	char *logbuf = NULL;
 	size_t loglen = 0;
 	FILE *logf = open_memstream(&logbuf, &loglen);
-	k8s_logger *log;
-	k8s_logger_new(&log, logf, K8S_LOG_TEXT, K8S_LOG_INFO);
+	asb_logger *log;
+	asb_logger_new(&log, logf, ASB_LOG_TEXT, ASB_LOG_INFO);
 	record r;
 	char name[32];
 	selector = "relist-test";
@@ -263,9 +263,9 @@ START_TEST(relist_after_410_when_history_was_compacted)
 	ck_assert_msg(strstr(logbuf, "relisting") != NULL, "no relist in the informer log:\n%s", logbuf);
 	fclose(logf);
 	free(logbuf);
-	k8s_logger_free(log);
-	k8s_map_clear(&r.adds, NULL);
-	k8s_map_clear(&r.deletes, NULL);
+	asb_logger_free(log);
+	asb_map_clear(&r.adds, NULL);
+	asb_map_clear(&r.deletes, NULL);
 }
 END_TEST
 

@@ -31,7 +31,7 @@ static void create(const k8s_resource *r, const char *json)
 	ck_assert_ptr_nonnull(o);
 	int rc = k8s_client_create(client, r, ns, o, NULL, NULL);
 	cJSON_Delete(o);
-	ck_assert_msg(rc == 0, "create %s: %s", r->resource, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "create %s: %s", r->resource, asb_error_last()->message);
 }
 
 static k8s_informer *informer(const k8s_resource *r)
@@ -99,14 +99,14 @@ START_TEST(test_claim_with_uncached_pool_goes_cold)
 	k8s_reconcile_result res = {0};
 	snprintf(key, sizeof(key), "%s/lag", ns);
 	int rc = wp_claim_controller_reconcile(ctl, key, &res);
-	ck_assert_msg(rc == 0, "reconcile %s: %d %s", key, rc, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "reconcile %s: %d %s", key, rc, asb_error_last()->message);
 	ready_reason("lag", reason, sizeof(reason));
 	ck_assert_msg(strcmp(reason, WP_REASON_WARM_POOL_NOT_FOUND) != 0 &&
 	              strcmp(reason, WP_REASON_TEMPLATE_NOT_FOUND) != 0,
 	              "claim reported %s while its pool and template exist", reason);
 	cJSON *sbx = NULL;
 	ck_assert_msg(k8s_client_get(client, &sbx_resource_sandboxes, ns, "lag", &sbx) == 0,
-	              "no cold Sandbox created: %s", k8s_error_last()->message);
+	              "no cold Sandbox created: %s", asb_error_last()->message);
 	const cJSON *launch = cJSON_GetObjectItem(k8s_obj_at(sbx, "metadata.labels"),
 	                                          "agents.x-k8s.io/launch-type");
 	ck_assert_msg(cJSON_IsString(launch) && strcmp(launch->valuestring, "cold") == 0,
@@ -116,7 +116,7 @@ START_TEST(test_claim_with_uncached_pool_goes_cold)
 	snprintf(key, sizeof(key), "%s/nopool", ns);
 	memset(&res, 0, sizeof(res));
 	rc = wp_claim_controller_reconcile(ctl, key, &res);
-	ck_assert_msg(rc == 0, "reconcile %s: %d %s", key, rc, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "reconcile %s: %d %s", key, rc, asb_error_last()->message);
 	ready_reason("nopool", reason, sizeof(reason));
 	ck_assert_str_eq(reason, WP_REASON_WARM_POOL_NOT_FOUND);
 	ck_assert_int_gt(res.requeue_after_ms, 0);
@@ -138,7 +138,7 @@ int main(void)
 	if (k8s_client_get(client, &k8s_resource_crds, NULL, "sandboxclaims.extensions.agents.x-k8s.io",
 	                   &crd) != 0) {
 		fprintf(stderr, "test_claim_cache_lag: the extension CRDs are not installed "
-		        "(kubectl apply -k deploy/): %s\n", k8s_error_last()->message);
+		        "(kubectl apply -k deploy/): %s\n", asb_error_last()->message);
 		return 1;
 	}
 	cJSON_Delete(crd);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include "flags.h"
 #include "../argv.h"
-#include "k8s/duration.h"
+#include "asb/duration.h"
 
 /* Parses the NULL-terminated flags after the program name into `f`
  * (defaults first); returns controller_flags_parse()'s result. */
@@ -66,22 +66,22 @@ END_TEST
 START_TEST(go_durations)
 {
 	int64_t ns;
-	ck_assert_int_eq(k8s_duration_parse("0", &ns), 0);
+	ck_assert_int_eq(asb_duration_parse("0", &ns), 0);
 	ck_assert_int_eq(ns, 0);
-	ck_assert_int_eq(k8s_duration_parse("5m", &ns), 0);
+	ck_assert_int_eq(asb_duration_parse("5m", &ns), 0);
 	ck_assert_int_eq(ns, 300000000000LL);
-	ck_assert_int_eq(k8s_duration_parse("1h2m3.5s", &ns), 0);
+	ck_assert_int_eq(asb_duration_parse("1h2m3.5s", &ns), 0);
 	ck_assert_int_eq(ns, 3723500000000LL);
-	ck_assert_int_eq(k8s_duration_parse("-1.5ms", &ns), 0);
+	ck_assert_int_eq(asb_duration_parse("-1.5ms", &ns), 0);
 	ck_assert_int_eq(ns, -1500000);
-	ck_assert_int_eq(k8s_duration_parse("\xc2\xb5s", &ns), -1);
-	ck_assert_int_eq(k8s_duration_parse("3\xc2\xb5s", &ns), 0);
+	ck_assert_int_eq(asb_duration_parse("\xc2\xb5s", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse("3\xc2\xb5s", &ns), 0);
 	ck_assert_int_eq(ns, 3000);
-	ck_assert_int_eq(k8s_duration_parse("5", &ns), -1);
-	ck_assert_int_eq(k8s_duration_parse("", &ns), -1);
-	ck_assert_int_eq(k8s_duration_parse("1d", &ns), -1);
-	ck_assert_int_eq(k8s_duration_parse(".s", &ns), -1);
-	ck_assert_int_eq(k8s_duration_parse("3000000h", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse("5", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse("", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse("1d", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse(".s", &ns), -1);
+	ck_assert_int_eq(asb_duration_parse("3000000h", &ns), -1);
 }
 END_TEST
 
@@ -108,8 +108,8 @@ START_TEST(defaults_of_upstream_only_flags)
 	ck_assert_int_eq(f.pprof_block_profile_rate, 1000000);
 	ck_assert_int_eq(f.pprof_mutex_profile_fraction, 10);
 	ck_assert(!f.zap_devel);
-	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
-	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
+	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
 }
 END_TEST
 
@@ -217,28 +217,28 @@ START_TEST(zap_flags)
 {
 	controller_flags f;
 	ck_assert_int_eq(parse(&f, "--zap-encoder=json", NULL), 0);
-	ck_assert_int_eq(f.log_format, K8S_LOG_JSON);
+	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-encoder", "console", NULL), 0);
-	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
+	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
 	ck_assert_int_eq(parse(&f, "--zap-encoder=logfmt", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=error", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_ERROR);
+	ck_assert_int_eq(f.log_level, ASB_LOG_ERROR);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=info", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=3", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=0", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=warn", NULL), -1);
 	/* the last level flag wins, as both set one setting */
 	ck_assert_int_eq(parse(&f, "--zap-log-level=error", "--log-level=warn", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_WARN);
+	ck_assert_int_eq(f.log_level, ASB_LOG_WARN);
 	/* development mode: debug unless a level is given, in any order */
 	ck_assert_int_eq(parse(&f, "--zap-devel", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=info", "--zap-devel", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
 	ck_assert_int_eq(parse(&f, "--zap-devel=false", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_INFO);
+	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=panic", "--zap-time-encoding=rfc3339nano",
 	                       NULL), 0);
 	ck_assert_str_eq(f.zap_stacktrace_level, "panic");
@@ -247,13 +247,13 @@ START_TEST(zap_flags)
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=unix", NULL), -1);
 	/* controller-runtime lower-cases the values; "nanos" is its real spelling */
 	ck_assert_int_eq(parse(&f, "--zap-encoder=JSON", NULL), 0);
-	ck_assert_int_eq(f.log_format, K8S_LOG_JSON);
+	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-encoder=Console", NULL), 0);
-	ck_assert_int_eq(f.log_format, K8S_LOG_TEXT);
+	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=DEBUG", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=Error", NULL), 0);
-	ck_assert_int_eq(f.log_level, K8S_LOG_ERROR);
+	ck_assert_int_eq(f.log_level, ASB_LOG_ERROR);
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=Panic", "--zap-time-encoding=ISO8601",
 	                       NULL), 0);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nanos", NULL), 0);

@@ -155,21 +155,21 @@ START_TEST(bad_options)
 	k8s_cert_bundle b;
 	k8s_cert_options o = options();
 	o.common_name = NULL;
-	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), ASB_EINVAL);
 	o = options();
 	o.not_after_ms = o.not_before_ms;
-	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), ASB_EINVAL);
 	o = options();
 	static const char *const bad_ip[] = { "not-an-ip", NULL };
 	o.ip_addresses = bad_ip;
-	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), K8S_EINVAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "not-an-ip"));
+	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), ASB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "not-an-ip"));
 	ck_assert_ptr_null(b.ca_cert);
 	o = options();
 	o.common_name = "a,O=evil";
-	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), K8S_EINVAL);
-	ck_assert_int_eq(k8s_cert_bundle_generate(NULL, &o), K8S_EINVAL);
-	ck_assert_int_eq(k8s_cert_bundle_generate(&b, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_cert_bundle_generate(&b, &o), ASB_EINVAL);
+	ck_assert_int_eq(k8s_cert_bundle_generate(NULL, &o), ASB_EINVAL);
+	ck_assert_int_eq(k8s_cert_bundle_generate(&b, NULL), ASB_EINVAL);
 }
 END_TEST
 

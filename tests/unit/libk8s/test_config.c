@@ -3,7 +3,7 @@
  *
  * The happy paths read data/kubeconfig/config, whose file references are
  * relative to it; the broken documents are inline. Every broken input must
- * give K8S_ECONFIG with a message that names the file and the problem.
+ * give ASB_ECONFIG with a message that names the file and the problem.
  */
 #include <check.h>
 #include <stdio.h>
@@ -35,12 +35,12 @@ static void assert_blob_is_file(const k8s__blob *b, const char *path)
 	free(want);
 }
 
-/* Asserts K8S_ECONFIG and that the message contains each needle. */
+/* Asserts ASB_ECONFIG and that the message contains each needle. */
 static void assert_config_error(int rc, const char *needle1, const char *needle2)
 {
-	const char *m = k8s_error_last()->message;
-	ck_assert_msg(rc == K8S_ECONFIG, "rc %d, message: %s", rc, m);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_ECONFIG);
+	const char *m = asb_error_last()->message;
+	ck_assert_msg(rc == ASB_ECONFIG, "rc %d, message: %s", rc, m);
+	ck_assert_int_eq(asb_error_last()->code, ASB_ECONFIG);
 	ck_assert_msg(strstr(m, needle1), "\"%s\" not in: %s", needle1, m);
 	if (needle2)
 		ck_assert_msg(strstr(m, needle2), "\"%s\" not in: %s", needle2, m);
@@ -212,9 +212,9 @@ START_TEST(test_relative_paths)
 		"  context: {cluster: c, user: u}\n";
 	k8s_config *cfg = NULL;
 	ck_assert_int_eq(k8s_config_load_yaml(&cfg, doc, strlen(doc), "x",
-	                                      KC_DIR "/virtual-name"), K8S_ECONFIG);
+	                                      KC_DIR "/virtual-name"), ASB_ECONFIG);
 	/* sub/ does not exist, so sub/../ can not be resolved by the kernel. */
-	assert_config_error(K8S_ECONFIG, KC_DIR "/sub/../client.key", "user \"u\"");
+	assert_config_error(ASB_ECONFIG, KC_DIR "/sub/../client.key", "user \"u\"");
 
 	const char *doc2 =
 		"clusters: [{name: c, cluster: {server: 'https://h:1', "
@@ -426,7 +426,7 @@ START_TEST(test_unsupported_auth)
 		"users:\n- name: u\n  user: {username: admin, password: secret}\n"
 		"contexts:\n- name: x\n  context: {cluster: c, user: u}\n";
 	assert_config_error(load_doc(&cfg, doc2, "x"), "username/password", NULL);
-	ck_assert_ptr_null(strstr(k8s_error_last()->message, "secret"));
+	ck_assert_ptr_null(strstr(asb_error_last()->message, "secret"));
 }
 END_TEST
 
@@ -456,7 +456,7 @@ END_TEST
 
 START_TEST(test_null_arguments)
 {
-	ck_assert_int_eq(k8s_config_load(NULL, KC_FILE, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_config_load(NULL, KC_FILE, NULL), ASB_EINVAL);
 	ck_assert_ptr_null(k8s_config_server(NULL));
 	ck_assert_ptr_null(k8s_config_namespace(NULL));
 	ck_assert_ptr_null(k8s_config_context(NULL));
@@ -634,10 +634,10 @@ START_TEST(test_merge_errors)
 	const char *two[] = { mpath("current"), mpath("empty") };
 	assert_config_error(k8s_config_load_files(&cfg, two, 2, NULL),
 	                    "context \"ctx-a\" not found", mpath("current"));
-	ck_assert_int_eq(k8s_config_load_files(&cfg, NULL, 0, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_config_load_files(&cfg, NULL, 0, NULL), ASB_EINVAL);
 	const char *blank[] = { "" };
-	ck_assert_int_eq(k8s_config_load_files(&cfg, blank, 1, NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_config_load_files(NULL, paths, 1, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_config_load_files(&cfg, blank, 1, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_config_load_files(NULL, paths, 1, NULL), ASB_EINVAL);
 }
 END_TEST
 
@@ -672,7 +672,7 @@ START_TEST(test_proxy_url)
 		"contexts:\n- name: x\n  context: {cluster: c}\n";
 	assert_config_error(load_doc(&cfg, bad, "x"), "proxy-url must be an http://",
 	                    "cluster \"c\"");
-	ck_assert_ptr_null(strstr(k8s_error_last()->message, "hunter2"));
+	ck_assert_ptr_null(strstr(asb_error_last()->message, "hunter2"));
 }
 END_TEST
 

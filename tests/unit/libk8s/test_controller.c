@@ -18,7 +18,7 @@ typedef struct {
 	pthread_mutex_t lock;
 	int calls;
 	int failures_left;
-	int fail_code;          /* 0: K8S_EINTERNAL */
+	int fail_code;          /* 0: ASB_EINTERNAL */
 	long requeue_after_ms;
 	int64_t times[8];
 } rec_state;
@@ -42,9 +42,9 @@ static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 	long after = s->calls == 1 ? s->requeue_after_ms : 0;
 	pthread_mutex_unlock(&s->lock);
 	if (fail && s->fail_code)
-		return k8s_error_set(s->fail_code, 0, NULL, "simulated failure on %s", key);
+		return asb_error_set(s->fail_code, 0, NULL, "simulated failure on %s", key);
 	if (fail)
-		return k8s_error_set(K8S_EINTERNAL, 500, "InternalError", "simulated failure on %s", key);
+		return asb_error_set(ASB_EINTERNAL, 500, "InternalError", "simulated failure on %s", key);
 	res->requeue_after_ms = after;
 	return 0;
 }
@@ -93,7 +93,7 @@ START_TEST(transport_errors_back_off_outside_the_overall_bucket)
 	/* A shared bucket of one token per 1000 s: a retry that takes a token
 	 * beyond the first waits that long. */
 	rec_state t = { .lock = PTHREAD_MUTEX_INITIALIZER, .failures_left = 3,
-	                .fail_code = K8S_ETRANSPORT };
+	                .fail_code = ASB_ETRANSPORT };
 	k8s_controller *c = start_with(&t, 1, 0.001);
 	k8s_controller_enqueue(c, "ns/unreachable");
 	WAIT_FOR(calls(&t) >= 4);  /* 3 failures, then the success: no token taken */

@@ -1,5 +1,5 @@
 /*
- * test_error.c - the thread-local last error (libk8s/src/error.c) and the
+ * test_error.c - the thread-local last error (libasb/src/error.c) and the
  * decoding of API failure answers into codes and messages (status.h).
  */
 #include <check.h>
@@ -12,27 +12,27 @@
 
 START_TEST(test_last_error_starts_empty)
 {
-	const k8s_error *e = k8s_error_last();
+	const asb_error *e = asb_error_last();
 	ck_assert_ptr_nonnull(e);
 	ck_assert_ptr_nonnull(e->message);
 	ck_assert_ptr_nonnull(e->reason);
-	ck_assert_int_eq(e->code, K8S_OK);
+	ck_assert_int_eq(e->code, ASB_OK);
 }
 END_TEST
 
 START_TEST(test_set_and_clear)
 {
-	int rc = k8s_error_set(K8S_ENOTFOUND, 404, "NotFound", "thing %s %d", "x", 7);
-	ck_assert_int_eq(rc, K8S_ENOTFOUND);
-	const k8s_error *e = k8s_error_last();
-	ck_assert_int_eq(e->code, K8S_ENOTFOUND);
+	int rc = asb_error_set(ASB_ENOTFOUND, 404, "NotFound", "thing %s %d", "x", 7);
+	ck_assert_int_eq(rc, ASB_ENOTFOUND);
+	const asb_error *e = asb_error_last();
+	ck_assert_int_eq(e->code, ASB_ENOTFOUND);
 	ck_assert_int_eq(e->http_status, 404);
 	ck_assert_str_eq(e->reason, "NotFound");
 	ck_assert_str_eq(e->message, "thing x 7");
 
-	k8s_error_clear();
-	e = k8s_error_last();
-	ck_assert_int_eq(e->code, K8S_OK);
+	asb_error_clear();
+	e = asb_error_last();
+	ck_assert_int_eq(e->code, ASB_OK);
 	ck_assert_int_eq(e->http_status, 0);
 	ck_assert_str_eq(e->reason, "");
 	ck_assert_str_eq(e->message, "");
@@ -41,21 +41,21 @@ END_TEST
 
 START_TEST(test_set_null_reason)
 {
-	k8s_error_set(K8S_EINVAL, 0, NULL, "bad");
-	ck_assert_str_eq(k8s_error_last()->reason, "");
-	ck_assert_str_eq(k8s_error_last()->message, "bad");
+	asb_error_set(ASB_EINVAL, 0, NULL, "bad");
+	ck_assert_str_eq(asb_error_last()->reason, "");
+	ck_assert_str_eq(asb_error_last()->message, "bad");
 }
 END_TEST
 
 START_TEST(test_wrap_previous_message)
 {
 	/* Wrapping the last message in a new one must not corrupt it. */
-	k8s_error_set(K8S_ETRANSPORT, 0, "Inner", "connection refused");
-	k8s_error_set(K8S_ETRANSPORT, 0, k8s_error_last()->reason,
-	              "listing pods: %s", k8s_error_last()->message);
-	ck_assert_str_eq(k8s_error_last()->message,
+	asb_error_set(ASB_ETRANSPORT, 0, "Inner", "connection refused");
+	asb_error_set(ASB_ETRANSPORT, 0, asb_error_last()->reason,
+	              "listing pods: %s", asb_error_last()->message);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "listing pods: connection refused");
-	ck_assert_str_eq(k8s_error_last()->reason, "Inner");
+	ck_assert_str_eq(asb_error_last()->reason, "Inner");
 }
 END_TEST
 
@@ -64,8 +64,8 @@ START_TEST(test_truncation)
 	char big[5000];
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	k8s_error_set(K8S_ERROR, 0, NULL, "%s", big);
-	const char *m = k8s_error_last()->message;
+	asb_error_set(ASB_ERROR, 0, NULL, "%s", big);
+	const char *m = asb_error_last()->message;
 	size_t len = strlen(m);
 	ck_assert_uint_lt(len, 1024);
 	ck_assert_uint_gt(len, 900);
@@ -84,8 +84,8 @@ START_TEST(test_truncation_keeps_utf8_whole)
 	}
 	big[n] = '\0';
 	for (int shift = 0; shift < 3; shift++) {
-		k8s_error_set(K8S_ERROR, 0, NULL, "%.*s%s", shift, "xx", big);
-		const unsigned char *m = (const unsigned char *)k8s_error_last()->message;
+		asb_error_set(ASB_ERROR, 0, NULL, "%.*s%s", shift, "xx", big);
+		const unsigned char *m = (const unsigned char *)asb_error_last()->message;
 		size_t len = strlen((const char *)m);
 		ck_assert_str_eq((const char *)m + len - 3, "...");
 		/* Before the "...", every euro sign is whole. */
@@ -97,8 +97,8 @@ START_TEST(test_truncation_keeps_utf8_whole)
 	char reason[200];
 	memset(reason, 'R', sizeof(reason) - 1);
 	reason[sizeof(reason) - 1] = '\0';
-	k8s_error_set(K8S_ERROR, 0, reason, "x");
-	ck_assert_uint_lt(strlen(k8s_error_last()->reason), 64);
+	asb_error_set(ASB_ERROR, 0, reason, "x");
+	ck_assert_uint_lt(strlen(asb_error_last()->reason), 64);
 }
 END_TEST
 
@@ -106,9 +106,9 @@ static void *other_thread(void *arg)
 {
 	(void)arg;
 	/* A new thread starts with no error, and its error stays its own. */
-	int clean = k8s_error_last()->code == K8S_OK &&
-	            strcmp(k8s_error_last()->message, "") == 0;
-	k8s_error_set(K8S_EGONE, 410, "Expired", "other thread");
+	int clean = asb_error_last()->code == ASB_OK &&
+	            strcmp(asb_error_last()->message, "") == 0;
+	asb_error_set(ASB_EGONE, 410, "Expired", "other thread");
 	return clean ? (void *)1 : NULL;
 }
 
@@ -116,37 +116,37 @@ START_TEST(test_thread_local)
 {
 	pthread_t t;
 	void *res;
-	k8s_error_set(K8S_ECONFLICT, 409, "Conflict", "main thread");
+	asb_error_set(ASB_ECONFLICT, 409, "Conflict", "main thread");
 	ck_assert_int_eq(pthread_create(&t, NULL, other_thread, NULL), 0);
 	ck_assert_int_eq(pthread_join(t, &res), 0);
 	ck_assert_ptr_nonnull(res);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_ECONFLICT);
-	ck_assert_str_eq(k8s_error_last()->message, "main thread");
+	ck_assert_int_eq(asb_error_last()->code, ASB_ECONFLICT);
+	ck_assert_str_eq(asb_error_last()->message, "main thread");
 }
 END_TEST
 
 START_TEST(test_strerror)
 {
 	static const int codes[] = {
-		K8S_OK, K8S_ERROR, K8S_ENOMEM, K8S_EINVAL, K8S_ECONFIG,
-		K8S_ETRANSPORT, K8S_EDECODE, K8S_ESHUTDOWN, K8S_ECANCELED,
-		K8S_ETIMEOUT, K8S_ETOOLARGE, K8S_EBADREQUEST, K8S_EUNAUTHORIZED, K8S_EFORBIDDEN,
-		K8S_ENOTFOUND, K8S_EMETHODNOTALLOWED, K8S_ENOTACCEPTABLE,
-		K8S_EALREADYEXISTS, K8S_ECONFLICT, K8S_EGONE,
-		K8S_EUNSUPPORTEDMEDIA, K8S_EINVALID, K8S_ETOOMANYREQUESTS,
-		K8S_EINTERNAL, K8S_ESERVICEUNAVAILABLE, K8S_ESERVERTIMEOUT, K8S_EAPI,
+		ASB_OK, ASB_ERROR, ASB_ENOMEM, ASB_EINVAL, ASB_ECONFIG,
+		ASB_ETRANSPORT, ASB_EDECODE, ASB_ESHUTDOWN, ASB_ECANCELED,
+		ASB_ETIMEOUT, ASB_ETOOLARGE, ASB_EBADREQUEST, ASB_EUNAUTHORIZED, ASB_EFORBIDDEN,
+		ASB_ENOTFOUND, ASB_EMETHODNOTALLOWED, ASB_ENOTACCEPTABLE,
+		ASB_EALREADYEXISTS, ASB_ECONFLICT, ASB_EGONE,
+		ASB_EUNSUPPORTEDMEDIA, ASB_EINVALID, ASB_ETOOMANYREQUESTS,
+		ASB_EINTERNAL, ASB_ESERVICEUNAVAILABLE, ASB_ESERVERTIMEOUT, ASB_EAPI,
 	};
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
-		const char *s = k8s_strerror(codes[i]);
+		const char *s = asb_strerror(codes[i]);
 		ck_assert_ptr_nonnull(s);
 		ck_assert_str_ne(s, "unknown error");
 		/* Each name is distinct. */
 		for (size_t j = 0; j < i; j++)
-			ck_assert_str_ne(s, k8s_strerror(codes[j]));
+			ck_assert_str_ne(s, asb_strerror(codes[j]));
 	}
-	ck_assert_str_eq(k8s_strerror(K8S_ENOTFOUND), "not found");
-	ck_assert_str_eq(k8s_strerror(12345), "unknown error");
-	ck_assert_str_eq(k8s_strerror(-999), "unknown error");
+	ck_assert_str_eq(asb_strerror(ASB_ENOTFOUND), "not found");
+	ck_assert_str_eq(asb_strerror(12345), "unknown error");
+	ck_assert_str_eq(asb_strerror(-999), "unknown error");
 }
 END_TEST
 
@@ -156,24 +156,24 @@ static const struct {
 	int http;
 	int code;
 } reasons[] = {
-	{ "BadRequest", 400, K8S_EBADREQUEST },
-	{ "Unauthorized", 401, K8S_EUNAUTHORIZED },
-	{ "Forbidden", 403, K8S_EFORBIDDEN },
-	{ "NotFound", 404, K8S_ENOTFOUND },
-	{ "MethodNotAllowed", 405, K8S_EMETHODNOTALLOWED },
-	{ "NotAcceptable", 406, K8S_ENOTACCEPTABLE },
-	{ "AlreadyExists", 409, K8S_EALREADYEXISTS },
-	{ "Conflict", 409, K8S_ECONFLICT },
-	{ "Gone", 410, K8S_EGONE },
-	{ "Expired", 410, K8S_EGONE },
-	{ "RequestEntityTooLarge", 413, K8S_EAPI },
-	{ "UnsupportedMediaType", 415, K8S_EUNSUPPORTEDMEDIA },
-	{ "Invalid", 422, K8S_EINVALID },
-	{ "TooManyRequests", 429, K8S_ETOOMANYREQUESTS },
-	{ "InternalError", 500, K8S_EINTERNAL },
-	{ "ServerTimeout", 500, K8S_ESERVERTIMEOUT },
-	{ "ServiceUnavailable", 503, K8S_ESERVICEUNAVAILABLE },
-	{ "Timeout", 504, K8S_ESERVERTIMEOUT },
+	{ "BadRequest", 400, ASB_EBADREQUEST },
+	{ "Unauthorized", 401, ASB_EUNAUTHORIZED },
+	{ "Forbidden", 403, ASB_EFORBIDDEN },
+	{ "NotFound", 404, ASB_ENOTFOUND },
+	{ "MethodNotAllowed", 405, ASB_EMETHODNOTALLOWED },
+	{ "NotAcceptable", 406, ASB_ENOTACCEPTABLE },
+	{ "AlreadyExists", 409, ASB_EALREADYEXISTS },
+	{ "Conflict", 409, ASB_ECONFLICT },
+	{ "Gone", 410, ASB_EGONE },
+	{ "Expired", 410, ASB_EGONE },
+	{ "RequestEntityTooLarge", 413, ASB_EAPI },
+	{ "UnsupportedMediaType", 415, ASB_EUNSUPPORTEDMEDIA },
+	{ "Invalid", 422, ASB_EINVALID },
+	{ "TooManyRequests", 429, ASB_ETOOMANYREQUESTS },
+	{ "InternalError", 500, ASB_EINTERNAL },
+	{ "ServerTimeout", 500, ASB_ESERVERTIMEOUT },
+	{ "ServiceUnavailable", 503, ASB_ESERVICEUNAVAILABLE },
+	{ "Timeout", 504, ASB_ESERVERTIMEOUT },
 };
 #define NREASONS (sizeof(reasons) / sizeof(reasons[0]))
 
@@ -191,16 +191,16 @@ END_TEST
 START_TEST(test_code_from_http)
 {
 	static const struct { int http; int code; } table[] = {
-		{ 200, K8S_OK }, { 201, K8S_OK }, { 202, K8S_OK }, { 204, K8S_OK },
-		{ 400, K8S_EBADREQUEST }, { 401, K8S_EUNAUTHORIZED },
-		{ 403, K8S_EFORBIDDEN }, { 404, K8S_ENOTFOUND },
-		{ 405, K8S_EMETHODNOTALLOWED }, { 406, K8S_ENOTACCEPTABLE },
-		{ 409, K8S_ECONFLICT }, { 410, K8S_EGONE },
-		{ 415, K8S_EUNSUPPORTEDMEDIA }, { 422, K8S_EINVALID },
-		{ 429, K8S_ETOOMANYREQUESTS }, { 500, K8S_EINTERNAL },
-		{ 503, K8S_ESERVICEUNAVAILABLE }, { 504, K8S_ESERVERTIMEOUT },
-		{ 302, K8S_EAPI }, { 418, K8S_EAPI }, { 502, K8S_EAPI },
-		{ 0, K8S_EAPI }, { 100, K8S_EAPI },
+		{ 200, ASB_OK }, { 201, ASB_OK }, { 202, ASB_OK }, { 204, ASB_OK },
+		{ 400, ASB_EBADREQUEST }, { 401, ASB_EUNAUTHORIZED },
+		{ 403, ASB_EFORBIDDEN }, { 404, ASB_ENOTFOUND },
+		{ 405, ASB_EMETHODNOTALLOWED }, { 406, ASB_ENOTACCEPTABLE },
+		{ 409, ASB_ECONFLICT }, { 410, ASB_EGONE },
+		{ 415, ASB_EUNSUPPORTEDMEDIA }, { 422, ASB_EINVALID },
+		{ 429, ASB_ETOOMANYREQUESTS }, { 500, ASB_EINTERNAL },
+		{ 503, ASB_ESERVICEUNAVAILABLE }, { 504, ASB_ESERVERTIMEOUT },
+		{ 302, ASB_EAPI }, { 418, ASB_EAPI }, { 502, ASB_EAPI },
+		{ 0, ASB_EAPI }, { 100, ASB_EAPI },
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		ck_assert_int_eq(k8s_error_code_from_status(NULL, table[i].http),
@@ -230,7 +230,7 @@ START_TEST(test_status_each_reason)
 	         reasons[_i].reason, reasons[_i].http);
 	int rc = record(reasons[_i].http, body, "Pod \"ns/x\"");
 	ck_assert_int_eq(rc, reasons[_i].code);
-	const k8s_error *e = k8s_error_last();
+	const asb_error *e = asb_error_last();
 	ck_assert_int_eq(e->code, reasons[_i].code);
 	ck_assert_int_eq(e->http_status, reasons[_i].http);
 	ck_assert_str_eq(e->reason, reasons[_i].reason);
@@ -248,8 +248,8 @@ START_TEST(test_status_not_found_message)
 		"\"status\":\"Failure\",\"message\":\"pods \\\"x\\\" not found\","
 		"\"reason\":\"NotFound\",\"details\":{\"name\":\"x\",\"kind\":\"pods\"},"
 		"\"code\":404}";
-	ck_assert_int_eq(record(404, body, "Pod \"default/x\""), K8S_ENOTFOUND);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(record(404, body, "Pod \"default/x\""), ASB_ENOTFOUND);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "Pod \"default/x\": pods \"x\" not found (NotFound)");
 }
 END_TEST
@@ -269,8 +269,8 @@ START_TEST(test_status_causes)
 		"\"message\":\"Required value\",\"field\":\"data.key\"},"
 		"{\"message\":\"no field here\"},{\"field\":\"no.message\"}]},"
 		"\"code\":422}";
-	ck_assert_int_eq(record(422, body, "ConfigMap \"ns/Bad\""), K8S_EINVALID);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(record(422, body, "ConfigMap \"ns/Bad\""), ASB_EINVALID);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "ConfigMap \"ns/Bad\": ConfigMap \"Bad\" is invalid: "
 	                 "metadata.name: Invalid value: \"Bad\": must be lowercase"
 	                 "; data.key: Required value; no field here (Invalid)");
@@ -282,18 +282,18 @@ START_TEST(test_status_without_reason)
 	/* A Status with no reason: the HTTP code decides and is shown. */
 	const char *body = "{\"kind\":\"Status\",\"status\":\"Failure\","
 	                   "\"message\":\"something odd\",\"code\":409}";
-	ck_assert_int_eq(record(409, body, "Lease \"kube-system/l\""), K8S_ECONFLICT);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(record(409, body, "Lease \"kube-system/l\""), ASB_ECONFLICT);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "Lease \"kube-system/l\": something odd (HTTP 409)");
-	ck_assert_str_eq(k8s_error_last()->reason, "");
+	ck_assert_str_eq(asb_error_last()->reason, "");
 }
 END_TEST
 
 START_TEST(test_status_without_message)
 {
 	const char *body = "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"code\":403}";
-	ck_assert_int_eq(record(403, body, NULL), K8S_EFORBIDDEN);
-	ck_assert_str_eq(k8s_error_last()->message, "forbidden (Forbidden)");
+	ck_assert_int_eq(record(403, body, NULL), ASB_EFORBIDDEN);
+	ck_assert_str_eq(asb_error_last()->message, "forbidden (Forbidden)");
 }
 END_TEST
 
@@ -301,31 +301,31 @@ START_TEST(test_non_status_bodies)
 {
 	/* A proxy's HTML page. */
 	ck_assert_int_eq(record(502, "<html>\r\n<body>Bad Gateway</body>\n</html>",
-	                        "Pod \"a/b\""), K8S_EAPI);
-	ck_assert_str_eq(k8s_error_last()->message,
+	                        "Pod \"a/b\""), ASB_EAPI);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "Pod \"a/b\": HTTP 502 (API error): <html>  <body>Bad "
 	                 "Gateway</body> </html>");
-	ck_assert_int_eq(k8s_error_last()->http_status, 502);
-	ck_assert_str_eq(k8s_error_last()->reason, "");
+	ck_assert_int_eq(asb_error_last()->http_status, 502);
+	ck_assert_str_eq(asb_error_last()->reason, "");
 
 	/* No body at all. */
-	ck_assert_int_eq(record(503, NULL, "Pod \"a/b\""), K8S_ESERVICEUNAVAILABLE);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(record(503, NULL, "Pod \"a/b\""), ASB_ESERVICEUNAVAILABLE);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "Pod \"a/b\": HTTP 503 (service unavailable)");
 
 	/* JSON, but not a Status: the reason field is not trusted. */
 	ck_assert_int_eq(record(404, "{\"reason\":\"AlreadyExists\"}", NULL),
-	                 K8S_ENOTFOUND);
-	ck_assert_str_eq(k8s_error_last()->message,
+	                 ASB_ENOTFOUND);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "HTTP 404 (not found): {\"reason\":\"AlreadyExists\"}");
 
 	/* Plain text 401 from an authenticating proxy. */
-	ck_assert_int_eq(record(401, "Unauthorized\n", "Pod list"), K8S_EUNAUTHORIZED);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(record(401, "Unauthorized\n", "Pod list"), ASB_EUNAUTHORIZED);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "Pod list: HTTP 401 (unauthorized): Unauthorized");
 
 	/* A 2xx handed over by mistake is still a failure. */
-	ck_assert_int_eq(record(200, "oops", NULL), K8S_EAPI);
+	ck_assert_int_eq(record(200, "oops", NULL), ASB_EAPI);
 }
 END_TEST
 
@@ -336,8 +336,8 @@ START_TEST(test_non_status_long_body)
 	body[sizeof(body) - 1] = '\0';
 	/* A two-byte character across the 200-byte cut is dropped whole. */
 	memcpy(body + 199, "\xc3\xa9", 2);
-	ck_assert_int_eq(record(500, body, NULL), K8S_EINTERNAL);
-	const char *m = k8s_error_last()->message;
+	ck_assert_int_eq(record(500, body, NULL), ASB_EINTERNAL);
+	const char *m = asb_error_last()->message;
 	const char *prefix = "HTTP 500 (internal server error): ";
 	ck_assert_int_eq(strncmp(m, prefix, strlen(prefix)), 0);
 	ck_assert_uint_eq(strlen(m), strlen(prefix) + 199 + 3);
@@ -353,26 +353,26 @@ START_TEST(test_status_json)
 	                        "resource version: 1 (2000)\",\"reason\":\"Expired\","
 	                        "\"code\":410}");
 	ck_assert_ptr_nonnull(st);
-	ck_assert_int_eq(k8s__status_record_json(st, 0, "watch Pod"), K8S_EGONE);
-	ck_assert_int_eq(k8s_error_last()->http_status, 410);
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(k8s__status_record_json(st, 0, "watch Pod"), ASB_EGONE);
+	ck_assert_int_eq(asb_error_last()->http_status, 410);
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "watch Pod: too old resource version: 1 (2000) (Expired)");
 	cJSON_Delete(st);
 
 	/* No reason, only a code. */
 	st = cJSON_Parse("{\"kind\":\"Status\",\"code\":410,\"message\":\"gone\"}");
-	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), K8S_EGONE);
+	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), ASB_EGONE);
 	cJSON_Delete(st);
 
 	/* Neither: an API error all the same. */
 	st = cJSON_Parse("{\"message\":\"?\"}");
-	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), K8S_EAPI);
+	ck_assert_int_eq(k8s__status_record_json(st, 0, NULL), ASB_EAPI);
 	cJSON_Delete(st);
 
 	st = cJSON_Parse("[1,2]");
-	ck_assert_int_eq(k8s__status_record_json(st, 0, "x"), K8S_EDECODE);
+	ck_assert_int_eq(k8s__status_record_json(st, 0, "x"), ASB_EDECODE);
 	cJSON_Delete(st);
-	ck_assert_int_eq(k8s__status_record_json(NULL, 0, "x"), K8S_EDECODE);
+	ck_assert_int_eq(k8s__status_record_json(NULL, 0, "x"), ASB_EDECODE);
 }
 END_TEST
 

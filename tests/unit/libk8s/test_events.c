@@ -319,12 +319,12 @@ START_TEST(ref_from_reads_metadata_and_takes_type_from_the_caller)
 	ck_assert_str_eq(r.uid, "u");
 	ck_assert_str_eq(r.resource_version, "5");
 	cJSON *item = cJSON_Parse("{\"metadata\":{\"name\":\"p\"}}");
-	ck_assert_int_eq(k8s_event_ref_from(item, NULL, NULL, &r), K8S_EINVAL);
+	ck_assert_int_eq(k8s_event_ref_from(item, NULL, NULL, &r), ASB_EINVAL);
 	ck_assert_int_eq(k8s_event_ref_from(item, "v1", "Pod", &r), 0);
 	ck_assert_str_eq(r.kind, "Pod");
 	ck_assert_ptr_null(r.namespace_);
 	cJSON *noname = cJSON_Parse("{\"metadata\":{}}");
-	ck_assert_int_eq(k8s_event_ref_from(noname, "v1", "Pod", &r), K8S_EINVAL);
+	ck_assert_int_eq(k8s_event_ref_from(noname, "v1", "Pod", &r), ASB_EINVAL);
 	cJSON_Delete(noname);
 	cJSON_Delete(item);
 	cJSON_Delete(o);
@@ -378,18 +378,18 @@ START_TEST(options_default_like_client_go)
 	ck_assert_int_eq(o.refill_interval_ms, 300000);
 	ck_assert_int_eq(o.max_tries, 12);
 	ck_assert_ptr_null(o.reporting_controller);
-	ck_assert_int_eq(k8s_event_recorder_options_init(&o, 0), K8S_EINVAL);
+	ck_assert_int_eq(k8s_event_recorder_options_init(&o, 0), ASB_EINVAL);
 
 	k8s_client *c = unreachable_client();
 	k8s_event_recorder *rec = NULL;
 	o.reporting_controller = "example.com/test";
-	ck_assert_int_eq(k8s_event_recorder_new(&rec, c, &o), K8S_EINVAL);  /* no instance */
+	ck_assert_int_eq(k8s_event_recorder_new(&rec, c, &o), ASB_EINVAL);  /* no instance */
 	ck_assert_ptr_null(rec);
 	char big[200];
 	memset(big, 'i', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	o.reporting_instance = big;
-	ck_assert_int_eq(k8s_event_recorder_new(&rec, c, &o), K8S_EINVAL);  /* > 128 bytes */
+	ck_assert_int_eq(k8s_event_recorder_new(&rec, c, &o), ASB_EINVAL);  /* > 128 bytes */
 	k8s_client_free(c);
 }
 END_TEST
@@ -406,7 +406,7 @@ START_TEST(repeats_are_aggregated_without_taking_tokens)
 	ck_assert_int_eq(k8s_event_recordf(rec, &a, NULL, K8S_EVENT_NORMAL, "Created",
 	                                   "Create", "try %d", 2), 0);
 	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "Created",
-	                                  "Create", "try 3"), K8S_ETOOMANYREQUESTS);
+	                                  "Create", "try 3"), ASB_ETOOMANYREQUESTS);
 	k8s_event_stats st;
 	k8s_event_recorder_stats(rec, &st);
 	ck_assert_uint_eq(st.recorded, 11);
@@ -427,8 +427,8 @@ START_TEST(rate_limit_is_per_object)
 		ck_assert_int_eq(k8s_event_recordf(rec, &a, NULL, K8S_EVENT_NORMAL, "R", "A",
 		                                   "note %d", i), 0);
 	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "R", "A", "note 3"),
-	                 K8S_ETOOMANYREQUESTS);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "rate limit"));
+	                 ASB_ETOOMANYREQUESTS);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "rate limit"));
 	ck_assert_int_eq(k8s_event_record(rec, &b, NULL, K8S_EVENT_NORMAL, "R", "A", "note 0"), 0);
 	k8s_event_stats st;
 	k8s_event_recorder_stats(rec, &st);
@@ -449,9 +449,9 @@ START_TEST(a_full_queue_drops_and_counts)
 	ck_assert_int_eq(k8s_event_recorder_flush(rec, 10000), 0);
 	int64_t t0 = k8s_monotonic_ms();
 	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "R", "A", "two"),
-	                 K8S_ETOOMANYREQUESTS);
+	                 ASB_ETOOMANYREQUESTS);
 	ck_assert_int_lt(k8s_monotonic_ms() - t0, 100);  /* never blocks */
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "queue full"));
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "queue full"));
 	/* a repeat of the queued event still counts */
 	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "R", "A", "one"), 0);
 	k8s_event_stats st;
@@ -473,15 +473,15 @@ START_TEST(invalid_events_are_refused)
 	char big[200];
 	memset(big, 'R', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	ck_assert_int_eq(k8s_event_record(rec, NULL, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &noname, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &nokind, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &a, &nokind, K8S_EVENT_NORMAL, "R", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, (k8s_event_type)7, "R", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "", "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "R", NULL, NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, big, "A", NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s_event_record(NULL, &a, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, NULL, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &noname, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &nokind, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &a, &nokind, K8S_EVENT_NORMAL, "R", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, (k8s_event_type)7, "R", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "", "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, "R", NULL, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(rec, &a, NULL, K8S_EVENT_NORMAL, big, "A", NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_event_record(NULL, &a, NULL, K8S_EVENT_NORMAL, "R", "A", NULL), ASB_EINVAL);
 	/* a note over 1024 bytes is cut, not refused */
 	char *note = malloc(5000);
 	memset(note, 'n', 4999);

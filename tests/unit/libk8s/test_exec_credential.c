@@ -18,14 +18,14 @@
 
 static void assert_error(int rc, int code, const char *needle)
 {
-	const char *m = k8s_error_last()->message;
+	const char *m = asb_error_last()->message;
 	ck_assert_msg(rc == code, "rc %d, want %d: %s", rc, code, m);
 	ck_assert_msg(strstr(m, needle), "\"%s\" not in: %s", needle, m);
 }
 
 static void assert_message_has(const char *needle)
 {
-	const char *m = k8s_error_last()->message;
+	const char *m = asb_error_last()->message;
 	ck_assert_msg(strstr(m, needle), "\"%s\" not in: %s", needle, m);
 }
 
@@ -79,39 +79,39 @@ END_TEST
 START_TEST(test_parse_malformed)
 {
 	k8s__exec_credential c;
-	assert_error(parse(&c, "not json"), K8S_EDECODE, "not a JSON object");
+	assert_error(parse(&c, "not json"), ASB_EDECODE, "not a JSON object");
 	ck_assert_ptr_null(c.token);
-	assert_error(k8s__exec_credential_parse(&c, "", 0, V1, LABEL), K8S_EDECODE, "empty");
-	assert_error(parse(&c, "[1]"), K8S_EDECODE, "not a JSON object");
+	assert_error(k8s__exec_credential_parse(&c, "", 0, V1, LABEL), ASB_EDECODE, "empty");
+	assert_error(parse(&c, "[1]"), ASB_EDECODE, "not a JSON object");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"Pod\","
-	                   "\"status\":{\"token\":\"t\"}}"), K8S_EDECODE,
+	                   "\"status\":{\"token\":\"t\"}}"), ASB_EDECODE,
 	             "kind is not ExecCredential");
 	/* The plugin must answer in the version it was asked for. */
 	assert_error(parse(&c, "{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
 	                   "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}"),
-	             K8S_EDECODE, "configured to use API version " V1
+	             ASB_EDECODE, "configured to use API version " V1
 	             ", plugin returned version client.authentication.k8s.io/v1beta1");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\"}"),
-	             K8S_EDECODE, "no status field");
+	             ASB_EDECODE, "no status field");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
-	                   "\"status\":{}}"), K8S_EDECODE, "neither a token nor");
+	                   "\"status\":{}}"), ASB_EDECODE, "neither a token nor");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
-	                   "\"status\":{\"token\":\"\"}}"), K8S_EDECODE, "neither a token nor");
+	                   "\"status\":{\"token\":\"\"}}"), ASB_EDECODE, "neither a token nor");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
 	                   "\"status\":{\"clientCertificateData\":\"-----BEGIN C\"}}"),
-	             K8S_EDECODE, "not both");
+	             ASB_EDECODE, "not both");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
 	                   "\"status\":{\"clientCertificateData\":\"abc\",\"clientKeyData\":\"def\"}}"),
-	             K8S_EDECODE, "must be PEM");
+	             ASB_EDECODE, "must be PEM");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
-	                   "\"status\":{\"token\":42}}"), K8S_EDECODE, "must be strings");
+	                   "\"status\":{\"token\":42}}"), ASB_EDECODE, "must be strings");
 	assert_error(parse(&c, "{\"apiVersion\":\"" V1 "\",\"kind\":\"ExecCredential\","
 	                   "\"status\":{\"token\":\"sekrit\",\"expirationTimestamp\":\"tomorrow\"}}"),
-	             K8S_EDECODE, "expirationTimestamp is not an RFC 3339 time");
+	             ASB_EDECODE, "expirationTimestamp is not an RFC 3339 time");
 	/* Messages never quote the output: it is a secret. */
-	ck_assert_ptr_null(strstr(k8s_error_last()->message, "sekrit"));
+	ck_assert_ptr_null(strstr(asb_error_last()->message, "sekrit"));
 	ck_assert_ptr_null(c.token);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, LABEL));
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, LABEL));
 }
 END_TEST
 
@@ -172,7 +172,7 @@ static k8s__exec_config *stanza(const char *command, const char *extra)
 	ck_assert_ptr_nonnull(j);
 	k8s__exec_config *e = NULL;
 	int rc = k8s__exec_config_parse(&e, j, LABEL, dir, "{\"server\":\"https://h:1\"}");
-	ck_assert_msg(rc == 0, "%s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "%s", asb_error_last()->message);
 	cJSON_Delete(j);
 	return e;
 }
@@ -189,7 +189,7 @@ START_TEST(test_run_ok)
 	k8s__exec_config *e = stanza("./ok.sh", extra);
 	k8s__exec_credential c;
 	int rc = k8s__exec_run(e, 10000, &c);
-	ck_assert_msg(rc == 0, "%s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "%s", asb_error_last()->message);
 	/* args arrive as separate words; env is set. */
 	ck_assert_str_eq(c.token, "eu-prod-2");
 	ck_assert_int_eq(c.expiry_ms, 1893553445000LL);
@@ -221,16 +221,16 @@ START_TEST(test_run_exit_status_quotes_stderr)
 {
 	k8s__exec_config *e = stanza("./fail.sh", NULL);
 	k8s__exec_credential c;
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "exited with status 3");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "exited with status 3");
 	assert_message_has("stderr: error: refresh token expired; run login");
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, LABEL));
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, LABEL));
 	ck_assert_ptr_null(c.token);
 	k8s__exec_config_free(e);
 
 	/* A long stderr is quoted only in part, on one line. */
 	e = stanza("./noisy.sh", NULL);
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "exited with status 1");
-	const char *m = k8s_error_last()->message;
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "exited with status 1");
+	const char *m = asb_error_last()->message;
 	ck_assert_ptr_nonnull(strstr(m, "line 000 of noise line 001"));
 	ck_assert_ptr_null(strstr(m, "line 199"));
 	ck_assert_ptr_nonnull(strstr(m, "..."));
@@ -238,7 +238,7 @@ START_TEST(test_run_exit_status_quotes_stderr)
 	k8s__exec_config_free(e);
 
 	e = stanza("./signal.sh", NULL);
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "killed by signal 9");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "killed by signal 9");
 	k8s__exec_config_free(e);
 }
 END_TEST
@@ -247,11 +247,11 @@ START_TEST(test_run_bad_output)
 {
 	k8s__exec_config *e = stanza("./badjson.sh", NULL);
 	k8s__exec_credential c;
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_EDECODE, "not a JSON object");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_EDECODE, "not a JSON object");
 	k8s__exec_config_free(e);
 	/* stdin is /dev/null, so a plugin that reads it ends at once. */
 	e = stanza("./stdin.sh", NULL);
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_EDECODE, "empty");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_EDECODE, "empty");
 	k8s__exec_config_free(e);
 }
 END_TEST
@@ -261,13 +261,13 @@ START_TEST(test_run_missing_command)
 	k8s__exec_config *e = stanza("./no-such-plugin",
 	                             "\"installHint\":\"Install it with: apt install x\"");
 	k8s__exec_credential c;
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "not found");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "not found");
 	assert_message_has("Install it with: apt install x");
 	assert_message_has("/no-such-plugin\"");
 	k8s__exec_config_free(e);
 	/* A bare name is looked up on PATH. */
 	e = stanza("libk8s-no-such-plugin-on-path", NULL);
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG,
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG,
 	             "executable \"libk8s-no-such-plugin-on-path\" not found");
 	k8s__exec_config_free(e);
 	/* Not executable. */
@@ -276,7 +276,7 @@ START_TEST(test_run_missing_command)
 	FILE *f = fopen(path, "w");
 	fclose(f);
 	e = stanza("./info.json", NULL);
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "cannot run");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "cannot run");
 	k8s__exec_config_free(e);
 }
 END_TEST
@@ -285,7 +285,7 @@ START_TEST(test_run_timeout_kills)
 {
 	k8s__exec_config *e = stanza("./slow.sh", NULL);
 	k8s__exec_credential c;
-	assert_error(k8s__exec_run(e, 300, &c), K8S_ETIMEOUT, "did not finish within 300 ms");
+	assert_error(k8s__exec_run(e, 300, &c), ASB_ETIMEOUT, "did not finish within 300 ms");
 	assert_message_has("stderr: started");
 	k8s__exec_config_free(e);
 	/* What the plugin started (sleep) is dead too: the whole process group
@@ -325,7 +325,7 @@ START_TEST(test_run_interactive_always)
 	ck_assert_int_eq(k8s__exec_config_parse(&e, j, LABEL, dir, NULL), 0);
 	cJSON_Delete(j);
 	k8s__exec_credential c;
-	assert_error(k8s__exec_run(e, 10000, &c), K8S_ECONFIG, "no terminal");
+	assert_error(k8s__exec_run(e, 10000, &c), ASB_ECONFIG, "no terminal");
 	k8s__exec_config_free(e);
 }
 END_TEST

@@ -30,7 +30,7 @@ static int toy_decode(const cJSON *obj, void **out, void *ud)
 {
 	toy_stats *st = ud;
 	if (st->fail_decode)
-		return k8s_error_set(K8S_ENOMEM, 0, NULL, "toy: refused");
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "toy: refused");
 	toy *t = calloc(1, sizeof(*t));
 	t->name = dup_or_null(k8s_obj_name(obj));
 	t->ns = dup_or_null(k8s_obj_namespace(obj));
@@ -174,13 +174,13 @@ START_TEST(codec_store_get_and_read)
 	ck_assert(cJSON_Compare(got, want, true));
 	cJSON_Delete(got);
 	cJSON_Delete(want);
-	ck_assert_int_eq(k8s_informer_get(inf, "a", "two", &got), K8S_ENOTFOUND);
+	ck_assert_int_eq(k8s_informer_get(inf, "a", "two", &got), ASB_ENOTFOUND);
 	ck_assert_ptr_null(got);
 
 	char buf[64] = "";
 	ck_assert_int_eq(k8s_informer_read(inf, "a", "one", read_team, buf), 7);
 	ck_assert_str_eq(buf, "red@10");
-	ck_assert_int_eq(k8s_informer_read(inf, "b", "one", read_team, buf), K8S_ENOTFOUND);
+	ck_assert_int_eq(k8s_informer_read(inf, "b", "one", read_team, buf), ASB_ENOTFOUND);
 	k8s_informer_free(inf);
 	ck_assert_int_eq(st.frees, st.decodes);
 }
@@ -272,7 +272,7 @@ START_TEST(codec_list_by_namespace_and_index)
 		ck_assert_str_eq(k8s_obj_label(o, "team"), "red");
 	cJSON_Delete(arr);
 	ck_assert_int_eq(index_size(inf, "namespace", "ab"), 1);
-	ck_assert_int_eq(k8s_informer_by_index(inf, "nope", "x", &arr), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_by_index(inf, "nope", "x", &arr), ASB_EINVAL);
 
 	int n = 0;
 	int encodes = st.encodes;
@@ -283,7 +283,7 @@ START_TEST(codec_list_by_namespace_and_index)
 	ck_assert_int_eq(k8s_informer_read_index(inf, "team", "red", stop_at_first, &n), 5);
 	ck_assert_int_eq(n, 1);
 	ck_assert_int_eq(k8s_informer_read_index(inf, "team", "green", stop_at_first, &n), 0);
-	ck_assert_int_eq(k8s_informer_read_index(inf, "nope", "x", stop_at_first, &n), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_read_index(inf, "nope", "x", stop_at_first, &n), ASB_EINVAL);
 	k8s_informer_free(inf);
 	ck_assert_int_eq(st.frees, st.decodes);
 }
@@ -423,8 +423,8 @@ START_TEST(options_versions_and_codec_checks)
 	k8s_informer *inf = NULL;
 	ck_assert_int_eq(k8s_informer_new(&inf, client, &v1), 0);
 	k8s_informer_free(inf);
-	ck_assert_int_eq(k8s_informer_options_init(&v1, 3), K8S_EINVAL);
-	ck_assert_int_eq(k8s_informer_options_init(NULL, 2), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_options_init(&v1, 3), ASB_EINVAL);
+	ck_assert_int_eq(k8s_informer_options_init(NULL, 2), ASB_EINVAL);
 
 	k8s_informer_options o;
 	ck_assert_int_eq(k8s_informer_options_init(&o, K8S_INFORMER_OPTIONS_VERSION), 0);
@@ -433,10 +433,10 @@ START_TEST(options_versions_and_codec_checks)
 	toy_stats st = { 0 };
 	k8s_object_codec bad = { toy_decode, NULL, toy_free, NULL, &st };
 	o.codec = &bad;
-	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), ASB_EINVAL);
 	o.version = 9;
 	o.codec = NULL;
-	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), ASB_EINVAL);
 
 	/* a shared informer holds one shape: another codec is refused */
 	k8s_informer_factory *f;
@@ -452,10 +452,10 @@ START_TEST(options_versions_and_codec_checks)
 	ck_assert_int_eq(k8s_informer_factory_informer(f, &fo, &i2), 0);
 	ck_assert_ptr_eq(i1, i2);
 	fo.codec = NULL;
-	ck_assert_int_eq(k8s_informer_factory_informer(f, &fo, &i2), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &fo, &i2), ASB_EINVAL);
 	c2.userdata = NULL;
 	fo.codec = &c2;
-	ck_assert_int_eq(k8s_informer_factory_informer(f, &fo, &i2), K8S_EINVAL);
+	ck_assert_int_eq(k8s_informer_factory_informer(f, &fo, &i2), ASB_EINVAL);
 	k8s_informer_factory_free(f);
 }
 END_TEST

@@ -342,7 +342,7 @@ START_TEST(options_default_to_client_go_durations)
 	ck_assert(o.release_on_cancel);
 	ck_assert_ptr_null(o.identity);
 	ck_assert_ptr_null(o.on_started_leading);
-	ck_assert_int_eq(k8s_leader_options_init(&o, 99), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_options_init(&o, 99), ASB_EINVAL);
 }
 END_TEST
 
@@ -356,14 +356,14 @@ START_TEST(options_are_validated_like_client_go)
 
 	o = valid_options();
 	o.lease_duration_ms = 10000;  /* not greater than the renew deadline */
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 	ck_assert_ptr_null(le);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "renew_deadline_ms"));
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "renew_deadline_ms"));
 
 	o = valid_options();
 	o.retry_period_ms = 8334;  /* 1.2 * 8334 > 10000 */
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "retry_period_ms"));
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "retry_period_ms"));
 	o.retry_period_ms = 8333;
 	ck_assert_int_eq(k8s_leader_new(&le, c, &o), 0);
 	k8s_leader_free(le);
@@ -372,18 +372,18 @@ START_TEST(options_are_validated_like_client_go)
 	o.lease_duration_ms = 999;
 	o.renew_deadline_ms = 500;
 	o.retry_period_ms = 100;
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 
 	o = valid_options();
 	o.identity = "";
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 	o = valid_options();
 	o.lease_name = NULL;
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 	o = valid_options();
 	o.version = 2;
-	ck_assert_int_eq(k8s_leader_new(&le, c, &o), K8S_EINVAL);
-	ck_assert_int_eq(k8s_leader_new(&le, NULL, &o), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
+	ck_assert_int_eq(k8s_leader_new(&le, NULL, &o), ASB_EINVAL);
 	k8s_client_free(c);
 }
 END_TEST
@@ -416,7 +416,7 @@ START_TEST(without_a_server_the_elector_follows_and_stops_promptly)
 	ck_assert_str_eq(who, "");
 
 	ck_assert_int_eq(k8s_leader_start(le), 0);
-	ck_assert_int_eq(k8s_leader_start(le), K8S_EINVAL);
+	ck_assert_int_eq(k8s_leader_start(le), ASB_EINVAL);
 	/* the first attempt fails (connection refused; slower under valgrind) */
 	usleep(1500 * 1000);
 	ck_assert(!k8s_leader_is_leader(le));
@@ -428,7 +428,7 @@ START_TEST(without_a_server_the_elector_follows_and_stops_promptly)
 	 */
 	ck_assert_int_lt(k8s_monotonic_ms() - t0, 5000);
 	k8s_leader_stop(le);  /* twice is fine */
-	ck_assert_int_eq(k8s_leader_start(le), K8S_EINVAL);  /* no restart */
+	ck_assert_int_eq(k8s_leader_start(le), ASB_EINVAL);  /* no restart */
 	ck_assert_int_eq(n.started, 0);
 	ck_assert_int_eq(n.stopped, 0);
 	ck_assert_int_eq(n.new_leader, 0);  /* no holder was ever observed */

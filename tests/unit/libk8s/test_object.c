@@ -55,7 +55,7 @@ START_TEST(key_split)
 	ck_assert_str_eq(name, "cluster-obj");
 	free(ns);
 	free(name);
-	ck_assert_int_eq(k8s_key_split("", &ns, &name), K8S_EINVAL);
+	ck_assert_int_eq(k8s_key_split("", &ns, &name), ASB_EINVAL);
 }
 END_TEST
 
@@ -70,9 +70,9 @@ START_TEST(time_parse_and_format)
 	ck_assert_int_eq(ms, 1795959592250LL);
 	ck_assert_int_eq(k8s_time_parse("2026-11-29T15:39:52+02:00", &ms), 0);
 	ck_assert_int_eq(ms, 1795959592000LL);
-	ck_assert_int_eq(k8s_time_parse("2026-11-29 13:39:52", &ms), K8S_EINVAL);
-	ck_assert_int_eq(k8s_time_parse("garbage", &ms), K8S_EINVAL);
-	ck_assert_int_eq(k8s_time_parse("2026-13-01T00:00:00Z", &ms), K8S_EINVAL);
+	ck_assert_int_eq(k8s_time_parse("2026-11-29 13:39:52", &ms), ASB_EINVAL);
+	ck_assert_int_eq(k8s_time_parse("garbage", &ms), ASB_EINVAL);
+	ck_assert_int_eq(k8s_time_parse("2026-13-01T00:00:00Z", &ms), ASB_EINVAL);
 	char buf[32];
 	ck_assert_str_eq(k8s_time_format(1795959592250LL, buf, sizeof(buf)), "2026-11-29T13:39:52Z");
 }

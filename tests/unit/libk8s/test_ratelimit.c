@@ -79,11 +79,11 @@ START_TEST(test_max_wait_takes_nothing)
 	ck_assert_int_eq(k8s__ratelimiter_reserve_at(rl, t0, 1000), 1000);
 	ck_assert_int_eq(k8s__ratelimiter_reserve_at(rl, t0, -1), 2000);
 
-	/* The blocking form says K8S_ETIMEOUT at once. */
+	/* The blocking form says ASB_ETIMEOUT at once. */
 	long waited = 123;
-	ck_assert_int_eq(k8s_ratelimiter_wait(rl, 10, &waited), K8S_ETIMEOUT);
+	ck_assert_int_eq(k8s_ratelimiter_wait(rl, 10, &waited), ASB_ETIMEOUT);
 	ck_assert_int_eq(waited, 0);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_ETIMEOUT);
+	ck_assert_int_eq(asb_error_last()->code, ASB_ETIMEOUT);
 	k8s_ratelimiter_free(rl);
 }
 END_TEST
@@ -110,12 +110,12 @@ END_TEST
 START_TEST(test_invalid)
 {
 	k8s_ratelimiter *rl = (k8s_ratelimiter *)1;
-	ck_assert_int_eq(k8s_ratelimiter_new(&rl, 0, 10), K8S_EINVAL);
+	ck_assert_int_eq(k8s_ratelimiter_new(&rl, 0, 10), ASB_EINVAL);
 	ck_assert_ptr_null(rl);
-	ck_assert_int_eq(k8s_ratelimiter_new(&rl, NAN, 10), K8S_EINVAL);
-	ck_assert_int_eq(k8s_ratelimiter_new(&rl, INFINITY, 10), K8S_EINVAL);
-	ck_assert_int_eq(k8s_ratelimiter_new(&rl, 5, 0), K8S_EINVAL);
-	ck_assert_int_eq(k8s_ratelimiter_new(NULL, 5, 1), K8S_EINVAL);
+	ck_assert_int_eq(k8s_ratelimiter_new(&rl, NAN, 10), ASB_EINVAL);
+	ck_assert_int_eq(k8s_ratelimiter_new(&rl, INFINITY, 10), ASB_EINVAL);
+	ck_assert_int_eq(k8s_ratelimiter_new(&rl, 5, 0), ASB_EINVAL);
+	ck_assert_int_eq(k8s_ratelimiter_new(NULL, 5, 1), ASB_EINVAL);
 }
 END_TEST
 

@@ -18,7 +18,7 @@ static const char *path(const k8s_resource *r, const char *ns, const char *name,
 {
 	static char buf[512];
 	int n = k8s_resource_path(buf, sizeof(buf), r, ns, name, sub);
-	ck_assert_msg(n >= 0, "path failed: %s", k8s_error_last()->message);
+	ck_assert_msg(n >= 0, "path failed: %s", asb_error_last()->message);
 	ck_assert_uint_eq((size_t)n, strlen(buf));
 	return buf;
 }
@@ -28,7 +28,7 @@ static void assert_invalid(const k8s_resource *r, const char *ns,
 {
 	char buf[256];
 	ck_assert_int_eq(k8s_resource_path(buf, sizeof(buf), r, ns, name, sub), -1);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_EINVAL);
+	ck_assert_int_eq(asb_error_last()->code, ASB_EINVAL);
 	ck_assert_str_eq(buf, "");
 }
 
@@ -157,7 +157,7 @@ START_TEST(test_buffer_sizes)
 	memset(buf, 'Z', sizeof(buf));
 	ck_assert_int_eq(k8s_resource_path(buf, len, &k8s_resource_pods,
 	                                   "default", "web-0", NULL), -1);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_EINVAL);
+	ck_assert_int_eq(asb_error_last()->code, ASB_EINVAL);
 	ck_assert_str_eq(buf, "");
 	/* Nothing was written past the capacity. */
 	ck_assert_int_eq(buf[len], 'Z');

@@ -14,21 +14,21 @@
 #include <unistd.h>
 #include "k8s/client.h"
 #include "k8s/config.h"
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 #include "k8s/resource.h"
 #include "rest_metrics.h"
 
-static char *scrape(k8s_metrics_registry *reg)
+static char *scrape(asb_metrics_registry *reg)
 {
 	char *text = NULL;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &text, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &text, NULL), 0);
 	return text;
 }
 
 START_TEST(requests_are_counted_by_code_method_host_and_timed_by_verb)
 {
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	k8s__rest_metrics *m;
 	ck_assert_int_eq(k8s__rest_metrics_new(&m, reg, "https://10.0.0.1:6443/some/prefix"), 0);
 	ck_assert_ptr_nonnull(m);
@@ -59,14 +59,14 @@ START_TEST(requests_are_counted_by_code_method_host_and_timed_by_verb)
 		"rest_client_request_duration_seconds_count{host=\"10.0.0.1:6443\",verb=\"POST\"} 1\n"));
 	free(text);
 	k8s__rest_metrics_free(m);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
 START_TEST(host_is_the_url_authority)
 {
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	k8s__rest_metrics *a, *b;
 	ck_assert_int_eq(k8s__rest_metrics_new(&a, reg, "https://[::1]:6443"), 0);
 	ck_assert_int_eq(k8s__rest_metrics_new(&b, reg, "http://api.example"), 0);
@@ -78,7 +78,7 @@ START_TEST(host_is_the_url_authority)
 	free(text);
 	k8s__rest_metrics_free(a);
 	k8s__rest_metrics_free(b);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -116,8 +116,8 @@ START_TEST(client_records_a_try_without_answer)
 	         "contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\n", port);
 	k8s_config *cfg;
 	ck_assert_int_eq(k8s_config_load_yaml(&cfg, yaml, strlen(yaml), NULL, "test"), 0);
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	k8s_client_options o = K8S_CLIENT_OPTIONS_INIT;
 	o.metrics = reg;
 	o.max_retries = 0;
@@ -126,7 +126,7 @@ START_TEST(client_records_a_try_without_answer)
 	ck_assert_int_eq(k8s_client_new(&c, cfg, &o), 0);
 	cJSON *obj = NULL;
 	ck_assert_int_eq(k8s_client_get(c, &k8s_resource_pods, "default", "x", &obj),
-	                 K8S_ETRANSPORT);
+	                 ASB_ETRANSPORT);
 	k8s_client_free(c);
 
 	char *text = scrape(reg);
@@ -138,7 +138,7 @@ START_TEST(client_records_a_try_without_answer)
 	         "rest_client_request_duration_seconds_count{host=\"127.0.0.1:%d\",verb=\"GET\"} 1\n", port);
 	ck_assert_ptr_nonnull(strstr(text, want));
 	free(text);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 
 	/* a caller built against options version 2 has no `metrics` field:
 	 * whatever lies past its struct is not read */
@@ -148,7 +148,7 @@ START_TEST(client_records_a_try_without_answer)
 	ck_assert(v2.metrics == (void *)(uintptr_t)0xABABABABABABABABULL);
 	v2.max_retries = 0;
 	ck_assert_int_eq(k8s_client_new(&c, cfg, &v2), 0);
-	ck_assert_int_eq(k8s_client_get(c, &k8s_resource_pods, "default", "x", &obj), K8S_ETRANSPORT);
+	ck_assert_int_eq(k8s_client_get(c, &k8s_resource_pods, "default", "x", &obj), ASB_ETRANSPORT);
 	k8s_client_free(c);
 	k8s_config_free(cfg);
 }

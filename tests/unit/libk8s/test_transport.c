@@ -337,8 +337,8 @@ START_TEST(test_pick_round_robin)
 		ck_assert_ptr_ne(k8s__transport_pick(&t, false), w);
 	k8s__transport_cleanup(&t);
 
-	ck_assert_int_eq(k8s__transport_init(&t, 0, false), K8S_EINVAL);
-	ck_assert_int_eq(k8s__transport_init(&t, K8S__SHARDS_MAX + 1, false), K8S_EINVAL);
+	ck_assert_int_eq(k8s__transport_init(&t, 0, false), ASB_EINVAL);
+	ck_assert_int_eq(k8s__transport_init(&t, K8S__SHARDS_MAX + 1, false), ASB_EINVAL);
 }
 END_TEST
 

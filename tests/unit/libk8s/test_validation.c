@@ -21,7 +21,7 @@ static void assert_qname(const char *s, const char *want)
 		ck_assert_str_eq(m, "untouched");
 		return;
 	}
-	ck_assert_int_eq(rc, K8S_EINVAL);
+	ck_assert_int_eq(rc, ASB_EINVAL);
 	ck_assert_str_eq(m, want);
 }
 
@@ -33,7 +33,7 @@ static void assert_value(const char *s, const char *want)
 		ck_assert_msg(rc == 0, "unexpected errors for %s: %s", s, m);
 		return;
 	}
-	ck_assert_int_eq(rc, K8S_EINVAL);
+	ck_assert_int_eq(rc, ASB_EINVAL);
 	ck_assert_str_eq(m, want);
 }
 
@@ -93,11 +93,11 @@ START_TEST(small_buffer_is_cut_not_overrun)
 {
 	char m[16];
 	memset(m, 'Z', sizeof(m));
-	ck_assert_int_eq(k8s_validate_qualified_name("", m, 8), K8S_EINVAL);
+	ck_assert_int_eq(k8s_validate_qualified_name("", m, 8), ASB_EINVAL);
 	ck_assert_str_eq(m, "name pa");
 	ck_assert_int_eq(m[8], 'Z');
 	/* no buffer at all: the verdict alone */
-	ck_assert_int_eq(k8s_validate_label_value("-", NULL, 0), K8S_EINVAL);
+	ck_assert_int_eq(k8s_validate_label_value("-", NULL, 0), ASB_EINVAL);
 }
 END_TEST
 

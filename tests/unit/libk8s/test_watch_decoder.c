@@ -77,11 +77,11 @@ START_TEST(test_whole_stream_one_chunk)
 {
 	seen s;
 	k8s__watch_decoder *d = new_decoder(&s, 0);
-	k8s_error_clear();
+	asb_error_clear();
 	ck_assert_int_eq(k8s__watch_decoder_feed(d, stream, strlen(stream)), 0);
 	/* Success records no error. */
-	ck_assert_int_eq(k8s_error_last()->code, K8S_OK);
-	ck_assert_str_eq(k8s_error_last()->message, "");
+	ck_assert_int_eq(asb_error_last()->code, ASB_OK);
+	ck_assert_str_eq(asb_error_last()->message, "");
 	assert_stream_events(&s);
 	ck_assert_uint_eq(k8s__watch_decoder_events(d), 3);
 	ck_assert_int_eq(k8s__watch_decoder_finish(d), 0);
@@ -164,17 +164,17 @@ START_TEST(test_error_gone)
 		"\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource "
 		"version: 5 (900)\",\"reason\":\"Expired\",\"code\":410}}\n"
 		"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"never\"}}}\n");
-	ck_assert_int_eq(rc, K8S_EGONE);
+	ck_assert_int_eq(rc, ASB_EGONE);
 	/* The event before the ERROR was delivered; nothing after it. */
 	ck_assert_int_eq(s.n, 1);
-	ck_assert_int_eq(k8s_error_last()->code, K8S_EGONE);
-	ck_assert_int_eq(k8s_error_last()->http_status, 410);
-	ck_assert_str_eq(k8s_error_last()->reason, "Expired");
-	ck_assert_str_eq(k8s_error_last()->message,
+	ck_assert_int_eq(asb_error_last()->code, ASB_EGONE);
+	ck_assert_int_eq(asb_error_last()->http_status, 410);
+	ck_assert_str_eq(asb_error_last()->reason, "Expired");
+	ck_assert_str_eq(asb_error_last()->message,
 	                 "watch Pod: too old resource version: 5 (900) (Expired)");
 	/* Sticky: later data is not looked at. */
-	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"object\":{}}\n"), K8S_EGONE);
-	ck_assert_int_eq(k8s__watch_decoder_finish(d), K8S_EGONE);
+	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"object\":{}}\n"), ASB_EGONE);
+	ck_assert_int_eq(k8s__watch_decoder_finish(d), ASB_EGONE);
 	ck_assert_int_eq(s.n, 1);
 	k8s__watch_decoder_free(d);
 }
@@ -185,14 +185,14 @@ START_TEST(test_error_gone_code_only)
 	seen s;
 	k8s__watch_decoder *d = new_decoder(&s, 0);
 	ck_assert_int_eq(feed_str(d, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
-	                             "\"code\":410}}\n"), K8S_EGONE);
+	                             "\"code\":410}}\n"), ASB_EGONE);
 	k8s__watch_decoder_free(d);
 
 	d = new_decoder(&s, 0);
 	ck_assert_int_eq(feed_str(d, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
 	                             "\"reason\":\"InternalError\",\"message\":\"boom\","
-	                             "\"code\":500}}\n"), K8S_EINTERNAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "boom"));
+	                             "\"code\":500}}\n"), ASB_EINTERNAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "boom"));
 	k8s__watch_decoder_free(d);
 }
 END_TEST
@@ -204,13 +204,13 @@ static void assert_bad_line(const char *line, const char *needle)
 	k8s__watch_decoder *d = new_decoder(&s, 0);
 	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"object\":{}}\n"), 0);
 	int rc = feed_str(d, line);
-	ck_assert_msg(rc == K8S_EDECODE, "rc %d for %s", rc, line);
-	const char *m = k8s_error_last()->message;
+	ck_assert_msg(rc == ASB_EDECODE, "rc %d for %s", rc, line);
+	const char *m = asb_error_last()->message;
 	ck_assert_msg(strstr(m, needle), "\"%s\" not in: %s", needle, m);
 	ck_assert_msg(strstr(m, "watch Pod: event line 2"), "no position in: %s", m);
 	ck_assert_int_eq(s.n, 1);
 	/* Sticky. */
-	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"object\":{}}\n"), K8S_EDECODE);
+	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"object\":{}}\n"), ASB_EDECODE);
 	ck_assert_int_eq(s.n, 1);
 	k8s__watch_decoder_free(d);
 }
@@ -243,8 +243,8 @@ START_TEST(test_oversize_line)
 
 	/* In one chunk. */
 	k8s__watch_decoder *d = new_decoder(&s, 100);
-	ck_assert_int_eq(feed_str(d, line), K8S_EDECODE);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message,
+	ck_assert_int_eq(feed_str(d, line), ASB_EDECODE);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message,
 	                             "event line 1 is longer than 100 bytes"));
 	k8s__watch_decoder_free(d);
 
@@ -257,7 +257,7 @@ START_TEST(test_oversize_line)
 		rc = k8s__watch_decoder_feed(d, line + fed, 10);
 		fed += 10;
 	}
-	ck_assert_int_eq(rc, K8S_EDECODE);
+	ck_assert_int_eq(rc, ASB_EDECODE);
 	ck_assert_uint_le(fed, 110);
 	k8s__watch_decoder_free(d);
 
@@ -269,7 +269,7 @@ START_TEST(test_oversize_line)
 
 	d = new_decoder(&s, 149);
 	ck_assert_int_eq(k8s__watch_decoder_feed(d, line, 75), 0);
-	ck_assert_int_eq(k8s__watch_decoder_feed(d, line + 75, 76), K8S_EDECODE);
+	ck_assert_int_eq(k8s__watch_decoder_feed(d, line + 75, 76), ASB_EDECODE);
 	k8s__watch_decoder_free(d);
 }
 END_TEST
@@ -341,8 +341,8 @@ START_TEST(test_finish)
 	/* A cut-off one is a truncated stream. */
 	d = new_decoder(&s, 0);
 	ck_assert_int_eq(feed_str(d, "{\"type\":\"ADDED\",\"obj"), 0);
-	ck_assert_int_eq(k8s__watch_decoder_finish(d), K8S_EDECODE);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message,
+	ck_assert_int_eq(k8s__watch_decoder_finish(d), ASB_EDECODE);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message,
 	                             "stream ended inside event line 1"));
 	k8s__watch_decoder_free(d);
 
@@ -356,10 +356,10 @@ END_TEST
 START_TEST(test_arguments)
 {
 	k8s__watch_decoder *d = (k8s__watch_decoder *)1;
-	ck_assert_int_eq(k8s__watch_decoder_new(&d, 0, NULL, NULL, NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s__watch_decoder_new(NULL, 0, NULL, collect, NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s__watch_decoder_feed(NULL, "x", 1), K8S_EINVAL);
-	ck_assert_int_eq(k8s__watch_decoder_finish(NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s__watch_decoder_new(&d, 0, NULL, NULL, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s__watch_decoder_new(NULL, 0, NULL, collect, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s__watch_decoder_feed(NULL, "x", 1), ASB_EINVAL);
+	ck_assert_int_eq(k8s__watch_decoder_finish(NULL), ASB_EINVAL);
 	ck_assert_uint_eq(k8s__watch_decoder_events(NULL), 0);
 	k8s__watch_decoder_free(NULL);
 
@@ -368,8 +368,8 @@ START_TEST(test_arguments)
 	memset(&s, 0, sizeof(s));
 	ck_assert_int_eq(k8s__watch_decoder_new(&d, 0, NULL, collect, &s), 0);
 	ck_assert_int_eq(k8s__watch_decoder_feed(d, "", 0), 0);
-	ck_assert_int_eq(feed_str(d, "x\n"), K8S_EDECODE);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "watch: event line 1"));
+	ck_assert_int_eq(feed_str(d, "x\n"), ASB_EDECODE);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "watch: event line 1"));
 	k8s__watch_decoder_free(d);
 }
 END_TEST

@@ -177,7 +177,7 @@ START_TEST(shutdown_drains_then_reports_shutdown)
 	ck_assert_str_eq(k, "a");
 	k8s_workqueue_done(q, k);
 	free(k);
-	ck_assert_int_eq(k8s_workqueue_get(q, &k), K8S_ESHUTDOWN);
+	ck_assert_int_eq(k8s_workqueue_get(q, &k), ASB_ESHUTDOWN);
 	ck_assert_ptr_null(k);
 	k8s_workqueue_free(q);
 }
@@ -263,7 +263,7 @@ START_TEST(shutdown_wakes_blocked_workers)
 	k8s_workqueue_shutdown(q);
 	void *rc;
 	pthread_join(t, &rc);
-	ck_assert_int_eq((int)(intptr_t)rc, K8S_ESHUTDOWN);
+	ck_assert_int_eq((int)(intptr_t)rc, ASB_ESHUTDOWN);
 	k8s_workqueue_free(q);
 }
 END_TEST

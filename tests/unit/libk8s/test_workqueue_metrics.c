@@ -12,18 +12,18 @@
 #include <string.h>
 #include <unistd.h>
 #include "k8s/controller.h"
-#include "k8s/metrics.h"
+#include "asb/metrics.h"
 #include "k8s/workqueue.h"
 
-static char *scrape(k8s_metrics_registry *reg)
+static char *scrape(asb_metrics_registry *reg)
 {
 	char *text = NULL;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &text, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &text, NULL), 0);
 	return text;
 }
 
 /* The value of the sample line starting with `series` ("name{labels}"), or -1. */
-static double value_of(k8s_metrics_registry *reg, const char *series)
+static double value_of(asb_metrics_registry *reg, const char *series)
 {
 	char *text = scrape(reg);
 	double v = -1;
@@ -45,8 +45,8 @@ static double value_of(k8s_metrics_registry *reg, const char *series)
 
 START_TEST(queue_records_client_go_metrics)
 {
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	k8s_workqueue_options o = K8S_WORKQUEUE_OPTIONS_INIT;
 	o.name = "q";
 	o.metrics = reg;
@@ -103,14 +103,14 @@ START_TEST(queue_records_client_go_metrics)
 	k8s_workqueue_free(q);
 	/* the queue's collectors are gone with it */
 	ck_assert(value_of(reg, "workqueue_unfinished_work_seconds" Q) == -1);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
 START_TEST(two_queues_share_the_families)
 {
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	k8s_workqueue_options o = K8S_WORKQUEUE_OPTIONS_INIT;
 	o.metrics = reg;
 	o.name = "one";
@@ -127,14 +127,14 @@ START_TEST(two_queues_share_the_families)
 	k8s_workqueue_shutdown(b);
 	k8s_workqueue_free(a);
 	k8s_workqueue_free(b);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
 /* --- controller ---------------------------------------------------------------- */
 
 typedef struct {
-	k8s_metrics_registry *reg;
+	asb_metrics_registry *reg;
 	atomic_int errors_left;
 	atomic_int calls;
 	atomic_int active_seen;   /* active_workers read inside a reconcile */
@@ -145,7 +145,7 @@ static int reconcile(const char *key, k8s_reconcile_result *res, void *ud)
 	rec_state *s = ud;
 	atomic_fetch_add(&s->calls, 1);
 	if (strcmp(key, "ns/err") == 0 && atomic_fetch_sub(&s->errors_left, 1) > 0)
-		return k8s_error_set(K8S_EINVAL, 0, NULL, "failing on purpose");
+		return asb_error_set(ASB_EINVAL, 0, NULL, "failing on purpose");
 	if (strcmp(key, "ns/requeue") == 0 && atomic_load(&s->calls) < 3)
 		res->requeue = true;
 	if (strcmp(key, "ns/later") == 0)
@@ -162,7 +162,7 @@ START_TEST(controller_records_controller_runtime_metrics)
 {
 	rec_state s = { 0 };
 	atomic_store(&s.errors_left, 2);
-	ck_assert_int_eq(k8s_metrics_registry_new(&s.reg), 0);
+	ck_assert_int_eq(asb_metrics_registry_new(&s.reg), 0);
 	k8s_controller_options o = K8S_CONTROLLER_OPTIONS_INIT;
 	o.name = "t";
 	o.workers = 2;
@@ -202,14 +202,14 @@ START_TEST(controller_records_controller_runtime_metrics)
 	ck_assert(value_of(s.reg, "workqueue_adds_total{controller=\"t\",name=\"t\"}") >= 3);
 	ck_assert(value_of(s.reg, "workqueue_retries_total{controller=\"t\",name=\"t\"}") >= 3);
 	k8s_controller_free(c);
-	k8s_metrics_registry_free(s.reg);
+	asb_metrics_registry_free(s.reg);
 }
 END_TEST
 
 START_TEST(requeue_result_is_counted)
 {
 	rec_state s = { 0 };
-	ck_assert_int_eq(k8s_metrics_registry_new(&s.reg), 0);
+	ck_assert_int_eq(asb_metrics_registry_new(&s.reg), 0);
 	k8s_controller_options o = K8S_CONTROLLER_OPTIONS_INIT;
 	o.name = "t";
 	o.reconcile = reconcile;
@@ -227,7 +227,7 @@ START_TEST(requeue_result_is_counted)
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_errors_total" T "}") == 0);
 	ck_assert(value_of(s.reg, "controller_runtime_max_concurrent_reconciles" T "}") == 1);
 	k8s_controller_free(c);
-	k8s_metrics_registry_free(s.reg);
+	asb_metrics_registry_free(s.reg);
 }
 END_TEST
 

@@ -12,7 +12,7 @@ static char *to_json(const char *yaml)
 {
 	cJSON *root = NULL;
 	int rc = k8s__yaml_to_json(&root, yaml, strlen(yaml), "test.yaml");
-	ck_assert_msg(rc == 0, "rc %d: %s", rc, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, asb_error_last()->message);
 	ck_assert_ptr_nonnull(root);
 	char *text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
@@ -31,8 +31,8 @@ static void assert_error(const char *yaml, const char *needle1, const char *need
 {
 	cJSON *root = (cJSON *)1;
 	int rc = k8s__yaml_to_json(&root, yaml, strlen(yaml), "test.yaml");
-	const char *m = k8s_error_last()->message;
-	ck_assert_msg(rc == K8S_EDECODE, "rc %d for %s", rc, yaml);
+	const char *m = asb_error_last()->message;
+	ck_assert_msg(rc == ASB_EDECODE, "rc %d for %s", rc, yaml);
 	ck_assert_ptr_null(root);
 	ck_assert_msg(strstr(m, needle1), "\"%s\" not in: %s", needle1, m);
 	if (needle2)
@@ -196,10 +196,10 @@ END_TEST
 START_TEST(test_origin_default)
 {
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, "[", 1, NULL), K8S_EDECODE);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "<memory>: line "));
-	ck_assert_int_eq(k8s__yaml_to_json(NULL, "a", 1, NULL), K8S_EINVAL);
-	ck_assert_int_eq(k8s__yaml_to_json(&root, NULL, 3, NULL), K8S_EINVAL);
+	ck_assert_int_eq(k8s__yaml_to_json(&root, "[", 1, NULL), ASB_EDECODE);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "<memory>: line "));
+	ck_assert_int_eq(k8s__yaml_to_json(NULL, "a", 1, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s__yaml_to_json(&root, NULL, 3, NULL), ASB_EINVAL);
 }
 END_TEST
 

@@ -134,7 +134,7 @@ static int fake_apply(const sbx_action *a, const char *ns, cJSON **result,
 				continue;
 			r->seen++;
 			if (r->nth == 0 || r->nth == r->seen)
-				return k8s_error_set(r->rc, 0, NULL, "%s", r->message);
+				return asb_error_set(r->rc, 0, NULL, "%s", r->message);
 		}
 	}
 	if (a->verb == SBX_VERB_CREATE && a->object == SBX_OBJ_POD) {
@@ -153,7 +153,7 @@ static int fake_fetch(sbx_object object, const char *ns, const char *name,
 	if (s)
 		s->fetched++;
 	if (!s || !s->fetch)
-		return k8s_error_set(K8S_ENOTFOUND, 404, "NotFound",
+		return asb_error_set(ASB_ENOTFOUND, 404, "NotFound",
 		                     "\"%s\" not found", name);
 	*out = cJSON_Duplicate(s->fetch, true);
 	return 0;

@@ -108,10 +108,10 @@ END_TEST
 static void assert_refused(sbx_claim_options *o, const char *want_substring)
 {
 	cJSON *c = (cJSON *)1;
-	ck_assert_int_eq(sbx_claim_build(o, "ns", "n", NOW_US, &c), K8S_EINVAL);
+	ck_assert_int_eq(sbx_claim_build(o, "ns", "n", NOW_US, &c), ASB_EINVAL);
 	ck_assert_ptr_null(c);
-	ck_assert_msg(strstr(k8s_error_last()->message, want_substring) != NULL,
-	              "message \"%s\" lacks \"%s\"", k8s_error_last()->message, want_substring);
+	ck_assert_msg(strstr(asb_error_last()->message, want_substring) != NULL,
+	              "message \"%s\" lacks \"%s\"", asb_error_last()->message, want_substring);
 }
 
 START_TEST(client_side_validation)
@@ -324,12 +324,12 @@ END_TEST
 START_TEST(error_names)
 {
 	ck_assert_str_eq(sbx_strerror(SBX_ETEMPLATENOTFOUND), "sandbox template not found");
-	ck_assert_str_eq(sbx_strerror(K8S_ENOTFOUND), "not found");
+	ck_assert_str_eq(sbx_strerror(ASB_ENOTFOUND), "not found");
 	ck_assert(sbx_error_is_claim_failure(SBX_EVOLUMECLAIMTEMPLATES));
 	ck_assert(sbx_error_is_claim_failure(SBX_ESANDBOXEXPIRED));
 	ck_assert(!sbx_error_is_claim_failure(SBX_ETEMPLATENOTFOUND));
 	ck_assert(!sbx_error_is_claim_failure(SBX_EWARMPOOLNOTFOUND));
-	ck_assert(!sbx_error_is_claim_failure(K8S_ETIMEOUT));
+	ck_assert(!sbx_error_is_claim_failure(ASB_ETIMEOUT));
 	/* every code has its own name */
 	for (int a = SBX_ERESPONSE; a <= SBX_ETEMPLATENOTFOUND; a++)
 		for (int b = a + 1; b <= SBX_ETEMPLATENOTFOUND; b++)

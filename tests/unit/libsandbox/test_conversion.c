@@ -24,7 +24,7 @@ static cJSON *convert(const cJSON *obj, const char *to)
 {
 	cJSON *out = NULL;
 	int rc = sbx_conversion_convert(&out, obj, to);
-	ck_assert_msg(rc == 0, "conversion failed: %s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "conversion failed: %s", asb_error_last()->message);
 	ck_assert_ptr_nonnull(out);
 	return out;
 }
@@ -239,10 +239,10 @@ START_TEST(snapshot_invalid_fails)
 	for (int i = 0; i < 5; i++) {
 		cJSON *b = beta("Running", bad[i]);
 		cJSON *a = (cJSON *)1;
-		ck_assert_int_eq(sbx_conversion_convert(&a, b, ALPHA), K8S_EDECODE);
+		ck_assert_int_eq(sbx_conversion_convert(&a, b, ALPHA), ASB_EDECODE);
 		ck_assert_ptr_null(a);
-		ck_assert_msg(strncmp(k8s_error_last()->message, "failed to unmarshal v1alpha1 Sandbox state: ",
-		                      44) == 0, "message: %s", k8s_error_last()->message);
+		ck_assert_msg(strncmp(asb_error_last()->message, "failed to unmarshal v1alpha1 Sandbox state: ",
+		                      44) == 0, "message: %s", asb_error_last()->message);
 		cJSON_Delete(b);
 	}
 }
@@ -301,33 +301,33 @@ START_TEST(bad_objects_rejected)
 {
 	cJSON *out = NULL;
 	cJSON *o = parse("{\"kind\":\"Sandbox\"}");
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), ASB_EINVAL);
 	cJSON_Delete(o);
 	o = parse("{\"apiVersion\":\"" ALPHA "\",\"kind\":\"Pod\"}");
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), K8S_EINVAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "unsupported kind Pod"));
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), ASB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "unsupported kind Pod"));
 	cJSON_Delete(o);
 	o = parse("{\"apiVersion\":\"agents.x-k8s.io/v2\",\"kind\":\"Sandbox\"}");
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), ASB_EINVAL);
 	cJSON_Delete(o);
 	o = alpha("\"replicas\":1", NULL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, "other.io/v1beta1"), K8S_EINVAL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, "v1beta1"), K8S_EINVAL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, "agents.x-k8s.io/v3"), K8S_EINVAL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, NULL, BETA), K8S_EINVAL);
-	ck_assert_int_eq(sbx_conversion_convert(NULL, o, BETA), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, "other.io/v1beta1"), ASB_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, "v1beta1"), ASB_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, "agents.x-k8s.io/v3"), ASB_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, NULL, BETA), ASB_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(NULL, o, BETA), ASB_EINVAL);
 	cJSON_Delete(o);
 	o = alpha("\"replicas\":\"0\"", NULL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), ASB_EDECODE);
 	cJSON_Delete(o);
 	o = alpha("\"replicas\":0.5", NULL);
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, BETA), ASB_EDECODE);
 	cJSON_Delete(o);
 	o = parse("{\"apiVersion\":\"" BETA "\",\"kind\":\"Sandbox\",\"spec\":{\"operatingMode\":3}}");
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, ALPHA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, ALPHA), ASB_EDECODE);
 	cJSON_Delete(o);
 	o = parse("{\"apiVersion\":\"" BETA "\",\"kind\":\"Sandbox\",\"spec\":[]}");
-	ck_assert_int_eq(sbx_conversion_convert(&out, o, ALPHA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, o, ALPHA), ASB_EDECODE);
 	cJSON_Delete(o);
 	ck_assert_ptr_null(out);
 }
@@ -339,7 +339,7 @@ static cJSON *review(const char *body, char **failure)
 {
 	char *resp = NULL;
 	int rc = sbx_conversion_review(body, strlen(body), &resp, failure);
-	ck_assert_msg(rc == 0, "review failed: %s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "review failed: %s", asb_error_last()->message);
 	cJSON *j = parse(resp);
 	free(resp);
 	return j;
@@ -437,7 +437,7 @@ START_TEST(review_not_a_review)
 	};
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
 		char *resp = (char *)1, *failure = (char *)1;
-		ck_assert_int_eq(sbx_conversion_review(bodies[i], strlen(bodies[i]), &resp, &failure), K8S_EDECODE);
+		ck_assert_int_eq(sbx_conversion_review(bodies[i], strlen(bodies[i]), &resp, &failure), ASB_EDECODE);
 		ck_assert_ptr_null(resp);
 		ck_assert_ptr_null(failure);
 	}
@@ -447,7 +447,7 @@ START_TEST(review_not_a_review)
 	char *resp = NULL;
 	ck_assert_int_eq(sbx_conversion_review(body, sizeof(body) - 1 - 7, &resp, NULL), 0);
 	free(resp);
-	ck_assert_int_eq(sbx_conversion_review(NULL, 0, &resp, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_review(NULL, 0, &resp, NULL), ASB_EINVAL);
 }
 END_TEST
 

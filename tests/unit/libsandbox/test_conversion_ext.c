@@ -35,7 +35,7 @@ static cJSON *convert(const cJSON *obj, const char *to)
 {
 	cJSON *out = NULL;
 	int rc = sbx_conversion_convert(&out, obj, to);
-	ck_assert_msg(rc == 0, "conversion failed: %s", k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "conversion failed: %s", asb_error_last()->message);
 	ck_assert_ptr_nonnull(out);
 	return out;
 }
@@ -244,11 +244,11 @@ START_TEST(claim_snapshot_invalid_fails)
 {
 	cJSON *out = (cJSON *)1;
 	cJSON *b = beta_claim("p", NULL, "{not json");
-	ck_assert_int_eq(sbx_conversion_convert(&out, b, ALPHA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, b, ALPHA), ASB_EDECODE);
 	ck_assert_ptr_null(out);
-	ck_assert_msg(strncmp(k8s_error_last()->message, "failed to unmarshal v1alpha1 SandboxClaim state: ",
+	ck_assert_msg(strncmp(asb_error_last()->message, "failed to unmarshal v1alpha1 SandboxClaim state: ",
 	                      strlen("failed to unmarshal v1alpha1 SandboxClaim state: ")) == 0,
-	              "%s", k8s_error_last()->message);
+	              "%s", asb_error_last()->message);
 	cJSON_Delete(b);
 }
 END_TEST
@@ -364,11 +364,11 @@ START_TEST(template_invalid_annotation_fails)
 		cJSON *a = template(ALPHA);
 		fx_annotation(a, VCTP, bad[i]);
 		cJSON *out = (cJSON *)1;
-		ck_assert_int_eq(sbx_conversion_convert(&out, a, BETA), K8S_EDECODE);
+		ck_assert_int_eq(sbx_conversion_convert(&out, a, BETA), ASB_EDECODE);
 		ck_assert_ptr_null(out);
 		char want[128];
 		snprintf(want, sizeof(want), "invalid VolumeClaimTemplatesPolicy annotation value: \"%s\"", bad[i]);
-		ck_assert_str_eq(k8s_error_last()->message, want);
+		ck_assert_str_eq(asb_error_last()->message, want);
 		cJSON_Delete(a);
 	}
 }
@@ -491,10 +491,10 @@ START_TEST(pool_bad_replicas_rejected)
 	cJSON *b = pool(BETA);
 	fx_set_str(b, "spec.replicas", "two");
 	cJSON *out = NULL;
-	ck_assert_int_eq(sbx_conversion_convert(&out, b, ALPHA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, b, ALPHA), ASB_EDECODE);
 	ck_assert_ptr_null(out);
 	fx_set_str(b, "apiVersion", ALPHA);
-	ck_assert_int_eq(sbx_conversion_convert(&out, b, BETA), K8S_EDECODE);
+	ck_assert_int_eq(sbx_conversion_convert(&out, b, BETA), ASB_EDECODE);
 	cJSON_Delete(b);
 }
 END_TEST
@@ -506,9 +506,9 @@ START_TEST(extension_group_only)
 	cJSON *out = NULL;
 	cJSON *c = beta_claim("p", NULL, NULL);
 	/* the core group has no SandboxClaim; no cross-group conversion */
-	ck_assert_int_eq(sbx_conversion_convert(&out, c, SBX_API_VERSION_V1ALPHA1), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, c, SBX_API_VERSION_V1ALPHA1), ASB_EINVAL);
 	fx_set_str(c, "apiVersion", SBX_API_VERSION);
-	ck_assert_int_eq(sbx_conversion_convert(&out, c, SBX_API_VERSION_V1ALPHA1), K8S_EINVAL);
+	ck_assert_int_eq(sbx_conversion_convert(&out, c, SBX_API_VERSION_V1ALPHA1), ASB_EINVAL);
 	ck_assert_ptr_null(out);
 	cJSON_Delete(c);
 }
@@ -553,7 +553,7 @@ START_TEST(odd_shapes_do_not_crash)
 		cJSON *o = j(objs[i]);
 		cJSON *out = NULL;
 		const char *to = strcmp(str(o, "apiVersion"), BETA) == 0 ? ALPHA : BETA;
-		ck_assert_msg(sbx_conversion_convert(&out, o, to) == K8S_EDECODE, "case %zu", i);
+		ck_assert_msg(sbx_conversion_convert(&out, o, to) == ASB_EDECODE, "case %zu", i);
 		ck_assert_ptr_null(out);
 		cJSON_Delete(o);
 	}
@@ -569,7 +569,7 @@ START_TEST(odd_shapes_do_not_crash)
 		cJSON *o = j(ok[i]);
 		cJSON *out = NULL;
 		const char *to = strcmp(str(o, "apiVersion"), BETA) == 0 ? ALPHA : BETA;
-		ck_assert_msg(sbx_conversion_convert(&out, o, to) == 0, "case %zu: %s", i, k8s_error_last()->message);
+		ck_assert_msg(sbx_conversion_convert(&out, o, to) == 0, "case %zu: %s", i, asb_error_last()->message);
 		ck_assert_ptr_nonnull(out);
 		cJSON_Delete(out);
 		cJSON_Delete(o);

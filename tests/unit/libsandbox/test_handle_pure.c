@@ -12,7 +12,7 @@
 static void assert_guard(const char *in, const char *want)
 {
 	char *out = NULL;
-	ck_assert_msg(sbx_path_guard(in, &out) == 0, "%s refused: %s", in, k8s_error_last()->message);
+	ck_assert_msg(sbx_path_guard(in, &out) == 0, "%s refused: %s", in, asb_error_last()->message);
 	ck_assert_str_eq(out, want);
 	sbx_free(out);
 }
@@ -20,9 +20,9 @@ static void assert_guard(const char *in, const char *want)
 static void assert_refused(const char *in, const char *msg)
 {
 	char *out = (char *)1;
-	ck_assert_int_eq(sbx_path_guard(in, &out), K8S_EINVAL);
+	ck_assert_int_eq(sbx_path_guard(in, &out), ASB_EINVAL);
 	ck_assert_ptr_null(out);
-	ck_assert_str_eq(k8s_error_last()->message, msg);
+	ck_assert_str_eq(asb_error_last()->message, msg);
 }
 
 START_TEST(path_guard_normalises)
@@ -106,7 +106,7 @@ START_TEST(connection_options_are_checked)
 	ck_assert_int_eq(o.retry_backoff_ms, 500);
 	ck_assert_int_eq(o.gateway_ready_timeout_ms, 180000);
 	ck_assert_int_eq(o.port_forward_ready_timeout_ms, 30000);
-	ck_assert_int_eq(sbx_connection_options_init(&o, 99), K8S_EINVAL);
+	ck_assert_int_eq(sbx_connection_options_init(&o, 99), ASB_EINVAL);
 	sbx_claim_options c;
 	ck_assert_int_eq(sbx_claim_options_init(&c, SBX_CLAIM_OPTIONS_VERSION), 0);
 	ck_assert_int_eq(c.ready_timeout_ms, 180000);

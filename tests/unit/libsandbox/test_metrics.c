@@ -1,7 +1,7 @@
 /*
  * test_metrics.c - unit tests of libsandbox/src/metrics.c: the label values
  * of the agent_sandboxes gauge (spec/api.md §11), counting per tuple, and
- * the exposition through a k8s_metrics registry collector.
+ * the exposition through an asb_metrics registry collector.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,10 +193,10 @@ END_TEST
 
 static int emit(const char *const *v, size_t n, double count, void *ud)
 {
-	return k8s_metrics_emit(ud, v, n, count);
+	return asb_metrics_emit(ud, v, n, count);
 }
 
-static void collect_list(k8s_metrics_emitter *e, void *ud)
+static void collect_list(asb_metrics_emitter *e, void *ud)
 {
 	sbx_sandboxes_count(ud, emit, e);
 }
@@ -204,20 +204,20 @@ static void collect_list(k8s_metrics_emitter *e, void *ud)
 /* What /metrics shows: the gauge's lines with the label pairs sorted by name. */
 START_TEST(exposition_through_a_collector)
 {
-	k8s_metrics_registry *reg = NULL;
-	k8s_metric *m = NULL;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
-	k8s_metric_options o = K8S_METRIC_OPTIONS_INIT;
-	o.type = K8S_METRIC_GAUGE;
+	asb_metrics_registry *reg = NULL;
+	asb_metric *m = NULL;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_GAUGE;
 	o.name = SBX_METRIC_SANDBOXES;
 	o.help = SBX_METRIC_SANDBOXES_HELP;
 	o.label_names = sbx_sandboxes_metric_labels;
-	ck_assert_int_eq(k8s_metrics_register(&m, reg, &o), 0);
+	ck_assert_int_eq(asb_metrics_register(&m, reg, &o), 0);
 	cJSON *list = parse(LIST);
-	ck_assert_int_eq(k8s_metric_add_collector(m, collect_list, list), 0);
+	ck_assert_int_eq(asb_metric_add_collector(m, collect_list, list), 0);
 
 	char *text = NULL;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &text, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &text, NULL), 0);
 	ck_assert_ptr_nonnull(strstr(text, "# TYPE agent_sandboxes gauge\n"));
 	ck_assert_ptr_nonnull(strstr(text,
 		"agent_sandboxes{created_by=\"unknown\",expired=\"false\",launch_type=\"cold\","
@@ -229,9 +229,9 @@ START_TEST(exposition_through_a_collector)
 		"sandbox_template=\"unknown\"} 2\n"));
 	free(text);
 
-	k8s_metric_remove_collector(m, collect_list, list);
+	asb_metric_remove_collector(m, collect_list, list);
 	cJSON_Delete(list);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 

@@ -156,7 +156,7 @@ END_TEST
 START_TEST(forget_noop_and_bad_input)
 {
 	sbx_mutation_cache *c = NULL;
-	ck_assert_int_eq(sbx_mutation_cache_new(NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_mutation_cache_new(NULL), ASB_EINVAL);
 	ck_assert_int_eq(sbx_mutation_cache_new(&c), 0);
 
 	/* deleted / deleting Sandbox: the reconciler forgets the key */
@@ -184,9 +184,9 @@ START_TEST(forget_noop_and_bad_input)
 	ck_assert_ptr_null(none);
 	ck_assert_uint_eq(sbx_mutation_cache_size(c), 0);
 
-	ck_assert_int_eq(sbx_mutation_cache_wrote(NULL, "k", "1", sandbox("2", NULL)), K8S_EINVAL);
-	ck_assert_int_eq(sbx_mutation_cache_wrote(c, NULL, "1", sandbox("2", NULL)), K8S_EINVAL);
-	ck_assert_int_eq(sbx_mutation_cache_wrote(c, "k", "1", NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_mutation_cache_wrote(NULL, "k", "1", sandbox("2", NULL)), ASB_EINVAL);
+	ck_assert_int_eq(sbx_mutation_cache_wrote(c, NULL, "1", sandbox("2", NULL)), ASB_EINVAL);
+	ck_assert_int_eq(sbx_mutation_cache_wrote(c, "k", "1", NULL), ASB_EINVAL);
 	ck_assert_int_eq(sbx_mutation_cache_resolve(NULL, "k", &none), 0);
 	sbx_mutation_cache_forget(NULL, "k");
 	ck_assert_uint_eq(sbx_mutation_cache_size(NULL), 0);

@@ -35,16 +35,16 @@ static const char *READY_STATUS =
 START_TEST(invalid_input)
 {
 	sbx_plan *plan = (sbx_plan *)1;
-	ck_assert_int_eq(sbx_plan_new(&plan, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_plan_new(&plan, NULL), ASB_EINVAL);
 	cJSON *sb = fx_load("sandbox.json");
 	fx_del(sb, "metadata.uid");
 	sbx_observed obs = fx_observed(sb);
-	ck_assert_int_eq(sbx_plan_new(&plan, &obs), K8S_EINVAL);
+	ck_assert_int_eq(sbx_plan_new(&plan, &obs), ASB_EINVAL);
 	ck_assert_ptr_null(plan);
-	ck_assert(strstr(k8s_error_last()->message, "team-a/my-sandbox") != NULL);
+	ck_assert(strstr(asb_error_last()->message, "team-a/my-sandbox") != NULL);
 	fx_set_str(sb, "metadata.uid", FX_UID);
 	ck_assert_int_eq(sbx_plan_new(&plan, &obs), 0);
-	ck_assert_int_eq(sbx_plan_execute(plan, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_plan_execute(plan, NULL), ASB_EINVAL);
 	ck_assert_ptr_null(sbx_plan_action(plan, 99));
 	sbx_plan_free(plan);
 	sbx_plan_free(NULL);
@@ -208,7 +208,7 @@ START_TEST(teardown_errors_keep_status)
 	expired_world w;
 	expired_init(&w, NULL);
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, K8S_EINTERNAL, "boom");
+	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, ASB_EINTERNAL, "boom");
 	fx_pass ps;
 	fx_run(&ps, &w.obs, &srv);
 	/* The service delete still runs (another step). */
@@ -218,7 +218,7 @@ START_TEST(teardown_errors_keep_status)
 	ck_assert_ptr_null(ps.out.status);
 	ck_assert(!ps.out.write_status);
 	ck_assert_str_eq(ps.out.error, "failed to delete pod: boom");
-	ck_assert_int_eq(ps.out.error_code, K8S_EINTERNAL);
+	ck_assert_int_eq(ps.out.error_code, ASB_EINTERNAL);
 	fx_pass_free(&ps);
 
 	/* Get failures are collected with their own texts. */
@@ -253,7 +253,7 @@ START_TEST(teardown_delete_policy_deletes_sandbox)
 
 	/* Deleted even when the pod step failed; that error is dropped. */
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, K8S_EINTERNAL, "boom");
+	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, ASB_EINTERNAL, "boom");
 	fx_run(&ps, &w.obs, &srv);
 	ck_assert_ptr_null(ps.out.error);
 	ck_assert_ptr_null(ps.out.status);
@@ -261,17 +261,17 @@ START_TEST(teardown_delete_policy_deletes_sandbox)
 
 	/* Already gone (NotFound) counts as deleted. */
 	fx_server gone = { 0 };
-	fx_fail(&gone, SBX_OBJ_SANDBOX, SBX_VERB_DELETE, K8S_ENOTFOUND, "not found");
+	fx_fail(&gone, SBX_OBJ_SANDBOX, SBX_VERB_DELETE, ASB_ENOTFOUND, "not found");
 	fx_run(&ps, &w.obs, &gone);
 	ck_assert_ptr_null(ps.out.error);
 	fx_pass_free(&ps);
 
 	/* A failed Sandbox delete joins the other errors. */
-	fx_fail(&srv, SBX_OBJ_SANDBOX, SBX_VERB_DELETE, K8S_EFORBIDDEN, "nope");
+	fx_fail(&srv, SBX_OBJ_SANDBOX, SBX_VERB_DELETE, ASB_EFORBIDDEN, "nope");
 	fx_run(&ps, &w.obs, &srv);
 	ck_assert_str_eq(ps.out.error, "failed to delete pod: boom\n"
 	                 "failed to delete sandbox: nope");
-	ck_assert_int_eq(ps.out.error_code, K8S_EINTERNAL);
+	ck_assert_int_eq(ps.out.error_code, ASB_EINTERNAL);
 	ck_assert_ptr_null(ps.out.status);
 	fx_pass_free(&ps);
 	expired_free(&w);
@@ -363,7 +363,7 @@ START_TEST(already_exists_takes_the_existing_pod_path)
 	cJSON *existing = fx_load("pod-running.json");
 	sbx_observed obs = fx_observed(sb);
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_CREATE, K8S_EALREADYEXISTS,
+	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_CREATE, ASB_EALREADYEXISTS,
 	        "pods \"my-sandbox\" already exists");
 	srv.fetch = existing;
 	fx_pass ps;
@@ -403,7 +403,7 @@ START_TEST(already_exists_takes_the_existing_pod_path)
 	a = fx_action(ps.plan, 1, SBX_STEP_POD, SBX_VERB_CREATE, SBX_OBJ_POD,
 	              "my-sandbox");
 	ck_assert_int_eq(a->state, SBX_ACTION_FAILED);
-	ck_assert_int_eq(a->rc, K8S_ENOTFOUND);
+	ck_assert_int_eq(a->rc, ASB_ENOTFOUND);
 	ck_assert_str_eq(ps.out.error, "failed to create pod: \"my-sandbox\" not found");
 	fx_pass_free(&ps);
 	cJSON_Delete(existing);
@@ -420,7 +420,7 @@ START_TEST(already_exists_for_claim_and_service)
 		"\"labels\":{\"agents.x-k8s.io/sandbox-name-hash\":\"374de8f5\"}},\"spec\":{}}");
 	sbx_observed obs = fx_observed(sb);
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_PVC, SBX_VERB_CREATE, K8S_EALREADYEXISTS, "exists");
+	fx_fail(&srv, SBX_OBJ_PVC, SBX_VERB_CREATE, ASB_EALREADYEXISTS, "exists");
 	srv.fetch = claim;
 	fx_pass ps;
 	fx_run(&ps, &obs, &srv);
@@ -435,7 +435,7 @@ START_TEST(already_exists_for_claim_and_service)
 	/* A Service create colliding with our own Service: just reported. */
 	cJSON *svc = fx_load("service-owned.json");
 	fx_server srv2 = { 0 };
-	fx_fail(&srv2, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_EALREADYEXISTS, "exists");
+	fx_fail(&srv2, SBX_OBJ_SERVICE, SBX_VERB_CREATE, ASB_EALREADYEXISTS, "exists");
 	srv2.fetch = svc;
 	fx_del(sb, "spec.volumeClaimTemplates");
 	fx_set(sb, "spec.podTemplate.spec.containers", cJSON_Parse(

@@ -260,14 +260,14 @@ START_TEST(failed_create_yields_no_pod)
 	cJSON *sb = fx_load("sandbox.json");
 	sbx_observed obs = fx_observed(sb);
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_CREATE, K8S_EFORBIDDEN,
+	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_CREATE, ASB_EFORBIDDEN,
 	        "pods \"my-sandbox\" is forbidden: exceeded quota");
 	fx_pass ps;
 	fx_run(&ps, &obs, &srv);
 	const sbx_action *a = fx_action(ps.plan, 0, SBX_STEP_POD, SBX_VERB_CREATE,
 	                                SBX_OBJ_POD, "my-sandbox");
 	ck_assert_int_eq(a->state, SBX_ACTION_FAILED);
-	ck_assert_int_eq(a->rc, K8S_EFORBIDDEN);
+	ck_assert_int_eq(a->rc, ASB_EFORBIDDEN);
 	/* The annotation is not set for a Pod that was not made. */
 	a = fx_action(ps.plan, 1, SBX_STEP_POD, SBX_VERB_PATCH, SBX_OBJ_SANDBOX,
 	              "my-sandbox");
@@ -283,7 +283,7 @@ START_TEST(failed_create_yields_no_pod)
 	ck_assert_ptr_null(cJSON_GetObjectItem(st, "selector"));
 	ck_assert_str_eq(ps.out.error, "failed to create pod: pods \"my-sandbox\" "
 	                 "is forbidden: exceeded quota");
-	ck_assert_int_eq(ps.out.error_code, K8S_EFORBIDDEN);
+	ck_assert_int_eq(ps.out.error_code, ASB_EFORBIDDEN);
 	fx_pass_free(&ps);
 	cJSON_Delete(sb);
 }
@@ -472,7 +472,7 @@ START_TEST(unowned_pod_without_authorisation_is_refused)
 		"authorization label (\"agents.x-k8s.io/adoptable\") or sandbox "
 		"tracking label (\"agents.x-k8s.io/sandbox-name-hash\")";
 	ck_assert_str_eq(ps.out.error, err);
-	ck_assert_int_eq(ps.out.error_code, K8S_ERROR);
+	ck_assert_int_eq(ps.out.error_code, ASB_ERROR);
 	char msg[512];
 	snprintf(msg, sizeof(msg), "Error seen: %s", err);
 	fx_assert_condition(ps.out.status, "Ready", "False", "ReconcilerError", msg);
@@ -683,14 +683,14 @@ START_TEST(suspended_owned_pod_is_deleted)
 	pods = fx_list(pod, NULL);
 	obs.pods = pods;
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, K8S_EINTERNAL, "etcd timeout");
+	fx_fail(&srv, SBX_OBJ_POD, SBX_VERB_DELETE, ASB_EINTERNAL, "etcd timeout");
 	fx_run(&ps, &obs, &srv);
 	fx_assert_condition(ps.out.status, "Suspended", "False", "PodTerminating",
 	                    "Pod is terminating. Sandbox is suspending");
 	fx_assert_condition(ps.out.status, "Ready", "False", "ReconcilerError",
 	                    "Error seen: failed to delete pod: etcd timeout");
 	ck_assert_str_eq(ps.out.error, "failed to delete pod: etcd timeout");
-	ck_assert_int_eq(ps.out.error_code, K8S_EINTERNAL);
+	ck_assert_int_eq(ps.out.error_code, ASB_EINTERNAL);
 	fx_pass_free(&ps);
 	cJSON_Delete(pods);
 	cJSON_Delete(pod);
@@ -1048,7 +1048,7 @@ START_TEST(write_behind_requeue_takes_the_sooner_and_not_on_error)
 	 * stays pending but does not shorten the requeue. */
 	fx_set(sb, "spec.service", cJSON_CreateTrue());
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_EFORBIDDEN, "forbidden");
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, ASB_EFORBIDDEN, "forbidden");
 	fx_run(&ps, &obs, &srv);
 	ck_assert_ptr_nonnull(ps.out.error);
 	ck_assert_int_eq(ps.out.pod_patch_deferred_since_ms, FX_NOW_MS);

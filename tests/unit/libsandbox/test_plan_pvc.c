@@ -153,8 +153,8 @@ START_TEST(failed_create_skips_later_claims_and_joins_errors)
 	fx_set(sb, "spec.service", cJSON_CreateTrue());
 	sbx_observed obs = fx_observed(sb);
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_PVC, SBX_VERB_CREATE, K8S_EFORBIDDEN, "quota exceeded");
-	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_EINVALID, "bad name");
+	fx_fail(&srv, SBX_OBJ_PVC, SBX_VERB_CREATE, ASB_EFORBIDDEN, "quota exceeded");
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, ASB_EINVALID, "bad name");
 	fx_pass ps;
 	fx_run(&ps, &obs, &srv);
 	ck_assert_int_eq(fx_action(ps.plan, 0, SBX_STEP_PVC, SBX_VERB_CREATE,
@@ -172,7 +172,7 @@ START_TEST(failed_create_skips_later_claims_and_joins_errors)
 	                    "failed to create service: bad name");
 	ck_assert_str_eq(ps.out.error, "failed to create PVC: quota exceeded\n"
 	                 "failed to create service: bad name");
-	ck_assert_int_eq(ps.out.error_code, K8S_EFORBIDDEN);
+	ck_assert_int_eq(ps.out.error_code, ASB_EFORBIDDEN);
 	fx_pass_free(&ps);
 	cJSON_Delete(sb);
 }

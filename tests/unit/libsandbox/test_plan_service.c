@@ -113,7 +113,7 @@ START_TEST(service_true_ready_needs_service)
 	fx_set(w.sb, "status", cJSON_Parse(
 		"{\"service\":\"old-name\",\"serviceFQDN\":\"old-name.team-a.svc.cluster.local\"}"));
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_EINVALID,
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, ASB_EINVALID,
 	        "Service \"my-sandbox\" is invalid: metadata.name: must be no more than 63 characters");
 	fx_run(&ps, &w.obs, &srv);
 	ck_assert_str_eq(status_str(ps.out.status, "service"), "old-name");
@@ -122,7 +122,7 @@ START_TEST(service_true_ready_needs_service)
 	fx_assert_condition(ps.out.status, "Ready", "False", "ReconcilerError",
 	                    "Error seen: failed to create service: Service \"my-sandbox\" "
 	                    "is invalid: metadata.name: must be no more than 63 characters");
-	ck_assert_int_eq(ps.out.error_code, K8S_EINVALID);
+	ck_assert_int_eq(ps.out.error_code, ASB_EINVALID);
 	fx_pass_free(&ps);
 	world_free(&w);
 }
@@ -151,7 +151,7 @@ START_TEST(service_false_deletes_owned_only)
 
 	/* A failed delete still clears the status fields. */
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_DELETE, K8S_EFORBIDDEN, "forbidden");
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_DELETE, ASB_EFORBIDDEN, "forbidden");
 	fx_run(&ps, &w.obs, &srv);
 	ck_assert_ptr_null(cJSON_GetObjectItem(ps.out.status, "service"));
 	ck_assert_str_eq(ps.out.error, "failed to delete service: forbidden");

@@ -166,7 +166,7 @@ START_TEST(what_the_struct_cannot_hold_is_kept_as_json)
 	ck_assert_str_eq(p->name, "a");
 	sbx_pod_free(p);
 	cJSON_Delete(pod);
-	ck_assert_int_eq(sbx_pod_decode(NULL, &p), K8S_EINVAL);
+	ck_assert_int_eq(sbx_pod_decode(NULL, &p), ASB_EINVAL);
 	ck_assert_ptr_null(sbx_pod_encode(NULL));
 	sbx_pod_free(NULL);
 }

@@ -105,18 +105,18 @@ END_TEST
 START_TEST(reconciler_arguments)
 {
 	sbx_reconciler_options opts;
-	ck_assert_int_eq(sbx_reconciler_options_init(&opts, 99), K8S_EINVAL);
+	ck_assert_int_eq(sbx_reconciler_options_init(&opts, 99), ASB_EINVAL);
 	ck_assert_int_eq(sbx_reconciler_options_init(&opts, SBX_RECONCILER_OPTIONS_VERSION), 0);
 	ck_assert_uint_eq(opts.version, SBX_RECONCILER_OPTIONS_VERSION);
 	ck_assert_ptr_null(opts.client);
 	ck_assert_ptr_null(opts.cluster_domain);
 
 	sbx_reconciler *r = NULL;
-	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), K8S_EINVAL);
+	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), ASB_EINVAL);
 	ck_assert_ptr_null(r);
-	ck_assert_int_eq(sbx_reconciler_new(&r, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbx_reconciler_new(&r, NULL), ASB_EINVAL);
 	k8s_reconcile_result res = { 5, true };
-	ck_assert_int_eq(sbx_reconciler_reconcile(NULL, "a/b", &res), K8S_EINVAL);
+	ck_assert_int_eq(sbx_reconciler_reconcile(NULL, "a/b", &res), ASB_EINVAL);
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
 	sbx_reconciler_free(NULL);
@@ -128,7 +128,7 @@ START_TEST(reconciler_arguments)
 	opts.client = (k8s_client *)&stand_in;
 	opts.sandboxes = opts.pods = opts.services = (k8s_informer *)&stand_in;
 	opts.write_behind_window_ms = -1;
-	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), K8S_EINVAL);
+	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), ASB_EINVAL);
 	ck_assert_ptr_null(r);
 	opts.write_behind_window_ms = 250;
 	ck_assert_int_eq(sbx_reconciler_new(&r, &opts), 0);

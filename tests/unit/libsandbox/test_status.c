@@ -86,7 +86,7 @@ START_TEST(ready_messages_in_order)
 	obs.pods = pods;
 	obs.pod = pod;
 	fx_server srv = { 0 };
-	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, K8S_ETRANSPORT, "connection reset");
+	fx_fail(&srv, SBX_OBJ_SERVICE, SBX_VERB_CREATE, ASB_ETRANSPORT, "connection reset");
 	fx_run(&ps, &obs, &srv);
 	fx_assert_condition(ps.out.status, "Ready", "False", "ReconcilerError",
 	                    "Error seen: failed to create service: connection reset");

@@ -80,10 +80,10 @@ END_TEST
 
 START_TEST(secure_defaults_invalid)
 {
-	ck_assert_int_eq(wp_apply_secure_defaults(NULL, true), K8S_EINVAL);
+	ck_assert_int_eq(wp_apply_secure_defaults(NULL, true), ASB_EINVAL);
 	cJSON *a = cJSON_CreateArray();
-	ck_assert_int_eq(wp_apply_secure_defaults(a, true), K8S_EINVAL);
-	ck_assert(strlen(k8s_error_last()->message) > 0);
+	ck_assert_int_eq(wp_apply_secure_defaults(a, true), ASB_EINVAL);
+	ck_assert(strlen(asb_error_last()->message) > 0);
 	cJSON_Delete(a);
 }
 END_TEST
@@ -115,7 +115,7 @@ START_TEST(blueprint_members)
 
 	fx_del(t, "spec.podTemplate");
 	ck_assert_ptr_null(wp_blueprint_new(t));
-	ck_assert_int_eq(k8s_error_last()->code, K8S_EINVAL);
+	ck_assert_int_eq(asb_error_last()->code, ASB_EINVAL);
 	cJSON_Delete(t);
 }
 END_TEST
@@ -148,8 +148,8 @@ START_TEST(hashes)
 	ck_assert_str_eq(ph, h2);
 
 	fx_del(t, "spec.podTemplate");
-	ck_assert_int_eq(wp_blueprint_hash(t, h2), K8S_EINVAL);
-	ck_assert_int_eq(wp_pod_template_hash(t, h2), K8S_EINVAL);
+	ck_assert_int_eq(wp_blueprint_hash(t, h2), ASB_EINVAL);
+	ck_assert_int_eq(wp_pod_template_hash(t, h2), ASB_EINVAL);
 	cJSON_Delete(t);
 }
 END_TEST

@@ -54,7 +54,7 @@ START_TEST(domains_file)
 	wp_domains_free(&d);
 	unlink(path);
 	/* a directory cannot be read: error */
-	ck_assert_int_eq(wp_domains_load("/tmp", &d), K8S_ERROR);
+	ck_assert_int_eq(wp_domains_load("/tmp", &d), ASB_ERROR);
 }
 END_TEST
 

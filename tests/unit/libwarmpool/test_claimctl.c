@@ -79,41 +79,41 @@ START_TEST(defaults_and_options)
 	ck_assert(!d.disable_observability_annotations);
 	ck_assert_ptr_null(d.allowed_label_domains_file);
 	wp_claim_controller *c = (wp_claim_controller *)1;
-	ck_assert_int_eq(wp_claim_controller_new(&c, NULL), K8S_EINVAL);
+	ck_assert_int_eq(wp_claim_controller_new(&c, NULL), ASB_EINVAL);
 	ck_assert_ptr_null(c);
 	wp_claim_controller_options o = opts();
 	o.templates = NULL;
-	ck_assert_int_eq(wp_claim_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_claim_controller_new(&c, &o), ASB_EINVAL);
 	o = opts();
 	o.version = 99;
-	ck_assert_int_eq(wp_claim_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_claim_controller_new(&c, &o), ASB_EINVAL);
 	/* an unreadable (here: a directory) domains file fails _new() */
 	o = opts();
 	o.allowed_label_domains_file = "/tmp";
-	ck_assert_int_eq(wp_claim_controller_new(&c, &o), K8S_ERROR);
+	ck_assert_int_eq(wp_claim_controller_new(&c, &o), ASB_ERROR);
 	ck_assert_ptr_null(c);
 }
 END_TEST
 
 /* Registers `name` with the §11 shape; 0 only when identical to the controller's. */
-static int same_shape(k8s_metrics_registry *reg, const char *name, k8s_metric_type type,
+static int same_shape(asb_metrics_registry *reg, const char *name, asb_metric_type type,
                       const char *help, const char *const *labels, const double *b, size_t nb)
 {
-	k8s_metric_options mo = K8S_METRIC_OPTIONS_INIT;
+	asb_metric_options mo = ASB_METRIC_OPTIONS_INIT;
 	mo.type = type;
 	mo.name = name;
 	mo.help = help;
 	mo.label_names = labels;
 	mo.buckets = b;
 	mo.nbuckets = nb;
-	k8s_metric *m;
-	return k8s_metrics_register(&m, reg, &mo);
+	asb_metric *m;
+	return asb_metrics_register(&m, reg, &mo);
 }
 
 START_TEST(metrics_shapes)
 {
-	k8s_metrics_registry *reg;
-	ck_assert_int_eq(k8s_metrics_registry_new(&reg), 0);
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
 	wp_claim_controller_options o = opts();
 	o.metrics = reg;
 	wp_claim_controller *c;
@@ -126,28 +126,28 @@ START_TEST(metrics_shapes)
 	                             10000, 30000, 60000, 120000, 240000 };
 	static const double cb[] = { 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000,
 	                             120000, 240000, 300000, 600000 };
-	ck_assert_int_eq(same_shape(reg, "agent_sandbox_claim_startup_latency_ms", K8S_METRIC_HISTOGRAM,
+	ck_assert_int_eq(same_shape(reg, "agent_sandbox_claim_startup_latency_ms", ASB_METRIC_HISTOGRAM,
 	                            "End-to-end latency from SandboxClaim creation (webhook first "
 	                            "observation) to Ready, in milliseconds.", hl, hb, 15), 0);
 	ck_assert_int_eq(same_shape(reg, "agent_sandbox_claim_controller_startup_latency_ms",
-	                            K8S_METRIC_HISTOGRAM, "Latency from the controller's first "
+	                            ASB_METRIC_HISTOGRAM, "Latency from the controller's first "
 	                            "observation of a SandboxClaim to Ready, in milliseconds.",
 	                            hl, hb, 15), 0);
 	ck_assert_int_eq(same_shape(reg, "agent_sandbox_client_claim_startup_latency_ms",
-	                            K8S_METRIC_HISTOGRAM, "Latency from the client's first request of "
+	                            ASB_METRIC_HISTOGRAM, "Latency from the client's first request of "
 	                            "a SandboxClaim to Ready, in milliseconds.", hl, hb, 15), 0);
-	ck_assert_int_eq(same_shape(reg, "agent_sandbox_creation_latency_ms", K8S_METRIC_HISTOGRAM,
+	ck_assert_int_eq(same_shape(reg, "agent_sandbox_creation_latency_ms", ASB_METRIC_HISTOGRAM,
 	                            "Latency from Sandbox creation to its Ready condition, in "
 	                            "milliseconds.", cl, cb, 14), 0);
-	ck_assert_int_eq(same_shape(reg, "agent_sandbox_claim_creation_total", K8S_METRIC_COUNTER,
+	ck_assert_int_eq(same_shape(reg, "agent_sandbox_claim_creation_total", ASB_METRIC_COUNTER,
 	                            "Sandboxes handed to SandboxClaims (cold creates and warm "
 	                            "adoptions).", tl, NULL, 0), 0);
 	/* a different bucket list is another shape: refused (so the check above can fail) */
-	ck_assert_int_eq(same_shape(reg, "agent_sandbox_creation_latency_ms", K8S_METRIC_HISTOGRAM,
+	ck_assert_int_eq(same_shape(reg, "agent_sandbox_creation_latency_ms", ASB_METRIC_HISTOGRAM,
 	                            "Latency from Sandbox creation to its Ready condition, in "
-	                            "milliseconds.", cl, hb, 15), K8S_EINVAL);
+	                            "milliseconds.", cl, hb, 15), ASB_EINVAL);
 	wp_claim_controller_free(c);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -162,9 +162,9 @@ START_TEST(life_cycle_and_absent_claim)
 	ck_assert_int_eq(wp_claim_controller_reconcile(c, "default/nothing", &res), 0);
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
-	ck_assert_int_eq(wp_claim_controller_reconcile(c, "", &res), K8S_EINVAL);
+	ck_assert_int_eq(wp_claim_controller_reconcile(c, "", &res), ASB_EINVAL);
 	ck_assert_int_eq(wp_claim_controller_start(c), 0);
-	ck_assert_int_eq(wp_claim_controller_start(c), K8S_EINVAL);
+	ck_assert_int_eq(wp_claim_controller_start(c), ASB_EINVAL);
 	wp_claim_controller_stop(c);
 	wp_claim_controller_stop(c);
 	wp_claim_controller_free(c);

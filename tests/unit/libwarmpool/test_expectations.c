@@ -18,8 +18,8 @@ static void teardown(void) { wp_expectations_free(e); e = NULL; }
 START_TEST(new_invalid)
 {
 	wp_expectations *x = NULL;
-	ck_assert_int_eq(wp_expectations_new(NULL, T), K8S_EINVAL);
-	ck_assert_int_eq(wp_expectations_new(&x, 0), K8S_EINVAL);
+	ck_assert_int_eq(wp_expectations_new(NULL, T), ASB_EINVAL);
+	ck_assert_int_eq(wp_expectations_new(&x, 0), ASB_EINVAL);
 	ck_assert_ptr_null(x);
 	wp_expectations_free(NULL);
 }

@@ -93,35 +93,35 @@ END_TEST
 START_TEST(pool_bad_options)
 {
 	wp_pool_controller *c = (wp_pool_controller *)1;
-	ck_assert_int_eq(wp_pool_controller_new(NULL, NULL), K8S_EINVAL);
-	ck_assert_int_eq(wp_pool_controller_new(&c, NULL), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(NULL, NULL), ASB_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, NULL), ASB_EINVAL);
 	ck_assert_ptr_null(c);
 	wp_pool_controller_options o = pool_opts();
 	o.version = 99;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.pods = NULL;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.templates = NULL;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.client = NULL;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.max_batch_size = 0;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.replenish_delay_ms = -1;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
 	o = pool_opts();
 	o.max_refill_rate = -0.5;
-	ck_assert_int_eq(wp_pool_controller_new(&c, &o), K8S_EINVAL);
-	ck_assert(strstr(k8s_error_last()->message, "negative") != NULL);
+	ck_assert_int_eq(wp_pool_controller_new(&c, &o), ASB_EINVAL);
+	ck_assert(strstr(asb_error_last()->message, "negative") != NULL);
 	ck_assert_ptr_null(c);
 	wp_pool_controller_free(NULL);
 	k8s_reconcile_result res = { 5, true };
-	ck_assert_int_eq(wp_pool_controller_reconcile(NULL, "a/b", &res), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_reconcile(NULL, "a/b", &res), ASB_EINVAL);
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
 }
@@ -136,7 +136,7 @@ START_TEST(pool_lifecycle_and_missing_pool)
 	/* Its indexes exist on the informers now (a second controller on the
 	 * same informers is refused: one index name per informer). */
 	wp_pool_controller *c2 = NULL;
-	ck_assert_int_eq(wp_pool_controller_new(&c2, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_new(&c2, &o), ASB_EINVAL);
 	ck_assert_ptr_null(c2);
 
 	/* Not in the cache: nothing to do, no request, no requeue. */
@@ -145,10 +145,10 @@ START_TEST(pool_lifecycle_and_missing_pool)
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
 	ck_assert_int_eq(wp_pool_controller_reconcile(c, "ns1/pool", NULL), 0);
-	ck_assert_int_eq(wp_pool_controller_reconcile(c, "", &res), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_reconcile(c, "", &res), ASB_EINVAL);
 
 	ck_assert_int_eq(wp_pool_controller_start(c), 0);
-	ck_assert_int_eq(wp_pool_controller_start(c), K8S_EINVAL);
+	ck_assert_int_eq(wp_pool_controller_start(c), ASB_EINVAL);
 	wp_pool_controller_stop(c);
 	wp_pool_controller_stop(c);    /* idempotent */
 	wp_pool_controller_free(c);
@@ -159,10 +159,10 @@ START_TEST(template_lifecycle_and_missing_template)
 {
 	wp_template_controller_options o = WP_TEMPLATE_CONTROLLER_OPTIONS_INIT;
 	wp_template_controller *c = NULL;
-	ck_assert_int_eq(wp_template_controller_new(&c, &o), K8S_EINVAL);
+	ck_assert_int_eq(wp_template_controller_new(&c, &o), ASB_EINVAL);
 	o.client = client;
 	o.templates = templates;
-	ck_assert_int_eq(wp_template_controller_new(&c, &o), K8S_EINVAL);   /* no NP informer */
+	ck_assert_int_eq(wp_template_controller_new(&c, &o), ASB_EINVAL);   /* no NP informer */
 	ck_assert_ptr_null(c);
 	o.networkpolicies = nps;
 	o.workers = 0;                                                      /* <= 0: 1 */
@@ -171,9 +171,9 @@ START_TEST(template_lifecycle_and_missing_template)
 	ck_assert_int_eq(wp_template_controller_reconcile(c, "ns1/tpl", &res), 0);
 	ck_assert_int_eq(res.requeue_after_ms, 0);
 	ck_assert(!res.requeue);
-	ck_assert_int_eq(wp_template_controller_reconcile(c, NULL, &res), K8S_EINVAL);
+	ck_assert_int_eq(wp_template_controller_reconcile(c, NULL, &res), ASB_EINVAL);
 	ck_assert_int_eq(wp_template_controller_start(c), 0);
-	ck_assert_int_eq(wp_template_controller_start(c), K8S_EINVAL);
+	ck_assert_int_eq(wp_template_controller_start(c), ASB_EINVAL);
 	wp_template_controller_stop(c);
 	wp_template_controller_free(c);
 	wp_template_controller_free(NULL);

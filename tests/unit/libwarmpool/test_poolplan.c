@@ -244,7 +244,7 @@ START_TEST(member_eviction_annotation)
 	cJSON_Delete(s);
 	fx_del(tpl, "spec.podTemplate");
 	ck_assert_ptr_null(wp_pool_member_new(pool, tpl, true));
-	ck_assert_int_eq(k8s_error_last()->code, K8S_EINVAL);
+	ck_assert_int_eq(asb_error_last()->code, ASB_EINVAL);
 }
 END_TEST
 

@@ -36,8 +36,8 @@ START_TEST(fifo_without_nodes)
 	expect_pop(q, "b", "");
 	expect_pop(q, "c", "");
 	wp_warm_item it;
-	ck_assert_int_eq(wp_warm_queue_pop(q, PK, &it), K8S_ENOTFOUND);
-	ck_assert_int_eq(wp_warm_queue_pop(q, "default/other", &it), K8S_ENOTFOUND);
+	ck_assert_int_eq(wp_warm_queue_pop(q, PK, &it), ASB_ENOTFOUND);
+	ck_assert_int_eq(wp_warm_queue_pop(q, "default/other", &it), ASB_ENOTFOUND);
 	wp_warm_queue_free(q);
 }
 END_TEST
@@ -95,7 +95,7 @@ START_TEST(remove_and_drop)
 	/* a dropped list starts afresh */
 	wp_warm_queue_push(q, PK, "default", "c", NULL);
 	expect_pop(q, "c", NULL);
-	ck_assert_int_eq(wp_warm_queue_push(q, PK, "default", "", NULL), K8S_EINVAL);
+	ck_assert_int_eq(wp_warm_queue_push(q, PK, "default", "", NULL), ASB_EINVAL);
 	wp_warm_queue_free(q);
 }
 END_TEST

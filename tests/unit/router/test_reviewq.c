@@ -101,12 +101,12 @@ START_TEST(bounds_hold_while_reviews_are_stuck)
 		ck_assert_int_eq(rt_reviewq_submit(q, auth, "ns", "sb", "10.0.0.1", NULL, answered, NULL), 0);
 	}
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer a3", "ns", "sb", "10.0.0.1", NULL, answered, NULL),
-	                 K8S_ETOOMANYREQUESTS);
+	                 ASB_ETOOMANYREQUESTS);
 	/* client b fills the queue; then nobody gets in */
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer b0", "ns", "sb", "10.0.0.2", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer b1", "ns", "sb", "10.0.0.2", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer c0", "ns", "sb", "10.0.0.3", NULL, answered, NULL),
-	                 K8S_ESERVICEUNAVAILABLE);
+	                 ASB_ESERVICEUNAVAILABLE);
 	/* but the same question as a pending one shares its answer */
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer a1", "ns", "sb", "10.0.0.3", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_pending(q), 5);
@@ -157,12 +157,12 @@ START_TEST(ipv6_clients_counted_by_prefix)
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x0", "ns", "sb", "2001:db8:1:2::1", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x1", "ns", "sb", "2001:db8:1:2:ffff::9", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer x2", "ns", "sb", "2001:db8:1:2:a:b:c:d", NULL, answered, NULL),
-	                 K8S_ETOOMANYREQUESTS);
+	                 ASB_ETOOMANYREQUESTS);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer y0", "ns", "sb", "2001:db8:1:3::1", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z0", "ns", "sb", "10.1.1.1", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z1", "ns", "sb", "::ffff:10.1.1.1", NULL, answered, NULL), 0);
 	ck_assert_int_eq(rt_reviewq_submit(q, "Bearer z2", "ns", "sb", "10.1.1.1", NULL, answered, NULL),
-	                 K8S_ETOOMANYREQUESTS);
+	                 ASB_ETOOMANYREQUESTS);
 	open_gate();
 	wait_count(&W.answers, 5);
 	rt_reviewq_free(q);
@@ -221,13 +221,13 @@ START_TEST(options_checked)
 {
 	rt_reviewq *q = NULL;
 	rt_reviewq_options o = { .review = gated_review, .workers = 0, .max_pending = 1 };
-	ck_assert_int_eq(rt_reviewq_new(&q, &o), K8S_EINVAL);
+	ck_assert_int_eq(rt_reviewq_new(&q, &o), ASB_EINVAL);
 	o.workers = 1;
 	o.max_pending = 0;
-	ck_assert_int_eq(rt_reviewq_new(&q, &o), K8S_EINVAL);
+	ck_assert_int_eq(rt_reviewq_new(&q, &o), ASB_EINVAL);
 	o.max_pending = 1;
 	o.review = NULL;
-	ck_assert_int_eq(rt_reviewq_new(&q, &o), K8S_EINVAL);
+	ck_assert_int_eq(rt_reviewq_new(&q, &o), ASB_EINVAL);
 	rt_reviewq_free(NULL);
 }
 END_TEST

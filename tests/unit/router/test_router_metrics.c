@@ -12,18 +12,18 @@
 #include "metrics.h"
 
 /* A registry with the router's metrics in it. */
-static rt_metrics *new_metrics(k8s_metrics_registry **reg)
+static rt_metrics *new_metrics(asb_metrics_registry **reg)
 {
 	rt_metrics *m;
 	rt_build_info bi = { "0.1.0", "abc", "2026-01-01", "gcc", "linux/amd64" };
-	ck_assert_int_eq(k8s_metrics_registry_new(reg), 0);
+	ck_assert_int_eq(asb_metrics_registry_new(reg), 0);
 	ck_assert_int_eq(rt_metrics_new(&m, *reg, &bi), 0);
 	return m;
 }
 
 START_TEST(exposition)
 {
-	k8s_metrics_registry *reg;
+	asb_metrics_registry *reg;
 	rt_metrics *m = new_metrics(&reg);
 	rt_metrics_request(m, "GET", 200, "team", 0.003);
 	rt_metrics_request(m, "POST", 502, "-", 1.5);
@@ -33,7 +33,7 @@ START_TEST(exposition)
 	rt_metrics_authz(m, "team", false);
 	rt_metrics_upstream_conn(m, "idle", 1);
 	char *out;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &out, NULL), 0);
 	static const char *const want[] = {
 		"sandbox_router_requests_total{code=\"200\",method=\"GET\",sandbox_namespace=\"team\"} 1\n",
 		"sandbox_router_requests_total{code=\"502\",method=\"POST\",sandbox_namespace=\"-\"} 1\n",
@@ -56,7 +56,7 @@ START_TEST(exposition)
 	}
 	free(out);
 	rt_metrics_free(m);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -67,7 +67,7 @@ END_TEST
  * distinct values, new ones are counted as "_other". */
 START_TEST(namespace_cardinality_bounded)
 {
-	k8s_metrics_registry *reg;
+	asb_metrics_registry *reg;
 	rt_metrics *m = new_metrics(&reg);
 	char ns[32];
 	for (int i = 0; i < RT_METRICS_MAX_NAMESPACES + 50; i++) {
@@ -81,7 +81,7 @@ START_TEST(namespace_cardinality_bounded)
 	rt_metrics_request(m, "GET", 200, "ns-0", 0.001);
 	rt_metrics_request(m, "GET", 200, "-", 0.001);
 	char *out;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, NULL), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &out, NULL), 0);
 	size_t n = 0;
 	for (const char *p = out; (p = strstr(p, "sandbox_router_requests_total{code=\"401\"")); p++)
 		n++;
@@ -98,7 +98,7 @@ START_TEST(namespace_cardinality_bounded)
 	ck_assert_ptr_nonnull(strstr(out, "sandbox_namespace=\"-\"} 1\n"));
 	free(out);
 	rt_metrics_free(m);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 }
 END_TEST
 
@@ -116,7 +116,7 @@ static size_t count_lines(const char *text, const char *prefix)
  * within RT_METRICS_MAX_SERIES plus its "_other" overflow combinations. */
 START_TEST(hostile_labels_bounded)
 {
-	k8s_metrics_registry *reg;
+	asb_metrics_registry *reg;
 	rt_metrics *m = new_metrics(&reg);
 	/* methods http-parser accepts, codes a sandbox may answer */
 	static const char *const methods[] = {
@@ -137,7 +137,7 @@ START_TEST(hostile_labels_bounded)
 	}
 	char *out;
 	size_t len;
-	ck_assert_int_eq(k8s_metrics_registry_expose(reg, &out, &len), 0);
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &out, &len), 0);
 	/* 10 methods x 56 codes ("other" and five classes included) of "_other" */
 	size_t nreq = count_lines(out, "sandbox_router_requests_total{");
 	ck_assert_uint_gt(nreq, RT_METRICS_MAX_SERIES);
@@ -159,7 +159,7 @@ START_TEST(hostile_labels_bounded)
 	ck_assert_uint_lt(len, 8u << 20);
 	free(out);
 	rt_metrics_free(m);
-	k8s_metrics_registry_free(reg);
+	asb_metrics_registry_free(reg);
 	char b[8];
 	ck_assert_str_eq(rt_metrics_code(404, b, sizeof(b)), "404");
 	ck_assert_str_eq(rt_metrics_code(299, b, sizeof(b)), "2xx");

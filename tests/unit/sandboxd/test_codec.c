@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "codec.h"
 
 #define PARSE(json, pty, r) sbxd_proc_request_parse(json, strlen(json), pty, r)
@@ -47,30 +47,30 @@ END_TEST
 START_TEST(proc_request_errors)
 {
 	sbxd_proc_request r;
-	ck_assert_int_eq(PARSE("{}", true, &r), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "command is required");
-	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[]}}", true, &r), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "command is required");
-	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"\"]}}", true, &r), K8S_EINVAL);
-	ck_assert_int_eq(PARSE("not json", true, &r), K8S_EINVAL);
-	ck_assert_int_eq(PARSE("[1]", true, &r), K8S_EINVAL);
-	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\",1]}}", true, &r), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "config.command[1] must be a string");
-	ck_assert_int_eq(PARSE("{\"config\":{\"command\":\"ls\"}}", true, &r), K8S_EINVAL);
+	ck_assert_int_eq(PARSE("{}", true, &r), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "command is required");
+	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[]}}", true, &r), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "command is required");
+	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"\"]}}", true, &r), ASB_EINVAL);
+	ck_assert_int_eq(PARSE("not json", true, &r), ASB_EINVAL);
+	ck_assert_int_eq(PARSE("[1]", true, &r), ASB_EINVAL);
+	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\",1]}}", true, &r), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "config.command[1] must be a string");
+	ck_assert_int_eq(PARSE("{\"config\":{\"command\":\"ls\"}}", true, &r), ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"],\"shell\":\"b\"}}", true, &r),
-	                 K8S_EINVAL);
+	                 ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"],\"envVars\":{\"A=B\":\"1\"}}}",
-	                       true, &r), K8S_EINVAL);
+	                       true, &r), ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"],\"envVars\":{\"A\":1}}}", true,
-	                       &r), K8S_EINVAL);
+	                       &r), ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"]},\"pty\":{}}", false, &r),
-	                 K8S_EINVAL);
+	                 ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"]},\"pty\":{\"cols\":-1}}", true,
-	                       &r), K8S_EINVAL);
+	                       &r), ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"]},\"timeoutSeconds\":-1}", true,
-	                       &r), K8S_EINVAL);
+	                       &r), ASB_EINVAL);
 	ck_assert_int_eq(PARSE("{\"config\":{\"command\":[\"a\"]},\"timeoutSeconds\":\"5\"}", true,
-	                       &r), K8S_EINVAL);
+	                       &r), ASB_EINVAL);
 }
 END_TEST
 
@@ -90,9 +90,9 @@ START_TEST(control_requests)
 	ck_assert(eof);
 	ck_assert_uint_eq(n, 0);
 	j = "{\"input\":\"!!!\"}";
-	ck_assert_int_eq(sbxd_stdin_request_parse(j, strlen(j), &d, &n, &eof), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_stdin_request_parse(j, strlen(j), &d, &n, &eof), ASB_EINVAL);
 	j = "{\"input\":\"aA==\",\"eof\":{}}";
-	ck_assert_int_eq(sbxd_stdin_request_parse(j, strlen(j), &d, &n, &eof), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_stdin_request_parse(j, strlen(j), &d, &n, &eof), ASB_EINVAL);
 	j = "{}";  /* unset payload: a no-op */
 	ck_assert_int_eq(sbxd_stdin_request_parse(j, strlen(j), &d, &n, &eof), 0);
 	ck_assert_uint_eq(n, 0);
@@ -104,16 +104,16 @@ START_TEST(control_requests)
 		ck_assert_int_eq(sig, SIGTERM);
 	}
 	j = "{\"signal\":\"SIGNAL_UNSPECIFIED\"}";
-	ck_assert_int_eq(sbxd_signal_request_parse(j, strlen(j), &sig), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_signal_request_parse(j, strlen(j), &sig), ASB_EINVAL);
 	j = "{\"signal\":0}";
-	ck_assert_int_eq(sbxd_signal_request_parse(j, strlen(j), &sig), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_signal_request_parse(j, strlen(j), &sig), ASB_EINVAL);
 	unsigned short c, r;
 	j = "{\"cols\":120,\"rows\":40}";
 	ck_assert_int_eq(sbxd_resize_request_parse(j, strlen(j), &c, &r), 0);
 	ck_assert_int_eq(c, 120);
 	ck_assert_int_eq(r, 40);
 	j = "{\"cols\":0,\"rows\":40}";
-	ck_assert_int_eq(sbxd_resize_request_parse(j, strlen(j), &c, &r), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_resize_request_parse(j, strlen(j), &c, &r), ASB_EINVAL);
 }
 END_TEST
 
@@ -194,8 +194,8 @@ START_TEST(percent_and_utf8)
 	ck_assert_uint_eq(n, 7);
 	ck_assert(memcmp(d, "a/b..+\0", 7) == 0);
 	free(d);
-	ck_assert_int_eq(sbxd_percent_decode("%2", 2, &d, &n), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_percent_decode("%zz", 3, &d, &n), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_percent_decode("%2", 2, &d, &n), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_percent_decode("%zz", 3, &d, &n), ASB_EINVAL);
 	char *u = sbxd_utf8_clean("ok \xc3\xa9 \xed\xa0\x80 \x00!", 12);
 	ck_assert_str_eq(u, "ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd!");
 	free(u);

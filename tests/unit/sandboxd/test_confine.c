@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "confine.h"
 #include "tmpdir.h"
 
@@ -20,7 +20,7 @@ static char *clean_ok(const char *root, sbxd_clean_mode m, const char *in)
 {
 	char *out = NULL;
 	int rc = sbxd_path_clean(root, m, in, strlen(in), &out);
-	ck_assert_msg(rc == 0, "clean(%s): %d %s", in, rc, k8s_error_last()->message);
+	ck_assert_msg(rc == 0, "clean(%s): %d %s", in, rc, asb_error_last()->message);
 	return out;
 }
 
@@ -62,25 +62,25 @@ END_TEST
 START_TEST(clean_refuses_climbing_nul_and_long)
 {
 	const char *r = "/workspace";
-	ck_assert_int_eq(clean_err(r, "..", 2), K8S_EFORBIDDEN);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_ESCAPE);
-	ck_assert_int_eq(clean_err(r, "../etc/passwd", 13), K8S_EFORBIDDEN);
-	ck_assert_int_eq(clean_err(r, "a/../../etc/passwd", 18), K8S_EFORBIDDEN);
-	ck_assert_int_eq(clean_err(r, "a/b/../../..", 12), K8S_EFORBIDDEN);
-	ck_assert_int_eq(clean_err(r, "a\0b", 3), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_INVALID);
+	ck_assert_int_eq(clean_err(r, "..", 2), ASB_EFORBIDDEN);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_ESCAPE);
+	ck_assert_int_eq(clean_err(r, "../etc/passwd", 13), ASB_EFORBIDDEN);
+	ck_assert_int_eq(clean_err(r, "a/../../etc/passwd", 18), ASB_EFORBIDDEN);
+	ck_assert_int_eq(clean_err(r, "a/b/../../..", 12), ASB_EFORBIDDEN);
+	ck_assert_int_eq(clean_err(r, "a\0b", 3), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_INVALID);
 	char *longp = malloc(20000);
 	memset(longp, 'a', 19999);
 	longp[19999] = '\0';
 	for (int i = 100; i < 19999; i += 100)
 		longp[i] = '/';
-	ck_assert_int_eq(clean_err(r, longp, strlen(longp)), K8S_EINVAL);
+	ck_assert_int_eq(clean_err(r, longp, strlen(longp)), ASB_EINVAL);
 	memset(longp, 'b', 300);
 	longp[300] = '\0';
-	ck_assert_int_eq(clean_err(r, longp, 300), K8S_EINVAL);  /* a 300-byte component */
+	ck_assert_int_eq(clean_err(r, longp, 300), ASB_EINVAL);  /* a 300-byte component */
 	free(longp);
 	/* the messages name no host path */
-	ck_assert_ptr_null(strstr(k8s_error_last()->message, "/workspace"));
+	ck_assert_ptr_null(strstr(asb_error_last()->message, "/workspace"));
 }
 END_TEST
 
@@ -144,11 +144,11 @@ START_TEST(root_open_creates_and_resolves)
 	char p[512];
 	sbxd_root *r;
 	snprintf(p, sizeof(p), "%s/new/a/b", base);
-	ck_assert_int_eq(sbxd_root_open(&r, p, false), K8S_ECONFIG);
+	ck_assert_int_eq(sbxd_root_open(&r, p, false), ASB_ECONFIG);
 	ck_assert_int_eq(sbxd_root_open(&r, p, true), 0);
 	ck_assert_str_eq(sbxd_root_path(r), p);
 	sbxd_root_free(r);
-	ck_assert_int_eq(sbxd_root_open(&r, "", true), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_root_open(&r, "", true), ASB_EINVAL);
 	/* the root's own symbolic links are resolved once */
 	char l[512];
 	snprintf(l, sizeof(l), "%s/rootlink", base);
@@ -166,20 +166,20 @@ START_TEST(openat_follows_inside_links_only)
 	ck_assert_int_eq(open_rel("dir/file", O_RDONLY), 0);
 	ck_assert_int_eq(open_rel("in", O_RDONLY), 0);
 	ck_assert_int_eq(open_rel("dir/up/up/file", O_RDONLY), 0);
-	ck_assert_int_eq(open_rel("out_rel/secret", O_RDONLY), K8S_EFORBIDDEN);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_ESCAPE);
-	ck_assert_int_eq(open_rel("out_abs", O_RDONLY), K8S_EFORBIDDEN);
+	ck_assert_int_eq(open_rel("out_rel/secret", O_RDONLY), ASB_EFORBIDDEN);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_ESCAPE);
+	ck_assert_int_eq(open_rel("out_abs", O_RDONLY), ASB_EFORBIDDEN);
 	/* stricter than upstream: absolute links are refused even inside */
-	ck_assert_int_eq(open_rel("abs_in", O_RDONLY), K8S_EFORBIDDEN);
-	ck_assert_int_eq(open_rel("magic/etc/passwd", O_RDONLY), K8S_EFORBIDDEN);
-	ck_assert_int_eq(open_rel("missing", O_RDONLY), K8S_ENOTFOUND);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_MISSING);
-	ck_assert_int_eq(open_rel("dir/file/x", O_RDONLY), K8S_ERROR);  /* ENOTDIR: 500 */
+	ck_assert_int_eq(open_rel("abs_in", O_RDONLY), ASB_EFORBIDDEN);
+	ck_assert_int_eq(open_rel("magic/etc/passwd", O_RDONLY), ASB_EFORBIDDEN);
+	ck_assert_int_eq(open_rel("missing", O_RDONLY), ASB_ENOTFOUND);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_MISSING);
+	ck_assert_int_eq(open_rel("dir/file/x", O_RDONLY), ASB_ERROR);  /* ENOTDIR: 500 */
 	/* creating through an escaping link creates nothing outside */
-	ck_assert_int_eq(open_rel("out_rel/new", O_WRONLY | O_CREAT), K8S_EFORBIDDEN);
+	ck_assert_int_eq(open_rel("out_rel/new", O_WRONLY | O_CREAT), ASB_EFORBIDDEN);
 	ck_assert(!tmpdir_exists(base, "outside/new"));
 	/* a message never names the host path */
-	ck_assert_ptr_null(strstr(k8s_error_last()->message, base));
+	ck_assert_ptr_null(strstr(asb_error_last()->message, base));
 }
 END_TEST
 
@@ -188,7 +188,7 @@ START_TEST(open_parent_mkdirs_beneath)
 	USE_RESOLVER(_i);
 	int fd;
 	const char *name;
-	ck_assert_int_eq(sbxd_root_open_parent(root, "x/y/z/f", false, &fd, &name), K8S_ENOTFOUND);
+	ck_assert_int_eq(sbxd_root_open_parent(root, "x/y/z/f", false, &fd, &name), ASB_ENOTFOUND);
 	ck_assert_int_eq(sbxd_root_open_parent(root, "x/y/z/f", true, &fd, &name), 0);
 	ck_assert_str_eq(name, "f");
 	close(fd);
@@ -197,10 +197,10 @@ START_TEST(open_parent_mkdirs_beneath)
 	ck_assert_str_eq(name, "top");
 	close(fd);
 	ck_assert_int_eq(sbxd_root_open_parent(root, "out_rel/a/b", true, &fd, &name),
-	                 K8S_EFORBIDDEN);
+	                 ASB_EFORBIDDEN);
 	ck_assert(!tmpdir_exists(base, "outside/a"));
-	ck_assert_int_eq(sbxd_root_open_parent(root, ".", true, &fd, &name), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_root_open_parent(root, "dir/file/sub/f", true, &fd, &name), K8S_ERROR);
+	ck_assert_int_eq(sbxd_root_open_parent(root, ".", true, &fd, &name), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_root_open_parent(root, "dir/file/sub/f", true, &fd, &name), ASB_ERROR);
 }
 END_TEST
 

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "fsops.h"
 #include "tmpdir.h"
 
@@ -127,11 +127,11 @@ START_TEST(write_refuses_dirs_and_escapes)
 {
 	USE_RESOLVER(_i);
 	mkdir_at("root/d");
-	ck_assert_int_eq(put("d", "x", 0644), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_ISDIR);
-	ck_assert_int_eq(put("out/secret", "pwned", 0644), K8S_EFORBIDDEN);
-	ck_assert_int_eq(put("out/new", "pwned", 0644), K8S_EFORBIDDEN);
-	ck_assert_int_eq(put("out_file", "pwned", 0644), K8S_EFORBIDDEN);
+	ck_assert_int_eq(put("d", "x", 0644), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_ISDIR);
+	ck_assert_int_eq(put("out/secret", "pwned", 0644), ASB_EFORBIDDEN);
+	ck_assert_int_eq(put("out/new", "pwned", 0644), ASB_EFORBIDDEN);
+	ck_assert_int_eq(put("out_file", "pwned", 0644), ASB_EFORBIDDEN);
 	char *s = tmpdir_read(base, "outside/secret");
 	ck_assert_str_eq(s, "secret");
 	free(s);
@@ -173,9 +173,9 @@ START_TEST(list_sorted_links_inside_only)
 	ck_assert_int_eq(sbxd_list(root, "sub", SBXD_LIST_BY_NAME, &e, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	sbxd_entries_free(e, n);
-	ck_assert_int_eq(sbxd_list(root, "a.txt", SBXD_LIST_BY_NAME, &e, &n), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_list(root, "out", SBXD_LIST_BY_NAME, &e, &n), K8S_EFORBIDDEN);
-	ck_assert_int_eq(sbxd_list(root, "nope", SBXD_LIST_BY_NAME, &e, &n), K8S_ENOTFOUND);
+	ck_assert_int_eq(sbxd_list(root, "a.txt", SBXD_LIST_BY_NAME, &e, &n), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_list(root, "out", SBXD_LIST_BY_NAME, &e, &n), ASB_EFORBIDDEN);
+	ck_assert_int_eq(sbxd_list(root, "nope", SBXD_LIST_BY_NAME, &e, &n), ASB_ENOTFOUND);
 }
 END_TEST
 
@@ -189,13 +189,13 @@ START_TEST(open_read_regular_files_only)
 	ck_assert_int_eq(sbxd_open_read(root, "f", &fd, &st), 0);
 	ck_assert_int_eq(st.st_size, 4);
 	close(fd);
-	ck_assert_int_eq(sbxd_open_read(root, "d", &fd, &st), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_ISDIR);
+	ck_assert_int_eq(sbxd_open_read(root, "d", &fd, &st), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_ISDIR);
 	char p[512];
 	snprintf(p, sizeof(p), "%s/root/fifo", base);
 	ck_assert_int_eq(mkfifo(p, 0644), 0);
-	ck_assert_int_eq(sbxd_open_read(root, "fifo", &fd, &st), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_open_read(root, "out_file", &fd, &st), K8S_EFORBIDDEN);
+	ck_assert_int_eq(sbxd_open_read(root, "fifo", &fd, &st), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_open_read(root, "out_file", &fd, &st), ASB_EFORBIDDEN);
 }
 END_TEST
 
@@ -208,23 +208,23 @@ START_TEST(delete_rules)
 	tmpdir_write(base, "root/full/x", "x");
 	link_at("../../outside", "root/full/escape");  /* inside a tree to remove */
 	link_at("nowhere", "root/dangling");
-	ck_assert_int_eq(sbxd_delete(root, "missing", false), K8S_ENOTFOUND);
+	ck_assert_int_eq(sbxd_delete(root, "missing", false), ASB_ENOTFOUND);
 	ck_assert_int_eq(sbxd_delete(root, "f", false), 0);
 	ck_assert(!tmpdir_exists(base, "root/f"));
 	ck_assert_int_eq(sbxd_delete(root, "empty", false), 0);
-	ck_assert_int_eq(sbxd_delete(root, "full", false), K8S_ECONFLICT);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_NOTEMPTY);
+	ck_assert_int_eq(sbxd_delete(root, "full", false), ASB_ECONFLICT);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_NOTEMPTY);
 	ck_assert_int_eq(sbxd_delete(root, "full", true), 0);
 	ck_assert(!tmpdir_exists(base, "root/full"));
 	ck_assert(tmpdir_exists(base, "outside/secret"));
 	ck_assert_int_eq(sbxd_exists_nofollow(root, "dangling"), 1);
 	ck_assert_int_eq(sbxd_delete(root, "dangling", false), 0);
 	ck_assert_int_eq(sbxd_exists_nofollow(root, "dangling"), 0);
-	ck_assert_int_eq(sbxd_delete(root, "out", true), K8S_EFORBIDDEN);
-	ck_assert_int_eq(sbxd_delete(root, "out/secret", false), K8S_EFORBIDDEN);
+	ck_assert_int_eq(sbxd_delete(root, "out", true), ASB_EFORBIDDEN);
+	ck_assert_int_eq(sbxd_delete(root, "out/secret", false), ASB_EFORBIDDEN);
 	ck_assert(tmpdir_exists(base, "outside/secret"));
-	ck_assert_int_eq(sbxd_delete(root, ".", false), K8S_ECONFLICT);
-	ck_assert_str_eq(k8s_error_last()->reason, SBXD_REASON_ROOT);
+	ck_assert_int_eq(sbxd_delete(root, ".", false), ASB_ECONFLICT);
+	ck_assert_str_eq(asb_error_last()->reason, SBXD_REASON_ROOT);
 	tmpdir_write(base, "root/g", "x");
 	ck_assert_int_eq(sbxd_delete(root, ".", true), 0);
 	ck_assert(tmpdir_exists(base, "root"));
@@ -265,7 +265,7 @@ static void *delete_thread(void *arg)
 {
 	delete_job *j = arg;
 	j->rc = sbxd_delete(root, j->rel, true);
-	snprintf(j->msg, sizeof(j->msg), "%s", k8s_error_last()->message);
+	snprintf(j->msg, sizeof(j->msg), "%s", asb_error_last()->message);
 	return NULL;
 }
 

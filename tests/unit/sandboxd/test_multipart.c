@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "multipart.h"
 
 typedef struct {
@@ -125,12 +125,12 @@ START_TEST(boundary_from_content_type)
 	                                         &b), 0);
 	ck_assert_str_eq(b, "a b");
 	free(b);
-	ck_assert_int_eq(sbxd_multipart_boundary("application/octet-stream", &b), K8S_ENOTFOUND);
+	ck_assert_int_eq(sbxd_multipart_boundary("application/octet-stream", &b), ASB_ENOTFOUND);
 	ck_assert_int_eq(sbxd_multipart_boundary("multipart/form-dataX; boundary=a", &b),
-	                 K8S_ENOTFOUND);
-	ck_assert_int_eq(sbxd_multipart_boundary(NULL, &b), K8S_ENOTFOUND);
-	ck_assert_int_eq(sbxd_multipart_boundary("multipart/form-data", &b), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_multipart_boundary("multipart/form-data; boundary=", &b), K8S_EINVAL);
+	                 ASB_ENOTFOUND);
+	ck_assert_int_eq(sbxd_multipart_boundary(NULL, &b), ASB_ENOTFOUND);
+	ck_assert_int_eq(sbxd_multipart_boundary("multipart/form-data", &b), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_multipart_boundary("multipart/form-data; boundary=", &b), ASB_EINVAL);
 }
 END_TEST
 
@@ -152,16 +152,16 @@ static int feed_all(const char *s, size_t n)
 
 START_TEST(malformed_bodies)
 {
-	ck_assert_int_eq(FEED(""), K8S_EINVAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "invalid multipart body"));
-	ck_assert_int_eq(FEED("--b\r\nno colon\r\n\r\nx\r\n--b--"), K8S_EINVAL);
-	ck_assert_int_eq(FEED("--b\r\nX: y\r\n\r\n--bX\r\n"), K8S_EINVAL);  /* no end */
-	ck_assert_int_eq(FEED("--b\r\n\r\nunterminated"), K8S_EINVAL);
+	ck_assert_int_eq(FEED(""), ASB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "invalid multipart body"));
+	ck_assert_int_eq(FEED("--b\r\nno colon\r\n\r\nx\r\n--b--"), ASB_EINVAL);
+	ck_assert_int_eq(FEED("--b\r\nX: y\r\n\r\n--bX\r\n"), ASB_EINVAL);  /* no end */
+	ck_assert_int_eq(FEED("--b\r\n\r\nunterminated"), ASB_EINVAL);
 	static char big[SBXD_MULTIPART_MAX_HEADERS + 100];
 	memcpy(big, "--b\r\nX: ", 8);
 	memset(big + 8, 'a', sizeof(big) - 8);
-	ck_assert_int_eq(feed_all(big, sizeof(big)), K8S_EINVAL);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "too large"));
+	ck_assert_int_eq(feed_all(big, sizeof(big)), ASB_EINVAL);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "too large"));
 	/* a part without headers is fine */
 	ck_assert_int_eq(FEED("--b\r\n\r\nx\r\n--b--"), 0);
 }

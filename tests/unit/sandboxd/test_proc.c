@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "proc.h"
 #include "proctable.h"
 
@@ -139,21 +139,21 @@ START_TEST(launch_errors)
 	run_state st;
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	char *missing[] = { "no-such-command-sbxd", NULL };
-	ck_assert_int_eq(start(&loop, &st, &o, missing), K8S_ENOTFOUND);
-	ck_assert_ptr_nonnull(strstr(k8s_error_last()->message, "command or path not found"));
+	ck_assert_int_eq(start(&loop, &st, &o, missing), ASB_ENOTFOUND);
+	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "command or path not found"));
 	char *missing_abs[] = { "/nonexistent/bin", NULL };
-	ck_assert_int_eq(start(&loop, &st, &o, missing_abs), K8S_ENOTFOUND);
+	ck_assert_int_eq(start(&loop, &st, &o, missing_abs), ASB_ENOTFOUND);
 	char tmpl[] = "/tmp/sbxd-noexec-XXXXXX";
 	int fd = mkstemp(tmpl);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
 	char *not_exec[] = { tmpl, NULL };
-	ck_assert_msg(start(&loop, &st, &o, not_exec) == K8S_EFORBIDDEN, "%s",
-		              k8s_error_last()->message);
+	ck_assert_msg(start(&loop, &st, &o, not_exec) == ASB_EFORBIDDEN, "%s",
+		              asb_error_last()->message);
 	unlink(tmpl);
 	char *empty[] = { "", NULL };
-	ck_assert_int_eq(start(&loop, &st, &o, empty), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "command is required");
+	ck_assert_int_eq(start(&loop, &st, &o, empty), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "command is required");
 	uv_run(&loop, UV_RUN_DEFAULT);  /* failed starts close their handles */
 	ck_assert_int_eq(uv_loop_close(&loop), 0);
 }
@@ -194,8 +194,8 @@ START_TEST(stdin_pipe_and_eof)
 	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, big, sizeof(big), NULL, NULL), 0);
 	ck_assert_int_gt(sbxd_proc_stdin_pending(st.p), 0);
 	ck_assert_int_eq(sbxd_proc_close_stdin(st.p), 0);
-	ck_assert_int_eq(sbxd_proc_close_stdin(st.p), K8S_EINVAL);
-	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_close_stdin(st.p), ASB_EINVAL);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), ASB_EINVAL);
 	wait_exit(&loop, &st);
 	ck_assert_int_eq(st.total[SBXD_STDOUT], 3 + sizeof(big));
 	ck_assert(strncmp(st.out, "abcxxx", 6) == 0);
@@ -212,7 +212,7 @@ START_TEST(no_stdin_reads_eof)
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	char *argv[] = { "cat", NULL };
 	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
-	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_write_stdin(st.p, "x", 1, NULL, NULL), ASB_EINVAL);
 	wait_exit(&loop, &st);
 	ck_assert_int_eq(st.ex.exit_code, 0);
 	finish(&loop, st.p);
@@ -427,7 +427,7 @@ START_TEST(signal_and_free_while_running)
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	char *argv[] = { "sleep", "30", NULL };
 	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
-	ck_assert_int_eq(sbxd_proc_signal(st.p, 0), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_signal(st.p, 0), ASB_EINVAL);
 	ck_assert_int_eq(sbxd_proc_signal(st.p, SIGTERM), 0);
 	wait_exit(&loop, &st);
 	ck_assert_int_eq(st.ex.exit_code, -1);
@@ -465,7 +465,7 @@ START_TEST(pty_session_with_resize)
 	ck_assert_msg(strstr(st.out, "40 120"), "%s", st.out);
 	ck_assert_str_eq(st.err, "");
 	ck_assert_int_eq(st.ex.exit_code, 0);
-	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), K8S_ESHUTDOWN);
+	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), ASB_ESHUTDOWN);
 	finish(&loop, st.p);
 }
 END_TEST
@@ -478,7 +478,7 @@ START_TEST(resize_without_pty_refused)
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 	char *argv[] = { "true", NULL };
 	ck_assert_int_eq(start(&loop, &st, &o, argv), 0);
-	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proc_resize(st.p, 10, 10), ASB_EINVAL);
 	wait_exit(&loop, &st);
 	finish(&loop, st.p);
 }
@@ -487,11 +487,11 @@ END_TEST
 START_TEST(proctable_cap_and_ids)
 {
 	sbxd_proctable *t;
-	ck_assert_int_eq(sbxd_proctable_new(&t, 0), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_proctable_new(&t, 0), ASB_EINVAL);
 	ck_assert_int_eq(sbxd_proctable_new(&t, 2), 0);
 	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);
 	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);
-	ck_assert_int_eq(sbxd_proctable_acquire(t), K8S_ETOOMANYREQUESTS);
+	ck_assert_int_eq(sbxd_proctable_acquire(t), ASB_ETOOMANYREQUESTS);
 	ck_assert_uint_eq(sbxd_proctable_running(t), 2);
 	sbxd_proctable_release(t);
 	ck_assert_int_eq(sbxd_proctable_acquire(t), 0);

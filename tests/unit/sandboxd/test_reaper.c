@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "proc.h"
 #include "reaper.h"
 

@@ -69,8 +69,8 @@ START_TEST(values_and_environment)
 	ck_assert_int_eq(f.kill_grace_ms, 500);
 	ck_assert_uint_eq(f.max_upload_bytes, 2ull << 30);
 	ck_assert_str_eq(f.metadata_env_prefix, "SANDBOX_");
-	ck_assert_int_eq(f.log_format, K8S_LOG_JSON);
-	ck_assert_int_eq(f.log_level, K8S_LOG_DEBUG);
+	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
+	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--grpc-port=9090", NULL), 0);
 	ck_assert(f.grpc_port_set);
 	ck_assert_int_eq(parse(&f, "--stall-timeout=250ms", NULL), 0);

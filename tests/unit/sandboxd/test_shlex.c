@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s/common.h"
+#include "asb/common.h"
 #include "shlex.h"
 
 static void expect(const char *in, const char *const *want)
@@ -14,7 +14,7 @@ static void expect(const char *in, const char *const *want)
 	char **argv;
 	size_t n;
 	ck_assert_msg(sbxd_shlex_split(in, strlen(in), &argv, &n) == 0, "%s: %s", in,
-	              k8s_error_last()->message);
+	              asb_error_last()->message);
 	size_t i = 0;
 	for (; want[i]; i++) {
 		ck_assert_msg(argv[i] != NULL, "%s: word %zu missing", in, i);
@@ -46,13 +46,13 @@ END_TEST
 START_TEST(errors_have_pythons_messages)
 {
 	char **argv;
-	ck_assert_int_eq(sbxd_shlex_split("echo 'abc", 9, &argv, NULL), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "No closing quotation");
-	ck_assert_int_eq(sbxd_shlex_split("echo \"abc", 9, &argv, NULL), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "No closing quotation");
-	ck_assert_int_eq(sbxd_shlex_split("echo \\", 6, &argv, NULL), K8S_EINVAL);
-	ck_assert_str_eq(k8s_error_last()->message, "No escaped character");
-	ck_assert_int_eq(sbxd_shlex_split("a\0b", 3, &argv, NULL), K8S_EINVAL);
+	ck_assert_int_eq(sbxd_shlex_split("echo 'abc", 9, &argv, NULL), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "No closing quotation");
+	ck_assert_int_eq(sbxd_shlex_split("echo \"abc", 9, &argv, NULL), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "No closing quotation");
+	ck_assert_int_eq(sbxd_shlex_split("echo \\", 6, &argv, NULL), ASB_EINVAL);
+	ck_assert_str_eq(asb_error_last()->message, "No escaped character");
+	ck_assert_int_eq(sbxd_shlex_split("a\0b", 3, &argv, NULL), ASB_EINVAL);
 }
 END_TEST
 

@@ -1,0 +1,42 @@
+/*
+ * strbuf.h - a growable byte string (redis' sds, reduced). The metrics
+ * exposition, the HTTP server and the REST client build their output with it. An allocation failure is sticky: later appends do nothing and
+ * `failed` stays set, so callers check once at the end.
+ * Not thread-safe: one owner at a time.
+ */
+#ifndef ASB_STRBUF_H
+#define ASB_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "asb/common.h"
+
+typedef struct {
+	char *data;     /* NUL-terminated when not NULL */
+	size_t len;     /* bytes used, not counting the NUL */
+	size_t cap;     /* bytes allocated */
+	bool failed;    /* an append ran out of memory */
+} asb_strbuf;
+
+#define ASB_STRBUF_INIT { NULL, 0, 0, false }
+
+/** Appends `n` bytes of `s`. Returns 0, or -1 once out of memory. */
+ASB_EXTERN int asb_strbuf_add(asb_strbuf *b, const char *s, size_t n);
+
+/** Appends a NUL-terminated string. */
+ASB_EXTERN int asb_strbuf_adds(asb_strbuf *b, const char *s);
+
+/** Appends one byte. */
+ASB_EXTERN int asb_strbuf_addc(asb_strbuf *b, char c);
+
+/** Appends printf-style formatted text. */
+ASB_EXTERN int asb_strbuf_addf(asb_strbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/** Hands the data to the caller (who frees it) and resets the buffer. */
+ASB_EXTERN char *asb_strbuf_detach(asb_strbuf *b, size_t *len);
+
+/** Frees the data and resets the buffer. */
+ASB_EXTERN void asb_strbuf_free(asb_strbuf *b);
+
+#endif

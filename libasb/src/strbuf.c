@@ -1,0 +1,90 @@
+/*
+ * strbuf.c - growable byte string (see strbuf.h). Capacity doubles, so
+ * appending n bytes one at a time costs O(n) in total.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "asb/strbuf.h"
+
+static int reserve(asb_strbuf *b, size_t extra)
+{
+	if (b->failed)
+		return -1;
+	if (extra >= (size_t)-1 - b->len) {
+		b->failed = true;
+		return -1;
+	}
+	size_t need = b->len + extra + 1;
+	if (need <= b->cap)
+		return 0;
+	size_t cap = b->cap ? b->cap : 64;
+	while (cap < need)
+		cap = cap > (size_t)-1 / 2 ? need : cap * 2;
+	char *d = realloc(b->data, cap);
+	if (!d) {
+		b->failed = true;
+		return -1;
+	}
+	b->data = d;
+	b->cap = cap;
+	return 0;
+}
+
+int asb_strbuf_add(asb_strbuf *b, const char *s, size_t n)
+{
+	if (reserve(b, n) < 0)
+		return -1;
+	if (n)
+		memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int asb_strbuf_adds(asb_strbuf *b, const char *s)
+{
+	return asb_strbuf_add(b, s, strlen(s));
+}
+
+int asb_strbuf_addc(asb_strbuf *b, char c)
+{
+	return asb_strbuf_add(b, &c, 1);
+}
+
+int asb_strbuf_addf(asb_strbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || reserve(b, (size_t)n) < 0) {
+		b->failed = true;
+		return -1;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+char *asb_strbuf_detach(asb_strbuf *b, size_t *len)
+{
+	char *d = b->data;
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->failed = false;
+	return d;
+}
+
+void asb_strbuf_free(asb_strbuf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+	b->failed = false;
+}

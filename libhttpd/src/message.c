@@ -1,0 +1,210 @@
+/*
+ * message.c - HTTP requests as handlers read them and responses as
+ * handlers fill them (see httpd/server.h); the server (server.c) fills
+ * requests from the parser's callbacks and serialises responses.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "server_internal.h"
+
+void httpd__request_reset(httpd_request *r)
+{
+	asb_strbuf_free(&r->url);
+	free(r->path);
+	free(r->query);
+	for (size_t i = 0; i < r->nheaders; i++) {
+		free(r->headers[i].name);
+		free(r->headers[i].value);
+	}
+	free(r->headers);
+	asb_strbuf_free(&r->field);
+	asb_strbuf_free(&r->value);
+	asb_strbuf_free(&r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Moves the header being received into the list. */
+int httpd__request_end_header(httpd_request *r)
+{
+	if (!r->field.data)
+		return 0;
+	if (r->nheaders == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		httpd__header *h = realloc(r->headers, cap * sizeof(*h));
+		if (!h)
+			return -1;
+		r->headers = h;
+		r->cap = cap;
+	}
+	asb_strbuf_add(&r->value, "", 0);
+	/* http-parser strips leading blanks of a value, not trailing ones */
+	while (r->value.len > 0 && (r->value.data[r->value.len - 1] == ' ' ||
+	                            r->value.data[r->value.len - 1] == '\t'))
+		r->value.data[--r->value.len] = '\0';
+	if (r->field.failed || r->value.failed)
+		return -1;
+	r->headers[r->nheaders].name = asb_strbuf_detach(&r->field, NULL);
+	r->headers[r->nheaders].value = asb_strbuf_detach(&r->value, NULL);
+	r->nheaders++;
+	r->in_value = false;
+	return 0;
+}
+
+const char *httpd_request_method(const httpd_request *req)
+{
+	return req && req->method ? req->method : "";
+}
+
+const char *httpd_request_path(const httpd_request *req)
+{
+	return req && req->path ? req->path : "";
+}
+
+const char *httpd_request_query(const httpd_request *req)
+{
+	return req && req->query ? req->query : "";
+}
+
+const char *httpd_request_header(const httpd_request *req, const char *name)
+{
+	if (!req || !name)
+		return NULL;
+	for (size_t i = 0; i < req->nheaders; i++)
+		if (strcasecmp(req->headers[i].name, name) == 0)
+			return req->headers[i].value;
+	return NULL;
+}
+
+size_t httpd_request_header_count(const httpd_request *req)
+{
+	return req ? req->nheaders : 0;
+}
+
+int httpd_request_header_at(const httpd_request *req, size_t i,
+                               const char **name, const char **value)
+{
+	if (!req || i >= req->nheaders)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http request: no header %zu", i);
+	if (name)
+		*name = req->headers[i].name;
+	if (value)
+		*value = req->headers[i].value;
+	return 0;
+}
+
+const char *httpd_request_body(const httpd_request *req, size_t *len)
+{
+	if (len)
+		*len = req && req->body.data ? req->body.len : 0;
+	return req && req->body.data ? req->body.data : "";
+}
+
+int httpd_response_set_status(httpd_response *res, int status)
+{
+	if (!res || status < 100 || status > 599)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http response: invalid status %d", status);
+	res->status = status;
+	return 0;
+}
+
+/* RFC 9110 token characters. */
+static bool is_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c > 127 || !(isalnum(c) || strchr("!#$%&'*+-.^_`|~", c)))
+			return false;
+	}
+	return true;
+}
+
+int httpd_response_add_header(httpd_response *res, const char *name, const char *value)
+{
+	if (!res || !name || !value || !is_token(name) || strpbrk(value, "\r\n"))
+		return asb_error_set(ASB_EINVAL, 0, NULL,
+		                     "http response: invalid header \"%s\"", name ? name : "(null)");
+	static const char *const owned[] = { "Content-Length", "Date", "Connection",
+	                                     "Transfer-Encoding", NULL };
+	for (size_t i = 0; owned[i]; i++)
+		if (strcasecmp(name, owned[i]) == 0)
+			return asb_error_set(ASB_EINVAL, 0, NULL,
+			                     "http response: the server writes %s itself", owned[i]);
+	if (strcasecmp(name, "Content-Type") == 0)
+		res->has_content_type = true;
+	asb_strbuf_adds(&res->headers, name);
+	asb_strbuf_add(&res->headers, ": ", 2);
+	asb_strbuf_adds(&res->headers, value);
+	asb_strbuf_add(&res->headers, "\r\n", 2);
+	return res->headers.failed
+		? asb_error_set(ASB_ENOMEM, 0, NULL, "http response: out of memory") : 0;
+}
+
+int httpd_response_write(httpd_response *res, const void *data, size_t len)
+{
+	if (!res || (!data && len))
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http response: no data");
+	asb_strbuf_add(&res->body, data, len);
+	return res->body.failed
+		? asb_error_set(ASB_ENOMEM, 0, NULL, "http response: out of memory") : 0;
+}
+
+/* Reason phrases as Go's net/http.StatusText writes them. */
+const char *httpd__reason_phrase(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 101: return "Switching Protocols";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 413: return "Request Entity Too Large";
+	case 415: return "Unsupported Media Type";
+	case 422: return "Unprocessable Entity";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Status";
+	}
+}
+
+/* RFC 9110 IMF-fixdate, without the locale's day and month names. */
+void httpd__date(char *buf, size_t cap)
+{
+	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+	                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+	         tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+	         tm.tm_min, tm.tm_sec);
+}
+
+void httpd__response_free(httpd_response *res)
+{
+	asb_strbuf_free(&res->headers);
+	asb_strbuf_free(&res->body);
+}

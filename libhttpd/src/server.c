@@ -1,0 +1,1582 @@
+/*
+ * server.c - HTTP/1.1 server on libuv and http-parser (see httpd/server.h).
+ *
+ * The server runs one or more loops (struct httpd__loop), each a thread
+ * with its own listener (SO_REUSEPORT when there are several) and its own
+ * connections, parsers and timers. Other threads talk to a loop through its
+ * uv_async_t only: a locked queue of posted calls (httpd_server_call,
+ * deferred callbacks) and the shutdown flag. Options and routes are fixed
+ * before the threads start.
+ *
+ * A connection (struct httpd__conn) goes through:
+ *   idle -> receiving a request (parser callbacks fill conn->req) ->
+ *   buffered route: handler -> response queued -> idle again (keep-alive);
+ *   stream route: an exchange (exchange.c) gets the head, reads the
+ *   body through the parser as it asks for it, answers when it likes ->
+ *   idle again, or a tunnel after an upgrade; or -> closing.
+ * An answer that closes the connection (errors, Connection: close,
+ * shutdown) is followed by a "lingering close": the write side is shut
+ * down and what the client still sends is read and dropped for a moment,
+ * so that a client still sending a body gets our answer instead of a TCP
+ * reset (the same reason Go's server lingers).
+ *
+ * Input: received plaintext is consumed at once by the parser (or a
+ * tunnel) as long as the connection may parse; what it may not take yet
+ * (an exchange paused, or not reading its body, or still answering while
+ * the client pipelines) waits in conn->in, and reading from the socket
+ * stops once 64 KiB wait there: memory per connection stays bounded and
+ * TCP flow control holds the client back.
+ *
+ * Bytes move through a `transport`: plain TCP, or TLS (tls.c),
+ * which decrypts in on_read and encrypts in write.
+ */
+#include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <uv.h>
+#include <http_parser.h>
+#include "httpd/server.h"
+#include "httpd/exchange.h"
+#include "server_internal.h"
+#include "asb/strbuf.h"
+
+#define READ_BUFFER_BYTES HTTPD__READ_BUFFER_BYTES
+#define INPUT_HELD_BYTES 65536         /* unconsumed input before reading stops */
+#define DISCARD_MAX_BYTES (256 * 1024) /* unread body dropped after an early answer */
+#define LINGER_MS 500
+#define MAX_LOOPS 256
+
+typedef httpd__conn conn;
+typedef httpd__loop loop;
+
+typedef struct route {
+	char *method;                  /* NULL: any */
+	char *path;                    /* without the trailing '*' of a prefix */
+	size_t path_len;
+	bool prefix;
+	httpd_handler_fn fn;        /* buffered; or */
+	httpd_stream_fn stream_fn;  /* streaming */
+	void *userdata;
+	void (*free_userdata)(void *);  /* NULL: the caller owns userdata */
+} route;
+
+struct httpd_server {
+	char *name;
+	char *host;                    /* "" : every interface */
+	int port;
+	bool disabled;
+	size_t max_header_bytes, max_body_bytes;
+	unsigned int max_connections;
+	long idle_timeout_ms, read_timeout_ms;
+	asb_logger *log;
+	httpd__tls_server *tls;          /* NULL: plain HTTP */
+	route *routes;
+	size_t nroutes;
+
+	loop *loops;
+	unsigned int nloops;
+	bool started, joined;
+	int bound_port;
+	atomic_long shutdown_timeout_ms;
+	atomic_int shutdown_rc;
+	http_parser_settings settings; /* read-only once started */
+};
+
+static void conn_feed(conn *c, const char *data, size_t len);
+static void conn_after_input(conn *c);
+static void conn_on_eof(conn *c);
+static void maybe_accept_or_finish(loop *lp);
+
+/* --- options and addresses -------------------------------------------------- */
+
+int httpd_server_options_init(httpd_server_options *opts, unsigned int version)
+{
+	httpd_server_options def = HTTPD_SERVER_OPTIONS_INIT;
+	if (!opts || version < 1 || version > HTTPD_SERVER_OPTIONS_VERSION)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server options: unknown version %u", version);
+	/* an older caller's struct ends before the fields of later versions */
+	def.version = version;
+	size_t size = version == 1 ? offsetof(httpd_server_options, tls_cert_file)
+		: version == 2 ? offsetof(httpd_server_options, loops) : sizeof(def);
+	memcpy(opts, &def, size);
+	return 0;
+}
+
+bool httpd_address_disabled(const char *address)
+{
+	return address && strcmp(address, "0") == 0;
+}
+
+/* Go's net.SplitHostPort: "host:port", "[v6]:port", ":port"; numeric ports. */
+static int split_host_port(const char *addr, char **host, int *port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (!colon)
+		return -1;
+	const char *h = addr;
+	size_t hlen = (size_t)(colon - addr);
+	if (hlen > 0 && addr[0] == '[') {
+		if (addr[hlen - 1] != ']')
+			return -1;
+		h = addr + 1;
+		hlen -= 2;
+	} else if (memchr(addr, ':', hlen) || memchr(addr, '[', hlen) || memchr(addr, ']', hlen)) {
+		return -1;  /* "::1:80": IPv6 needs brackets */
+	}
+	const char *p = colon + 1;
+	if (!*p || strlen(p) > 5)
+		return -1;
+	long v = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+	}
+	if (v > 65535)
+		return -1;
+	if (!(*host = strndup(h, hlen)))
+		return -2;
+	*port = (int)v;
+	return 0;
+}
+
+/* --- posted calls ------------------------------------------------------------------ */
+
+int httpd__loop_post(loop *lp, void (*fn)(void *), void *ud)
+{
+	httpd__call *call = malloc(sizeof(*call));
+	if (!call)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+	call->fn = fn;
+	call->ud = ud;
+	call->next = NULL;
+	pthread_mutex_lock(&lp->calls_lock);
+	if (lp->calls_closed) {
+		pthread_mutex_unlock(&lp->calls_lock);
+		free(call);
+		return asb_error_set(ASB_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
+		                     lp->srv->name, lp->index);
+	}
+	if (lp->calls_tail)
+		lp->calls_tail->next = call;
+	else
+		lp->calls = call;
+	lp->calls_tail = call;
+	pthread_mutex_unlock(&lp->calls_lock);
+	uv_async_send(&lp->wake);
+	return 0;
+}
+
+/* Runs the calls queued so far (later ones wait for the next wake-up). */
+static void run_calls(loop *lp, bool close)
+{
+	pthread_mutex_lock(&lp->calls_lock);
+	httpd__call *call = lp->calls;
+	lp->calls = lp->calls_tail = NULL;
+	if (close)
+		lp->calls_closed = true;
+	pthread_mutex_unlock(&lp->calls_lock);
+	while (call) {
+		httpd__call *next = call->next;
+		call->fn(call->ud);
+		free(call);
+		call = next;
+	}
+}
+
+int httpd_server_call(httpd_server *s, unsigned int loop_index, void (*fn)(void *ud), void *ud)
+{
+	if (!s || !fn || !s->started || loop_index >= s->nloops)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server call: no loop %u on a started server",
+		                     loop_index);
+	return httpd__loop_post(&s->loops[loop_index], fn, ud);
+}
+
+unsigned int httpd_server_loops(const httpd_server *s)
+{
+	return s && s->started ? s->nloops : 0;
+}
+
+/* --- connections: writes ------------------------------------------------------------ */
+
+static void on_write(uv_write_t *w, int status)
+{
+	httpd__write *wr = (httpd__write *)w;
+	conn *c = wr->c;
+	free(wr->data);
+	c->pending_writes--;
+	if (status < 0) {
+		asb_log(c->srv->log, ASB_LOG_DEBUG, "http write failed", "server", c->srv->name,
+		        "error", uv_strerror(status), NULL);
+		httpd__conn_close(c, ASB_ETRANSPORT);
+	}
+	if (wr->ex)
+		httpd__exchange_write_done(wr, status);  /* drops wr's reference */
+	free(wr);
+}
+
+static int plain_write(conn *c, char *data, size_t len)
+{
+	httpd__write *wr = calloc(1, sizeof(*wr));
+	if (!wr) {
+		free(data);
+		return -1;
+	}
+	wr->c = c;
+	wr->data = data;
+	uv_buf_t buf = uv_buf_init(data, (unsigned int)len);
+	int rc = uv_write(&wr->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
+	if (rc < 0) {
+		free(data);
+		free(wr);
+		return -1;
+	}
+	c->pending_writes++;
+	if (c->wctx) {
+		/* part of an exchange's write: it learns when this one is out */
+		wr->ex = c->wctx;
+		httpd__exchange_ref(wr->ex);
+		wr->ex->writes_inflight++;
+		c->last_wr = wr;
+	}
+	return 0;
+}
+
+int httpd__conn_send(conn *c, httpd_exchange *ex, char *data, size_t len,
+                        void (*done)(httpd_exchange *, void *), void *ud)
+{
+	if (c->state != HTTPD__CONN_OPEN) {
+		free(data);
+		return -1;
+	}
+	c->wctx = ex;
+	c->last_wr = NULL;
+	int rc = c->tp->write(c, data, len);
+	httpd__write *last = c->last_wr;
+	c->wctx = NULL;
+	c->last_wr = NULL;
+	if (rc < 0) {
+		httpd__conn_close(c, ASB_ETRANSPORT);
+		return -1;
+	}
+	if (ex && last) {
+		/* the last request of this write settles it (writes complete in order) */
+		ex->pending += len;
+		last->plain_len = len;
+		last->done = done;
+		last->done_ud = ud;
+	}
+	return 0;
+}
+
+static const httpd__transport plain_transport = { conn_feed, plain_write };
+
+/* TLS: ciphertext out through plain_write, plaintext in through conn_feed. */
+static int tls_send_raw(void *owner, char *data, size_t len)
+{
+	return plain_write(owner, data, len);
+}
+
+static bool tls_deliver(void *owner, const char *data, size_t len)
+{
+	conn *c = owner;
+	conn_feed(c, data, len);
+	/* decrypting on is bounded by what was read; conn->in keeps the rest */
+	return c->state == HTTPD__CONN_OPEN;
+}
+
+static void tls_on_read(conn *c, const char *data, size_t len)
+{
+	int rc = httpd__tls_conn_input(c->tls, data, len);
+	if (rc < 0)
+		httpd__conn_close(c, ASB_ETRANSPORT);
+	else if (rc > 0 && c->state == HTTPD__CONN_OPEN)
+		conn_on_eof(c);  /* close_notify from the client: as a TCP EOF */
+}
+
+static int tls_write(conn *c, char *data, size_t len)
+{
+	return httpd__tls_conn_write(c->tls, data, len);
+}
+
+static const httpd__transport tls_transport = { tls_on_read, tls_write };
+
+/* --- connections: lifecycle ----------------------------------------------------------- */
+
+static void conn_free(conn *c)
+{
+	loop *lp = c->lp;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		lp->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	lp->nconns--;
+	httpd__request_reset(&c->req);
+	httpd__tls_conn_free(c->tls);
+	asb_strbuf_free(&c->in);
+	free(c);
+	maybe_accept_or_finish(lp);
+}
+
+static void on_conn_handle_closed(uv_handle_t *h)
+{
+	conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	if (c->kick_posted) {
+		c->free_pending = true;  /* the posted kick frees it */
+		return;
+	}
+	conn_free(c);
+}
+
+/* Closes at once: no more reads or writes; pending writes are cancelled
+ * (their exchanges end with `reason`), and so is the exchange in progress. */
+void httpd__conn_close(conn *c, int reason)
+{
+	if (c->state == HTTPD__CONN_CLOSING)
+		return;
+	c->state = HTTPD__CONN_CLOSING;
+	c->close_reason = reason ? reason : ASB_ETRANSPORT;
+	if (c->ex)
+		httpd__exchange_end(c->ex, c->close_reason);
+	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
+	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	conn *c = t->data;
+	int reason = ASB_ETIMEOUT;
+	if (c->state == HTTPD__CONN_OPEN)
+		asb_log(c->srv->log, ASB_LOG_DEBUG,
+		        c->ex ? "http exchange timed out; closing"
+		        : c->in_request ? "http request not received in time; closing"
+		        : "http connection idle; closing",
+		        "server", c->srv->name, NULL);
+	else
+		reason = ASB_ETRANSPORT;  /* the linger ended */
+	httpd__conn_close(c, reason);
+}
+
+void httpd__conn_set_timer(conn *c, long ms)
+{
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	if (ms > 0)
+		uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+	else
+		uv_timer_stop(&c->timer);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	conn *c = req->data;
+	if (c->state != HTTPD__CONN_LINGER)
+		return;
+	if (status < 0) {
+		httpd__conn_close(c, ASB_ETRANSPORT);
+		return;
+	}
+	/* the answer is out: drop what the client still sends, briefly */
+	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* After the last queued answer: shut the write side down, then linger. */
+void httpd__conn_finish(conn *c)
+{
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	c->state = HTTPD__CONN_LINGER;
+	uv_timer_stop(&c->timer);
+	asb_strbuf_free(&c->in);
+	c->in_off = 0;
+	if (!c->reading && !c->peer_eof) {
+		/* lingering reads and drops what the client still sends */
+		if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+			c->reading = true;
+	}
+	if (c->tls)
+		httpd__tls_conn_close_notify(c->tls);
+	c->shutdown_req.data = c;
+	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+		httpd__conn_close(c, ASB_ETRANSPORT);
+}
+
+/* Serialises and queues a response. */
+static void send_response(conn *c, httpd_response *res, bool head_only, bool keep_alive_10)
+{
+	asb_strbuf out = ASB_STRBUF_INIT;
+	char date[64];
+	httpd__date(date, sizeof(date));
+	asb_strbuf_addf(&out, "HTTP/1.1 %d %s\r\n", res->status, httpd__reason_phrase(res->status));
+	asb_strbuf_add(&out, res->headers.data ? res->headers.data : "", res->headers.len);
+	if (!res->has_content_type)
+		asb_strbuf_adds(&out, "Content-Type: text/plain; charset=utf-8\r\n");
+	bool no_body = res->status == 204 || res->status == 304 || res->status < 200;
+	if (!no_body)
+		asb_strbuf_addf(&out, "Content-Length: %zu\r\n", res->body.len);
+	asb_strbuf_addf(&out, "Date: %s\r\n", date);
+	if (c->close_after)
+		asb_strbuf_adds(&out, "Connection: close\r\n");
+	else if (keep_alive_10)
+		asb_strbuf_adds(&out, "Connection: keep-alive\r\n");
+	asb_strbuf_add(&out, "\r\n", 2);
+	if (!head_only && !no_body && res->body.len)
+		asb_strbuf_add(&out, res->body.data, res->body.len);
+	if (out.failed) {
+		asb_strbuf_free(&out);
+		httpd__conn_close(c, ASB_ENOMEM);
+		return;
+	}
+	size_t len;
+	char *data = asb_strbuf_detach(&out, &len);
+	httpd__conn_send(c, NULL, data, len, NULL, NULL);
+}
+
+/* An error answer (400, 413, 431, ...) that closes the connection. */
+void httpd__conn_send_error(conn *c, int status)
+{
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	httpd_response res = { .status = status };
+	char body[96];
+	snprintf(body, sizeof(body), "%d %s\n", status, httpd__reason_phrase(status));
+	asb_strbuf_adds(&res.body, body);
+	c->close_after = true;
+	send_response(c, &res, false, false);
+	httpd__response_free(&res);
+	c->in_request = false;
+	httpd__conn_finish(c);
+}
+
+/* --- routing -------------------------------------------------------------------- */
+
+/* Which routes match `path`: the exact ones, else those of the longest prefix. */
+static size_t route_specificity(const route *r, const char *path)
+{
+	if (!r->prefix)
+		return strcmp(r->path, path) == 0 ? (size_t)-1 : 0;
+	return strncmp(r->path, path, r->path_len) == 0 ? r->path_len + 1 : 0;
+}
+
+/*
+ * The route serving `req`, or NULL: then *found tells whether the path is
+ * known (405: `allow`, when not NULL, receives the methods) or not (404).
+ */
+static const route *route_find(const httpd_server *s, const httpd_request *req,
+                               bool *found, asb_strbuf *allow)
+{
+	size_t best = 0;
+	for (size_t i = 0; i < s->nroutes; i++) {
+		size_t sp = route_specificity(&s->routes[i], req->path);
+		if (sp > best)
+			best = sp;
+	}
+	*found = best != 0;
+	if (best == 0)
+		return NULL;
+	bool head = strcmp(req->method, "HEAD") == 0;
+	const route *match = NULL, *get = NULL;
+	for (size_t i = 0; i < s->nroutes; i++) {
+		const route *r = &s->routes[i];
+		if (route_specificity(r, req->path) != best)
+			continue;
+		if (!r->method || strcmp(r->method, req->method) == 0) {
+			match = r;
+			break;
+		}
+		if (strcmp(r->method, "GET") == 0)
+			get = r;
+		if (!allow)
+			continue;
+		if (allow->len)
+			asb_strbuf_add(allow, ", ", 2);
+		asb_strbuf_adds(allow, r->method);
+		if (strcmp(r->method, "GET") == 0)
+			asb_strbuf_adds(allow, ", HEAD");
+	}
+	if (!match && head && get)
+		match = get;
+	return match;
+}
+
+static void dispatch(conn *c, const httpd_request *req, httpd_response *res, bool *head_only)
+{
+	asb_strbuf allow = ASB_STRBUF_INIT;
+	bool found;
+	const route *match = route_find(c->srv, req, &found, &allow);
+	*head_only = strcmp(req->method, "HEAD") == 0;
+	if (!found) {
+		res->status = 404;
+		asb_strbuf_adds(&res->body, "404 page not found\n");
+	} else if (match && match->fn) {
+		match->fn(req, res, match->userdata);
+	} else if (match) {
+		/* a stream route found here: its head could not be handed over */
+		res->status = 500;
+		asb_strbuf_adds(&res->body, "500 Internal Server Error\n");
+	} else {
+		res->status = 405;
+		if (allow.data && !allow.failed)
+			httpd_response_add_header(res, "Allow", allow.data);
+		asb_strbuf_adds(&res->body, "Method Not Allowed\n");
+	}
+	asb_strbuf_free(&allow);
+}
+
+/* --- parser callbacks --------------------------------------------------------------- */
+
+/* Whether the parser may take more input now. */
+bool httpd__conn_can_parse(const conn *c)
+{
+	if (c->state != HTTPD__CONN_OPEN || c->parse_done)
+		return false;
+	if (!c->stream_req)
+		return !c->ex;            /* the previous exchange must have finished */
+	const httpd_exchange *ex = c->ex;
+	if (!ex)
+		return true;              /* dropping the body of a finished exchange */
+	if (!ex->started)
+		return false;
+	if (!ex->has_body)
+		return true;              /* on to message_complete */
+	return ex->reading && !ex->paused;
+}
+
+static int count_header_bytes(conn *c, size_t n)
+{
+	c->header_bytes += n;
+	if (c->header_bytes > c->srv->max_header_bytes) {
+		c->reject_status = 431;
+		return -1;
+	}
+	return 0;
+}
+
+static int on_message_begin(http_parser *p)
+{
+	conn *c = p->data;
+	httpd__request_reset(&c->req);
+	c->in_request = true;
+	c->header_bytes = 0;
+	c->reject_status = 0;
+	c->stream_req = false;
+	c->upgrade_req = false;
+	uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t len)
+{
+	conn *c = p->data;
+	if (count_header_bytes(c, len) < 0)
+		return -1;
+	return asb_strbuf_add(&c->req.url, at, len);
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t len)
+{
+	conn *c = p->data;
+	/* 4 bytes of ": " and CRLF per field, as a server counting raw bytes would */
+	if (count_header_bytes(c, len + (c->req.in_value || !c->req.field.data ? 4 : 0)) < 0)
+		return -1;
+	if (c->req.in_value && httpd__request_end_header(&c->req) < 0)
+		return -1;
+	return asb_strbuf_add(&c->req.field, at, len);
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t len)
+{
+	conn *c = p->data;
+	if (count_header_bytes(c, len) < 0)
+		return -1;
+	c->req.in_value = true;
+	return asb_strbuf_add(&c->req.value, at, len);
+}
+
+/*
+ * Request smuggling (RFC 9112 §6.3, §11.2): http-parser 2.9.4 refuses
+ * Content-Length with Transfer-Encoding and a repeated Content-Length
+ * itself (HPE_UNEXPECTED_CONTENT_LENGTH); this checks the parsed fields
+ * again so that the guarantee does not rest on the parser's version.
+ */
+static bool framing_ambiguous(const httpd_request *r)
+{
+	int cl = 0, te = 0;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+			cl++;
+		else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
+			te++;
+	}
+	return cl > 1 || (cl && te);
+}
+
+/* The head of a request on a stream route: an exchange takes over. */
+static int start_exchange(conn *c, http_parser *p, const route *rt)
+{
+	httpd_exchange *ex = httpd__exchange_new(c, rt->stream_fn, rt->userdata);
+	if (!ex)
+		return -1;
+	c->stream_req = true;
+	c->upgrade_req = p->upgrade;
+	c->ex = ex;
+	/* the head moves into the exchange; conn->req is free for the next one */
+	ex->req = c->req;
+	memset(&c->req, 0, sizeof(c->req));
+	ex->http_minor = p->http_minor;
+	ex->head_only = strcmp(ex->req.method, "HEAD") == 0;
+	ex->wants_upgrade = p->upgrade;
+	bool chunked = (p->flags & F_CHUNKED) != 0;
+	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
+	ex->content_length = chunked ? -1 : has_length ? (int64_t)p->content_length : 0;
+	ex->has_body = !p->upgrade && (chunked || ex->content_length > 0);
+	const char *expect = httpd_request_header(&ex->req, "Expect");
+	ex->expect_continue = expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1 &&
+	                      ex->has_body;
+	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
+	c->close_after = c->close_after || !keep_alive || c->lp->draining;
+	ex->keep_alive_10 = keep_alive && p->http_minor == 0;
+	ex->max_body = c->srv->max_body_bytes;
+	/* the handler is called outside the parser, once it has paused here */
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	conn *c = p->data;
+	httpd_request *r = &c->req;
+	if (httpd__request_end_header(r) < 0 || asb_strbuf_add(&r->url, "", 0) < 0)
+		return -1;
+	if (framing_ambiguous(r)) {
+		c->reject_status = 400;
+		return -1;
+	}
+	r->method = http_method_str((enum http_method)p->method);
+	struct http_parser_url u;
+	http_parser_url_init(&u);
+	if (http_parser_parse_url(r->url.data, r->url.len, p->method == HTTP_CONNECT, &u) != 0) {
+		c->reject_status = 400;
+		return -1;
+	}
+	if (u.field_set & (1 << UF_PATH))
+		r->path = strndup(r->url.data + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+	else
+		r->path = strdup("/");
+	if (u.field_set & (1 << UF_QUERY))
+		r->query = strndup(r->url.data + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
+	else
+		r->query = strdup("");
+	if (!r->path || !r->query)
+		return -1;
+	bool found;
+	const route *rt = route_find(c->srv, r, &found, NULL);
+	if (rt && rt->stream_fn)
+		return start_exchange(c, p, rt);
+	/* A declared body over the limit is refused before it is read. */
+	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
+	if (has_length && p->content_length > c->srv->max_body_bytes) {
+		c->reject_status = 413;
+		return -1;
+	}
+	const char *expect = httpd_request_header(r, "Expect");
+	if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1 &&
+	    (p->flags & F_CHUNKED || (has_length && p->content_length > 0))) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		char *data = malloc(sizeof(cont) - 1);
+		if (!data)
+			return -1;
+		memcpy(data, cont, sizeof(cont) - 1);
+		if (httpd__conn_send(c, NULL, data, sizeof(cont) - 1, NULL, NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+	conn *c = p->data;
+	if (!c->stream_req) {
+		if (c->req.body.len + len > c->srv->max_body_bytes) {
+			c->reject_status = 413;
+			return -1;
+		}
+		return asb_strbuf_add(&c->req.body, at, len);
+	}
+	httpd_exchange *ex = c->ex;
+	if (!ex || !ex->reading) {
+		/* the exchange finished without reading: drop, within bounds */
+		if (len > c->discard_left)
+			return -1;  /* cannot happen: the drop was sized at finish */
+		c->discard_left -= len;
+		return 0;
+	}
+	ex->body_received += len;
+	if (ex->max_body && ex->body_received > ex->max_body) {
+		c->reject_status = 413;
+		return -1;
+	}
+	httpd__exchange_deliver(ex, at, len);
+	if (!httpd__conn_can_parse(c))
+		http_parser_pause(p, 1);
+	return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+	conn *c = p->data;
+	httpd_server *s = c->srv;
+	if (c->stream_req) {
+		c->stream_req = false;
+		c->in_request = false;
+		httpd_exchange *ex = c->ex;
+		if (p->upgrade)
+			c->parse_done = true;  /* what follows is another protocol */
+		if (ex) {
+			ex->body_done = true;
+			if (!ex->tunnel)
+				httpd__exchange_deliver_end(ex);
+		} else if (c->state == HTTPD__CONN_OPEN && !c->close_after) {
+			/* the dropped body is behind us: next request */
+			uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+		}
+		if (!httpd__conn_can_parse(c) && !p->upgrade)
+			http_parser_pause(p, 1);
+		return 0;
+	}
+	if (asb_strbuf_add(&c->req.body, "", 0) < 0)
+		return -1;
+	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
+	c->close_after = !keep_alive || c->lp->draining;
+
+	httpd_response res = { .status = 200 };
+	bool head_only = false;
+	dispatch(c, &c->req, &res, &head_only);
+	send_response(c, &res, head_only, keep_alive && p->http_minor == 0);
+	httpd__response_free(&res);
+	httpd__request_reset(&c->req);
+	c->in_request = false;
+	if (c->state != HTTPD__CONN_OPEN)
+		return -1;  /* the answer could not be queued: stop parsing */
+	if (c->close_after) {
+		httpd__conn_finish(c);
+		/* nothing pipelined after this one is served */
+		http_parser_pause(p, 1);
+		return 0;
+	}
+	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+	return 0;
+}
+
+/* --- input -------------------------------------------------------------------------- */
+
+/* A malformed or refused request: an error answer when none has begun. */
+static void conn_reject(conn *c, enum http_errno e)
+{
+	int status = c->reject_status ? c->reject_status : e == HPE_HEADER_OVERFLOW ? 431 : 400;
+	asb_log(c->srv->log, ASB_LOG_DEBUG, "http request rejected", "server", c->srv->name,
+	        "error", http_errno_name(e), NULL);
+	httpd_exchange *ex = c->ex;
+	if (c->stream_req && (!ex || ex->head_sent)) {
+		/* an answer is (being) sent already: a second one would corrupt it */
+		httpd__conn_close(c, status == 413 ? ASB_ETOOLARGE : ASB_EBADREQUEST);
+		return;
+	}
+	if (ex) {
+		c->ex = NULL;
+		httpd__exchange_end(ex, status == 413 ? ASB_ETOOLARGE : ASB_EBADREQUEST);
+	}
+	httpd__conn_send_error(c, status);
+}
+
+/* Consumes what it may of `data`: parses, or hands bytes to a tunnel. */
+static size_t conn_consume(conn *c, const char *data, size_t len)
+{
+	size_t off = 0;
+	while (c->state == HTTPD__CONN_OPEN) {
+		httpd_exchange *ex = c->ex;
+		if (ex && !ex->started) {
+			httpd__exchange_start(ex);
+			continue;
+		}
+		if (ex && ex->body_done && ex->reading && !ex->paused && !ex->end_delivered && !ex->tunnel)
+			httpd__exchange_deliver_end(ex);
+		if (off == len)
+			break;
+		if (c->parse_done) {
+			if (!ex)
+				return len;  /* past an upgrade that was refused: nothing more is served */
+			if (!ex->tunnel || !ex->reading || ex->paused)
+				break;
+			httpd__exchange_deliver(ex, data + off, len - off);
+			off = len;
+			continue;
+		}
+		if (!httpd__conn_can_parse(c))
+			break;
+		if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
+			http_parser_pause(&c->parser, 0);
+		size_t n = http_parser_execute(&c->parser, &c->srv->settings, data + off, len - off);
+		off += n;
+		enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+		if (e != HPE_OK && e != HPE_PAUSED) {
+			conn_reject(c, e);
+			return len;
+		}
+		if (c->parser.upgrade && !c->stream_req) {
+			c->parse_done = true;  /* upgrade asked of a buffered route: answered and closed */
+			continue;
+		}
+		if (n == 0) {
+			if (c->ex && !c->ex->started)
+				continue;  /* paused on the head's last byte: start the handler */
+			break;
+		}
+	}
+	return off;
+}
+
+/* Feeds the bytes held in conn->in. */
+static void conn_pump(conn *c)
+{
+	if (c->pumping)
+		return;
+	c->pumping = true;
+	for (;;) {
+		size_t avail = c->in.len - c->in_off;
+		size_t n = conn_consume(c, avail ? c->in.data + c->in_off : "", avail);
+		if (c->state != HTTPD__CONN_OPEN || n == 0)
+			break;
+		c->in_off += n;
+	}
+	if (c->in_off >= c->in.len) {
+		asb_strbuf_free(&c->in);
+		c->in_off = 0;
+	}
+	c->pumping = false;
+	conn_after_input(c);
+}
+
+/* Plaintext arrived (the plain transport's on_read, TLS's deliver). */
+static void conn_feed(conn *c, const char *data, size_t len)
+{
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	if (c->pumping || c->in.len > c->in_off) {
+		/* behind bytes already waiting */
+		if (c->in_off > 0 && c->in_off == c->in.len) {
+			c->in.len = 0;
+			c->in_off = 0;
+		}
+		if (asb_strbuf_add(&c->in, data, len) < 0) {
+			httpd__conn_close(c, ASB_ENOMEM);
+			return;
+		}
+		conn_pump(c);
+		return;
+	}
+	c->pumping = true;
+	size_t n = conn_consume(c, data, len);
+	c->pumping = false;
+	if (n < len && c->state == HTTPD__CONN_OPEN) {
+		asb_strbuf_free(&c->in);
+		c->in_off = 0;
+		if (asb_strbuf_add(&c->in, data + n, len - n) < 0) {
+			httpd__conn_close(c, ASB_ENOMEM);
+			return;
+		}
+	}
+	conn_after_input(c);
+}
+
+/* After input was consumed: what the client's EOF means now, and whether to read on. */
+static void conn_after_input(conn *c)
+{
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	size_t held = c->in.len - c->in_off;
+	httpd_exchange *ex = c->ex;
+	if (c->peer_eof && held == 0) {
+		if (ex && ex->tunnel) {
+			if (ex->reading && !ex->paused && !ex->end_delivered)
+				httpd__exchange_deliver_end(ex);  /* the client is done sending */
+		} else if (c->stream_req && c->in_request) {
+			/* the client left in the middle of a request it streams */
+			httpd__conn_close(c, ASB_ETRANSPORT);
+			return;
+		} else if (ex && ex->end_on_client_eof && ex->body_done) {
+			/* the client went away (or will read no more): stop now */
+			httpd__conn_close(c, ASB_ETRANSPORT);
+			return;
+		} else if (ex) {
+			c->close_after = true;  /* half-close: the answer still goes out */
+		} else if (c->pending_writes > 0) {
+			/* half-closed client still gets the answers queued for it */
+			c->close_after = true;
+			httpd__conn_finish(c);
+			return;
+		} else {
+			httpd__conn_close(c, ASB_ETRANSPORT);
+			return;
+		}
+	}
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	bool want = !c->peer_eof && held < INPUT_HELD_BYTES;
+	if (want && !c->reading) {
+		if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) {
+			httpd__conn_close(c, ASB_ETRANSPORT);
+			return;
+		}
+		c->reading = true;
+	} else if (!want && c->reading) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = false;
+	}
+}
+
+static void conn_on_eof(conn *c)
+{
+	c->peer_eof = true;
+	if (c->reading) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		c->reading = false;
+	}
+	conn_after_input(c);
+}
+
+static void on_kick(void *ud)
+{
+	conn *c = ud;
+	c->kick_posted = false;
+	if (c->free_pending) {
+		conn_free(c);
+		return;
+	}
+	if (c->state == HTTPD__CONN_OPEN)
+		conn_pump(c);
+}
+
+void httpd__conn_kick(conn *c)
+{
+	if (c->kick_posted || c->state != HTTPD__CONN_OPEN)
+		return;
+	if (httpd__loop_post(c->lp, on_kick, c) == 0)
+		c->kick_posted = true;
+	else
+		httpd__conn_close(c, ASB_ENOMEM);
+}
+
+void httpd__conn_exchange_done(conn *c, httpd_exchange *ex)
+{
+	if (c->ex == ex)
+		c->ex = NULL;
+	if (c->state != HTTPD__CONN_OPEN)
+		return;
+	if (ex->tunnel || c->parse_done) {
+		c->close_after = true;  /* a tunnel, or a refused upgrade: HTTP cannot go on */
+		httpd__conn_finish(c);
+		return;
+	}
+	if (c->stream_req && c->in_request) {
+		/* the handler answered without reading the whole body */
+		uint64_t left = ex->content_length >= 0 ? (uint64_t)ex->content_length - ex->body_received : 0;
+		bool drain = ex->content_length >= 0 && left <= DISCARD_MAX_BYTES &&
+		             !(ex->expect_continue && !ex->continue_sent) && !c->close_after;
+		if (!drain) {
+			c->close_after = true;
+			httpd__conn_finish(c);
+			return;
+		}
+		c->discard_left = left;
+		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
+	} else if (c->close_after) {
+		httpd__conn_finish(c);
+		return;
+	} else {
+		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->idle_timeout_ms, 0);
+	}
+	httpd__conn_kick(c);
+}
+
+/* --- sockets ---------------------------------------------------------------------- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	conn *c = h->data;
+	/* reads are consumed (or copied into conn->in) before the next one */
+	*buf = uv_buf_init(c->lp->read_buffer, READ_BUFFER_BYTES);
+}
+
+static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	conn *c = stream->data;
+	if (nread < 0) {
+		if (c->state == HTTPD__CONN_OPEN && nread == UV_EOF) {
+			conn_on_eof(c);
+			return;
+		}
+		httpd__conn_close(c, ASB_ETRANSPORT);
+		return;
+	}
+	if (nread == 0 || c->state != HTTPD__CONN_OPEN)
+		return;  /* lingering: drop */
+	c->tp->on_read(c, buf->base, (size_t)nread);
+}
+
+static void accept_one(loop *lp)
+{
+	httpd_server *s = lp->srv;
+	conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		asb_log(s->log, ASB_LOG_ERROR, "http: out of memory accepting a connection",
+		        "server", s->name, NULL);
+		lp->accept_pending = true;  /* retried when a connection closes */
+		return;
+	}
+	c->srv = s;
+	c->lp = lp;
+	c->tp = &plain_transport;
+	uv_tcp_init(&lp->uv, &c->tcp);
+	uv_timer_init(&lp->uv, &c->timer);
+	c->tcp.data = c;
+	c->timer.data = c;
+	c->open_handles = 2;
+	c->next = lp->conns;
+	if (lp->conns)
+		lp->conns->prev = c;
+	lp->conns = c;
+	lp->nconns++;
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	if (uv_accept((uv_stream_t *)&lp->listener, (uv_stream_t *)&c->tcp) < 0) {
+		httpd__conn_close(c, ASB_ETRANSPORT);
+		return;
+	}
+	uv_tcp_nodelay(&c->tcp, 1);
+	struct sockaddr_storage peer;
+	int plen = sizeof(peer);
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0) {
+		if (peer.ss_family == AF_INET6) {
+			struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&peer;
+			uv_ip6_name(a6, c->peer_ip, sizeof(c->peer_ip));
+			c->peer_port = ntohs(a6->sin6_port);
+		} else {
+			struct sockaddr_in *a4 = (struct sockaddr_in *)&peer;
+			uv_ip4_name(a4, c->peer_ip, sizeof(c->peer_ip));
+			c->peer_port = ntohs(a4->sin_port);
+		}
+	}
+	if (s->tls) {
+		c->tp = &tls_transport;
+		if (httpd__tls_conn_new(&c->tls, s->tls, uv_now(&lp->uv), c, tls_send_raw, tls_deliver) < 0) {
+			httpd__conn_close(c, ASB_ENOMEM);
+			return;
+		}
+	}
+	/* the handshake must also finish within the idle time */
+	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
+		httpd__conn_close(c, ASB_ETRANSPORT);
+	else
+		c->reading = true;
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+	loop *lp = listener->data;
+	if (status < 0) {
+		asb_log(lp->srv->log, ASB_LOG_WARN, "http accept failed", "server", lp->srv->name,
+		        "error", uv_strerror(status), NULL);
+		return;
+	}
+	if (lp->nconns >= lp->max_connections) {
+		/* Not accepting leaves the connection with libuv, which stops
+		 * watching the listener until we take it: the rest queue in the
+		 * kernel's backlog. */
+		lp->accept_pending = true;
+		return;
+	}
+	accept_one(lp);
+}
+
+static void on_server_handle_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+/* Called whenever a connection or an exchange goes away. */
+static void maybe_accept_or_finish(loop *lp)
+{
+	if (lp->draining) {
+		if (lp->nconns == 0 && lp->nexchanges == 0 && !lp->finished) {
+			lp->finished = true;
+			uv_close((uv_handle_t *)&lp->deadline, on_server_handle_closed);
+			uv_close((uv_handle_t *)&lp->wake, on_server_handle_closed);
+		}
+		return;
+	}
+	if (lp->accept_pending && lp->nconns < lp->max_connections) {
+		lp->accept_pending = false;
+		accept_one(lp);
+	}
+}
+
+/* An exchange's on_close has run (exchange.c). */
+void httpd__loop_exchange_gone(loop *lp)
+{
+	lp->nexchanges--;
+	maybe_accept_or_finish(lp);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	loop *lp = t->data;
+	if (lp->nconns > 0) {
+		atomic_store(&lp->srv->shutdown_rc, ASB_ETIMEOUT);
+		asb_log(lp->srv->log, ASB_LOG_WARN, "http shutdown deadline passed; closing connections",
+		        "server", lp->srv->name, NULL);
+	}
+	for (conn *c = lp->conns; c; c = c->next)
+		httpd__conn_close(c, ASB_ESHUTDOWN);
+}
+
+static void begin_drain(loop *lp)
+{
+	lp->draining = true;
+	uv_close((uv_handle_t *)&lp->listener, on_server_handle_closed);
+	for (conn *c = lp->conns; c; c = c->next) {
+		if (c->state != HTTPD__CONN_OPEN)
+			continue;          /* already on its way out */
+		if (!c->in_request && c->pending_writes == 0 && !c->ex)
+			httpd__conn_close(c, ASB_ESHUTDOWN);  /* idle */
+		else
+			c->close_after = true;
+	}
+	/* answers already queued on a keep-alive connection: close after them */
+	for (conn *c = lp->conns; c; c = c->next)
+		if (c->state == HTTPD__CONN_OPEN && !c->in_request && !c->ex)
+			httpd__conn_finish(c);
+	long timeout = atomic_load(&lp->srv->shutdown_timeout_ms);
+	uv_timer_start(&lp->deadline, on_deadline, (uint64_t)(timeout > 0 ? timeout : 0), 0);
+	maybe_accept_or_finish(lp);
+}
+
+/* Posted calls, and the shutdown request, on the loop thread. */
+static void on_wake(uv_async_t *a)
+{
+	loop *lp = a->data;
+	run_calls(lp, false);
+	if (atomic_load(&lp->shutdown_requested) && !lp->draining)
+		begin_drain(lp);
+}
+
+static void *loop_thread(void *arg)
+{
+	loop *lp = arg;
+	/* A client that hangs up while we write must cost an EPIPE, not the
+	 * process: SIGPIPE from a write is sent to the writing thread, and
+	 * blocking it here leaves the process's signal dispositions alone. */
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
+	uv_run(&lp->uv, UV_RUN_DEFAULT);
+	/* Calls that came after the last wake-up still run, once; what their
+	 * functions close on the loop finishes closing here. */
+	for (;;) {
+		pthread_mutex_lock(&lp->calls_lock);
+		bool more = lp->calls != NULL;
+		pthread_mutex_unlock(&lp->calls_lock);
+		if (!more)
+			break;
+		run_calls(lp, false);
+		uv_run(&lp->uv, UV_RUN_DEFAULT);
+	}
+	run_calls(lp, true);
+	uv_run(&lp->uv, UV_RUN_DEFAULT);
+	return NULL;
+}
+
+/* --- lifecycle ---------------------------------------------------------------------- */
+
+int httpd_server_new(httpd_server **out, const httpd_server_options *o)
+{
+	if (!out || !o)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server: out and options are required");
+	*out = NULL;
+	if (o->version < 1 || o->version > HTTPD_SERVER_OPTIONS_VERSION)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server: unknown options version %u", o->version);
+	/* fields of later versions are absent from an older caller's struct */
+	const char *cert = o->version >= 2 ? o->tls_cert_file : NULL;
+	const char *key = o->version >= 2 ? o->tls_key_file : NULL;
+	unsigned int loops = o->version >= 3 && o->loops > 1 ? o->loops : 1;
+	const char *client_ca = o->version >= 3 && o->tls_client_ca_file && *o->tls_client_ca_file
+		? o->tls_client_ca_file : NULL;
+	const char *name = o->name ? o->name : "http";
+	if ((cert && *cert) != (key && *key))
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server %s: TLS needs both a certificate and a key file",
+		                     name);
+	if (client_ca && !(cert && *cert))
+		return asb_error_set(ASB_EINVAL, 0, NULL,
+		                     "http server %s: a client CA (mutual TLS) needs a TLS certificate and key", name);
+	if (loops > MAX_LOOPS)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server %s: %u loops; at most %d", name, loops,
+		                     MAX_LOOPS);
+	if (!o->address || !*o->address)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server: an address is required (\"0\" disables)");
+	httpd_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+	s->name = strdup(name);
+	if (!s->name) {
+		free(s);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+	}
+	s->nloops = loops;
+	s->disabled = httpd_address_disabled(o->address);
+	if (!s->disabled) {
+		int rc = split_host_port(o->address, &s->host, &s->port);
+		if (rc < 0) {
+			httpd_server_free(s);
+			return rc == -2 ? asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory")
+				: asb_error_set(ASB_EINVAL, 0, NULL,
+				                "http server %s: invalid address \"%s\": want host:port, :port or 0",
+				                name, o->address);
+		}
+	}
+	s->max_header_bytes = o->max_header_bytes ? o->max_header_bytes : 64 * 1024;
+	s->max_body_bytes = o->max_body_bytes ? o->max_body_bytes : 1024 * 1024;
+	s->max_connections = o->max_connections ? o->max_connections : 1024;
+	s->idle_timeout_ms = o->idle_timeout_ms > 0 ? o->idle_timeout_ms : 60000;
+	s->read_timeout_ms = o->read_timeout_ms > 0 ? o->read_timeout_ms : 30000;
+	s->log = o->logger;
+	if (cert && *cert && !s->disabled) {
+		int rc = httpd__tls_server_new(&s->tls, s->name, cert, key, client_ca, o->logger);
+		if (rc < 0) {
+			httpd_server_free(s);
+			return rc;
+		}
+	}
+	http_parser_settings_init(&s->settings);
+	s->settings.on_message_begin = on_message_begin;
+	s->settings.on_url = on_url;
+	s->settings.on_header_field = on_header_field;
+	s->settings.on_header_value = on_header_value;
+	s->settings.on_headers_complete = on_headers_complete;
+	s->settings.on_body = on_body;
+	s->settings.on_message_complete = on_message_complete;
+	*out = s;
+	return 0;
+}
+
+static int route_add(httpd_server *s, const char *method, const char *path,
+                     httpd_handler_fn fn, httpd_stream_fn stream_fn, void *userdata,
+                     void (*free_userdata)(void *))
+{
+	if (!s || !path || path[0] != '/' || (!fn && !stream_fn) || s->started) {
+		if (free_userdata)
+			free_userdata(userdata);
+		return asb_error_set(ASB_EINVAL, 0, NULL,
+		                     "http route %s: needs a path starting with '/', a handler, and a server not started",
+		                     path ? path : "(null)");
+	}
+	route *r = realloc(s->routes, (s->nroutes + 1) * sizeof(*r));
+	if (!r) {
+		if (free_userdata)
+			free_userdata(userdata);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http route: out of memory");
+	}
+	s->routes = r;
+	r = &s->routes[s->nroutes];
+	memset(r, 0, sizeof(*r));
+	size_t len = strlen(path);
+	r->prefix = path[len - 1] == '*';
+	r->path_len = r->prefix ? len - 1 : len;
+	r->path = strndup(path, r->path_len);
+	r->method = method ? strdup(method) : NULL;
+	r->fn = fn;
+	r->stream_fn = stream_fn;
+	r->userdata = userdata;
+	r->free_userdata = free_userdata;
+	if (!r->path || (method && !r->method)) {
+		free(r->path);
+		free(r->method);
+		if (free_userdata)
+			free_userdata(userdata);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http route: out of memory");
+	}
+	s->nroutes++;
+	return 0;
+}
+
+int httpd__server_route_owned(httpd_server *s, const char *method, const char *path,
+                                 httpd_handler_fn fn, void *userdata,
+                                 void (*free_userdata)(void *))
+{
+	if (!fn) {
+		if (free_userdata)
+			free_userdata(userdata);
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http route %s: a handler is required",
+		                     path ? path : "(null)");
+	}
+	return route_add(s, method, path, fn, NULL, userdata, free_userdata);
+}
+
+int httpd_server_route(httpd_server *s, const char *method, const char *path,
+                          httpd_handler_fn fn, void *userdata)
+{
+	return httpd__server_route_owned(s, method, path, fn, userdata, NULL);
+}
+
+int httpd_server_route_stream(httpd_server *s, const char *method, const char *path,
+                                 httpd_stream_fn fn, void *userdata)
+{
+	if (!fn)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http stream route %s: a handler is required",
+		                     path ? path : "(null)");
+	return route_add(s, method, path, NULL, fn, userdata, NULL);
+}
+
+/* Resolves host into `ss`: "" is every interface (IPv6 any, dual-stack). */
+static int resolve(const httpd_server *s, const char *host, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (!*host) {
+		uv_ip6_addr("::", s->port, (struct sockaddr_in6 *)ss);
+		return 0;
+	}
+	if (uv_ip4_addr(host, s->port, (struct sockaddr_in *)ss) == 0 ||
+	    uv_ip6_addr(host, s->port, (struct sockaddr_in6 *)ss) == 0)
+		return 0;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	int rc = getaddrinfo(host, NULL, &hints, &res);
+	if (rc != 0)
+		return asb_error_set(ASB_ETRANSPORT, 0, NULL, "http server %s: cannot resolve \"%s\": %s",
+		                     s->name, host, gai_strerror(rc));
+	const struct addrinfo *pick = res;
+	for (const struct addrinfo *a = res; a; a = a->ai_next)
+		if (a->ai_family == AF_INET) {
+			pick = a;
+			break;
+		}
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)s->port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)s->port);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static void set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+/* Creates the listener's socket (SO_REUSEPORT when loops share the port) and binds it. */
+static int listener_bind(loop *lp, const struct sockaddr_storage *ss)
+{
+	int err = uv_tcp_init_ex(&lp->uv, &lp->listener, ss->ss_family);
+	if (err < 0)
+		return err;
+	lp->listening = true;
+	lp->listener.data = lp;
+	if (lp->srv->nloops > 1) {
+		uv_os_fd_t fd;
+		int one = 1;
+		if (uv_fileno((uv_handle_t *)&lp->listener, &fd) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0)
+			return UV_EINVAL;
+	}
+	return uv_tcp_bind(&lp->listener, (const struct sockaddr *)ss, 0);
+}
+
+static int bind_and_listen(httpd_server *s)
+{
+	struct sockaddr_storage ss;
+	int rc = resolve(s, s->host, &ss);
+	if (rc < 0)
+		return rc;
+	int err = 0;
+	for (unsigned int i = 0; i < s->nloops && err == 0; i++) {
+		loop *lp = &s->loops[i];
+		if (i > 0)
+			set_port(&ss, s->bound_port);  /* port 0: the others join the first's */
+		err = listener_bind(lp, &ss);
+		if (err == UV_EAFNOSUPPORT && !*s->host && ss.ss_family == AF_INET6) {
+			/* no IPv6 on this host: every IPv4 interface then */
+			if (lp->listening) {
+				uv_close((uv_handle_t *)&lp->listener, NULL);
+				uv_run(&lp->uv, UV_RUN_NOWAIT);
+				lp->listening = false;
+			}
+			uv_ip4_addr("0.0.0.0", i > 0 ? s->bound_port : s->port, (struct sockaddr_in *)&ss);
+			err = listener_bind(lp, &ss);
+		}
+		if (err == 0)
+			err = uv_listen((uv_stream_t *)&lp->listener, 511, on_connection);
+		if (err == 0 && i == 0) {
+			struct sockaddr_storage bound;
+			int len = sizeof(bound);
+			if (uv_tcp_getsockname(&lp->listener, (struct sockaddr *)&bound, &len) == 0)
+				s->bound_port = ntohs(bound.ss_family == AF_INET
+				                      ? ((struct sockaddr_in *)&bound)->sin_port
+				                      : ((struct sockaddr_in6 *)&bound)->sin6_port);
+		}
+	}
+	if (err < 0)
+		return asb_error_set(ASB_ETRANSPORT, 0, NULL, "http server %s: cannot listen on %s:%d: %s",
+		                     s->name, *s->host ? s->host : "*", s->port, uv_strerror(err));
+	return 0;
+}
+
+/* Closes every handle of a loop that will not run (a failed start). */
+static void close_all_walk(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static void loops_destroy(httpd_server *s)
+{
+	for (unsigned int i = 0; s->loops && i < s->nloops; i++) {
+		loop *lp = &s->loops[i];
+		if (!lp->initialized)
+			continue;
+		uv_walk(&lp->uv, close_all_walk, NULL);
+		uv_run(&lp->uv, UV_RUN_DEFAULT);
+		uv_loop_close(&lp->uv);
+		pthread_mutex_destroy(&lp->calls_lock);
+		lp->initialized = false;
+	}
+	free(s->loops);
+	s->loops = NULL;
+}
+
+int httpd_server_start(httpd_server *s)
+{
+	if (!s || s->started)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "http server: already started");
+	if (s->disabled)
+		return 0;
+	s->loops = calloc(s->nloops, sizeof(*s->loops));
+	if (!s->loops)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server %s: out of memory", s->name);
+	unsigned int per_loop = (s->max_connections + s->nloops - 1) / s->nloops;
+	/* Loops are set up here, on the caller's thread, before their threads
+	 * exist: bind errors come back to the caller. */
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		loop *lp = &s->loops[i];
+		lp->srv = s;
+		lp->index = i;
+		lp->max_connections = per_loop;
+		int err = uv_loop_init(&lp->uv);
+		if (err < 0) {
+			loops_destroy(s);
+			return asb_error_set(ASB_ERROR, 0, NULL, "http server %s: %s", s->name, uv_strerror(err));
+		}
+		pthread_mutex_init(&lp->calls_lock, NULL);
+		lp->initialized = true;
+		uv_async_init(&lp->uv, &lp->wake, on_wake);
+		lp->wake.data = lp;
+		uv_timer_init(&lp->uv, &lp->deadline);
+		lp->deadline.data = lp;
+	}
+	int rc = bind_and_listen(s);
+	for (unsigned int i = 0; rc == 0 && i < s->nloops; i++) {
+		if (pthread_create(&s->loops[i].thread, NULL, loop_thread, &s->loops[i]) != 0)
+			rc = asb_error_set(ASB_ERROR, 0, NULL, "http server %s: cannot start its thread", s->name);
+		else
+			s->loops[i].thread_started = true;
+	}
+	if (rc < 0) {
+		/* threads already running end at once: drained with nothing to do */
+		for (unsigned int i = 0; i < s->nloops; i++) {
+			loop *lp = &s->loops[i];
+			if (!lp->thread_started)
+				continue;
+			atomic_store(&lp->shutdown_requested, true);
+			uv_async_send(&lp->wake);
+			pthread_join(lp->thread, NULL);
+		}
+		loops_destroy(s);
+		return rc;
+	}
+	s->started = true;
+	char port[16], loops[16];
+	snprintf(port, sizeof(port), "%d", s->bound_port);
+	snprintf(loops, sizeof(loops), "%u", s->nloops);
+	asb_log(s->log, ASB_LOG_INFO, s->tls ? "serving HTTPS" : "serving HTTP", "server", s->name,
+	        "host", *s->host ? s->host : "*", "port", port, "loops", loops, NULL);
+	return 0;
+}
+
+int httpd_server_port(const httpd_server *s)
+{
+	return s && s->started ? s->bound_port : 0;
+}
+
+int httpd_server_shutdown(httpd_server *s, long timeout_ms)
+{
+	if (!s || !s->started || s->joined)
+		return 0;
+	atomic_store(&s->shutdown_timeout_ms, timeout_ms > 0 ? timeout_ms : 0);
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		atomic_store(&s->loops[i].shutdown_requested, true);
+		uv_async_send(&s->loops[i].wake);
+	}
+	for (unsigned int i = 0; i < s->nloops; i++)
+		pthread_join(s->loops[i].thread, NULL);
+	s->joined = true;
+	for (unsigned int i = 0; i < s->nloops; i++) {
+		uv_loop_close(&s->loops[i].uv);
+		/* the mutex stays: a late httpd_server_call() gets ASB_ESHUTDOWN */
+	}
+	int rc = atomic_load(&s->shutdown_rc);
+	if (rc < 0)
+		return asb_error_set(rc, 0, NULL, "http server %s: connections cut at the shutdown deadline",
+		                     s->name);
+	return 0;
+}
+
+void httpd_server_free(httpd_server *s)
+{
+	if (!s)
+		return;
+	httpd_server_shutdown(s, 0);
+	for (unsigned int i = 0; s->loops && i < s->nloops; i++)
+		if (s->loops[i].initialized)
+			pthread_mutex_destroy(&s->loops[i].calls_lock);
+	free(s->loops);
+	for (size_t i = 0; i < s->nroutes; i++) {
+		free(s->routes[i].method);
+		free(s->routes[i].path);
+		if (s->routes[i].free_userdata)
+			s->routes[i].free_userdata(s->routes[i].userdata);
+	}
+	free(s->routes);
+	httpd__tls_server_free(s->tls);
+	free(s->host);
+	free(s->name);
+	free(s);
+}
