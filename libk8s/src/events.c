@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "asb/clock.h"
 #include "k8s/events.h"
 #include "k8s/object.h"
 #include "events_internal.h"
@@ -436,12 +437,8 @@ int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
 	asb_map_init(&rec->entries);
 	asb_map_init(&rec->buckets);
 	pthread_mutex_init(&rec->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&rec->wake, &ca);
-	pthread_cond_init(&rec->flushed, &ca);
-	pthread_condattr_destroy(&ca);
+	asb_cond_init_monotonic(&rec->wake);
+	asb_cond_init_monotonic(&rec->flushed);
 	if (!rec->controller || !rec->instance) {
 		k8s_event_recorder_free(rec);
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -741,23 +738,12 @@ int k8s_event_recordf(k8s_event_recorder *rec, const k8s_event_ref *regarding,
 	return rc;
 }
 
-static void deadline_after(struct timespec *ts, long ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 int k8s_event_recorder_flush(k8s_event_recorder *rec, long timeout_ms)
 {
 	if (!rec)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "events: NULL recorder");
 	struct timespec deadline;
-	deadline_after(&deadline, timeout_ms > 0 ? timeout_ms : 0);
+	asb_deadline_after_ms(&deadline, timeout_ms > 0 ? timeout_ms : 0);
 	pthread_mutex_lock(&rec->lock);
 	uint64_t gen = ++rec->flush_req;
 	pthread_cond_signal(&rec->wake);
@@ -1024,7 +1010,7 @@ static void *writer_main(void *arg)
 			pthread_cond_wait(&rec->wake, &rec->lock);
 		} else if (next > now) {
 			struct timespec ts;
-			deadline_after(&ts, (long)(next - now));
+			asb_deadline_after_ms(&ts, (long)(next - now));
 			pthread_cond_timedwait(&rec->wake, &rec->lock, &ts);
 		}
 	}

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "asb/clock.h"
 #include "k8s/informer.h"
 #include "k8s/object.h"
 #include "informer_internal.h"
@@ -125,11 +126,7 @@ int k8s_informer_new(k8s_informer **out, k8s_client *client,
 	pthread_rwlock_init(&inf->cache_lock, NULL);
 	asb_map_init(&inf->cache);
 	pthread_mutex_init(&inf->state_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inf->state_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	asb_cond_init_monotonic(&inf->state_cond);
 	atomic_init(&inf->cancel, 0);
 	*out = inf;
 	return 0;
@@ -609,13 +606,7 @@ void k8s__informer_apply(k8s_informer *inf, k8s_watch_event_type type, cJSON *ob
 static bool sleep_or_stop(k8s_informer *inf, long ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	asb_deadline_after_ms(&ts, ms);
 	pthread_mutex_lock(&inf->state_lock);
 	while (!inf->stopping) {
 		if (pthread_cond_timedwait(&inf->state_cond, &inf->state_lock, &ts) != 0)
@@ -725,15 +716,7 @@ bool k8s_informer_has_synced(k8s_informer *inf)
 int k8s_informer_wait_synced(k8s_informer *inf, long timeout_ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (timeout_ms >= 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
+	asb_deadline_after_ms(&ts, timeout_ms >= 0 ? timeout_ms : 0);
 	int rc = 0;
 	pthread_mutex_lock(&inf->state_lock);
 	while (!inf->synced && !inf->stopping) {

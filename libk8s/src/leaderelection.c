@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "asb/clock.h"
 #include "k8s/leaderelection.h"
 #include "k8s/object.h"
 #include "leaderelection_internal.h"
@@ -290,11 +291,7 @@ int k8s_leader_new(k8s_leader **out, k8s_client *client,
 	if (!le)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&le->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&le->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	asb_cond_init_monotonic(&le->cond);
 	le->client = client;
 	le->log = o->logger;
 	le->ns = strdup(o->lease_namespace);
@@ -344,13 +341,7 @@ static long jittered(k8s_leader *le, long ms)
 static bool sleep_or_stop(k8s_leader *le, long ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	asb_deadline_after_ms(&ts, ms);
 	pthread_mutex_lock(&le->lock);
 	while (!le->stopping)
 		if (pthread_cond_timedwait(&le->cond, &le->lock, &ts) == ETIMEDOUT)

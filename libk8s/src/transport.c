@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "asb/clock.h"
 #include "transport.h"
 
 struct k8s__shard {
@@ -257,13 +258,9 @@ void k8s__transport_release(k8s__transport *t, CURL *h)
 
 int k8s__xfer_init(k8s__xfer *x, CURL *h)
 {
-	pthread_condattr_t attr;
 	memset(x, 0, sizeof(*x));
 	x->h = h;
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	int err = pthread_cond_init(&x->cond, &attr);
-	pthread_condattr_destroy(&attr);
+	int err = asb_cond_init_monotonic(&x->cond);
 	if (err)
 		return asb_error_set(ASB_ERROR, 0, NULL, "client: cond init failed: %s",
 		                     strerror(err));
@@ -333,13 +330,7 @@ void k8s__xfer_unlock(k8s__xfer *x)
 void k8s__xfer_timedwait(k8s__xfer *x, long ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	asb_deadline_after_ms(&ts, ms);
 	pthread_cond_timedwait(&x->cond, &x->shard->lock, &ts);
 }
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "asb/clock.h"
 #include "k8s/workqueue.h"
 #include "k8s/object.h"
 #include "k8s/ratelimit.h"
@@ -62,11 +63,7 @@ int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
 	if (!q)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	asb_cond_init_monotonic(&q->cond);
 	asb_map_init(&q->dirty);
 	asb_map_init(&q->processing);
 	asb_map_init(&q->failures);
@@ -292,13 +289,7 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 			pthread_cond_wait(&q->cond, &q->lock);
 		} else {
 			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += wait_ms / 1000;
-			ts.tv_nsec += (wait_ms % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			asb_deadline_after_ms(&ts, wait_ms);
 			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
 		}
 	}
