@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "asb/array.h"
 #include "asb/common.h"
 #include "fsops.h"
 
@@ -85,14 +86,8 @@ int sbxd_list(const sbxd_root *r, const char *rel, sbxd_list_order order,
 			continue;  /* vanished meanwhile */
 		if (S_ISLNK(st.st_mode) && !follow_inside(r, rel, de->d_name, &st))
 			continue;  /* escaping or dangling */
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			sbxd_entry *nv = realloc(v, ncap * sizeof(*nv));
-			if (!nv)
-				goto oom;
-			v = nv;
-			cap = ncap;
-		}
+		if (ASB_ARRAY_GROW(v, cap, len + 1, 16))
+			goto oom;
 		v[len].name = strdup(de->d_name);
 		if (!v[len].name)
 			goto oom;

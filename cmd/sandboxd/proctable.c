@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "asb/array.h"
 #include "asb/common.h"
 #include "proctable.h"
 
@@ -64,14 +65,8 @@ unsigned int sbxd_proctable_running(const sbxd_proctable *t)
 
 int32_t sbxd_proctable_add(sbxd_proctable *t, void *item)
 {
-	if (t->len == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 16;
-		slot *nv = realloc(t->v, ncap * sizeof(*nv));
-		if (!nv)
-			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-		t->v = nv;
-		t->cap = ncap;
-	}
+	if (ASB_ARRAY_GROW(t->v, t->cap, t->len + 1, 16))
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	int32_t id = t->next_id;
 	/* wraps after 2^31-1 starts; ids of ended processes are long gone */
 	t->next_id = t->next_id == INT32_MAX ? 1 : t->next_id + 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "asb/array.h"
 #include "asb/common.h"
 #include "reaper.h"
 
@@ -192,14 +193,8 @@ void sbxd_reaper_unlock(sbxd_reaper *r)
 
 int sbxd_reaper_claim_locked(sbxd_reaper *r, pid_t pid)
 {
-	if (r->len == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 16;
-		pid_t *v = realloc(r->claimed, ncap * sizeof(*v));
-		if (!v)
-			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-		r->claimed = v;
-		r->cap = ncap;
-	}
+	if (ASB_ARRAY_GROW(r->claimed, r->cap, r->len + 1, 16))
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	r->claimed[r->len++] = pid;
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "asb/array.h"
 #include "asb/metrics.h"
 #include "asb/map.h"
 #include "asb/strbuf.h"
@@ -749,14 +750,8 @@ int asb_metrics_emit(asb_metrics_emitter *e, const char *const *values, size_t n
 	int rc = check_values(e->family, values, n);
 	if (rc < 0)
 		return rc;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 16;
-		emitted *s = realloc(e->samples, cap * sizeof(*s));
-		if (!s)
-			goto nomem;
-		e->samples = s;
-		e->cap = cap;
-	}
+	if (ASB_ARRAY_GROW(e->samples, e->cap, e->n + 1, 16))
+		goto nomem;
 	char **copy = dup_strv(values, n);
 	if (!copy)
 		goto nomem;

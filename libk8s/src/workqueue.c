@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "asb/array.h"
 #include "asb/clock.h"
 #include "k8s/workqueue.h"
 #include "k8s/object.h"
@@ -157,14 +158,8 @@ static void heap_swap(delayed_item *a, delayed_item *b)
 
 static int heap_push(k8s_workqueue *q, int64_t ready_at, const char *key)
 {
-	if (q->heap_len == q->heap_cap) {
-		size_t cap = q->heap_cap ? q->heap_cap * 2 : 16;
-		delayed_item *h = realloc(q->heap, cap * sizeof(*h));
-		if (!h)
-			return ASB_ENOMEM;
-		q->heap = h;
-		q->heap_cap = cap;
-	}
+	if (ASB_ARRAY_GROW(q->heap, q->heap_cap, q->heap_len + 1, 16))
+		return ASB_ENOMEM;
 	char *k = strdup(key);
 	if (!k)
 		return ASB_ENOMEM;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "asb/array.h"
 #include "plan.h"
 #include "k8s/common.h"
 #include "k8s/object.h"
@@ -21,14 +22,8 @@ plan_action *plan_add(sbx_plan *p, sbx_step step, sbx_verb verb,
                       sbx_object object, const char *name, cJSON *body,
                       const char *what)
 {
-	if (p->n_actions == p->cap_actions) {
-		size_t cap = p->cap_actions ? p->cap_actions * 2 : 8;
-		plan_action **a = realloc(p->actions, cap * sizeof(*a));
-		if (!a)
-			goto oom;
-		p->actions = a;
-		p->cap_actions = cap;
-	}
+	if (ASB_ARRAY_GROW(p->actions, p->cap_actions, p->n_actions + 1, 8))
+		goto oom;
 	plan_action *a = calloc(1, sizeof(*a));
 	if (!a)
 		goto oom;

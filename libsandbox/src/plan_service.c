@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include "asb/array.h"
 #include "plan.h"
 #include "k8s/object.h"
 
@@ -58,14 +59,8 @@ static bool scan_ports(port_keys *ks, const cJSON *container)
 			proto = "TCP";
 		port_key *k = find_key(ks, port, proto);
 		if (!k) {
-			if (ks->len == ks->cap) {
-				size_t cap = ks->cap ? ks->cap * 2 : 8;
-				port_key *it = realloc(ks->items, cap * sizeof(*it));
-				if (!it)
-					return false;
-				ks->items = it;
-				ks->cap = cap;
-			}
+			if (ASB_ARRAY_GROW(ks->items, ks->cap, ks->len + 1, 8))
+				return false;
 			k = &ks->items[ks->len++];
 			*k = (port_key){ .port = port, .protocol = proto };
 		}

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "asb/array.h"
 #include "k8s/common.h"
 #include "expectations.h"
 
@@ -78,14 +79,8 @@ static record *find_or_add(wp_expectations *e, const char *key)
 	record *r = find(e, key);
 	if (r)
 		return r;
-	if (e->nrecs == e->caprecs) {
-		size_t cap = e->caprecs ? e->caprecs * 2 : 8;
-		record *n = realloc(e->recs, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		e->recs = n;
-		e->caprecs = cap;
-	}
+	if (ASB_ARRAY_GROW(e->recs, e->caprecs, e->nrecs + 1, 8))
+		return NULL;
 	r = &e->recs[e->nrecs];
 	memset(r, 0, sizeof(*r));
 	if (!(r->key = strdup(key)))
@@ -168,15 +163,9 @@ int wp_expectations_expect_deletion(wp_expectations *e, const char *key, const c
 	for (size_t i = 0; i < r->nuids; i++)
 		if (strcmp(r->uids[i], uid) == 0)
 			goto out;
-	if (r->nuids == r->capuids) {
-		size_t cap = r->capuids ? r->capuids * 2 : 8;
-		char **n = realloc(r->uids, cap * sizeof(*n));
-		if (!n) {
-			rc = ASB_ENOMEM;
-			goto out;
-		}
-		r->uids = n;
-		r->capuids = cap;
+	if (ASB_ARRAY_GROW(r->uids, r->capuids, r->nuids + 1, 8)) {
+		rc = ASB_ENOMEM;
+		goto out;
 	}
 	if (!(r->uids[r->nuids] = strdup(uid)))
 		rc = ASB_ENOMEM;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "asb/array.h"
 #include "warmqueue.h"
 #include "jsonutil.h"
 #include "k8s/common.h"
@@ -82,14 +83,8 @@ static pool_list *pool_get(wp_warm_queue *q, const char *key)
 	pool_list *p = pool_find(q, key);
 	if (p)
 		return p;
-	if (q->n == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 8;
-		pool_list *np = realloc(q->pools, cap * sizeof(*np));
-		if (!np)
-			return NULL;
-		q->pools = np;
-		q->cap = cap;
-	}
+	if (ASB_ARRAY_GROW(q->pools, q->cap, q->n + 1, 8))
+		return NULL;
 	char *k = strdup(key);
 	if (!k)
 		return NULL;
@@ -138,16 +133,10 @@ int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
 		p->items[at].node_name = nd;
 		goto out;
 	}
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-		wp_warm_item *ni = realloc(p->items, cap * sizeof(*ni));
-		if (!ni) {
-			free(nd);
-			rc = ASB_ENOMEM;
-			goto out;
-		}
-		p->items = ni;
-		p->cap = cap;
+	if (ASB_ARRAY_GROW(p->items, p->cap, p->n + 1, 16)) {
+		free(nd);
+		rc = ASB_ENOMEM;
+		goto out;
 	}
 	wp_warm_item it = { strdup(ns), strdup(name), nd };
 	if (!it.namespace_ || !it.name) {
