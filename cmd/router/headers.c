@@ -36,22 +36,36 @@ bool rt_headers_hop_by_hop(const char *name)
 	return in_list(name, hop_by_hop);
 }
 
+/* The next element of the comma-separated list at *v, without its
+ * surrounding blanks: its start, its length in *len (0 for an empty
+ * element); *v moves past it. NULL at the end of the list. */
+static const char *list_next(const char **v, size_t *len)
+{
+	const char *p = *v;
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	if (!*p) {
+		*v = p;
+		return NULL;
+	}
+	const char *s = p;
+	while (*p && *p != ',')
+		p++;
+	const char *e = p;
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*v = p;
+	*len = (size_t)(e - s);
+	return s;
+}
+
 /* True when the comma-separated list `v` holds `token` (case-insensitive). */
 static bool list_has(const char *v, const char *token)
 {
-	size_t tn = strlen(token);
-	while (*v) {
-		while (*v == ' ' || *v == '\t' || *v == ',')
-			v++;
-		const char *s = v;
-		while (*v && *v != ',')
-			v++;
-		const char *e = v;
-		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if ((size_t)(e - s) == tn && strncasecmp(s, token, tn) == 0)
+	size_t tn = strlen(token), len;
+	for (const char *s; (s = list_next(&v, &len));)
+		if (len == tn && strncasecmp(s, token, tn) == 0)
 			return true;
-	}
 	return false;
 }
 
@@ -93,18 +107,11 @@ static size_t each_token(const rt_header *hs, size_t n, conn_token *out)
 		if (strcasecmp(hs[i].name, "Connection") != 0)
 			continue;
 		const char *v = hs[i].value;
-		while (*v) {
-			while (*v == ' ' || *v == '\t' || *v == ',')
-				v++;
-			const char *s = v;
-			while (*v && *v != ',')
-				v++;
-			const char *e = v;
-			while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			if (e > s) {
+		size_t len;
+		for (const char *s; (s = list_next(&v, &len));) {
+			if (len) {
 				if (out)
-					out[k] = (conn_token){ s, (size_t)(e - s) };
+					out[k] = (conn_token){ s, len };
 				k++;
 			}
 		}
