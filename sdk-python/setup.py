@@ -1,4 +1,4 @@
-"""Build hook of agent-sandbox-c: puts libsandbox and libk8s into the
+"""Build hook of agent-sandbox-c: puts libsandbox, libk8s and libasb into the
 package (agent_sandbox_c/_lib/), so the installed package needs no build
 tree. The libraries come from $AGENT_SANDBOX_BUILD_DIR, else from the
 repository's build/ directory; when neither holds them, the C core is built
@@ -40,10 +40,12 @@ class BuildWithLibs(build_py):
         out = Path(self.build_lib) / "agent_sandbox_c" / "_lib"
         out.mkdir(parents=True, exist_ok=True)
         # real files under the names the loader looks for (libsandbox.so)
-        # and libsandbox's dependency asks for (libk8s.so.0, its soname)
+        # and libsandbox's dependencies ask for (libk8s.so.0 and libasb.so.0,
+        # their sonames)
         shutil.copy2(os.path.realpath(build / "libsandbox" / "libsandbox.so"),
                      out / "libsandbox.so")
         shutil.copy2(os.path.realpath(build / "libk8s" / "libk8s.so"), out / "libk8s.so.0")
+        shutil.copy2(os.path.realpath(build / "libasb" / "libasb.so"), out / "libasb.so.0")
 
 
 class BinaryDistribution(Distribution):

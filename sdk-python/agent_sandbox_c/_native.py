@@ -52,11 +52,13 @@ def _load() -> ctypes.CDLL:
         if not path.exists():
             tried.append(str(path))
             continue
-        # A packaged copy sits beside libk8s without a run path: load that
-        # first, so libsandbox's dependency resolves to it.
-        k8s = sorted(path.parent.glob("libk8s.so*"))
-        if k8s:
-            ctypes.CDLL(str(k8s[0]), mode=ctypes.RTLD_GLOBAL)
+        # A packaged copy sits beside libasb and libk8s without a run path:
+        # load those first (libasb before libk8s, which needs it), so that
+        # libsandbox's dependencies resolve to them.
+        for dep in ("libasb.so*", "libk8s.so*"):
+            found = sorted(path.parent.glob(dep))
+            if found:
+                ctypes.CDLL(str(found[0]), mode=ctypes.RTLD_GLOBAL)
         return ctypes.CDLL(str(path))
     found = ctypes.util.find_library("sandbox")
     if found:

@@ -15,7 +15,7 @@ import agent_sandbox_c as sdk
 c = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url="http://127.0.0.1:9"))
 print("claims:", c.list_all_sandboxes("default"))
 maps = open("/proc/self/maps").read()
-print("\\n".join(sorted({l.split()[-1] for l in maps.splitlines() if "libsandbox" in l or "libk8s" in l})))
+print("\\n".join(sorted({l.split()[-1] for l in maps.splitlines() if "libsandbox" in l or "libk8s" in l or "libasb" in l})))
 """
 
 
@@ -33,7 +33,7 @@ def test_pip_install_makes_a_self_contained_package(kube, tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     lib = target / "agent_sandbox_c" / "_lib"
-    assert sorted(os.listdir(lib)) == ["libk8s.so.0", "libsandbox.so"]
+    assert sorted(os.listdir(lib)) == ["libasb.so.0", "libk8s.so.0", "libsandbox.so"]
     assert (target / "agent_sandbox_c" / "py.typed").exists()
 
     env = {k: v for k, v in os.environ.items()
@@ -48,5 +48,6 @@ def test_pip_install_makes_a_self_contained_package(kube, tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].startswith("claims: ["), lines
     loaded = lines[1:]
-    assert loaded == sorted([str(lib / "libk8s.so.0"), str(lib / "libsandbox.so")]), \
+    assert loaded == sorted([str(lib / "libasb.so.0"), str(lib / "libk8s.so.0"),
+                             str(lib / "libsandbox.so")]), \
         f"not the packaged libraries: {loaded}"
