@@ -126,8 +126,7 @@ typedef struct {
 	sbxd_proc_lingering *lingering;
 } sbxd_proc_options;
 
-#define SBXD_PROC_OPTIONS_INIT { SBXD_PROC_OPTIONS_VERSION, NULL, NULL, -1, false, 0, 0, \
-	false, 0, 0, 0, 0, 0, 0, NULL, NULL }
+#define SBXD_PROC_OPTIONS_INIT { .version = SBXD_PROC_OPTIONS_VERSION, .cwd_fd = -1 }
 
 /**
  * Starts a process. On success `*out` is running and owned by the caller

@@ -9,8 +9,8 @@
  * reads one file) and thread-safe on read-only arguments; they never modify
  * their const arguments. Objects are whole Kubernetes objects as cJSON.
  *
- * Private to libwarmpool. The functions are exported from the shared
- * library (WP_EXTERN) only so that the unit tests can call them.
+ * Private to libwarmpool: hidden in the shared library; the unit tests
+ * reach them through libwarmpool_internal (its objects, linked statically).
  */
 #ifndef WP_CLAIM_H
 #define WP_CLAIM_H
@@ -45,12 +45,12 @@ typedef struct {
 } wp_claim_err;
 
 /** Sets `e` (replacing what it held) to `kind` and a printf message. Returns false. */
-WP_EXTERN bool wp_claim_err_set(wp_claim_err *e, wp_claim_err_kind kind, const char *fmt, ...)
+bool wp_claim_err_set(wp_claim_err *e, wp_claim_err_kind kind, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /** Frees the message and resets `e` to WP_CLAIM_OK. */
-WP_EXTERN void wp_claim_err_clear(wp_claim_err *e);
+void wp_claim_err_clear(wp_claim_err *e);
 /** True for the "suppressed" user errors of §9.1 step 11 (no backoff). */
-WP_EXTERN bool wp_claim_err_suppressed(const wp_claim_err *e);
+bool wp_claim_err_suppressed(const wp_claim_err *e);
 
 /* ---- §9.5: allowed label domains, Kubernetes name validation ---- */
 
@@ -70,14 +70,14 @@ typedef struct {
  * separated, trimmed, lower-cased, empty items skipped; an empty result
  * means [WP_DEFAULT_LABEL_DOMAIN]. Returns 0 or ASB_ENOMEM.
  */
-WP_EXTERN int wp_domains_parse(const char *text, wp_domains *out);
+int wp_domains_parse(const char *text, wp_domains *out);
 /**
  * Reads and parses the file `path` (NULL: the default path). A missing
  * file gives the default domain. Returns 0, ASB_ERROR (unreadable, message
  * recorded) or ASB_ENOMEM.
  */
-WP_EXTERN int wp_domains_load(const char *path, wp_domains *out);
-WP_EXTERN void wp_domains_free(wp_domains *d);
+int wp_domains_load(const char *path, wp_domains *out);
+void wp_domains_free(wp_domains *d);
 
 /**
  * Validates the claim's spec.additionalPodMetadata (§9.5; labels first,
@@ -86,7 +86,7 @@ WP_EXTERN void wp_domains_free(wp_domains *d);
  * additionalPodMetadata: failed to validate label "<k>": ...`, and returns
  * false.
  */
-WP_EXTERN bool wp_claim_validate_metadata(const cJSON *claim, const wp_domains *domains,
+bool wp_claim_validate_metadata(const cJSON *claim, const wp_domains *domains,
                                           wp_claim_err *err);
 
 /**
@@ -96,7 +96,7 @@ WP_EXTERN bool wp_claim_validate_metadata(const cJSON *claim, const wp_domains *
  * `metadata override conflict: label "<k>" is defined in template with
  * value "<v1>", but claim requests "<v2>"` (labels first, sorted keys).
  */
-WP_EXTERN bool wp_merge_pod_metadata(cJSON *meta, const cJSON *claim, wp_claim_err *err);
+bool wp_merge_pod_metadata(cJSON *meta, const cJSON *claim, wp_claim_err *err);
 
 /* ---- §9.7 env, §9.8 volumeClaimTemplates ---- */
 
@@ -106,7 +106,7 @@ WP_EXTERN bool wp_merge_pod_metadata(cJSON *meta, const cJSON *claim, wp_claim_e
  * done. Errors: EnvVarsInjectionRejected, or ReconcilerError for an
  * unknown container or a forbidden override.
  */
-WP_EXTERN bool wp_inject_env(cJSON *pod_spec, const cJSON *claim, const char *policy,
+bool wp_inject_env(cJSON *pod_spec, const cJSON *claim, const char *policy,
                              wp_claim_err *err);
 
 /**
@@ -114,7 +114,7 @@ WP_EXTERN bool wp_inject_env(cJSON *pod_spec, const cJSON *claim, const char *po
  * a new string `invalid volume claim templates: name at index <i> is
  * empty` / `... duplicate name "<n>"`.
  */
-WP_EXTERN char *wp_vct_errors(const cJSON *vcts);
+char *wp_vct_errors(const cJSON *vcts);
 
 /**
  * The merged VCT list (new array, caller frees) of the template's `tpl_vcts`
@@ -122,28 +122,28 @@ WP_EXTERN char *wp_vct_errors(const cJSON *vcts);
  * (VolumeClaimTemplatesError, or ReconcilerError for an unknown policy;
  * every message prefixed `failed to merge volume claim templates: `).
  */
-WP_EXTERN cJSON *wp_merge_vcts(const cJSON *tpl_vcts, const cJSON *claim_vcts,
+cJSON *wp_merge_vcts(const cJSON *tpl_vcts, const cJSON *claim_vcts,
                                const char *policy, wp_claim_err *err);
 
 /* ---- §9.4 cold Sandbox, §9.3 adoption ---- */
 
 /** A new controller ownerReference to the SandboxClaim `claim`. */
-WP_EXTERN cJSON *wp_claim_owner_ref(const cJSON *claim);
+cJSON *wp_claim_owner_ref(const cJSON *claim);
 
 /** True when `obj`'s controller reference is the claim `claim` (UID). */
-WP_EXTERN bool wp_controlled_by_claim(const cJSON *obj, const cJSON *claim);
+bool wp_controlled_by_claim(const cJSON *obj, const cJSON *claim);
 /** True when `obj`'s controller reference is any SandboxClaim of the extensions group. */
-WP_EXTERN bool wp_controlled_by_any_claim(const cJSON *obj);
+bool wp_controlled_by_any_claim(const cJSON *obj);
 
 /** True when the claim sets spec.env or spec.volumeClaimTemplates (cold only). */
-WP_EXTERN bool wp_claim_forces_cold(const cJSON *claim);
+bool wp_claim_forces_cold(const cJSON *claim);
 
 /**
  * Adds to meta.labels (created) claim-uid, sandbox-template-ref-hash =
  * `ref_hash` and created-by (the claim's; removed when it has none).
  * Returns false on allocation failure.
  */
-WP_EXTERN bool wp_claim_add_labels(cJSON *meta, const cJSON *claim, const char *ref_hash);
+bool wp_claim_add_labels(cJSON *meta, const cJSON *claim, const char *ref_hash);
 
 /**
  * The podTemplate metadata ({labels, annotations}, new object) a
@@ -154,7 +154,7 @@ WP_EXTERN bool wp_claim_add_labels(cJSON *meta, const cJSON *claim, const char *
  * removed), plus the claim's additionalPodMetadata. NULL with `err` set on
  * an override conflict.
  */
-WP_EXTERN cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *sbx,
+cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *sbx,
                                        const char *tpl_ref_hash, wp_claim_err *err);
 
 /**
@@ -162,7 +162,7 @@ WP_EXTERN cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, con
  * the spec's order: VCTs, labels, metadata merge, env, secure defaults).
  * New object, or NULL with `err` set.
  */
-WP_EXTERN cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err);
+cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err);
 
 /**
  * The merge patch adopting the warm Sandbox `sbx` for `claim` (§9.3 step
@@ -171,7 +171,7 @@ WP_EXTERN cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_
  * template name (NULL: from the Sandbox's sandbox-template-ref annotation).
  * New object, or NULL with `err` set.
  */
-WP_EXTERN cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
+cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
                                          const char *tpl_name, wp_claim_err *err);
 
 /**
@@ -180,14 +180,14 @@ WP_EXTERN cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, c
  * SandboxWarmPool controller reference named like spec.warmPoolRef.name.
  * On failure `*reason` (may be NULL) gets a static description.
  */
-WP_EXTERN bool wp_claim_candidate_ok(const cJSON *claim, const cJSON *sbx, const char **reason);
+bool wp_claim_candidate_ok(const cJSON *claim, const cJSON *sbx, const char **reason);
 
 /**
  * The merge patch turning `old_obj` into `new_obj` (RFC 7386: removed
  * members become null, arrays replaced whole); new object, empty ({})
  * when equal. NULL on allocation failure.
  */
-WP_EXTERN cJSON *wp_merge_patch_diff(const cJSON *old_obj, const cJSON *new_obj);
+cJSON *wp_merge_patch_diff(const cJSON *old_obj, const cJSON *new_obj);
 
 /* ---- §9.9 expiry, §9.10 status ---- */
 
@@ -198,13 +198,13 @@ WP_EXTERN cJSON *wp_merge_patch_diff(const cJSON *old_obj, const cJSON *new_obj)
  * status to read Finished from (NULL: the claim's own). False when it never
  * expires.
  */
-WP_EXTERN bool wp_claim_expiry(const cJSON *claim, const cJSON *status, int64_t *at_ms);
+bool wp_claim_expiry(const cJSON *claim, const cJSON *status, int64_t *at_ms);
 
 /** lifecycle.shutdownPolicy, "Retain" when unset. Borrowed or static. */
-WP_EXTERN const char *wp_claim_shutdown_policy(const cJSON *claim);
+const char *wp_claim_shutdown_policy(const cJSON *claim);
 
 /** The condition `type` of `status` (status.conditions), or NULL. */
-WP_EXTERN const cJSON *wp_condition(const cJSON *status, const char *type);
+const cJSON *wp_condition(const cJSON *status, const char *type);
 
 /**
  * Set-condition semantics (meta.SetStatusCondition) on `status` (in
@@ -214,12 +214,12 @@ WP_EXTERN const cJSON *wp_condition(const cJSON *status, const char *type);
  * message and observedGeneration are always set. Returns false on
  * allocation failure.
  */
-WP_EXTERN bool wp_set_condition(cJSON *status, const char *type, const char *cstatus,
+bool wp_set_condition(cJSON *status, const char *type, const char *cstatus,
                                 const char *reason, const char *message,
                                 int64_t observed_generation, const char *ltt, int64_t now_ms);
 
 /** The Ready message of an AdoptionConflict error (§9.10; new string). */
-WP_EXTERN char *wp_adoption_conflict_message(const wp_claim_err *e);
+char *wp_adoption_conflict_message(const wp_claim_err *e);
 
 /**
  * The new claim status (§9.10) from the claim's current status, the bound
@@ -228,26 +228,26 @@ WP_EXTERN char *wp_adoption_conflict_message(const wp_claim_err *e);
  * cache-lag pass with an existing bound name returns the status unchanged.
  * New object (caller frees), NULL on allocation failure.
  */
-WP_EXTERN cJSON *wp_claim_status(const cJSON *claim, const cJSON *sbx, const wp_claim_err *err,
+cJSON *wp_claim_status(const cJSON *claim, const cJSON *sbx, const wp_claim_err *err,
                                  bool expired, int64_t now_ms);
 
 /** A copy of status `st` (NULL: {}) with its conditions sorted by type; NULL on allocation failure. */
-WP_EXTERN cJSON *wp_claim_status_sorted(const cJSON *st);
+cJSON *wp_claim_status_sorted(const cJSON *st);
 
 /** True when two claim statuses are semantically equal (conditions compared sorted by type). */
-WP_EXTERN bool wp_claim_status_equal(const cJSON *a, const cJSON *b);
+bool wp_claim_status_equal(const cJSON *a, const cJSON *b);
 
 /**
  * The owned-Sandbox update filter of §9: true when deletionTimestamp
  * toggles, status.podIPs change, or the whole Ready or Finished condition
  * object changes (metadata/spec-only updates do not wake the claim).
  */
-WP_EXTERN bool wp_claim_sandbox_update_matters(const cJSON *old_sbx, const cJSON *new_sbx);
+bool wp_claim_sandbox_update_matters(const cJSON *old_sbx, const cJSON *new_sbx);
 
 /** created-by normalized for metrics: go-client, python-client, controller or unknown. */
-WP_EXTERN const char *wp_normalize_created_by(const char *v);
+const char *wp_normalize_created_by(const char *v);
 
 /** Formats ns since the epoch as RFC 3339 with nanoseconds (Go's RFC3339Nano, UTC) into buf (>= 40 bytes). */
-WP_EXTERN char *wp_format_rfc3339nano(int64_t ns, char *buf, size_t cap);
+char *wp_format_rfc3339nano(int64_t ns, char *buf, size_t cap);
 
 #endif

@@ -13,8 +13,8 @@
  * Times are caller-supplied milliseconds of a monotonic clock (tests pass
  * their own). Thread-safety: every function may be called from any thread
  * (one mutex); informer handlers lower expectations while workers read
- * them. Private to libwarmpool; exported (WP_EXTERN) for the unit tests
- * only.
+ * them. Private to libwarmpool: hidden in the shared library; the unit
+ * tests reach them through libwarmpool_internal.
  */
 #ifndef WP_EXPECTATIONS_H
 #define WP_EXPECTATIONS_H
@@ -33,16 +33,16 @@ typedef struct wp_expectations wp_expectations;
  * their last raise. @return 0, ASB_EINVAL (NULL out, timeout <= 0),
  * ASB_ENOMEM.
  */
-WP_EXTERN int wp_expectations_new(wp_expectations **out, long timeout_ms);
+int wp_expectations_new(wp_expectations **out, long timeout_ms);
 
 /** Frees the tracker; NULL accepted. */
-WP_EXTERN void wp_expectations_free(wp_expectations *e);
+void wp_expectations_free(wp_expectations *e);
 
 /**
  * True when the gate of `key` is open (see above). An expired record is
  * dropped by this call.
  */
-WP_EXTERN bool wp_expectations_satisfied(wp_expectations *e, const char *key, int64_t now_ms);
+bool wp_expectations_satisfied(wp_expectations *e, const char *key, int64_t now_ms);
 
 /**
  * Atomically: when the gate of `key` is open, replaces its record by a
@@ -50,7 +50,7 @@ WP_EXTERN bool wp_expectations_satisfied(wp_expectations *e, const char *key, in
  * changes nothing and returns false. ASB_ENOMEM is reported as false with
  * the error recorded.
  */
-WP_EXTERN bool wp_expectations_expect_creations(wp_expectations *e, const char *key, int n,
+bool wp_expectations_expect_creations(wp_expectations *e, const char *key, int n,
                                                 int64_t now_ms);
 
 /**
@@ -58,7 +58,7 @@ WP_EXTERN bool wp_expectations_expect_creations(wp_expectations *e, const char *
  * creates that failed or were never sent: their count), never below zero.
  * No record: nothing.
  */
-WP_EXTERN void wp_expectations_lower_creations(wp_expectations *e, const char *key, int n);
+void wp_expectations_lower_creations(wp_expectations *e, const char *key, int n);
 
 /**
  * Records that the member `uid` of `key` is being deleted (creating the
@@ -66,27 +66,27 @@ WP_EXTERN void wp_expectations_lower_creations(wp_expectations *e, const char *k
  * NULL `uid` is never recorded (returns 0).
  * @return 0 or ASB_ENOMEM.
  */
-WP_EXTERN int wp_expectations_expect_deletion(wp_expectations *e, const char *key,
+int wp_expectations_expect_deletion(wp_expectations *e, const char *key,
                                               const char *uid, int64_t now_ms);
 
 /**
  * Clears the pending deletion of `uid` (observed delete event, failed or
  * NotFound delete). Unknown key or uid: nothing.
  */
-WP_EXTERN void wp_expectations_deletion_observed(wp_expectations *e, const char *key,
+void wp_expectations_deletion_observed(wp_expectations *e, const char *key,
                                                  const char *uid);
 
 /**
  * True when `uid` of `key` is pending deletion and the record has not
  * expired (an expired record stops marking its UIDs).
  */
-WP_EXTERN bool wp_expectations_deletion_pending(wp_expectations *e, const char *key,
+bool wp_expectations_deletion_pending(wp_expectations *e, const char *key,
                                                 const char *uid, int64_t now_ms);
 
 /** The pending creations of `key` (0 without a record); for tests and logs. */
-WP_EXTERN int wp_expectations_pending_creations(wp_expectations *e, const char *key);
+int wp_expectations_pending_creations(wp_expectations *e, const char *key);
 
 /** Drops every record of `key` (pool deleted, §8.5). */
-WP_EXTERN void wp_expectations_forget(wp_expectations *e, const char *key);
+void wp_expectations_forget(wp_expectations *e, const char *key);
 
 #endif

@@ -20,8 +20,8 @@
  * of wp_pool_input, so tests script them.
  *
  * All functions are pure (no I/O, no clock, no global state) and
- * thread-safe on distinct arguments. Private to libwarmpool; exported
- * (WP_EXTERN) for the unit tests only.
+ * thread-safe on distinct arguments. Private to libwarmpool: hidden in the
+ * shared library; the unit tests reach them through libwarmpool_internal.
  */
 #ifndef WP_POOLPLAN_H
 #define WP_POOLPLAN_H
@@ -123,13 +123,13 @@ typedef struct {
 } wp_pool_plan;
 
 /** NameHash of the pool name: the warm-pool-sandbox label value. */
-WP_EXTERN void wp_pool_hash(const cJSON *pool, char out[SBX_NAME_HASH_SIZE]);
+void wp_pool_hash(const cJSON *pool, char out[SBX_NAME_HASH_SIZE]);
 
 /** spec.replicas, nil (absent/null) => 1, negative => 0. */
-WP_EXTERN int wp_pool_desired(const cJSON *pool);
+int wp_pool_desired(const cJSON *pool);
 
 /** spec.updateStrategy.type is "Recreate" (anything else is OnReplenish). */
-WP_EXTERN bool wp_pool_recreate(const cJSON *pool);
+bool wp_pool_recreate(const cJSON *pool);
 
 /**
  * Phase 1 (§8.1, §8.4): classifies every Sandbox of `members` (a cJSON
@@ -140,7 +140,7 @@ WP_EXTERN bool wp_pool_recreate(const cJSON *pool);
  * old hash value and reused for the other members carrying it (§8.4).
  * @return 0 or ASB_ENOMEM.
  */
-WP_EXTERN int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
+int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
                                wp_pool_member **out, size_t *n);
 
 /**
@@ -148,7 +148,7 @@ WP_EXTERN int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
  * whose action was a delete-as-stale or an update becomes SKIPPED (counted
  * neither active nor terminating); its action is cleared.
  */
-WP_EXTERN void wp_pool_classify_failed(wp_pool_member *m, size_t n);
+void wp_pool_classify_failed(wp_pool_member *m, size_t n);
 
 /**
  * Phase 2 (§8.2): for ACTIVE members not Ready, with a creationTimestamp,
@@ -157,14 +157,14 @@ WP_EXTERN void wp_pool_classify_failed(wp_pool_member *m, size_t n);
  * delay to the earliest grace deadline of members still inside it (0:
  * none). Returns the number of unschedulable members.
  */
-WP_EXTERN int wp_pool_stuck(const wp_pool_input *in, wp_pool_member *m, size_t n,
+int wp_pool_stuck(const wp_pool_input *in, wp_pool_member *m, size_t n,
                             long *grace_requeue_ms);
 
 /**
  * Applies the outcome of the phase-2 deletes: a DELETE_STUCK member with
  * `failed` set is ACTIVE again.
  */
-WP_EXTERN void wp_pool_stuck_failed(wp_pool_member *m, size_t n);
+void wp_pool_stuck_failed(wp_pool_member *m, size_t n);
 
 /**
  * Phase 3 (§8.2-§8.3): sizing. `gate_open` is the expectations gate as
@@ -172,15 +172,15 @@ WP_EXTERN void wp_pool_stuck_failed(wp_pool_member *m, size_t n);
  * `state` (in/out) the pool's memory. Fills `plan`. @return 0 or ASB_ENOMEM
  * (plan cleared).
  */
-WP_EXTERN int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
+int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
                            bool gate_open, long grace_requeue_ms,
                            wp_pool_state *state, wp_pool_plan *plan);
 
 /** Frees what `p` holds and zeroes it; NULL accepted. */
-WP_EXTERN void wp_pool_plan_clear(wp_pool_plan *p);
+void wp_pool_plan_clear(wp_pool_plan *p);
 
 /** Frees the members array of wp_pool_classify(); NULL accepted. */
-WP_EXTERN void wp_pool_members_free(wp_pool_member *m, size_t n);
+void wp_pool_members_free(wp_pool_member *m, size_t n);
 
 /**
  * The member Sandbox built for each create (§8.3): generateName
@@ -191,15 +191,15 @@ WP_EXTERN void wp_pool_members_free(wp_pool_member *m, size_t n);
  * controller ownerReference to the pool. A new object; NULL with the error
  * recorded: ASB_EINVAL (template without spec.podTemplate), ASB_ENOMEM.
  */
-WP_EXTERN cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_eviction);
+cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_eviction);
 
 /** The note of WarmPoolNotProgressing (§8.2), a new string. */
-WP_EXTERN char *wp_pool_not_progressing_note(int unschedulable, int desired, long grace_ms);
+char *wp_pool_not_progressing_note(int unschedulable, int desired, long grace_ms);
 
 /**
  * Writes `ms` in Go's time.Duration notation ("5m0s", "30s", "1h0m0s",
  * "1.5s", "500ms", "0s") into `buf`; returns buf.
  */
-WP_EXTERN char *wp_go_duration(long ms, char *buf, size_t cap);
+char *wp_go_duration(long ms, char *buf, size_t cap);
 
 #endif

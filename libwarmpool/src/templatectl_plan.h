@@ -5,8 +5,9 @@
  * templatectl.c applies the result. Private to libwarmpool.
  *
  * All functions are pure and thread-safe; const arguments are not modified.
- * They are exported (WP_EXTERN) for the unit tests only: this header is not
- * installed, so they are no part of the library's API.
+ * They are hidden in the shared library and this header is not installed,
+ * so they are no part of the library's API; the unit tests reach them
+ * through libwarmpool_internal.
  */
 #ifndef WP_TEMPLATECTL_PLAN_H
 #define WP_TEMPLATECTL_PLAN_H
@@ -36,7 +37,7 @@ typedef struct {
 } wp_np_decision;
 
 /** "<template>-network-policy", a new string (NULL when out of memory). */
-WP_EXTERN char *wp_template_np_name(const char *template_name);
+char *wp_template_np_name(const char *template_name);
 
 /**
  * The desired NetworkPolicy spec of the template `tpl` (whole object,
@@ -45,23 +46,23 @@ WP_EXTERN char *wp_template_np_name(const char *template_name);
  * spec.networkPolicy ingress/egress verbatim (absent members stay absent,
  * which denies that direction). A new object, NULL when out of memory.
  */
-WP_EXTERN cJSON *wp_template_np_spec(const cJSON *tpl);
+cJSON *wp_template_np_spec(const cJSON *tpl);
 
 /**
  * The merge patch that sets the template's sandbox-template-ref-hash label
  * (§7 step 1), or NULL when the label is already right. `*oom` is set when
  * NULL is returned for lack of memory.
  */
-WP_EXTERN cJSON *wp_template_label_patch(const cJSON *tpl, bool *oom);
+cJSON *wp_template_label_patch(const cJSON *tpl, bool *oom);
 
 /**
  * Decides about the NetworkPolicy (§7 steps 3-4) from the template `tpl`
  * and the existing policy `np` (NULL when absent). Returns 0 or ASB_ENOMEM
  * (nothing allocated in `out` then).
  */
-WP_EXTERN int wp_template_np_decide(const cJSON *tpl, const cJSON *np, wp_np_decision *out);
+int wp_template_np_decide(const cJSON *tpl, const cJSON *np, wp_np_decision *out);
 
 /** Frees what `d` holds and zeroes it. */
-WP_EXTERN void wp_np_decision_clear(wp_np_decision *d);
+void wp_np_decision_clear(wp_np_decision *d);
 
 #endif

@@ -9,8 +9,8 @@
  * Every queue call is thread-safe (one mutex); the pure functions are
  * thread-safe on read-only arguments.
  *
- * The functions are exported from the shared library (WP_EXTERN) only so
- * that the unit tests can call them; they are not API (no public header).
+ * The functions are hidden in the shared library: they are not API (no
+ * public header); the unit tests reach them through libwarmpool_internal.
  */
 #ifndef WP_WARMQUEUE_H
 #define WP_WARMQUEUE_H
@@ -30,13 +30,13 @@ typedef struct {
 } wp_warm_item;
 
 /** Frees the strings of `it` (not `it` itself); NULL accepted. */
-WP_EXTERN void wp_warm_item_clear(wp_warm_item *it);
+void wp_warm_item_clear(wp_warm_item *it);
 
 /** Creates an empty queue. Returns 0 or ASB_ENOMEM. */
-WP_EXTERN int wp_warm_queue_new(wp_warm_queue **out);
+int wp_warm_queue_new(wp_warm_queue **out);
 
 /** Frees the queue and every item; NULL accepted. */
-WP_EXTERN void wp_warm_queue_free(wp_warm_queue *q);
+void wp_warm_queue_free(wp_warm_queue *q);
 
 /**
  * Appends `ns`/`name` at the tail of the list of `pool_key`; when the
@@ -44,18 +44,18 @@ WP_EXTERN void wp_warm_queue_free(wp_warm_queue *q);
  * position is kept). `node` may be NULL or "". Strings are copied.
  * Returns 0, ASB_EINVAL (NULL/empty argument) or ASB_ENOMEM.
  */
-WP_EXTERN int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
+int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
                        const char *name, const char *node);
 
 /**
  * Removes `ns`/`name` from the list of `pool_key`. Returns true when it
  * was queued.
  */
-WP_EXTERN bool wp_warm_queue_remove(wp_warm_queue *q, const char *pool_key,
+bool wp_warm_queue_remove(wp_warm_queue *q, const char *pool_key,
                           const char *ns, const char *name);
 
 /** Drops the whole list of `pool_key` (pool deleted, §8.6). */
-WP_EXTERN void wp_warm_queue_drop(wp_warm_queue *q, const char *pool_key);
+void wp_warm_queue_drop(wp_warm_queue *q, const char *pool_key);
 
 /**
  * Takes one item out of the list of `pool_key`, chosen by
@@ -63,10 +63,10 @@ WP_EXTERN void wp_warm_queue_drop(wp_warm_queue *q, const char *pool_key);
  * wp_warm_item_clear()). The pick and the removal are one atomic step.
  * Returns 0, ASB_ENOTFOUND (empty or unknown list) or ASB_ENOMEM.
  */
-WP_EXTERN int wp_warm_queue_pop(wp_warm_queue *q, const char *pool_key, wp_warm_item *out);
+int wp_warm_queue_pop(wp_warm_queue *q, const char *pool_key, wp_warm_item *out);
 
 /** Number of items queued for `pool_key`. */
-WP_EXTERN size_t wp_warm_queue_len(wp_warm_queue *q, const char *pool_key);
+size_t wp_warm_queue_len(wp_warm_queue *q, const char *pool_key);
 
 /**
  * The NodeSpread + FIFO picker (§9.3) over `items[0..n-1]` in queue
@@ -76,7 +76,7 @@ WP_EXTERN size_t wp_warm_queue_len(wp_warm_queue *q, const char *pool_key);
  * without any node name the oldest item. Returns its index, or (size_t)-1
  * when n == 0. Pure.
  */
-WP_EXTERN size_t wp_warm_pick(const wp_warm_item *items, size_t n);
+size_t wp_warm_pick(const wp_warm_item *items, size_t n);
 
 /* ---- feeder (Sandbox informer events, §10) ---- */
 
@@ -86,26 +86,26 @@ WP_EXTERN size_t wp_warm_pick(const wp_warm_item *items, size_t n);
  * (any version), else any SandboxWarmPool ownerReference; NULL when none.
  * Borrowed from `sbx`.
  */
-WP_EXTERN const char *wp_warm_pool_owner(const cJSON *sbx);
+const char *wp_warm_pool_owner(const cJSON *sbx);
 
 /**
  * True when `sbx` may be adopted by a claim (§10): not being deleted,
  * carries the warm-pool-sandbox and sandbox-template-ref-hash labels, and
  * is controlled by a SandboxWarmPool. NULL: false.
  */
-WP_EXTERN bool wp_warm_adoptable(const cJSON *sbx);
+bool wp_warm_adoptable(const cJSON *sbx);
 
 /**
  * The feeder's decision on a create (`old_obj` NULL) or update: true when
  * `new_obj` is adoptable and it just became so, or its pool owner name or
  * its status.nodeName changed. Pure.
  */
-WP_EXTERN bool wp_warm_should_push(const cJSON *old_obj, const cJSON *new_obj);
+bool wp_warm_should_push(const cJSON *old_obj, const cJSON *new_obj);
 
 /**
  * Writes the pool key "<namespace>/<pool>" into a new string (caller
  * frees), or NULL on allocation failure.
  */
-WP_EXTERN char *wp_warm_pool_key(const char *ns, const char *pool);
+char *wp_warm_pool_key(const char *ns, const char *pool);
 
 #endif

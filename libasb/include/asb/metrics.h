@@ -93,7 +93,7 @@ typedef struct {
 	const char *const *overflow_values;
 } asb_metric_options;
 
-#define ASB_METRIC_OPTIONS_INIT { ASB_METRIC_OPTIONS_VERSION, ASB_METRIC_COUNTER, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL }
+#define ASB_METRIC_OPTIONS_INIT { .version = ASB_METRIC_OPTIONS_VERSION, .type = ASB_METRIC_COUNTER }
 
 /** Fills `opts` with defaults; ASB_EINVAL for an unknown version (1 and 2
  *  are known; a version 1 struct ends at `nbuckets`). */

@@ -122,7 +122,7 @@ typedef struct {
 	const char *tls_client_ca_file;
 } httpd_server_options;
 
-#define HTTPD_SERVER_OPTIONS_INIT { HTTPD_SERVER_OPTIONS_VERSION, NULL, NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL }
+#define HTTPD_SERVER_OPTIONS_INIT { .version = HTTPD_SERVER_OPTIONS_VERSION }
 
 /** Fills `opts` with defaults; ASB_EINVAL for an unknown version. */
 HTTPD_EXTERN int httpd_server_options_init(httpd_server_options *opts,

@@ -42,7 +42,7 @@ typedef struct {
 	long serial;                   /**< serial of the serving certificate; 0: 2 */
 } k8s_cert_options;
 
-#define K8S_CERT_OPTIONS_INIT { K8S_CERT_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
+#define K8S_CERT_OPTIONS_INIT { .version = K8S_CERT_OPTIONS_VERSION }
 
 /**
  * The generated PEM texts, NUL-terminated, owned by the struct: release

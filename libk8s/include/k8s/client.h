@@ -76,8 +76,10 @@ typedef struct {
 	                           *   the client. */
 } k8s_client_options;
 
-#define K8S_CLIENT_OPTIONS_INIT { K8S_CLIENT_OPTIONS_VERSION, 30000, 10000, NULL, \
-	NULL, -1, 10, NULL, 1, false, 4, 10000, 60000, NULL }
+#define K8S_CLIENT_OPTIONS_INIT { .version = K8S_CLIENT_OPTIONS_VERSION, \
+	.timeout_ms = 30000, .connect_timeout_ms = 10000, .qps = -1, .burst = 10, \
+	.api_connections = 1, .max_retries = 4, .max_retry_delay_ms = 10000, \
+	.exec_timeout_ms = 60000 }
 
 /**
  * Fills `opts` with the defaults of options `version` (1 up to
@@ -152,7 +154,7 @@ typedef struct {
 	bool allow_watch_bookmarks;    /**< ask for BOOKMARK events */
 } k8s_list_options;
 
-#define K8S_LIST_OPTIONS_INIT { K8S_LIST_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, 0, false }
+#define K8S_LIST_OPTIONS_INIT { .version = K8S_LIST_OPTIONS_VERSION }
 
 #define K8S_WRITE_OPTIONS_VERSION 1
 
@@ -164,7 +166,7 @@ typedef struct {
 	bool force;                  /**< force=true (server-side apply only) */
 } k8s_write_options;
 
-#define K8S_WRITE_OPTIONS_INIT { K8S_WRITE_OPTIONS_VERSION, NULL, false, false }
+#define K8S_WRITE_OPTIONS_INIT { .version = K8S_WRITE_OPTIONS_VERSION }
 
 #define K8S_DELETE_OPTIONS_VERSION 1
 
@@ -178,7 +180,7 @@ typedef struct {
 	bool dry_run;                       /**< dryRun=All */
 } k8s_delete_options;
 
-#define K8S_DELETE_OPTIONS_INIT { K8S_DELETE_OPTIONS_VERSION, NULL, -1, NULL, NULL, false }
+#define K8S_DELETE_OPTIONS_INIT { .version = K8S_DELETE_OPTIONS_VERSION, .grace_period_seconds = -1 }
 
 /** Patch content types (https://kubernetes.io/docs/tasks/manage-kubernetes-objects/update-api-object-kubectl-patch/). */
 typedef enum {

@@ -58,7 +58,8 @@ typedef struct {
 	asb_metrics_registry *metrics;
 } k8s_controller_options;
 
-#define K8S_CONTROLLER_OPTIONS_INIT { K8S_CONTROLLER_OPTIONS_VERSION, "controller", 1, NULL, NULL, NULL, K8S_WORKQUEUE_OPTIONS_INIT, NULL }
+#define K8S_CONTROLLER_OPTIONS_INIT { .version = K8S_CONTROLLER_OPTIONS_VERSION, \
+	.name = "controller", .workers = 1, .queue = K8S_WORKQUEUE_OPTIONS_INIT }
 
 /** Creates a controller (not started). Returns 0, ASB_EINVAL or ASB_ENOMEM. */
 K8S_EXTERN int k8s_controller_new(k8s_controller **out,

@@ -99,8 +99,10 @@ typedef struct {
 	asb_logger *logger;               /**< borrowed; NULL: silent */
 } k8s_event_recorder_options;
 
-#define K8S_EVENT_RECORDER_OPTIONS_INIT { K8S_EVENT_RECORDER_OPTIONS_VERSION, NULL, NULL, \
-	1000, 360000, 30000, 25, 300000, 12, 10000, 5000, NULL }
+#define K8S_EVENT_RECORDER_OPTIONS_INIT { .version = K8S_EVENT_RECORDER_OPTIONS_VERSION, \
+	.queue_size = 1000, .series_window_ms = 360000, .series_interval_ms = 30000, \
+	.burst = 25, .refill_interval_ms = 300000, .max_tries = 12, \
+	.retry_delay_ms = 10000, .shutdown_timeout_ms = 5000 }
 
 /**
  * Fills `opts` with the defaults of K8S_EVENT_RECORDER_OPTIONS_INIT.

@@ -160,7 +160,7 @@ typedef struct {
 	                                 *   cache holds cJSON trees */
 } k8s_informer_options;
 
-#define K8S_INFORMER_OPTIONS_INIT { K8S_INFORMER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, 300, NULL, NULL, NULL, NULL, NULL, NULL, NULL }
+#define K8S_INFORMER_OPTIONS_INIT { .version = K8S_INFORMER_OPTIONS_VERSION, .watch_timeout_s = 300 }
 
 /**
  * Fills `opts` with the defaults of options `version` (1 up to

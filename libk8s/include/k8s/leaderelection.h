@@ -95,8 +95,9 @@ typedef struct {
 	asb_logger *logger;           /**< borrowed; NULL: silent */
 } k8s_leader_options;
 
-#define K8S_LEADER_OPTIONS_INIT { K8S_LEADER_OPTIONS_VERSION, NULL, NULL, NULL, \
-	15000, 10000, 2000, true, NULL, NULL, NULL, NULL, NULL }
+#define K8S_LEADER_OPTIONS_INIT { .version = K8S_LEADER_OPTIONS_VERSION, \
+	.lease_duration_ms = 15000, .renew_deadline_ms = 10000, .retry_period_ms = 2000, \
+	.release_on_cancel = true }
 
 /**
  * Fills `opts` with the defaults of K8S_LEADER_OPTIONS_INIT. Returns 0, or

@@ -48,7 +48,8 @@ typedef struct {
 	int overall_burst;     /**< tokens available at once; default 100 */
 } k8s_workqueue_options;
 
-#define K8S_WORKQUEUE_OPTIONS_INIT { K8S_WORKQUEUE_OPTIONS_VERSION, 5, 1000000, NULL, NULL, 10, 100 }
+#define K8S_WORKQUEUE_OPTIONS_INIT { .version = K8S_WORKQUEUE_OPTIONS_VERSION, \
+	.base_delay_ms = 5, .max_delay_ms = 1000000, .overall_qps = 10, .overall_burst = 100 }
 
 /** Creates a queue; `opts` may be NULL. Returns 0, ASB_EINVAL or ASB_ENOMEM. */
 K8S_EXTERN int k8s_workqueue_new(k8s_workqueue **out,

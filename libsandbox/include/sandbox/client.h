@@ -120,8 +120,9 @@ typedef struct {
 	                              *   max_retries); < 0: libk8s' default (4) */
 } sbx_client_options;
 
-#define SBX_CLIENT_OPTIONS_INIT { SBX_CLIENT_OPTIONS_VERSION, NULL, NULL, false, \
-	30000, 2, -1, 10, NULL, NULL, -1 }
+#define SBX_CLIENT_OPTIONS_INIT { .version = SBX_CLIENT_OPTIONS_VERSION, \
+	.request_timeout_ms = 30000, .api_connections = 2, .qps = -1, .burst = 10, \
+	.api_max_retries = -1 }
 
 /** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_client_options_init(sbx_client_options *opts, unsigned int version);
@@ -216,8 +217,7 @@ typedef struct {
 	                              *   deleted unless keep_on_failure) */
 } sbx_claim_options;
 
-#define SBX_CLAIM_OPTIONS_INIT { SBX_CLAIM_OPTIONS_VERSION, NULL, NULL, NULL, NULL, 0, \
-	NULL, 0, 0, NULL, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 180000, false, NULL }
+#define SBX_CLAIM_OPTIONS_INIT { .version = SBX_CLAIM_OPTIONS_VERSION, .ready_timeout_ms = 180000 }
 
 /** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_claim_options_init(sbx_claim_options *opts, unsigned int version);

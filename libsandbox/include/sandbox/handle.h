@@ -79,8 +79,10 @@ typedef struct {
 	long connect_timeout_ms;       /**< TCP connect to the router (10000) */
 } sbx_connection_options;
 
-#define SBX_CONNECTION_OPTIONS_INIT { SBX_CONNECTION_OPTIONS_VERSION, \
-	SBX_CONNECT_LOCAL_TUNNEL, NULL, NULL, NULL, 180000, NULL, 30000, NULL, 8888, 5, 500, 10000 }
+#define SBX_CONNECTION_OPTIONS_INIT { .version = SBX_CONNECTION_OPTIONS_VERSION, \
+	.mode = SBX_CONNECT_LOCAL_TUNNEL, .gateway_ready_timeout_ms = 180000, \
+	.port_forward_ready_timeout_ms = 30000, .server_port = 8888, .max_retries = 5, \
+	.retry_backoff_ms = 500, .connect_timeout_ms = 10000 }
 
 /** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
 SBX_EXTERN int sbx_connection_options_init(sbx_connection_options *opts,

@@ -85,7 +85,7 @@ typedef struct {
 	bool cache_label_selectors;
 } sbx_reconciler_options;
 
-#define SBX_RECONCILER_OPTIONS_INIT { SBX_RECONCILER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, false }
+#define SBX_RECONCILER_OPTIONS_INIT { .version = SBX_RECONCILER_OPTIONS_VERSION }
 
 /**
  * Fills `opts` with the defaults of `version`. Returns 0, or ASB_EINVAL

@@ -49,8 +49,7 @@ typedef struct {
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxclaim-controller) */
 } wp_claim_controller_options;
 
-#define WP_CLAIM_CONTROLLER_OPTIONS_INIT { WP_CLAIM_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
-	50, false, false, NULL, NULL, NULL, NULL }
+#define WP_CLAIM_CONTROLLER_OPTIONS_INIT { .version = WP_CLAIM_CONTROLLER_OPTIONS_VERSION, .workers = 50 }
 
 /** As wp_template_controller_new(); also ASB_ERROR for an unreadable domains file. */
 WP_EXTERN int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts);

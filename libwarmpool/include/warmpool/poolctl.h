@@ -58,8 +58,9 @@ typedef struct {
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxwarmpool-controller) */
 } wp_pool_controller_options;
 
-#define WP_POOL_CONTROLLER_OPTIONS_INIT { WP_POOL_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, NULL, NULL, \
-	1, 300, 0, 0.0, 5 * 60 * 1000L, 60 * 1000L, true, NULL, NULL, NULL }
+#define WP_POOL_CONTROLLER_OPTIONS_INIT { .version = WP_POOL_CONTROLLER_OPTIONS_VERSION, \
+	.workers = 1, .max_batch_size = 300, .readiness_grace_ms = 5 * 60 * 1000L, \
+	.unschedulable_recheck_ms = 60 * 1000L, .enable_eviction = true }
 
 /** As wp_template_controller_new(); also ASB_EINVAL for a negative delay/rate or batch < 1. */
 WP_EXTERN int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_options *opts);

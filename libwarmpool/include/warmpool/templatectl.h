@@ -41,7 +41,7 @@ typedef struct {
 	k8s_event_recorder *events;       /**< borrowed; NULL: none */
 } wp_template_controller_options;
 
-#define WP_TEMPLATE_CONTROLLER_OPTIONS_INIT { WP_TEMPLATE_CONTROLLER_OPTIONS_VERSION, NULL, NULL, NULL, 1, NULL, NULL, NULL }
+#define WP_TEMPLATE_CONTROLLER_OPTIONS_INIT { .version = WP_TEMPLATE_CONTROLLER_OPTIONS_VERSION, .workers = 1 }
 
 /**
  * Creates the controller (workers not started) and registers its handlers
