@@ -28,6 +28,7 @@
 #include "warmpool/claimctl.h"
 #include "warmpool/blueprint.h"
 #include "claim.h"
+#include "claimplan.h"
 #include "warmqueue.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -36,9 +37,6 @@
 #define INDEX_POOL_REF "claimctl:spec.warmPoolRef.name"
 #define OBS_BUCKETS 1024
 #define ADOPTION_ATTEMPTS 5
-#define NETWORK_GRACE_MS 2000
-#define CREATE_PENDING_REQUEUE_MS 200
-#define NOT_FOUND_REQUEUE_MS 60000
 
 /* In-memory first observation of a claim ("ns/name" + UID), §9.1 step 4. */
 typedef struct obs_entry {
@@ -994,59 +992,45 @@ static int try_warm(pass *p, int *pending_network)
 	item_list skipped = { 0 };
 	wp_warm_item chosen_it = { 0 }, fallback_it = { 0 };
 	cJSON *chosen = NULL, *fallback = NULL;
-	bool pool_loaded = false, recreate = false, recreate_ok = false;
+	bool pool_loaded = false;
+	wp_claim_pool_view view = { 0 };
 	cJSON *tpl = NULL;
 	char tpl_hash[SBX_NAME_HASH_SIZE] = "";
+	wp_claim_choice choice = { 0 };
 	*pending_network = 0;
 	wp_warm_item it;
-	while (wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
+	while (!choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
 		cJSON *sbx = NULL;
 		if (k8s_informer_get(c->sandboxes, it.namespace_, it.name, &sbx) != 0) {
 			wp_warm_item_clear(&it);  /* gone: discard */
 			continue;
 		}
-		if (!ju_str_eq(k8s_obj_namespace(sbx), p->ns)) {
-			items_add(&skipped, &it);
-			cJSON_Delete(sbx);
-			continue;
-		}
-		if (!wp_claim_candidate_ok(p->claim, sbx, NULL)) {
-			wp_warm_item_clear(&it);
-			cJSON_Delete(sbx);
-			continue;
-		}
-		if (!pool_loaded) {
-			pool_loaded = true;
-			cJSON *pool = NULL;
-			if (k8s_informer_get(c->pools, p->ns, pname, &pool) == 0 &&
-			    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
-			              WP_UPDATE_STRATEGY_RECREATE)) {
-				recreate = true;
-				const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-				if (!ju_empty(tn) && k8s_informer_get(c->templates, p->ns, tn, &tpl) == 0 &&
-				    wp_blueprint_hash(tpl, tpl_hash) == 0)
-					recreate_ok = true;
+		bool pending = false;
+		wp_cand_verdict v = wp_claim_cand_precheck(p->claim, sbx);
+		if (v == WP_CAND_ELIGIBLE) {
+			if (!pool_loaded) {
+				/* read once, and only when a candidate needs it */
+				pool_loaded = true;
+				cJSON *pool = NULL;
+				if (k8s_informer_get(c->pools, p->ns, pname, &pool) == 0 &&
+				    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
+				              WP_UPDATE_STRATEGY_RECREATE)) {
+					view.recreate = true;
+					const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+					if (!ju_empty(tn) &&
+					    k8s_informer_get(c->templates, p->ns, tn, &tpl) == 0 &&
+					    wp_blueprint_hash(tpl, tpl_hash) == 0) {
+						view.tpl_known = true;
+						view.tpl = tpl;
+						view.tpl_hash = tpl_hash;
+					}
+				}
+				cJSON_Delete(pool);
 			}
-			cJSON_Delete(pool);
+			v = wp_claim_cand_verdict(&view, sbx, &pending);
 		}
-		bool has_ips = cJSON_GetArraySize(k8s_obj_at(sbx, "status.podIPs")) > 0;
-		if (recreate) {
-			if (!recreate_ok) {
-				if (!has_ips)
-					(*pending_network)++;
-				items_add(&skipped, &it);
-				cJSON_Delete(sbx);
-				continue;
-			}
-			if (!ju_str_eq(k8s_obj_label(sbx, WP_LABEL_TEMPLATE_HASH), tpl_hash) &&
-			    wp_blueprint_differs(tpl, sbx)) {
-				/* stale: the pool is deleting it, never hand it out */
-				wp_warm_item_clear(&it);
-				cJSON_Delete(sbx);
-				continue;
-			}
-		}
-		if (!has_ips) {
+		if (v == WP_CAND_NO_NETWORK) {
+			/* the picker prefers its node once the IPs arrive */
 			const char *node = k8s_obj_str(sbx, "status.nodeName");
 			if (!ju_empty(node)) {
 				char *nd = strdup(node);
@@ -1055,25 +1039,30 @@ static int try_warm(pass *p, int *pending_network)
 					it.node_name = nd;
 				}
 			}
-			(*pending_network)++;
-			items_add(&skipped, &it);
-			cJSON_Delete(sbx);
-			continue;
 		}
-		if (sbx_ready(sbx)) {
+		switch (wp_claim_choice_offer(&choice, v, pending)) {
+		case WP_CAND_TAKE:
 			chosen = sbx;
 			chosen_it = it;
 			break;
-		}
-		if (!fallback) {
+		case WP_CAND_HOLD:
 			fallback = sbx;
 			fallback_it = it;
-		} else {
+			break;
+		case WP_CAND_DROP:
+			wp_warm_item_clear(&it);
+			cJSON_Delete(sbx);
+			break;
+		case WP_CAND_KEEP:
 			items_add(&skipped, &it);
 			cJSON_Delete(sbx);
+			break;
 		}
 	}
-	if (!chosen && fallback) {
+	wp_claim_choice_finish(&choice);
+	*pending_network = choice.pending;
+	if (choice.held && !choice.keep_held) {
+		/* nothing Ready: the held fallback is the one */
 		chosen = fallback;
 		chosen_it = fallback_it;
 		fallback = NULL;
@@ -1202,7 +1191,7 @@ static int64_t claim_age_ms(pass *p)
 	int64_t created;
 	if (k8s_time_parse(ju_nz(k8s_obj_str(p->claim, "metadata.creationTimestamp")), &created) == 0)
 		return p->now_ms - created;
-	return NETWORK_GRACE_MS;
+	return WP_CLAIM_NETWORK_GRACE_MS;
 }
 
 /*
@@ -1341,14 +1330,9 @@ static void get_or_create(pass *p)
 		if (r != 0)
 			return;
 		if (pending > 0) {
-			int64_t age = claim_age_ms(p);
-			if (age < NETWORK_GRACE_MS) {
-				int64_t left = NETWORK_GRACE_MS - age;
-				p->pending_ms = left < 500 ? (long)left : 500;
-				if (p->pending_ms < 1)
-					p->pending_ms = 1;
+			p->pending_ms = wp_claim_network_wait_ms(claim_age_ms(p));
+			if (p->pending_ms > 0)
 				return;
-			}
 		}
 	}
 	/* 7. cold */
@@ -1539,11 +1523,6 @@ static int stamp_observed(pass *p)
 	return 0;
 }
 
-static const char *ready_reason(const cJSON *claim)
-{
-	return ju_str(wp_condition(cJSON_GetObjectItem(claim, "status"), SBX_CONDITION_READY), "reason");
-}
-
 /* Persists Ready=ClaimExpired (+ event) and requeues 1 ms (§9.1 steps 5, 9). */
 static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 {
@@ -1556,6 +1535,24 @@ static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 	return 0;
 }
 
+/* Expired under Delete / DeleteForeground: the claim goes, UID-guarded. */
+static int delete_claim(pass *p, bool fg)
+{
+	event(p, WP_REASON_CLAIM_EXPIRED, "Deleting",
+	      fg ? "Deleting Claim (ShutdownPolicy=DeleteForeground)"
+	         : "Deleting Claim (ShutdownPolicy=Delete)");
+	k8s_delete_options dopt = K8S_DELETE_OPTIONS_INIT;
+	dopt.propagation_policy = fg ? "Foreground" : NULL;
+	dopt.precondition_uid = k8s_obj_uid(p->claim);
+	int rc = k8s_client_delete(p->c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
+	return rc && rc != ASB_ENOTFOUND ? rc : 0;
+}
+
+/*
+ * One pass: the expiry decision, then the Sandbox (get or create, or the
+ * Retain cleanup), the status, the first-Ready stamp and the requeue. The
+ * decisions are claimplan.h's; this function does the reads and writes.
+ */
 static int do_reconcile(pass *p, k8s_reconcile_result *res)
 {
 	wp_claim_controller *c = p->c;
@@ -1565,41 +1562,21 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	if (rc)
 		return rc;
 	p->now_ms = k8s_now_ms();
-	int64_t gen = k8s_obj_generation(p->claim);
-	int64_t at = 0;
-	bool has_expiry = wp_claim_expiry(p->claim, NULL, &at);
-	bool expired = has_expiry && p->now_ms >= at;
-	if (expired && !ju_str_eq(ready_reason(p->claim), WP_REASON_CLAIM_EXPIRED)) {
-		const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
-		cJSON *st = cJSON_IsObject(old) ? cJSON_Duplicate(old, true) : cJSON_CreateObject();
-		if (!st || !wp_set_condition(st, SBX_CONDITION_READY, "False", WP_REASON_CLAIM_EXPIRED,
-		                             "Claim expired. Sandbox cleanup initiated.", gen, NULL,
-		                             p->now_ms)) {
-			cJSON_Delete(st);
+	wp_claim_expiry_plan exp;
+	wp_claim_plan_expiry(p->claim, p->now_ms, &exp);
+	if (exp.action == WP_EXPIRY_MARK) {
+		cJSON *st = wp_claim_expired_status(p->claim, p->now_ms);
+		if (!st)
 			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-		}
 		rc = mark_expired(p, st, res);
 		cJSON_Delete(st);
 		return rc;
 	}
-	const char *policy = wp_claim_shutdown_policy(p->claim);
-	if (expired && (ju_str_eq(policy, SBX_SHUTDOWN_POLICY_DELETE) ||
-	                ju_str_eq(policy, WP_SHUTDOWN_POLICY_DELETE_FOREGROUND))) {
-		bool fg = ju_str_eq(policy, WP_SHUTDOWN_POLICY_DELETE_FOREGROUND);
-		event(p, WP_REASON_CLAIM_EXPIRED, "Deleting",
-		      fg ? "Deleting Claim (ShutdownPolicy=DeleteForeground)"
-		         : "Deleting Claim (ShutdownPolicy=Delete)");
-		k8s_delete_options dopt = K8S_DELETE_OPTIONS_INIT;
-		dopt.propagation_policy = fg ? "Foreground" : NULL;
-		dopt.precondition_uid = k8s_obj_uid(p->claim);
-		rc = k8s_client_delete(c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
-		if (rc && rc != ASB_ENOTFOUND)
-			return rc;
-		return 0;
-	}
+	if (exp.action == WP_EXPIRY_DELETE_CLAIM)
+		return delete_claim(p, exp.foreground);
 	bool was_ready = ju_str_eq(ju_str(wp_condition(cJSON_GetObjectItem(p->claim, "status"),
 	                                               SBX_CONDITION_READY), "status"), "True");
-	if (expired) {
+	if (exp.action == WP_EXPIRY_RETAIN) {
 		reconcile_expired(p);
 	} else {
 		if (wp_claim_validate_metadata(p->claim, &c->domains, &p->err))
@@ -1609,26 +1586,14 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		res->requeue_after_ms = p->pending_ms;
 		return 0;
 	}
-	cJSON *st = wp_claim_status(p->claim, p->sbx, &p->err, expired, p->now_ms);
-	if (!st)
+	cJSON *st = NULL;
+	bool now_expired = false;
+	if (wp_claim_plan_status(p->claim, p->sbx, &p->err, exp.expired, p->now_ms, &st,
+	                         &now_expired) != 0)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	int64_t at2;
-	if (!expired && wp_claim_expiry(p->claim, st, &at2) && p->now_ms >= at2 &&
-	    !ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "reason"),
-	               WP_REASON_CLAIM_EXPIRED)) {
-		/* the freshly mirrored Finished started a TTL that is already over */
-		cJSON *tmp = cJSON_Duplicate(p->claim, true);
-		cJSON *st2 = NULL;
-		if (tmp && ju_set(tmp, "status", st)) {
-			st = NULL;
-			st2 = wp_claim_status(tmp, p->sbx, &p->err, true, p->now_ms);
-		}
+	if (now_expired) {
+		rc = mark_expired(p, st, res);
 		cJSON_Delete(st);
-		cJSON_Delete(tmp);
-		if (!st2)
-			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-		rc = mark_expired(p, st2, res);
-		cJSON_Delete(st2);
 		return rc;
 	}
 	bool authoritative;
@@ -1648,24 +1613,11 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	if (rc)
 		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
 		        "error", api_msg(), NULL);
-	long expiry_wait = 0;
-	if (has_expiry && !expired)
-		expiry_wait = (long)(at - p->now_ms) > 0 ? (long)(at - p->now_ms) : 1;
-	if (nf) {
-		res->requeue_after_ms = expiry_wait > 0 && expiry_wait < NOT_FOUND_REQUEUE_MS
-		                        ? expiry_wait : NOT_FOUND_REQUEUE_MS;
-		return 0;
-	}
-	if (p->err.kind == WP_CLAIM_E_CREATE_PENDING) {
-		res->requeue_after_ms = CREATE_PENDING_REQUEUE_MS;
-		return 0;
-	}
-	if (p->err.kind != WP_CLAIM_OK && !wp_claim_err_suppressed(&p->err))
-		return asb_error_set(p->err.kind == WP_CLAIM_E_ADOPTION_CONFLICT ? ASB_ECONFLICT
-		                                                                 : ASB_ERROR,
-		                     0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
-	if (expiry_wait > 0)
-		res->requeue_after_ms = expiry_wait;
+	wp_claim_pass_end end;
+	wp_claim_plan_end(&p->err, &exp, p->now_ms, &end);
+	if (end.fail)
+		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
+	res->requeue_after_ms = end.requeue_after_ms;
 	return 0;
 }
 
