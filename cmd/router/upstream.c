@@ -1,11 +1,11 @@
 /*
  * upstream.c - HTTP/1.1 client connections to sandboxes and their
- * keep-alive pool (upstream.h). Responses are parsed by http-parser.
+ * keep-alive pool (upstream.h). Responses are parsed through httpd/parser.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <http_parser.h>
+#include "httpd/parser.h"
 #include "buf.h"
 #include "upstream.h"
 
@@ -50,7 +50,7 @@ struct rt_upconn {
 	/* the exchange */
 	const rt_up_callbacks *cb;
 	void *ud;
-	http_parser parser;
+	httpd_parser parser;
 	bool head_request, interim, complete, extra, tunnel, got_bytes, was_idle, paused;
 	rt_buf fields;             /* name\0value\0 pairs of the response head */
 	size_t nfields;
@@ -297,9 +297,9 @@ static void fail(rt_upconn *c, int err, const char *reason)
 		conn_close(c);
 }
 
-static int p_begin(http_parser *hp)
+static int p_begin(httpd_parser *hp)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (c->complete) {
 		c->extra = true;  /* bytes after the response: never reused */
 		return -1;
@@ -311,9 +311,9 @@ static int p_begin(http_parser *hp)
 	return 0;
 }
 
-static int p_field(http_parser *hp, const char *at, size_t len)
+static int p_field(httpd_parser *hp, const char *at, size_t len)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (c->in_value || !c->nfields) {
 		if (c->nfields && rt_buf_add(&c->fields, "", 1) < 0)  /* ends the value */
 			return -1;
@@ -326,9 +326,9 @@ static int p_field(http_parser *hp, const char *at, size_t len)
 	return rt_buf_add(&c->fields, at, len);
 }
 
-static int p_value(http_parser *hp, const char *at, size_t len)
+static int p_value(httpd_parser *hp, const char *at, size_t len)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (!c->in_value) {
 		if (rt_buf_add(&c->fields, "", 1) < 0)  /* ends the name */
 			return -1;
@@ -348,16 +348,17 @@ static char *trim(char *v)
 	return v;
 }
 
-static int p_headers_complete(http_parser *hp)
+static int p_headers_complete(httpd_parser *hp)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (c->nfields) {
 		if (!c->in_value && rt_buf_add(&c->fields, "", 1) < 0)  /* name without value */
 			return -1;
 		if (rt_buf_add(&c->fields, "", 1) < 0)
 			return -1;
 	}
-	if (hp->status_code / 100 == 1 && hp->status_code != 101) {
+	int status = httpd_parser_status_code(hp);
+	if (status / 100 == 1 && status != 101) {
 		c->interim = true;  /* 100 Continue, 103 Early Hints: not relayed */
 		return 0;
 	}
@@ -369,14 +370,16 @@ static int p_headers_complete(http_parser *hp)
 		hs[i].value = trim(p);
 		p += strlen(p) + 1;
 	}
+	uint64_t length = 0;
+	bool has_length = httpd_parser_content_length(hp, &length);
 	rt_up_head h = {
-		.status = hp->status_code,
+		.status = httpd_parser_status_code(hp),
 		.headers = hs,
 		.nheaders = c->nfields,
-		.content_length = (hp->flags & F_CONTENTLENGTH) ? (int64_t)hp->content_length : -1,
-		.chunked = (hp->flags & F_CHUNKED) != 0,
-		.keep_alive = http_should_keep_alive(hp) != 0,
-		.upgrade = hp->upgrade != 0,
+		.content_length = has_length ? (int64_t)length : -1,
+		.chunked = httpd_parser_chunked(hp),
+		.keep_alive = httpd_parser_keep_alive(hp),
+		.upgrade = httpd_parser_upgrade(hp),
 	};
 	if (!c->cb || c->cb->on_head(c, &h, c->ud) < 0 || !c->cb)
 		return -1;
@@ -384,22 +387,22 @@ static int p_headers_complete(http_parser *hp)
 	return c->head_request ? 1 : 0;
 }
 
-static int p_body(http_parser *hp, const char *at, size_t len)
+static int p_body(httpd_parser *hp, const char *at, size_t len)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (c->cb && c->cb->on_body)
 		c->cb->on_body(c, at, len, c->ud);
 	return c->cb ? 0 : -1;
 }
 
-static int p_complete(http_parser *hp)
+static int p_complete(httpd_parser *hp)
 {
-	rt_upconn *c = hp->data;
+	rt_upconn *c = httpd_parser_data(hp);
 	if (c->interim) {
 		c->interim = false;
 		return 0;  /* the final response follows */
 	}
-	if (hp->status_code == 101)
+	if (httpd_parser_status_code(hp) == 101)
 		return 0;  /* the tunnel starts after this */
 	c->complete = true;
 	if (c->cb && c->cb->on_complete)
@@ -407,7 +410,7 @@ static int p_complete(http_parser *hp)
 	return 0;
 }
 
-static const http_parser_settings settings = {
+static const httpd_parser_callbacks settings = {
 	.on_message_begin = p_begin,
 	.on_header_field = p_field,
 	.on_header_value = p_value,
@@ -420,22 +423,22 @@ static const http_parser_settings settings = {
 static void feed(rt_upconn *c, const char *data, size_t len)
 {
 	c->in_execute++;
-	size_t n = http_parser_execute(&c->parser, &settings, data, len);
+	size_t n = 0;
+	httpd_parser_error e = httpd_parser_execute(&c->parser, data, len, &n);
 	c->in_execute--;
-	enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
 	if (c->release_pending) {
 		do_release(c, c->release_reuse);
 		return;
 	}
 	if (!c->cb || c->complete)
 		return;  /* released, or done: the owner releases it */
-	if (c->parser.upgrade && c->parser.status_code == 101) {
+	if (httpd_parser_upgrade(&c->parser) && httpd_parser_status_code(&c->parser) == 101) {
 		c->tunnel = true;
 		if (n < len && c->cb->on_tunnel)
 			c->cb->on_tunnel(c, data + n, len - n, c->ud);
 		return;
 	}
-	if (e != HPE_OK)
+	if (e != HTTPD_PARSER_OK)
 		fail(c, 0, "other");
 	else if (len == 0)
 		fail(c, UV_EOF, "eof");
@@ -580,8 +583,7 @@ void rt_upconn_begin(rt_upconn *c, const rt_up_callbacks *cb, void *ud, bool hea
 	c->head_request = head_request;
 	c->complete = c->extra = c->tunnel = c->got_bytes = false;
 	c->release_pending = false;
-	http_parser_init(&c->parser, HTTP_RESPONSE);
-	c->parser.data = c;
+	httpd_parser_init(&c->parser, HTTPD_PARSER_RESPONSE, &settings, c);
 	c->paused = false;
 	uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read);
 }

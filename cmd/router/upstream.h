@@ -1,7 +1,7 @@
 /*
  * upstream.h - the router's HTTP/1.1 client towards sandboxes, on libuv:
  * TCP connections (rt_upconn) that send a request head and body and parse
- * the response with http-parser in HTTP_RESPONSE mode, and a keep-alive
+ * the response with httpd/parser.h in response mode, and a keep-alive
  * pool (rt_pool) per loop thread keyed by "host:port".
  *
  * - A connection carries one exchange at a time. The caller writes the

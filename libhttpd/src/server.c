@@ -41,7 +41,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <uv.h>
-#include <http_parser.h>
+#include "httpd/parser.h"
 #include "httpd/server.h"
 #include "httpd/exchange.h"
 #include "server_internal.h"
@@ -86,7 +86,6 @@ struct httpd_server {
 	int bound_port;
 	atomic_long shutdown_timeout_ms;
 	atomic_int shutdown_rc;
-	http_parser_settings settings; /* read-only once started */
 };
 
 static void conn_feed(conn *c, const char *data, size_t len);
@@ -566,9 +565,9 @@ static int count_header_bytes(conn *c, size_t n)
 	return 0;
 }
 
-static int on_message_begin(http_parser *p)
+static int on_message_begin(httpd_parser *p)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	httpd__request_reset(&c->req);
 	c->in_request = true;
 	c->header_bytes = 0;
@@ -579,17 +578,17 @@ static int on_message_begin(http_parser *p)
 	return 0;
 }
 
-static int on_url(http_parser *p, const char *at, size_t len)
+static int on_url(httpd_parser *p, const char *at, size_t len)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	if (count_header_bytes(c, len) < 0)
 		return -1;
 	return asb_strbuf_add(&c->req.url, at, len);
 }
 
-static int on_header_field(http_parser *p, const char *at, size_t len)
+static int on_header_field(httpd_parser *p, const char *at, size_t len)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	/* 4 bytes of ": " and CRLF per field, as a server counting raw bytes would */
 	if (count_header_bytes(c, len + (c->req.in_value || !c->req.field.data ? 4 : 0)) < 0)
 		return -1;
@@ -598,9 +597,9 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 	return asb_strbuf_add(&c->req.field, at, len);
 }
 
-static int on_header_value(http_parser *p, const char *at, size_t len)
+static int on_header_value(httpd_parser *p, const char *at, size_t len)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	if (count_header_bytes(c, len) < 0)
 		return -1;
 	c->req.in_value = true;
@@ -626,39 +625,42 @@ static bool framing_ambiguous(const httpd_request *r)
 }
 
 /* The head of a request on a stream route: an exchange takes over. */
-static int start_exchange(conn *c, http_parser *p, const route *rt)
+static int start_exchange(conn *c, httpd_parser *p, const route *rt)
 {
 	httpd_exchange *ex = httpd__exchange_new(c, rt->stream_fn, rt->userdata);
 	if (!ex)
 		return -1;
 	c->stream_req = true;
-	c->upgrade_req = p->upgrade;
+	bool upgrade = httpd_parser_upgrade(p);
+	int http_minor = httpd_parser_http_minor(p);
+	c->upgrade_req = upgrade;
 	c->ex = ex;
 	/* the head moves into the exchange; conn->req is free for the next one */
 	ex->req = c->req;
 	memset(&c->req, 0, sizeof(c->req));
-	ex->http_minor = p->http_minor;
+	ex->http_minor = http_minor;
 	ex->head_only = strcmp(ex->req.method, "HEAD") == 0;
-	ex->wants_upgrade = p->upgrade;
-	bool chunked = (p->flags & F_CHUNKED) != 0;
-	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
-	ex->content_length = chunked ? -1 : has_length ? (int64_t)p->content_length : 0;
-	ex->has_body = !p->upgrade && (chunked || ex->content_length > 0);
+	ex->wants_upgrade = upgrade;
+	bool chunked = httpd_parser_chunked(p);
+	uint64_t length = 0;
+	bool has_length = httpd_parser_content_length(p, &length);
+	ex->content_length = chunked ? -1 : has_length ? (int64_t)length : 0;
+	ex->has_body = !upgrade && (chunked || ex->content_length > 0);
 	const char *expect = httpd_request_header(&ex->req, "Expect");
-	ex->expect_continue = expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1 &&
+	ex->expect_continue = expect && strcasecmp(expect, "100-continue") == 0 && http_minor >= 1 &&
 	                      ex->has_body;
-	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
+	bool keep_alive = httpd_parser_keep_alive(p) && !upgrade;
 	c->close_after = c->close_after || !keep_alive || c->lp->draining;
-	ex->keep_alive_10 = keep_alive && p->http_minor == 0;
+	ex->keep_alive_10 = keep_alive && http_minor == 0;
 	ex->max_body = c->srv->max_body_bytes;
 	/* the handler is called outside the parser, once it has paused here */
-	http_parser_pause(p, 1);
+	httpd_parser_pause(p);
 	return 0;
 }
 
-static int on_headers_complete(http_parser *p)
+static int on_headers_complete(httpd_parser *p)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	httpd_request *r = &c->req;
 	if (httpd__request_end_header(r) < 0 || asb_strbuf_add(&r->url, "", 0) < 0)
 		return -1;
@@ -666,19 +668,18 @@ static int on_headers_complete(http_parser *p)
 		c->reject_status = 400;
 		return -1;
 	}
-	r->method = http_method_str((enum http_method)p->method);
-	struct http_parser_url u;
-	http_parser_url_init(&u);
-	if (http_parser_parse_url(r->url.data, r->url.len, p->method == HTTP_CONNECT, &u) != 0) {
+	r->method = httpd_parser_method(p);
+	httpd_url u;
+	if (httpd_parser_split_url(r->url.data, r->url.len, strcmp(r->method, "CONNECT") == 0, &u) != 0) {
 		c->reject_status = 400;
 		return -1;
 	}
-	if (u.field_set & (1 << UF_PATH))
-		r->path = strndup(r->url.data + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
+	if (u.path.set)
+		r->path = strndup(r->url.data + u.path.off, u.path.len);
 	else
 		r->path = strdup("/");
-	if (u.field_set & (1 << UF_QUERY))
-		r->query = strndup(r->url.data + u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
+	if (u.query.set)
+		r->query = strndup(r->url.data + u.query.off, u.query.len);
 	else
 		r->query = strdup("");
 	if (!r->path || !r->query)
@@ -688,14 +689,15 @@ static int on_headers_complete(http_parser *p)
 	if (rt && rt->stream_fn)
 		return start_exchange(c, p, rt);
 	/* A declared body over the limit is refused before it is read. */
-	bool has_length = (p->flags & F_CONTENTLENGTH) != 0;
-	if (has_length && p->content_length > c->srv->max_body_bytes) {
+	uint64_t length = 0;
+	bool has_length = httpd_parser_content_length(p, &length);
+	if (has_length && length > c->srv->max_body_bytes) {
 		c->reject_status = 413;
 		return -1;
 	}
 	const char *expect = httpd_request_header(r, "Expect");
-	if (expect && strcasecmp(expect, "100-continue") == 0 && p->http_minor >= 1 &&
-	    (p->flags & F_CHUNKED || (has_length && p->content_length > 0))) {
+	if (expect && strcasecmp(expect, "100-continue") == 0 && httpd_parser_http_minor(p) >= 1 &&
+	    (httpd_parser_chunked(p) || (has_length && length > 0))) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		char *data = malloc(sizeof(cont) - 1);
 		if (!data)
@@ -707,9 +709,9 @@ static int on_headers_complete(http_parser *p)
 	return 0;
 }
 
-static int on_body(http_parser *p, const char *at, size_t len)
+static int on_body(httpd_parser *p, const char *at, size_t len)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	if (!c->stream_req) {
 		if (c->req.body.len + len > c->srv->max_body_bytes) {
 			c->reject_status = 413;
@@ -732,19 +734,19 @@ static int on_body(http_parser *p, const char *at, size_t len)
 	}
 	httpd__exchange_deliver(ex, at, len);
 	if (!httpd__conn_can_parse(c))
-		http_parser_pause(p, 1);
+		httpd_parser_pause(p);
 	return 0;
 }
 
-static int on_message_complete(http_parser *p)
+static int on_message_complete(httpd_parser *p)
 {
-	conn *c = p->data;
+	conn *c = httpd_parser_data(p);
 	httpd_server *s = c->srv;
 	if (c->stream_req) {
 		c->stream_req = false;
 		c->in_request = false;
 		httpd_exchange *ex = c->ex;
-		if (p->upgrade)
+		if (httpd_parser_upgrade(p))
 			c->parse_done = true;  /* what follows is another protocol */
 		if (ex) {
 			ex->body_done = true;
@@ -754,19 +756,19 @@ static int on_message_complete(http_parser *p)
 			/* the dropped body is behind us: next request */
 			uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
 		}
-		if (!httpd__conn_can_parse(c) && !p->upgrade)
-			http_parser_pause(p, 1);
+		if (!httpd__conn_can_parse(c) && !httpd_parser_upgrade(p))
+			httpd_parser_pause(p);
 		return 0;
 	}
 	if (asb_strbuf_add(&c->req.body, "", 0) < 0)
 		return -1;
-	bool keep_alive = http_should_keep_alive(p) && !p->upgrade;
+	bool keep_alive = httpd_parser_keep_alive(p) && !httpd_parser_upgrade(p);
 	c->close_after = !keep_alive || c->lp->draining;
 
 	httpd_response res = { .status = 200 };
 	bool head_only = false;
 	dispatch(c, &c->req, &res, &head_only);
-	send_response(c, &res, head_only, keep_alive && p->http_minor == 0);
+	send_response(c, &res, head_only, keep_alive && httpd_parser_http_minor(p) == 0);
 	httpd__response_free(&res);
 	httpd__request_reset(&c->req);
 	c->in_request = false;
@@ -775,21 +777,33 @@ static int on_message_complete(http_parser *p)
 	if (c->close_after) {
 		httpd__conn_finish(c);
 		/* nothing pipelined after this one is served */
-		http_parser_pause(p, 1);
+		httpd_parser_pause(p);
 		return 0;
 	}
 	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
 	return 0;
 }
 
+static const httpd_parser_callbacks parser_callbacks = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
 /* --- input -------------------------------------------------------------------------- */
 
 /* A malformed or refused request: an error answer when none has begun. */
-static void conn_reject(conn *c, enum http_errno e)
+static void conn_reject(conn *c)
 {
-	int status = c->reject_status ? c->reject_status : e == HPE_HEADER_OVERFLOW ? 431 : 400;
+	httpd_parser_error e = httpd_parser_get_error(&c->parser);
+	int status = c->reject_status ? c->reject_status
+	             : e == HTTPD_PARSER_EHEADER_OVERFLOW ? 431 : 400;
 	asb_log(c->srv->log, ASB_LOG_DEBUG, "http request rejected", "server", c->srv->name,
-	        "error", http_errno_name(e), NULL);
+	        "error", httpd_parser_error_name(&c->parser), NULL);
 	httpd_exchange *ex = c->ex;
 	if (c->stream_req && (!ex || ex->head_sent)) {
 		/* an answer is (being) sent already: a second one would corrupt it */
@@ -828,16 +842,15 @@ static size_t conn_consume(conn *c, const char *data, size_t len)
 		}
 		if (!httpd__conn_can_parse(c))
 			break;
-		if (HTTP_PARSER_ERRNO(&c->parser) == HPE_PAUSED)
-			http_parser_pause(&c->parser, 0);
-		size_t n = http_parser_execute(&c->parser, &c->srv->settings, data + off, len - off);
+		httpd_parser_resume(&c->parser);
+		size_t n = 0;
+		httpd_parser_error e = httpd_parser_execute(&c->parser, data + off, len - off, &n);
 		off += n;
-		enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
-		if (e != HPE_OK && e != HPE_PAUSED) {
-			conn_reject(c, e);
+		if (e != HTTPD_PARSER_OK && e != HTTPD_PARSER_PAUSED) {
+			conn_reject(c);
 			return len;
 		}
-		if (c->parser.upgrade && !c->stream_req) {
+		if (httpd_parser_upgrade(&c->parser) && !c->stream_req) {
 			c->parse_done = true;  /* upgrade asked of a buffered route: answered and closed */
 			continue;
 		}
@@ -1061,8 +1074,7 @@ static void accept_one(loop *lp)
 		lp->conns->prev = c;
 	lp->conns = c;
 	lp->nconns++;
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
+	httpd_parser_init(&c->parser, HTTPD_PARSER_REQUEST, &parser_callbacks, c);
 	if (uv_accept((uv_stream_t *)&lp->listener, (uv_stream_t *)&c->tcp) < 0) {
 		httpd__conn_close(c, ASB_ETRANSPORT);
 		return;
@@ -1272,14 +1284,6 @@ int httpd_server_new(httpd_server **out, const httpd_server_options *o)
 			return rc;
 		}
 	}
-	http_parser_settings_init(&s->settings);
-	s->settings.on_message_begin = on_message_begin;
-	s->settings.on_url = on_url;
-	s->settings.on_header_field = on_header_field;
-	s->settings.on_header_value = on_header_value;
-	s->settings.on_headers_complete = on_headers_complete;
-	s->settings.on_body = on_body;
-	s->settings.on_message_complete = on_message_complete;
 	*out = s;
 	return 0;
 }

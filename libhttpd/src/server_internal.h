@@ -18,7 +18,7 @@ typedef struct {
 } httpd__header;
 
 struct httpd_request {
-	const char *method;            /* static, from http_method_str() */
+	const char *method;            /* static, from httpd_parser_method() */
 	asb_strbuf url;                /* raw request target */
 	char *path;
 	char *query;
@@ -66,7 +66,7 @@ int httpd__server_route_owned(httpd_server *s, const char *method,
 #include <pthread.h>
 #include <stdatomic.h>
 #include <uv.h>
-#include <http_parser.h>
+#include "httpd/parser.h"
 #include "httpd/exchange.h"
 
 #define HTTPD__READ_BUFFER_BYTES 65536
@@ -124,7 +124,7 @@ struct httpd__conn {
 	httpd__loop *lp;
 	httpd_server *srv;
 	const httpd__transport *tp;
-	http_parser parser;
+	httpd_parser parser;
 	httpd__conn *prev, *next;
 	k8s__conn_state state;
 	int open_handles;              /* tcp + timer; freed at 0 (and no kick posted) */

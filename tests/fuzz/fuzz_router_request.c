@@ -1,11 +1,11 @@
 /*
  * libFuzzer target: the router's request path. The input is a raw HTTP
- * request; http-parser (as the server uses it) reads its head, then the
+ * request; httpd/parser.h (as the server uses it) reads its head, then the
  * router's pure steps run on it: framing checks, routing headers, target
  * resolution over a small fake cache, authorization of a scoped token,
  * and the request head written for the sandbox. Oracle: whenever the
  * router accepts the request, the head it writes must parse back with
- * http-parser as exactly one request, to the same target, with every field
+ * httpd/parser.h as exactly one request, to the same target, with every field
  * a token name and a value without CR, LF or NUL (no injection, no
  * smuggling), and the response filter must keep only valid fields.
  */
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <http_parser.h>
+#include "httpd/parser.h"
 #include "authz.h"
 #include "contract.h"
 #include "headers.h"
@@ -41,16 +41,16 @@ static char *append(char *s, const char *at, size_t len)
 	return p;
 }
 
-static int on_url(http_parser *p, const char *at, size_t len)
+static int on_url(httpd_parser *p, const char *at, size_t len)
 {
-	head_state *h = p->data;
+	head_state *h = httpd_parser_data(p);
 	h->url = append(h->url, at, len);
 	return 0;
 }
 
-static int on_field(http_parser *p, const char *at, size_t len)
+static int on_field(httpd_parser *p, const char *at, size_t len)
 {
-	head_state *h = p->data;
+	head_state *h = httpd_parser_data(p);
 	if (h->in_value || !h->n) {
 		if (h->n == h->max) {
 			h->bad = true;
@@ -65,23 +65,23 @@ static int on_field(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
-static int on_value(http_parser *p, const char *at, size_t len)
+static int on_value(httpd_parser *p, const char *at, size_t len)
 {
-	head_state *h = p->data;
+	head_state *h = httpd_parser_data(p);
 	h->in_value = true;
 	h->values[h->n - 1] = append(h->values[h->n - 1], at, len);
 	return 0;
 }
 
-static int on_headers(http_parser *p)
+static int on_headers(httpd_parser *p)
 {
-	head_state *h = p->data;
+	head_state *h = httpd_parser_data(p);
 	h->done = true;
 	h->requests++;
 	return 1;  /* no body: the head is what matters */
 }
 
-static const http_parser_settings settings = {
+static const httpd_parser_callbacks settings = {
 	.on_url = on_url, .on_header_field = on_field, .on_header_value = on_value,
 	.on_headers_complete = on_headers,
 };
@@ -144,10 +144,9 @@ static void check_field(const char *name, const char *value, void *ud)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	head_state h = { .max = MAX_FIELDS };
-	http_parser p;
-	http_parser_init(&p, HTTP_REQUEST);
-	p.data = &h;
-	http_parser_execute(&p, &settings, (const char *)data, size);
+	httpd_parser p;
+	httpd_parser_init(&p, HTTPD_PARSER_REQUEST, &settings, &h);
+	httpd_parser_execute(&p, (const char *)data, size, NULL);
 	if (!h.done || h.bad || !h.url) {
 		state_free(&h);
 		return 0;
@@ -157,7 +156,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hs[i] = (rt_header){ h.names[i], h.values[i] };
 	const char *q = strchr(h.url, '?');
 	char *path = q ? strndup(h.url, (size_t)(q - h.url)) : strdup(h.url);
-	rt_head head = { .method = http_method_str((enum http_method)p.method), .target = h.url,
+	rt_head head = { .method = httpd_parser_method(&p), .target = h.url,
 	                 .path = path, .headers = hs, .nheaders = h.n, .peer_ip = "10.9.9.9",
 	                 .tls = size & 1 };
 	rt_reject rej;
@@ -180,16 +179,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rt_headers_request(&head, &o, &out, &rej) == 0) {
 				/* the oracle: one well-formed request to the same target */
 				head_state back = { .max = MAX_OUT_FIELDS };
-				http_parser bp;
-				http_parser_init(&bp, HTTP_REQUEST);
-				bp.data = &back;
-				size_t n = http_parser_execute(&bp, &settings, out.p, out.len);
+				httpd_parser bp;
+				httpd_parser_init(&bp, HTTPD_PARSER_REQUEST, &settings, &back);
+				size_t n = 0;
+				httpd_parser_execute(&bp, out.p, out.len, &n);
 				if (!back.done || back.requests != 1 || n != out.len ||
 				    strcmp(back.url, h.url) != 0) {
 					if (getenv("FUZZ_DEBUG"))
 						fprintf(stderr, "done=%d requests=%zu n=%zu len=%zu errno=%s\n---\n%s---\n",
 						        back.done, back.requests, n, out.len,
-						        http_errno_name(HTTP_PARSER_ERRNO(&bp)), out.p);
+						        httpd_parser_error_name(&bp), out.p);
 					abort();
 				}
 				for (size_t i = 0; i < back.n; i++)
