@@ -1,8 +1,10 @@
 /*
  * status.c - the outcome of a pass: the new Sandbox status
- * (docs/api.md#sandbox-status, #pod-management "Status derived from the Pod", docs/api.md#sandbox-conditions conditions, docs/api.md#service-management service
- * fields, docs/api.md#sandbox-expiry expiry), whether to write it (docs/api.md#sandbox-reconcile step 6), the requeue delay
- * and the errors to return (docs/api.md#sandbox-reconcile step 7).
+ * (docs/api.md#sandbox-status; the Pod's part, #pod-management; the
+ * conditions, #sandbox-conditions; the service fields,
+ * #service-management; expiry, #sandbox-expiry), whether to write it
+ * (docs/api.md#sandbox-reconcile step 6), the requeue delay and the errors
+ * to return (step 7).
  *
  * The new status starts as a copy of the old one and is edited field by
  * field, as upstream mutates the object in place: fields a pass does not
