@@ -132,7 +132,7 @@ def wait_pool_full(kc, ns, pool_name, n, timeout, proc):
 
 def launch_of(claim_obj):
     """warm / cold from the claim as first seen Ready: a cold Sandbox is named
-    like the claim (spec/api.md §9.4), an adopted one is not."""
+    like the claim (docs/api.md#cold-start), an adopted one is not."""
     sb = ((claim_obj.get("status") or {}).get("sandbox") or {}).get("name")
     return "cold" if sb == claim_obj["metadata"]["name"] else "warm"
 

@@ -12,7 +12,7 @@ plus sandboxd's peak RSS (VmHWM) at the end.
 
 The upstream python-runtime (examples/python-runtime-sandbox in upstream's
 repository) is not a published package, so it cannot be installed here to
-run side by side: these figures are ours alone (spec/surfaces.md E has no
+run side by side: these figures are ours alone (docs/upstream.md#tests-and-figures has no
 published sandboxd figures either).
 
 Usage: bench/sandboxd.py [--build-dir build] [--seconds 5] [--concurrency 4]

@@ -149,7 +149,7 @@ static int parse_duration_ms(const char *flag, const char *s, long min_ms, long 
 	return 0;
 }
 
-/* A duration flag that must be > 0 (A.3), in milliseconds. */
+/* A duration flag that must be > 0 (docs/upstream.md#startup-validation), in milliseconds. */
 static int parse_positive_duration_ms(const char *flag, const char *s, long *out)
 {
 	int64_t ns;

@@ -1,6 +1,6 @@
 /*
  * flags.h - the command line of agent-sandbox-controller. Names and
- * defaults follow the upstream controller (spec/surfaces.md A.2), so that
+ * defaults follow the upstream controller (docs/upstream.md#controller-flags), so that
  * existing Helm values and docs carry over. docs/controller.md lists them.
  */
 #ifndef CONTROLLER_FLAGS_H
@@ -31,7 +31,7 @@ typedef struct {
 	long sandbox_write_behind_window_ms;
 
 	/* --cache-label-selectors: the Pod and Service informers see only
-	 * objects carrying agents.x-k8s.io/sandbox-name-hash (A.5). */
+	 * objects carrying agents.x-k8s.io/sandbox-name-hash (docs/upstream.md#cache-scoping). */
 	bool cache_label_selectors;
 
 	/* Flags of the extension controllers (SandboxClaim, SandboxTemplate,
@@ -84,7 +84,7 @@ void controller_flags_defaults(controller_flags *f);
 int controller_flags_parse(int argc, char **argv, controller_flags *f);
 
 /**
- * Startup validation across flags, after parsing (spec/surfaces.md A.3):
+ * Startup validation across flags, after parsing (docs/upstream.md#startup-validation):
  * refuses what this build cannot do (--extensions). Returns 0, or -1 with
  * a message naming the flag in `err` (NUL-terminated, truncated to `cap`).
  */
@@ -95,7 +95,7 @@ typedef void (*controller_flags_warn_fn)(const char *flag, const char *msg, void
 
 /**
  * Calls `warn` once per startup warning of valid but questionable flags
- * (spec/surfaces.md A.3: total workers above 1000, QPS > 0 with more
+ * (docs/upstream.md#startup-validation: total workers above 1000, QPS > 0 with more
  * workers than the burst; and flags accepted without effect here: tracing,
  * pprof). Returns the number of warnings.
  */

@@ -44,7 +44,7 @@
 /* Upstream's leader election ID, so that our controller and the Go one
  * never run side by side during an upgrade. */
 #define LEASE_NAME "a3317529.agent-sandbox.x-k8s.io"
-/* Event reporting controller (spec/api.md section 0). */
+/* Event reporting controller (docs/api.md#quick-reference). */
 #define REPORTING_CONTROLLER "sandbox-controller"
 
 /* The config search order of controller-runtime: flag, $KUBECONFIG, in-cluster, ~/.kube/config. */
@@ -107,7 +107,7 @@ enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_CORE_COUNT,
 /* ---- metrics and probe endpoints ---- */
 
 
-/* agent_sandbox_build_info (spec/api.md section 11): 1, with the build as const labels. */
+/* agent_sandbox_build_info (docs/api.md#metrics): 1, with the build as const labels. */
 static int register_build_info(asb_metrics_registry *reg)
 {
 	static const char *const labels[] = {
@@ -126,7 +126,7 @@ static int register_build_info(asb_metrics_registry *reg)
 	return rc < 0 ? rc : asb_metric_set(m, NULL, 0, 1);
 }
 
-/* agent_sandboxes (spec/api.md section 11), counted from the Sandbox cache at each scrape. */
+/* agent_sandboxes (docs/api.md#metrics), counted from the Sandbox cache at each scrape. */
 static int register_sandboxes_gauge(asb_metrics_registry *reg, asb_metric **out)
 {
 	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 			io.transform = sbx_pod_transform;
 			io.codec = sbx_pod_codec();
 		}
-		/* --cache-label-selectors (A.5): only children carrying the tracking label */
+		/* --cache-label-selectors (docs/upstream.md#cache-scoping): only children carrying the tracking label */
 		if ((i == INF_PODS || i == INF_SERVICES) && f.cache_label_selectors)
 			io.label_selector = SBX_LABEL_NAME_HASH;
 		if (k8s_informer_new(&inf[i], client, &io) < 0)

@@ -1,6 +1,6 @@
 /*
  * webhook.c - the conversion webhook of agent-sandbox-controller
- * (webhook.h): flags, self-managed certificates (spec/surfaces.md A.8),
+ * (webhook.h): flags, self-managed certificates (docs/upstream.md#webhook-certificates),
  * the CRD conversion patch, and POST /convert.
  *
  * Startup order, as upstream: certificates (read the Secret, or generate
@@ -28,7 +28,7 @@
 #define PROG "agent-sandbox-controller"
 #define CA_COMMON_NAME "agent-sandbox-conversion-webhook-ca"
 
-/* The four CRDs whose conversion config we own (spec/surfaces.md §0). */
+/* The four CRDs whose conversion config we own (docs/upstream.md#identifiers). */
 static const char *const crd_names[] = {
 	"sandboxes.agents.x-k8s.io",
 	"sandboxclaims.extensions.agents.x-k8s.io",
@@ -141,7 +141,7 @@ static char *secret_value(const cJSON *secret, const char *key, size_t *len, con
 	return (char *)out;
 }
 
-/* --- certificates (A.8) ------------------------------------------------------ */
+/* --- certificates (docs/upstream.md#webhook-certificates) ------------------------------------------------------ */
 
 typedef struct {
 	char *ca, *cert, *key;
@@ -392,7 +392,7 @@ static void handle_convert(const httpd_request *req, httpd_response *res, void *
 	free(out);
 }
 
-/* With --manage-webhook-certs=false: the files the operator provides (A.8). */
+/* With --manage-webhook-certs=false: the files the operator provides (docs/upstream.md#webhook-certificates). */
 static int provided_files(const webhook_flags *f, char *cert, char *key, size_t cap)
 {
 	snprintf(cert, cap, "%s/%s", f->cert_dir, f->cert_name);

@@ -1,7 +1,7 @@
 /*
  * webhook.h - the controller's conversion webhook: its flags, the
  * self-managed serving certificate (Secret agent-sandbox-webhook-certs,
- * spec/surfaces.md A.8), the CRD conversion patch, and the HTTPS server
+ * docs/upstream.md#webhook-certificates), the CRD conversion patch, and the HTTPS server
  * answering POST /convert (libsandbox/conversion.h).
  *
  * Served on every replica from startup, leader or not: the API server
@@ -24,9 +24,9 @@
 typedef struct webhook webhook;
 
 /**
- * Prepares the certificates (A.8), patches the four CRDs' conversion
+ * Prepares the certificates (docs/upstream.md#webhook-certificates), patches the four CRDs' conversion
  * config (those that exist and use Webhook conversion) and starts the
- * HTTPS server. With --enable-webhook=false logs the notice of A.3 and
+ * HTTPS server. With --enable-webhook=false logs the notice of docs/upstream.md#startup-validation and
  * returns a webhook that does nothing. `client` and `log` are borrowed
  * and must outlive the webhook; `cluster_domain` is copied.
  * Returns 0 or a negative ASB_E* code (message in asb_error_last()).

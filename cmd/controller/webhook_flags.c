@@ -1,7 +1,7 @@
 /*
  * webhook_flags.c - the conversion webhook's flags (webhook_flags.h):
  * upstream defaults, --help text and the startup checks of
- * spec/surfaces.md A.3. Pure; linked into the flags unit tests.
+ * docs/upstream.md#startup-validation. Pure; linked into the flags unit tests.
  */
 #include <ctype.h>
 #include <stdio.h>

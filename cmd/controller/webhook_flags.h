@@ -1,6 +1,6 @@
 /*
  * webhook_flags.h - the flags of the conversion webhook (upstream names
- * and defaults, spec/surfaces.md A.2 and A.3), plus two of ours for
+ * and defaults, docs/upstream.md#controller-flags and #startup-validation), plus two of ours for
  * running the controller outside a cluster. Parsed by flags.c; used by
  * webhook.c. Pure.
  */
@@ -29,7 +29,7 @@ typedef struct {
 void webhook_flags_defaults(webhook_flags *w);
 
 /**
- * Startup checks (A.3): non-blank cert and key names, a port in
+ * Startup checks (docs/upstream.md#startup-validation): non-blank cert and key names, a port in
  * 1..65535, non-blank dir, Service and namespace, a bind address that is
  * a host only, --webhook-url an https URL with a host and no user, query
  * or fragment. Returns 0, or -1 with "invalid value ... for --FLAG: ..."

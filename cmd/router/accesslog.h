@@ -1,5 +1,5 @@
 /*
- * accesslog.h - one JSON line per proxied request (spec/surfaces.md B.11):
+ * accesslog.h - one JSON line per proxied request (docs/upstream.md#router-observability):
  * {"ts","level":"info","logger":"sandbox-router.access","msg":"request",
  *  "method","path","status","duration_ms","client_ip","sandbox_id",
  *  "sandbox_namespace","bytes_out","user_agent"} - client_ip is the socket

@@ -1,5 +1,5 @@
 /*
- * authz.h - who may reach a sandbox (spec/surfaces.md B.9), after the
+ * authz.h - who may reach a sandbox (docs/upstream.md#router-authorization), after the
  * routing headers were validated:
  * - allow-all: everyone;
  * - tokenreview: the bearer token is checked with an

@@ -1,5 +1,5 @@
 /*
- * cache.h - the router's view of the cluster (spec/surfaces.md B.7, with
+ * cache.h - the router's view of the cluster (docs/upstream.md#pod-ip-cache, with
  * Sandboxes added): two informers, Sandboxes and the Pods labelled
  * agents.x-k8s.io/sandbox-name-hash that have an IP, both diet-transformed,
  * the Pods cached as libsandbox's compact sbx_pod structs and indexed by

@@ -1,5 +1,5 @@
 /*
- * contract.h - the router's request contract (spec/surfaces.md B.2): from
+ * contract.h - the router's request contract (docs/upstream.md#router-request-contract): from
  * the head of a client request to the sandbox it addresses, or to the
  * error the client gets ({"detail": ...} with its status).
  *

@@ -340,7 +340,7 @@ static int apply_env(rt_flags *f, bool *tracing_env, bool *metrics_env, char *er
 	const char *v = getenv("CLUSTER_DOMAIN");
 	if (v && *v && rt_flag_set(f, rt_flag_find("cluster-domain", 14), v, NULL, err, cap) < 0)
 		return -1;
-	/* numeric seconds, fraction allowed; invalid or non-positive ignored (B.5) */
+	/* numeric seconds, fraction allowed; invalid or non-positive ignored (docs/upstream.md#router-timeouts) */
 	if ((v = getenv("PROXY_TIMEOUT_SECONDS")) && *v) {
 		char *end;
 		errno = 0;
@@ -476,7 +476,7 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 		if (!strcmp(d->name, "enable-otel-metrics"))
 			explicit_metrics = true;
 	}
-	/* OTLP endpoints in the environment switch these on unless set explicitly (B.13) */
+	/* OTLP endpoints in the environment switch these on unless set explicitly (docs/upstream.md#router-configuration) */
 	if (tracing_env && !explicit_tracing)
 		f->enable_tracing = true;
 	if (metrics_env && !explicit_metrics)

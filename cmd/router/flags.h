@@ -1,8 +1,8 @@
 /*
  * flags.h - the configuration of sandbox-router: command-line flags, the
  * YAML config file and the environment, with the Go router's names,
- * defaults, precedence and validation (spec/surfaces.md B.1, B.5, B.6,
- * B.9, B.12, B.13). docs/router.md lists every flag.
+ * defaults, precedence and validation (docs/upstream.md#router-listeners, #router-timeouts, #upstream-retries,
+ * docs/upstream.md#router-authorization, #router-tls, #router-configuration). docs/router.md lists every flag.
  *
  * Precedence: command line > config file > environment > built-in
  * defaults. Errors name the flag (and the config file when the value came
@@ -31,15 +31,15 @@ typedef enum {
 
 /** Every setting; strings are owned (rt_flags_free). "" means unset. */
 typedef struct {
-	/* listeners (B.1) */
+	/* listeners (docs/upstream.md#router-listeners) */
 	char *http_addr;                 /**< --http-bind-address (:8080) */
 	char *https_addr;                /**< --https-bind-address ("" = off) */
 	char *metrics_addr;              /**< --metrics-bind-address (:9090; "" = off) */
 	char *probe_addr;                /**< --health-probe-bind-address (:8081; "" = off) */
-	/* TLS (B.12) */
+	/* TLS (docs/upstream.md#router-tls) */
 	char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
 	rt_mtls_mode mtls_mode;          /**< --mtls-mode (off) */
-	/* routing and upstream (B.3, B.5, B.6) */
+	/* routing and upstream (docs/upstream.md#target-resolution, #router-timeouts, #upstream-retries) */
 	char *cluster_domain;            /**< --cluster-domain (cluster.local; env CLUSTER_DOMAIN) */
 	long proxy_timeout_ms;           /**< --proxy-timeout (180s; env PROXY_TIMEOUT_SECONDS) */
 	long response_header_timeout_ms; /**< --response-header-timeout (30s) */
@@ -52,7 +52,7 @@ typedef struct {
 	/* observability (accepted; no OpenTelemetry exporter in this build) */
 	bool enable_tracing, enable_otel_metrics;
 	bool access_log;                 /**< --access-log (true) */
-	/* authorization (B.9) */
+	/* authorization (docs/upstream.md#router-authorization) */
 	rt_authz_mode authz_mode;        /**< --authz-mode (allow-all) */
 	long tokenreview_ttl_ms;         /**< --authz-tokenreview-ttl (30s) */
 	int tokenreview_cache_size;      /**< --authz-tokenreview-cache-size (2048) */
@@ -63,7 +63,7 @@ typedef struct {
 	char *tokenreview_audiences;     /**< --authz-tokenreview-audiences (csv) */
 	bool access_review;              /**< --authz-namespace-access-review (true; ours) */
 	char *scoped_token_secret_file;  /**< --authz-scoped-token-secret-file */
-	/* cache (B.7) and cluster access */
+	/* cache (docs/upstream.md#pod-ip-cache) and cluster access */
 	bool cache_enabled;              /**< --cache-enabled (false) */
 	char *cache_namespace;           /**< --cache-namespace ("" = all) */
 	char *kubeconfig;                /**< --kubeconfig (""; env KUBECONFIG) */
@@ -117,7 +117,7 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 int rt_flags_apply_file(rt_flags *f, const char *path, char *err, size_t cap);
 
 /**
- * Cross-flag checks of B.13 (no proxy listener, HTTPS without a key pair,
+ * Cross-flag checks of docs/upstream.md#router-configuration (no proxy listener, HTTPS without a key pair,
  * mTLS without HTTPS or a CA, non-positive timeouts, negative limits,
  * empty cluster domain, bad TTL or cache size, scoped-token without a
  * secret file). Returns 0 or -1 with a message naming the flag in `err`.

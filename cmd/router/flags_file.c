@@ -1,5 +1,5 @@
 /*
- * flags_file.c - the --config file (spec/surfaces.md B.13): a YAML map
+ * flags_file.c - the --config file (docs/upstream.md#router-configuration): a YAML map
  * whose keys are flag names and whose values are scalars, applied through
  * the same setter as the command line. Parsed by libyaml's document API.
  */
@@ -31,7 +31,7 @@ static bool is_null(const yaml_node_t *n)
 }
 
 /* A plain scalar that is a whole-number float ("3.0", "1e3") is given as
- * the integer, as the Go router renders such values (B.13). */
+ * the integer, as the Go router renders such values (docs/upstream.md#router-configuration). */
 static const char *render(const yaml_node_t *n, char *buf, size_t cap)
 {
 	const char *v = (const char *)n->data.scalar.value;

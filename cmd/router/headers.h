@@ -1,6 +1,6 @@
 /*
  * headers.h - what the router changes in the heads it relays
- * (spec/surfaces.md B.4; RFC 9110 §7.6.1 on hop-by-hop fields, RFC 9112
+ * (docs/upstream.md#request-rewriting; RFC 9110 §7.6.1 on hop-by-hop fields, RFC 9112
  * on framing):
  * - request: the target is kept byte for byte; Host becomes the sandbox's
  *   host:port; Authorization, Forwarded, X-Forwarded-* from the client,
@@ -46,7 +46,7 @@ typedef struct {
 
 /**
  * True when `h` asks for a protocol upgrade: a Connection field with the
- * token "upgrade" and a non-empty Upgrade field (B.8).
+ * token "upgrade" and a non-empty Upgrade field (docs/upstream.md#upgrades).
  */
 bool rt_headers_wants_upgrade(const rt_head *h);
 

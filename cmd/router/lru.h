@@ -1,7 +1,7 @@
 /*
  * lru.h - a bounded cache of authorization decisions (rt_lru): string key
  * to (verdict, detail text, expiry), least recently used entry evicted
- * when full. Used by the tokenreview mode (spec/surfaces.md B.9: an LRU of
+ * when full. Used by the tokenreview mode (docs/upstream.md#router-authorization: an LRU of
  * --authz-tokenreview-cache-size entries keyed by the token's SHA-256).
  * Thread-safe (one mutex; every operation is O(1) on average).
  */

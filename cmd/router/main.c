@@ -7,7 +7,7 @@
  * (plain and/or TLS, proxy.c), metrics and probes. Every listener is bound
  * before /readyz turns ready; SIGTERM/SIGINT turn it to "draining" and
  * shut the listeners down together within --shutdown-timeout, requests in
- * flight finishing. Exit codes as the Go router's (B.10): 2 for flag and
+ * flight finishing. Exit codes as the Go router's (docs/upstream.md#router-probes-and-shutdown): 2 for flag and
  * config-file errors, 1 for runtime errors, 0 after a clean shutdown.
  */
 #include <pthread.h>
@@ -41,7 +41,7 @@
 
 static atomic_bool ready;
 
-/* ---- probes (B.10): any method ---- */
+/* ---- probes (docs/upstream.md#router-probes-and-shutdown): any method ---- */
 
 static void probe_healthz(const httpd_request *req, httpd_response *res, void *ud)
 {
@@ -60,7 +60,7 @@ static void probe_readyz(const httpd_request *req, httpd_response *res, void *ud
 /* ---- cluster access ---- */
 
 /* --kubeconfig (or $KUBECONFIG); else in-cluster, falling back to the
- * default kubeconfig only when not in a cluster (B.7). */
+ * default kubeconfig only when not in a cluster (docs/upstream.md#pod-ip-cache). */
 static int load_config(const rt_flags *f, asb_logger *log, k8s_config **cfg)
 {
 	if (*f->kubeconfig)
@@ -125,7 +125,7 @@ static void *shutdown_one(void *ud)
 	return NULL;
 }
 
-/* Shuts every server down at once, sharing one deadline (B.10). */
+/* Shuts every server down at once, sharing one deadline (docs/upstream.md#router-probes-and-shutdown). */
 static void shutdown_all(httpd_server **srv, int n, long timeout_ms)
 {
 	shutdown_job jobs[8] = { 0 };
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err);
 		goto out;
 	}
-	/* a cluster client only when the cache or TokenReviews need one (B.13) */
+	/* a cluster client only when the cache or TokenReviews need one (docs/upstream.md#router-configuration) */
 	if (f.cache_enabled || f.authz_mode == RT_AUTHZ_TOKENREVIEW) {
 		if (k8s_global_init() < 0)
 			goto out;
@@ -279,7 +279,7 @@ int main(int argc, char **argv)
 	    (srv[S_PROBE] && (httpd_server_route(srv[S_PROBE], NULL, "/healthz", probe_healthz, NULL) < 0 ||
 	                      httpd_server_route(srv[S_PROBE], NULL, "/readyz", probe_readyz, NULL) < 0)))
 		goto out;
-	/* bind everything before serving anything ready (B.10) */
+	/* bind everything before serving anything ready (docs/upstream.md#router-probes-and-shutdown) */
 	for (int i = 0; i < S_COUNT; i++)
 		if (srv[i] && httpd_server_start(srv[i]) < 0) {
 			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);

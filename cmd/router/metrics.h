@@ -1,6 +1,6 @@
 /*
  * metrics.h - the router's Prometheus metrics, with the Go router's names
- * and labels (spec/surfaces.md B.11), plus the connection gauges of this
+ * and labels (docs/upstream.md#router-observability), plus the connection gauges of this
  * implementation:
  *   sandbox_router_requests_total{method,code,sandbox_namespace}
  *   sandbox_router_request_duration_seconds{method,code,sandbox_namespace}

@@ -271,7 +271,7 @@ static int up_head(rt_upconn *c, const rt_up_head *h, void *ud)
 	uv_timer_stop(&r->phase);
 	httpd_response *res = httpd_exchange_response(r->ex);
 	if (h->status == 101) {
-		/* only for an upgrade asked for, to the protocol asked for (B.8) */
+		/* only for an upgrade asked for, to the protocol asked for (docs/upstream.md#upgrades) */
 		if (!r->upgrade || !h->upgrade ||
 		    !same_token(up_header(h, "Upgrade"), rt_head_get(&r->head, "Upgrade"))) {
 			fail_upstream(r, "other");

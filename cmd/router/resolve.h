@@ -1,5 +1,5 @@
 /*
- * resolve.h - where a request goes (spec/surfaces.md B.3, B.7, and the
+ * resolve.h - where a request goes (docs/upstream.md#target-resolution, #pod-ip-cache, and the
  * router issue's guards): from a valid rt_route to a host to dial, using
  * what the informer caches know (an rt_cache_view), with no API call.
  *
@@ -8,7 +8,7 @@
  * - an unknown Sandbox is refused with 404;
  * - the Sandbox's pod is the Pod named by its agents.x-k8s.io/pod-name
  *   annotation (else the Sandbox's name) that the Sandbox controls, or else
- *   any live Pod it controls (api.md §6.3); its IPs are the Pod's
+ *   any live Pod it controls (docs/api.md#pod-management); its IPs are the Pod's
  *   status.podIPs as the Pod cache holds them now;
  * - X-Sandbox-Pod-IP (already class-checked by the contract) must be one
  *   of the IPs of that Pod, not being deleted (else 400 "Invalid target IP

@@ -5,7 +5,7 @@
  *
  * Process API (docs/sandboxd.md): requests and stream events are the
  * proto3 JSON mapping (https://protobuf.dev/programming-guides/json/) of
- * upstream's process.v1 messages (spec/surfaces.md C.4): field names in
+ * upstream's process.v1 messages (docs/upstream.md#processservice): field names in
  * lowerCamelCase (the proto names are accepted too), bytes as base64,
  * enums by name or number; a few fields are ours (timeoutSeconds, shell,
  * and the exit event's signal/timedOut/truncation flags).
@@ -56,7 +56,7 @@ typedef struct {
  * "cwd": ".."}, "pty": {"cols": N, "rows": N}, "timeoutSeconds": N}`.
  * "shell": S stands for ["/bin/sh", "-c", S]. `allow_pty` false refuses
  * "pty" (Execute has none). Empty command: ASB_EINVAL "command is
- * required" (C.6). Clear with sbxd_proc_request_clear().
+ * required" (docs/upstream.md#process-semantics). Clear with sbxd_proc_request_clear().
  */
 int sbxd_proc_request_parse(const char *json, size_t len, bool allow_pty, sbxd_proc_request *r);
 

@@ -3,7 +3,7 @@
  * so that neither `..`, an absolute path, nor a symbolic link (one already
  * there, or one swapped in while a request runs) reaches outside it.
  *
- * Two steps (spec/surfaces.md C.5, with one deliberate difference below):
+ * Two steps (docs/upstream.md#path-confinement, with one deliberate difference below):
  * 1. sbxd_path_clean(): lexical. The decoded client path is cleaned like
  *    Go's path.Clean; an absolute path is re-rooted under the root (a
  *    prefix equal to the root's own absolute path is stripped first); a
@@ -95,10 +95,10 @@ int sbxd_root_set_resolver(sbxd_root *r, sbxd_resolver resolver);
 
 /** How sbxd_path_clean() treats an absolute client path. */
 typedef enum {
-	/** sandboxd REST (C.5): an absolute path under the root's own absolute
+	/** sandboxd REST (docs/upstream.md#path-confinement): an absolute path under the root's own absolute
 	 *  path loses that prefix; any other absolute path is re-rooted. */
 	SBXD_CLEAN_STRIP_ROOT = 0,
-	/** python-runtime (C.1): leading slashes are removed, nothing else. */
+	/** python-runtime (docs/upstream.md#python-runtime-api): leading slashes are removed, nothing else. */
 	SBXD_CLEAN_LSTRIP = 1
 } sbxd_clean_mode;
 

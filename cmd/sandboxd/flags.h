@@ -1,6 +1,6 @@
 /*
  * flags.h - the command line of sandboxd. Names and defaults follow
- * upstream sandboxd (spec/surfaces.md C.2) where it has the flag, so that
+ * upstream sandboxd (docs/upstream.md#sandboxd-daemon) where it has the flag, so that
  * existing manifests carry over; docs/sandboxd.md lists every flag.
  */
 #ifndef SBXD_FLAGS_H

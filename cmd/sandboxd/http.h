@@ -59,7 +59,7 @@ int sbxd_http_files_routes(sbxd_daemon *d, httpd_server *s);
 int sbxd_http_process_routes(sbxd_daemon *d, httpd_server *s);
 int sbxd_http_runtime_routes(sbxd_daemon *d, httpd_server *s);
 
-/** Builds the /v1/metadata body from the environment (C.3). */
+/** Builds the /v1/metadata body from the environment (docs/upstream.md#sandboxd-rest-api). */
 int sbxd_metadata_build(sbxd_daemon *d);
 
 /** Posted to each server's loop at shutdown: every run's tree gets

@@ -1,5 +1,5 @@
 /*
- * http_files.c - sandboxd's REST API (spec/surfaces.md C.3): files under
+ * http_files.c - sandboxd's REST API (docs/upstream.md#sandboxd-rest-api): files under
  * /v1/files/{path} (GET and HEAD: a file's bytes or a directory listing;
  * PUT: an atomic write, raw or multipart; DELETE), /v1/health and
  * /v1/metadata. Also the streamed file download shared with the

@@ -1,6 +1,6 @@
 /*
  * http_process.c - process execution over HTTP with the semantics of
- * upstream's gRPC ProcessService (spec/surfaces.md C.4, C.6):
+ * upstream's gRPC ProcessService (docs/upstream.md#processservice, #process-semantics):
  *
  *   POST /v1/processes                  Start: the response is a chunked
  *        stream of NDJSON events, one JSON object a line (the proto3 JSON
@@ -126,7 +126,7 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	snprintf(sig, sizeof(sig), "%d", ex->signal);
 	asb_log(r->d->log, ASB_LOG_INFO, "process exited", "exit_code", code, "signal", sig,
 	        "timed_out", ex->timed_out ? "true" : "false", NULL);
-	/* C.6: unregistered when its Start call ends; the slot goes too */
+	/* docs/upstream.md#process-semantics: unregistered when its Start call ends; the slot goes too */
 	sbxd_run_release(&r->run);
 	if (!r->ex)
 		return;
@@ -170,7 +170,7 @@ static void on_keepalive(uv_timer_t *t)
 		httpd_exchange_write(r->ex, "{}\n", 3, NULL, NULL);
 }
 
-/* The working directory of a request, beneath the root (C.6: escape is
+/* The working directory of a request, beneath the root (docs/upstream.md#process-semantics: escape is
  * PERMISSION_DENIED with "cwd: ", missing is NOT_FOUND). */
 static int open_cwd(sbxd_daemon *d, const char *cwd, int *fd)
 {

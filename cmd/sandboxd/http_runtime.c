@@ -1,5 +1,5 @@
 /*
- * http_runtime.c - the legacy python-runtime API (spec/surfaces.md C.1),
+ * http_runtime.c - the legacy python-runtime API (docs/upstream.md#python-runtime-api),
  * byte-compatible where clients look: GET /, POST /execute, POST /upload,
  * GET /download/{path}, /list/{path}, /exists/{path}. Answers and error
  * bodies are FastAPI's shapes: {"message": ...}, 422 {"detail": [...]}

@@ -5,7 +5,7 @@
  * pseudo-terminal, its output delivered in chunks as it is produced and
  * bounded per stream, stdin fed from a queue, a timeout that ends the
  * whole tree (SIGTERM, then SIGKILL after a grace period), signals and
- * terminal resizes (spec/surfaces.md C.6).
+ * terminal resizes (docs/upstream.md#process-semantics).
  *
  * Ends (docs/sandboxd.md):
  *   - the command exits by itself (the process sandboxd started, even if

@@ -1,6 +1,6 @@
 /*
  * proctable.h - process ids and the concurrent-process cap. Ids are the
- * daemon's own counter from 1 (spec/surfaces.md C.6), handed to processes
+ * daemon's own counter from 1 (docs/upstream.md#process-semantics), handed to processes
  * started through the streaming API so that stdin, signal and resize
  * requests can find them; buffered executions take a slot of the cap but
  * no id. Not thread-safe: used on the server's loop thread only.

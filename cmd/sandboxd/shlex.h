@@ -1,8 +1,8 @@
 /*
  * shlex.h - splits a command line into words the way Python's
  * shlex.split(s) does (POSIX mode, no comments), which is how the
- * python-runtime's POST /execute reads its "command" (spec/surfaces.md
- * C.1): quotes and backslashes are honoured, nothing else is interpreted
+ * python-runtime's POST /execute reads its "command"
+ * (docs/upstream.md#python-runtime-api): quotes and backslashes are honoured, nothing else is interpreted
  * (no variables, globs, pipes or redirections).
  *
  * Rules: blanks (space, tab, CR, LF) separate words; a backslash outside

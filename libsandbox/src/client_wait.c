@@ -1,6 +1,6 @@
 /*
- * client_wait.c - waiting for a SandboxClaim on one watch (spec/surfaces.md
- * D.5): restarted where it stopped when the server ends it, from "0"
+ * client_wait.c - waiting for a SandboxClaim on one watch
+ * (docs/upstream.md#readiness-wait): restarted where it stopped when the server ends it, from "0"
  * after 410 Gone, with the remaining budget in whole seconds as its
  * server-side timeout. Each event is judged by sbx_claim_outcome(), so a
  * claim the controller fails (TemplateNotFound, ...) ends the wait on the

@@ -1,7 +1,7 @@
 /*
  * clientclaim.c - the SandboxClaim a client writes and what a claim says
- * about the wait for it (sandbox/clientclaim.h; spec/surfaces.md D.4,
- * D.5, spec/api.md §9.10). Pure: client.c and client_wait.c do the I/O.
+ * about the wait for it (sandbox/clientclaim.h; docs/upstream.md#claim-manifest,
+ * docs/upstream.md#readiness-wait, docs/api.md#claim-conditions). Pure: client.c and client_wait.c do the I/O.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -241,7 +241,7 @@ int sbx_claim_build(const sbx_claim_options *o, const char *ns, const char *name
 
 /* ---- reading ---- */
 
-/* Ready=False reasons that end the wait, and their codes (§9.10, D.5). */
+/* Ready=False reasons that end the wait, and their codes (docs/api.md#claim-conditions, docs/upstream.md#readiness-wait). */
 static const struct {
 	const char *reason;
 	int code;

@@ -1,5 +1,5 @@
 /*
- * connect.c - the way from a handle to its sandbox (spec/surfaces.md D.2):
+ * connect.c - the way from a handle to its sandbox (docs/upstream.md#connection-configs):
  * the router at a given URL, at a Gateway's address, or behind a local
  * kubectl tunnel; or the pod itself from inside the cluster. The URL is
  * worked out on the first request and kept until a transport failure or

@@ -1,13 +1,13 @@
 /*
  * conversion.c - v1alpha1 <-> v1beta1 conversion of the agents.x-k8s.io
- * kinds and the ConversionReview envelope (conversion.h, spec/api.md §5).
+ * kinds and the ConversionReview envelope (conversion.h, docs/api.md#conversion).
  *
  * One table row per kind: its group and kind, the snapshot annotation, and
  * two functions that map spec and status in place on a deep copy. The
  * shared pattern (apiVersion rewrite, snapshot written going to the hub,
  * snapshot stripped coming back) lives in convert_one(), so a kind only
- * writes its field mapping. Rows: Sandbox (§5.1), SandboxClaim (§5.2),
- * SandboxTemplate (§5.3), SandboxWarmPool (§5.4).
+ * writes its field mapping. Rows: Sandbox (docs/api.md#converting-sandbox), SandboxClaim (docs/api.md#converting-sandboxclaim),
+ * SandboxTemplate (docs/api.md#converting-sandboxtemplate), SandboxWarmPool (docs/api.md#converting-sandboxwarmpool).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +37,7 @@ typedef struct {
 	map_fn to_spoke;
 } kind_conv;
 
-/* --- Sandbox (spec/api.md §2.3, §5.1) --------------------------------------- */
+/* --- Sandbox (docs/api.md#sandbox-v1alpha1, #converting-sandbox) --------------------------------------- */
 
 /* spec.replicas as an int: 1 = absent; -1 with an error when not an integer. */
 static int read_replicas(const cJSON *spec, const char *what, long *out, bool *present)
@@ -180,7 +180,7 @@ static bool specific_pool(const char *wp)
 	return wp && *wp && strcmp(wp, "none") != 0 && strcmp(wp, "default") != 0;
 }
 
-/* --- SandboxClaim (spec/api.md §4.3, §5.2) -------------------------------- */
+/* --- SandboxClaim (docs/api.md#sandboxclaim-v1alpha1, #converting-sandboxclaim) -------------------------------- */
 
 static int claim_to_hub(cJSON *obj, const cJSON *snapshot)
 {
@@ -233,7 +233,7 @@ static int claim_to_spoke(cJSON *obj, const cJSON *snapshot)
 	if (!pool)
 		return NOMEM();
 	cJSON_DeleteItemFromObjectCaseSensitive(spec, "warmPoolRef");
-	cJSON_DeleteItemFromObjectCaseSensitive(spec, "volumeClaimTemplates"); /* dropped, §5.2 */
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "volumeClaimTemplates"); /* dropped, docs/api.md#converting-sandboxclaim */
 
 	cJSON *tref = NULL;          /* the new sandboxTemplateRef */
 	cJSON *warmpool = NULL;      /* the new warmpool, NULL: absent */
@@ -306,7 +306,7 @@ nomem:
 	return NOMEM();
 }
 
-/* --- SandboxTemplate (spec/api.md §3.2, §5.3) ----------------------------- */
+/* --- SandboxTemplate (docs/api.md#sandboxtemplate-v1alpha1, #converting-sandboxtemplate) ----------------------------- */
 
 static const char *const vct_policies[] = { "Disallowed", "Allowed", "Overrides" };
 
@@ -342,7 +342,7 @@ static int template_to_hub(cJSON *obj, const cJSON *snapshot)
 
 static int template_to_spoke(cJSON *obj, const cJSON *snapshot)
 {
-	(void)snapshot;  /* written but never used to restore (§5.3) */
+	(void)snapshot;  /* written but never used to restore (docs/api.md#converting-sandboxtemplate) */
 	int rc;
 	cJSON *spec = spec_of(obj, "v1beta1 SandboxTemplate", &rc);
 	if (rc < 0)
@@ -364,7 +364,7 @@ static int template_to_spoke(cJSON *obj, const cJSON *snapshot)
 	return 0;
 }
 
-/* --- SandboxWarmPool (spec/api.md §4.4, §4.5, §5.4) ----------------------- */
+/* --- SandboxWarmPool (docs/api.md#sandboxwarmpool-spec, #sandboxwarmpool-status, #converting-sandboxwarmpool) ----------------------- */
 
 static int warmpool_to_hub(cJSON *obj, const cJSON *snapshot)
 {
@@ -384,7 +384,7 @@ static int warmpool_to_hub(cJSON *obj, const cJSON *snapshot)
 
 static int warmpool_to_spoke(cJSON *obj, const cJSON *snapshot)
 {
-	(void)snapshot;  /* stripped by the caller, never used (§5.4) */
+	(void)snapshot;  /* stripped by the caller, never used (docs/api.md#converting-sandboxwarmpool) */
 	int rc;
 	cJSON *spec = spec_of(obj, "v1beta1 SandboxWarmPool", &rc);
 	if (rc < 0)

@@ -17,7 +17,7 @@
 #include "client_internal.h"
 #include "sandbox/handle.h"
 
-/* The router Service both SDKs tunnel to (spec/surfaces.md §0). */
+/* The router Service both SDKs tunnel to (docs/upstream.md#identifiers). */
 #define SBX_ROUTER_SERVICE "sandbox-router-svc"
 #define SBX_ROUTER_PORT 8080
 #define SBX_ROUTER_NAMESPACE "agent-sandbox-system"

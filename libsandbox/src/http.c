@@ -1,6 +1,6 @@
 /*
- * http.c - one request from a handle to its sandbox (spec/surfaces.md
- * B.2, D.7): the router headers, a pooled libcurl connection, streamed
+ * http.c - one request from a handle to its sandbox
+ * (docs/upstream.md#router-request-contract, #connector): the router headers, a pooled libcurl connection, streamed
  * bodies both ways, retries on the statuses and failures upstream's SDK
  * retries, and errors that say what happened. When a request fails
  * because nothing answers, or with a 404 (a router's "Sandbox not found"),

@@ -57,7 +57,7 @@ bool ju_semantic_equal(const cJSON *a, const cJSON *b);
 /** True when `v` is missing or a zero value in the sense above. */
 bool ju_is_zero(const cJSON *v);
 
-/** Ownership of an object relative to a Sandbox (spec/api.md §1.5). */
+/** Ownership of an object relative to a Sandbox (docs/api.md#ownership). */
 typedef enum {
 	OWNER_NONE = 0,   /* unowned: no controller ownerReference */
 	OWNER_THIS = 1,   /* controller ownerReference UID == the sandbox UID */
@@ -101,7 +101,7 @@ void strlist_free(strlist *l);
 
 /**
  * Splits the comma-separated `s` (NULL: empty) into `out`: items are not
- * trimmed and empty items are skipped (spec/api.md §6.5). The items point
+ * trimmed and empty items are skipped (docs/api.md#pod-metadata). The items point
  * into the returned buffer, which the caller frees after `out`. Returns
  * NULL on allocation failure.
  */

@@ -1,5 +1,5 @@
 /*
- * metrics.c - the `agent_sandboxes` gauge (metrics.h, spec/api.md §11):
+ * metrics.c - the `agent_sandboxes` gauge (metrics.h, docs/api.md#metrics):
  * label values of one Sandbox, counting per tuple, and the collector that
  * reads the Sandbox cache at scrape time.
  *
@@ -41,7 +41,7 @@ static const cJSON *condition(const cJSON *obj, const char *type)
 }
 
 /* SandboxClaim / SandboxWarmPool when the controller reference is one of
- * the extensions group (version ignored, spec/api.md §1.5), else None. */
+ * the extensions group (version ignored, docs/api.md#ownership), else None. */
 static const char *owned_by(const cJSON *sandbox)
 {
 	const cJSON *ref = k8s_obj_controller_ref(sandbox);

@@ -1,6 +1,6 @@
 /*
  * namehash.c - NameHash (32-bit FNV-1a rendered as 8 hex digits) and the
- * system-key test of spec/api.md §1.1 and §1.2, plus the Sandbox resource
+ * system-key test of docs/api.md#name-hash and #system-metadata-keys, plus the Sandbox resource
  * constant. Everything here is pure and lock-free.
  */
 #include <string.h>

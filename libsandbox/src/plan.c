@@ -1,6 +1,6 @@
 /*
  * plan.c - life cycle of an sbx_plan: copying the observed state, deciding
- * the pass (spec/api.md §6.2 steps 1 and 4), planning the steps in order,
+ * the pass (docs/api.md#sandbox-reconcile steps 1 and 4), planning the steps in order,
  * and executing the actions through the caller's callbacks, including the
  * AlreadyExists path (fetch, then plan that step once more).
  *

@@ -16,7 +16,7 @@
 #include "sandbox/namehash.h"
 #include "jsonutil.h"
 
-/** spec.service: unset, true or false (spec/api.md §2.1). */
+/** spec.service: unset, true or false (docs/api.md#sandbox-spec). */
 typedef enum { SVC_UNSET = 0, SVC_TRUE = 1, SVC_FALSE = 2 } svc_mode;
 
 /** What the Service step does to status.service / status.serviceFQDN. */

@@ -1,6 +1,6 @@
 /*
- * plan_pod.c - the Pod step (spec/api.md §6.3, §6.5, §6.6) and the Pod part
- * of expiry teardown (§6.9).
+ * plan_pod.c - the Pod step (docs/api.md#pod-management, #pod-metadata, #extension-labels) and the Pod part
+ * of expiry teardown (docs/api.md#sandbox-expiry).
  *
  * Lookup: the Pods of the name-hash index that this Sandbox controls (UID
  * is authoritative, the label is only an index), plus the Pod got by the
@@ -21,7 +21,7 @@
 #include "sandbox/metrics.h"
 
 /*
- * Extension labels copied from the Sandbox to its Pod (§6.6): only when the
+ * Extension labels copied from the Sandbox to its Pod (docs/api.md#extension-labels): only when the
  * Sandbox is controlled by a kind of the extensions group (version
  * ignored); the warm-pool label only under a SandboxWarmPool.
  */
@@ -71,7 +71,7 @@ static bool copy_template_map(cJSON *dst, const cJSON *tmpl,
 }
 
 /* Sets the labels every Pod of this Sandbox carries after the template's:
- * tracking label, extension labels, normalised created-by (§6.3, §6.5). */
+ * tracking label, extension labels, normalised created-by (docs/api.md#pod-management, #pod-metadata). */
 static bool put_controller_labels(const sbx_plan *p, cJSON *labels)
 {
 	const char *warm, *tref;
@@ -81,11 +81,11 @@ static bool put_controller_labels(const sbx_plan *p, cJSON *labels)
 	       map_put(labels, SBX_LABEL_WARM_POOL_SANDBOX, warm) &&
 	       map_put(labels, SBX_LABEL_TEMPLATE_REF_HASH, tref) &&
 	       map_put(labels, SBX_LABEL_CREATED_BY,
-	               cb ? sbx_created_by_normalize(cb) : NULL);  /* normalised (§1.3) */
+	               cb ? sbx_created_by_normalize(cb) : NULL);  /* normalised (docs/api.md#labels) */
 }
 
 /*
- * Pod volumes with the claim volumes merged in (§6.3, StatefulSet-like):
+ * Pod volumes with the claim volumes merged in (docs/api.md#pod-management, StatefulSet-like):
  * template volumes named like a VCT are dropped, the others keep their
  * order, and one PVC volume per VCT is appended in VCT order.
  */
@@ -126,7 +126,7 @@ fail:
 	return false;
 }
 
-/* The body of a new Pod (§6.3 "Running, no Pod ⇒ create"). */
+/* The body of a new Pod (docs/api.md#pod-management "Running, no Pod ⇒ create"). */
 static cJSON *pod_body(sbx_plan *p)
 {
 	const cJSON *tmd = k8s_obj_at(p->sandbox, "spec.podTemplate.metadata");
@@ -146,7 +146,7 @@ static cJSON *pod_body(sbx_plan *p)
 	     put_controller_labels(p, labels);
 	ok = ok && copy_template_map(ann, cJSON_GetObjectItemCaseSensitive(tmd, "annotations"),
 	                             sbx_is_system_annotation, &akeys);
-	/* The bookkeeping lists only when non-empty on create (§6.3). */
+	/* The bookkeeping lists only when non-empty on create (docs/api.md#pod-management). */
 	strlist_sort(&lkeys);
 	strlist_sort(&akeys);
 	if (ok && lkeys.len)
@@ -183,7 +183,7 @@ static cJSON *pod_body(sbx_plan *p)
 
 /*
  * Removes from `m` the keys listed in the tracking annotation value
- * `listed` that this pass no longer propagates (§6.5): system keys (except
+ * `listed` that this pass no longer propagates (docs/api.md#pod-metadata): system keys (except
  * those in `keep`, a NULL-terminated list) and keys no longer in `copied`.
  */
 static bool scrub_listed(cJSON *m, const char *listed, const strlist *copied,
@@ -213,7 +213,7 @@ static bool scrub_listed(cJSON *m, const char *listed, const strlist *copied,
 /*
  * Rewrites tracking annotation `key` in `ann` to the sorted list `keys`:
  * an absent annotation with an empty list stays absent, otherwise it is
- * set, possibly to "" (§6.5).
+ * set, possibly to "" (docs/api.md#pod-metadata).
  */
 static bool put_tracking(cJSON *ann, const cJSON *orig, const char *key,
                          strlist *keys)
@@ -255,7 +255,7 @@ static bool diff_map(cJSON *patch_md, const char *field, const cJSON *orig,
 }
 
 /*
- * The merge patch reconciling the metadata of the existing `pod` (§6.5),
+ * The merge patch reconciling the metadata of the existing `pod` (docs/api.md#pod-metadata),
  * with the adopting owner references when `adopt`. *out is NULL when
  * nothing changes. Returns false on allocation failure.
  */
@@ -324,7 +324,7 @@ static bool same_uid(const cJSON *a, const cJSON *b)
 }
 
 /*
- * Write-behind (§6.5 last bullet): whether the metadata patch of an
+ * Write-behind (docs/api.md#pod-metadata last bullet): whether the metadata patch of an
  * already-owned Pod waits this pass. It waits from the first pass that
  * needs it for min(window, 1 s); the pass after that writes it, with
  * whatever the template says by then (edits in between coalesce).
@@ -347,7 +347,7 @@ static bool defer_pod_patch(sbx_plan *p)
 
 /*
  * A Pod of the index that this Sandbox controls. The index is by label
- * value only and spans namespaces (§6.1 lists "in namespace"); an owner
+ * value only and spans namespaces (docs/api.md#sandbox-watches lists "in namespace"); an owner
  * reference names an owner in the dependent's own namespace, so a pod
  * elsewhere carrying our UID is not ours (and must never be counted or
  * reported).
@@ -359,7 +359,7 @@ static bool owned_here(const sbx_plan *p, const cJSON *pod)
 	       ju_owner_class(pod, p->uid) == OWNER_THIS;
 }
 
-/* Running mode with an existing pod (§6.3): refuse, adopt, reconcile. */
+/* Running mode with an existing pod (docs/api.md#pod-management): refuse, adopt, reconcile. */
 static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
                               const char **annot)
 {
@@ -411,7 +411,7 @@ void plan_pod(sbx_plan *p)
 	}
 
 	/* The annotation as this pass leaves it, NULL once removed. Removal
-	 * goes by presence ("if present", §6.3), even of an empty value; the
+	 * goes by presence ("if present", docs/api.md#pod-management), even of an empty value; the
 	 * pod name it resolves to (reconciler.c) and the "only written if
 	 * empty" rule go by value. */
 	const char *annot = k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_POD_NAME);
@@ -506,7 +506,7 @@ void plan_pod(sbx_plan *p)
 
 void plan_pod_teardown(sbx_plan *p)
 {
-	/* Only the pod by resolved name, and only when owned (§6.9). */
+	/* Only the pod by resolved name, and only when owned (docs/api.md#sandbox-expiry). */
 	if (p->pod_error) {
 		plan_fail(p, SBX_STEP_POD, "failed to get pod: %s", p->pod_error);
 		return;

@@ -1,5 +1,5 @@
 /*
- * plan_pvc.c - the PVC step (spec/api.md §6.8): one claim per
+ * plan_pvc.c - the PVC step (docs/api.md#pvcs): one claim per
  * volumeClaimTemplate, named `<vct.metadata.name>-<sandbox name>`, created
  * when missing, adopted when unowned and authorised, never repaired and
  * never deleted (they outlive Suspend and expiry; GC removes them with the

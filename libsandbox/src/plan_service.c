@@ -1,6 +1,6 @@
 /*
- * plan_service.c - the Service step (spec/api.md §6.7) and the Service part
- * of expiry teardown (§6.9).
+ * plan_service.c - the Service step (docs/api.md#service-management) and the Service part
+ * of expiry teardown (docs/api.md#sandbox-expiry).
  *
  * The Service is headless, named like the Sandbox, selects the Pod by the
  * name-hash label, and exposes the ports of the pod template's containers
@@ -106,7 +106,7 @@ static bool name_generated(port_keys *ks)
 }
 
 /*
- * The desired ServicePorts of the pod template (§6.7), or NULL when there
+ * The desired ServicePorts of the pod template (docs/api.md#service-management), or NULL when there
  * are none. Sets *ok to false on allocation failure.
  */
 static cJSON *desired_ports(const sbx_plan *p, bool *ok)
@@ -301,7 +301,7 @@ void plan_service(sbx_plan *p)
 {
 	p->svc_after = SVC_STATUS_KEEP;
 	p->svc_clear_on_failure = false;
-	/* Skipped when the pod mapping is ambiguous (§6.2 step 5). */
+	/* Skipped when the pod mapping is ambiguous (docs/api.md#sandbox-reconcile step 5). */
 	if (p->multiple_pods)
 		return;
 	if (p->service_error) {

@@ -8,7 +8,7 @@
  * moves objects between the API server and those functions, so that it can
  * stay short and obviously right.
  *
- * Events: the MultiplePods Warning event (spec/api.md §6.10) goes to the
+ * Events: the MultiplePods Warning event (docs/api.md#sandbox-events) goes to the
  * event recorder given in the options, and is logged at warn level.
  *
  * Write-behind (--sandbox-write-behind-window): the plan decides whether a

@@ -1,6 +1,6 @@
 /*
  * runtime.c - the sandbox runtime's verbs as a client calls them
- * (sandbox/handle.h; spec/surfaces.md C.1 and D.8): run a command, write,
+ * (sandbox/handle.h; docs/upstream.md#python-runtime-api and #commands-and-files): run a command, write,
  * read, list and probe files, with upstream's path guard and percent
  * encoding. Requests go through http.c.
  */

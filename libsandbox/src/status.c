@@ -1,8 +1,10 @@
 /*
- * status.c - the outcome of a pass: the new Sandbox status (spec/api.md
- * §2.2, §6.3 "Status derived from the Pod", §6.4 conditions, §6.7 service
- * fields, §6.9 expiry), whether to write it (§6.2 step 6), the requeue delay
- * and the errors to return (§6.2 step 7).
+ * status.c - the outcome of a pass: the new Sandbox status
+ * (docs/api.md#sandbox-status; the Pod's part, #pod-management; the
+ * conditions, #sandbox-conditions; the service fields,
+ * #service-management; expiry, #sandbox-expiry), whether to write it
+ * (docs/api.md#sandbox-reconcile step 6), the requeue delay and the errors
+ * to return (step 7).
  *
  * The new status starts as a copy of the old one and is edited field by
  * field, as upstream mutates the object in place: fields a pass does not
@@ -17,7 +19,7 @@
 #include "k8s/object.h"
 
 /* Requeue delay after marking expiry (two-pass teardown), and the floor of
- * the delay until shutdownTime (§6.2 steps 4 and 5). */
+ * the delay until shutdownTime (docs/api.md#sandbox-reconcile steps 4 and 5). */
 #define EXPIRE_REQUEUE_MS 1
 #define MIN_SHUTDOWN_REQUEUE_MS 2000
 
@@ -189,7 +191,7 @@ static bool put_or_clear(cJSON *status, const char *key, const char *value)
 	return ju_set_str(status, key, value);
 }
 
-/* podIPs, nodeName and selector (§6.3 end, §2.2). */
+/* podIPs, nodeName and selector (docs/api.md#pod-management end, docs/api.md#sandbox-status). */
 static bool set_pod_fields(const sbx_plan *p, cJSON *status, const cJSON *pod,
                            bool owned)
 {
@@ -213,7 +215,7 @@ static bool set_pod_fields(const sbx_plan *p, cJSON *status, const cJSON *pod,
 	return ok;
 }
 
-/* service and serviceFQDN (§6.7). */
+/* service and serviceFQDN (docs/api.md#service-management). */
 static bool set_service_fields(const sbx_plan *p, cJSON *status,
                                svc_status what)
 {
@@ -231,7 +233,7 @@ static bool set_service_fields(const sbx_plan *p, cJSON *status,
 	return ok;
 }
 
-/* The Ready message and verdict of §6.4 rule 4. */
+/* The Ready message and verdict of docs/api.md#sandbox-conditions rule 4. */
 static char *dependencies_message(const sbx_plan *p, const cJSON *pod,
                                   bool svc_exists, bool *ready)
 {
@@ -264,7 +266,7 @@ static char *dependencies_message(const sbx_plan *p, const cJSON *pod,
 	return out;
 }
 
-/* The four conditions of a non-expired pass (§6.4). */
+/* The four conditions of a non-expired pass (docs/api.md#sandbox-conditions). */
 static bool set_conditions(const sbx_plan *p, cJSON *st, int64_t now,
                            const cJSON *pod, bool owned, bool pod_error,
                            bool multiple, char *const *errs, size_t n_errs,
@@ -408,7 +410,7 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 	                          r[SBX_STEP_POD].error != NULL, multiple, errs, 3,
 	                          r[SBX_STEP_POD].error, svc == SVC_STATUS_SET);
 
-	/* Expired while the pass ran (§6.2 step 5)? */
+	/* Expired while the pass ran (docs/api.md#sandbox-reconcile step 5)? */
 	if (p->has_shutdown && now >= p->shutdown_ms) {
 		ok = ok && set_expired(p, st, now);
 		out->requeue_after_ms = EXPIRE_REQUEUE_MS;
@@ -433,7 +435,7 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 		out->error = join_errors(returned, 3);
 		ok = out->error != NULL;
 	}
-	/* A deferred Pod patch: come back when its wait is over (§6.2 step 5),
+	/* A deferred Pod patch: come back when its wait is over (docs/api.md#sandbox-reconcile step 5),
 	 * unless an error already schedules a retry. */
 	out->pod_patch_deferred_since_ms = p->deferred_since;
 	if (p->deferred_since && !out->error_code &&

@@ -1,6 +1,6 @@
 /*
  * tunnel.c - the local tunnel of upstream's default connection mode
- * (spec/surfaces.md D.2): `kubectl port-forward svc/sandbox-router-svc
+ * (docs/upstream.md#connection-configs): `kubectl port-forward svc/sandbox-router-svc
  * <free local port>:8080 -n <router namespace>`, ready once the local
  * port accepts a connection (tried every 50 ms), stopped with SIGTERM and,
  * after 2 s, SIGKILL. kubectl's stderr goes to an anonymous memory file,

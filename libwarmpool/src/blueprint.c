@@ -1,13 +1,13 @@
 /*
- * blueprint.c - what a SandboxTemplate stamps onto a Sandbox (spec/api.md
- * §3.1), the secure defaults of §9.6, the content hashes of §1.1 and the
- * staleness test of §8.4. Shared by the pool and the claim controllers.
+ * blueprint.c - what a SandboxTemplate stamps onto a Sandbox
+ * (docs/api.md#sandboxtemplate-spec), the secure defaults of docs/api.md#secure-defaults, the content hashes of docs/api.md#name-hash and the
+ * staleness test of docs/api.md#staleness-and-update-strategies. Shared by the pool and the claim controllers.
  *
  * Semantic comparison uses ju_semantic_equal() (a missing member equals its
  * zero value, nil lists/maps equal empty ones) on copies whose resource
  * quantities were rewritten to one canonical spelling, so "1Gi" equals
  * "1024Mi" and "0.5" equals "500m", as Go's Quantity comparison says
- * (§15). Only the places where PodSpec and PersistentVolumeClaimSpec hold
+ * (docs/api.md#write-primitives-and-equality). Only the places where PodSpec and PersistentVolumeClaimSpec hold
  * quantities are rewritten: container (init, ephemeral) and pod-level
  * resources limits/requests, pod overhead, VCT resources.
  */
@@ -40,7 +40,7 @@ int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default)
 	if (!secure_by_default || !ju_empty(ju_str(pod_spec, "dnsPolicy")))
 		return 0;
 	/* Cluster DNS is blocked by the default NetworkPolicy: public resolvers,
-	 * and the template's dnsConfig is replaced, not merged (§9.6). */
+	 * and the template's dnsConfig is replaced, not merged (docs/api.md#secure-defaults). */
 	cJSON *cfg = cJSON_CreateObject();
 	const char *const ns[] = { "8.8.8.8", "1.1.1.1" };
 	if (!cfg || !ju_set(cfg, "nameservers", cJSON_CreateStringArray(ns, 2)) ||
@@ -243,7 +243,7 @@ static void canon_pvc_spec(cJSON *spec)
 }
 
 /* VCT lists: same length, index by index same name and semantically equal
- * spec; metadata otherwise ignored (§8.4). */
+ * spec; metadata otherwise ignored (docs/api.md#staleness-and-update-strategies). */
 static bool vcts_equal(const cJSON *a, const cJSON *b)
 {
 	int na = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;

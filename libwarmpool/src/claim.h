@@ -1,9 +1,9 @@
 /*
  * claim.h - the pure decisions of the SandboxClaim controller
- * (spec/api.md §9): additionalPodMetadata validation and merge (§9.5), env
- * injection (§9.7), volumeClaimTemplates merge (§9.8), the cold Sandbox
- * (§9.4), the adoption patch (§9.3 step 2), candidate verification (§9.3),
- * expiry (§9.9) and the claim status (§9.10). claimctl.c does the I/O.
+ * (docs/api.md#claim-controller): additionalPodMetadata validation and merge (docs/api.md#additionalpodmetadata), env
+ * injection (docs/api.md#env-injection), volumeClaimTemplates merge (docs/api.md#claim-volumeclaimtemplates), the cold Sandbox
+ * (docs/api.md#cold-start), the adoption patch (docs/api.md#claim-adoption step 2), candidate verification (docs/api.md#claim-adoption),
+ * expiry (docs/api.md#claim-expiry) and the claim status (docs/api.md#claim-conditions). claimctl.c does the I/O.
  *
  * All functions are pure (no I/O, no global state; wp_label_domains_load()
  * reads one file) and thread-safe on read-only arguments; they never modify
@@ -21,7 +21,7 @@
 #include <cjson/cJSON.h>
 #include "warmpool/api.h"
 
-/* ---- errors of a pass: the kind decides the Ready reason (§9.10) ---- */
+/* ---- errors of a pass: the kind decides the Ready reason (docs/api.md#claim-conditions) ---- */
 
 typedef enum {
 	WP_CLAIM_OK = 0,
@@ -49,10 +49,10 @@ bool wp_claim_err_set(wp_claim_err *e, wp_claim_err_kind kind, const char *fmt, 
 	__attribute__((format(printf, 3, 4)));
 /** Frees the message and resets `e` to WP_CLAIM_OK. */
 void wp_claim_err_clear(wp_claim_err *e);
-/** True for the "suppressed" user errors of §9.1 step 11 (no backoff). */
+/** True for the "suppressed" user errors of docs/api.md#claim-reconcile step 11 (no backoff). */
 bool wp_claim_err_suppressed(const wp_claim_err *e);
 
-/* ---- §9.5: allowed label domains, Kubernetes name validation ---- */
+/* ---- docs/api.md#additionalpodmetadata: allowed label domains, Kubernetes name validation ---- */
 
 /** Allowed label domains (lower case). */
 typedef struct {
@@ -80,7 +80,7 @@ int wp_domains_load(const char *path, wp_domains *out);
 void wp_domains_free(wp_domains *d);
 
 /**
- * Validates the claim's spec.additionalPodMetadata (§9.5; labels first,
+ * Validates the claim's spec.additionalPodMetadata (docs/api.md#additionalpodmetadata; labels first,
  * then annotations, keys in sorted order, first failure reported). On
  * failure sets `err` to InvalidMetadata, message `invalid
  * additionalPodMetadata: failed to validate label "<k>": ...`, and returns
@@ -91,18 +91,18 @@ bool wp_claim_validate_metadata(const cJSON *claim, const wp_domains *domains,
 
 /**
  * Merges the claim's additionalPodMetadata into `meta` ({labels,
- * annotations}, modified in place) with the no-override rule of §9.5: a
+ * annotations}, modified in place) with the no-override rule of docs/api.md#additionalpodmetadata: a
  * key already in `meta` with another value fails with ReconcilerError
  * `metadata override conflict: label "<k>" is defined in template with
  * value "<v1>", but claim requests "<v2>"` (labels first, sorted keys).
  */
 bool wp_merge_pod_metadata(cJSON *meta, const cJSON *claim, wp_claim_err *err);
 
-/* ---- §9.7 env, §9.8 volumeClaimTemplates ---- */
+/* ---- docs/api.md#env-injection env, docs/api.md#claim-volumeclaimtemplates volumeClaimTemplates ---- */
 
 /**
  * Injects the claim's spec.env into `pod_spec` (in place) under the
- * template policy `policy` (NULL: Disallowed), §9.7. No env: true, nothing
+ * template policy `policy` (NULL: Disallowed), docs/api.md#env-injection. No env: true, nothing
  * done. Errors: EnvVarsInjectionRejected, or ReconcilerError for an
  * unknown container or a forbidden override.
  */
@@ -118,14 +118,14 @@ char *wp_vct_errors(const cJSON *vcts);
 
 /**
  * The merged VCT list (new array, caller frees) of the template's `tpl_vcts`
- * and the claim's `claim_vcts` under `policy` (§9.8); NULL with `err` set
+ * and the claim's `claim_vcts` under `policy` (docs/api.md#claim-volumeclaimtemplates); NULL with `err` set
  * (VolumeClaimTemplatesError, or ReconcilerError for an unknown policy;
  * every message prefixed `failed to merge volume claim templates: `).
  */
 cJSON *wp_merge_vcts(const cJSON *tpl_vcts, const cJSON *claim_vcts,
                                const char *policy, wp_claim_err *err);
 
-/* ---- §9.4 cold Sandbox, §9.3 adoption ---- */
+/* ---- docs/api.md#cold-start cold Sandbox, docs/api.md#claim-adoption adoption ---- */
 
 /** A new controller ownerReference to the SandboxClaim `claim`. */
 cJSON *wp_claim_owner_ref(const cJSON *claim);
@@ -147,7 +147,7 @@ bool wp_claim_add_labels(cJSON *meta, const cJSON *claim, const char *ref_hash);
 
 /**
  * The podTemplate metadata ({labels, annotations}, new object) a
- * claim-owned Sandbox should carry (§9.3 step 2, §9.5 fast path): the
+ * claim-owned Sandbox should carry (docs/api.md#claim-adoption step 2, docs/api.md#additionalpodmetadata fast path): the
  * template's podTemplate metadata (or, `tpl` NULL, the Sandbox `sbx`'s
  * own, without a safe-to-evict "true"), plus labels claim-uid,
  * sandbox-template-ref-hash = `tpl_ref_hash`, created-by (the claim's, else
@@ -158,14 +158,14 @@ cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *
                                        const char *tpl_ref_hash, wp_claim_err *err);
 
 /**
- * The cold Sandbox for `claim` built from template `tpl` (§9.4, steps in
+ * The cold Sandbox for `claim` built from template `tpl` (docs/api.md#cold-start, steps in
  * the spec's order: VCTs, labels, metadata merge, env, secure defaults).
  * New object, or NULL with `err` set.
  */
 cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err);
 
 /**
- * The merge patch adopting the warm Sandbox `sbx` for `claim` (§9.3 step
+ * The merge patch adopting the warm Sandbox `sbx` for `claim` (docs/api.md#claim-adoption step
  * 2), computed from `sbx` as read (its resourceVersion is the
  * precondition). `tpl` may be NULL (template unreadable); `tpl_name` is the
  * template name (NULL: from the Sandbox's sandbox-template-ref annotation).
@@ -175,7 +175,7 @@ cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON
                                          const char *tpl_name, wp_claim_err *err);
 
 /**
- * Candidate verification of §9.3: same namespace as the claim, not
+ * Candidate verification of docs/api.md#claim-adoption: same namespace as the claim, not
  * deleting, warm-pool-sandbox and sandbox-template-ref-hash labels, and a
  * SandboxWarmPool controller reference named like spec.warmPoolRef.name.
  * On failure `*reason` (may be NULL) gets a static description.
@@ -189,7 +189,7 @@ bool wp_claim_candidate_ok(const cJSON *claim, const cJSON *sbx, const char **re
  */
 cJSON *wp_merge_patch_diff(const cJSON *old_obj, const cJSON *new_obj);
 
-/* ---- §9.9 expiry, §9.10 status ---- */
+/* ---- docs/api.md#claim-expiry expiry, docs/api.md#claim-conditions status ---- */
 
 /**
  * The claim's expiry time in ms since the epoch into `*at_ms`: the earliest
@@ -218,11 +218,11 @@ bool wp_set_condition(cJSON *status, const char *type, const char *cstatus,
                                 const char *reason, const char *message,
                                 int64_t observed_generation, const char *ltt, int64_t now_ms);
 
-/** The Ready message of an AdoptionConflict error (§9.10; new string). */
+/** The Ready message of an AdoptionConflict error (docs/api.md#claim-conditions; new string). */
 char *wp_adoption_conflict_message(const wp_claim_err *e);
 
 /**
- * The new claim status (§9.10) from the claim's current status, the bound
+ * The new claim status (docs/api.md#claim-conditions) from the claim's current status, the bound
  * Sandbox `sbx` (NULL: none), this pass's error `err` (NULL or
  * WP_CLAIM_OK: none), whether the claim is `expired`, and now. A
  * cache-lag pass with an existing bound name returns the status unchanged.
@@ -238,7 +238,7 @@ cJSON *wp_claim_status_sorted(const cJSON *st);
 bool wp_claim_status_equal(const cJSON *a, const cJSON *b);
 
 /**
- * The owned-Sandbox update filter of §9: true when deletionTimestamp
+ * The owned-Sandbox update filter of docs/api.md#claim-controller: true when deletionTimestamp
  * toggles, status.podIPs change, or the whole Ready or Finished condition
  * object changes (metadata/spec-only updates do not wake the claim).
  */

@@ -1,9 +1,9 @@
 /*
  * claim_build.c - what the claim controller writes to Sandboxes: env
- * injection (spec/api.md §9.7), the volumeClaimTemplates merge (§9.8), the
- * cold Sandbox (§9.4), the adoption patch of a warm one (§9.3 step 2) and
- * the podTemplate metadata both carry (§9.5), plus candidate verification
- * (§9.3) and a merge-patch diff.
+ * injection (docs/api.md#env-injection), the volumeClaimTemplates merge (docs/api.md#claim-volumeclaimtemplates), the
+ * cold Sandbox (docs/api.md#cold-start), the adoption patch of a warm one (docs/api.md#claim-adoption step 2) and
+ * the podTemplate metadata both carry (docs/api.md#additionalpodmetadata), plus candidate verification
+ * (docs/api.md#claim-adoption) and a merge-patch diff.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +119,7 @@ fail:
 	return NULL;
 }
 
-/* ---- §9.7 env ---- */
+/* ---- docs/api.md#env-injection env ---- */
 
 typedef struct {
 	cJSON *c;           /* the container */
@@ -264,7 +264,7 @@ bool wp_inject_env(cJSON *pod_spec, const cJSON *claim, const char *policy, wp_c
 	return true;
 }
 
-/* ---- §9.8 volumeClaimTemplates ---- */
+/* ---- docs/api.md#claim-volumeclaimtemplates volumeClaimTemplates ---- */
 
 static const char *vct_name(const cJSON *v)
 {
@@ -345,7 +345,7 @@ cJSON *wp_merge_vcts(const cJSON *tpl_vcts, const cJSON *claim_vcts, const char 
 	return out;
 }
 
-/* ---- podTemplate metadata (§9.3 step 2, §9.5) ---- */
+/* ---- podTemplate metadata (docs/api.md#claim-adoption step 2, docs/api.md#additionalpodmetadata) ---- */
 
 /* {labels, annotations} copied from a podTemplate.metadata (maps only). */
 static cJSON *meta_copy(const cJSON *meta)
@@ -403,7 +403,7 @@ cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *
 	return meta;
 }
 
-/* ---- §9.3 step 2 adoption patch ---- */
+/* ---- docs/api.md#claim-adoption step 2 adoption patch ---- */
 
 cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
                                const char *tpl_name, wp_claim_err *err)

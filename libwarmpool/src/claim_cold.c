@@ -1,6 +1,6 @@
 /*
  * claim_cold.c - the Sandbox a claim creates when no warm one is adopted
- * (spec/api.md §9.4), built from the template's blueprint (blueprint.h).
+ * (docs/api.md#cold-start), built from the template's blueprint (blueprint.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@
 
 #define NOMEM(err) wp_claim_err_set((err), WP_CLAIM_E_OTHER, "out of memory")
 
-/* ---- §9.4 cold Sandbox ---- */
+/* ---- docs/api.md#cold-start cold Sandbox ---- */
 
 cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err)
 {

@@ -1,8 +1,8 @@
 /*
- * claim_status.c - the claim's expiry (spec/api.md §9.9) and status
- * (§9.10): Ready's first-match table, the mirrored Finished condition,
+ * claim_status.c - the claim's expiry (docs/api.md#claim-expiry) and status
+ * (docs/api.md#claim-conditions): Ready's first-match table, the mirrored Finished condition,
  * status.sandbox, set-condition semantics, the AdoptionConflict message
- * and the "unchanged" test of the status write (§9.1 step 9).
+ * and the "unchanged" test of the status write (docs/api.md#claim-reconcile step 9).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +13,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 
-/* ---- §9.9 ---- */
+/* ---- docs/api.md#claim-expiry ---- */
 
 const cJSON *wp_condition(const cJSON *status, const char *type)
 {
@@ -121,7 +121,7 @@ char *wp_adoption_conflict_message(const wp_claim_err *e)
 	return ju_printf("%s; the next pass retries from a converged view", msg);
 }
 
-/* Ready from an error of the pass (§9.10 rows 1-9). */
+/* Ready from an error of the pass (docs/api.md#claim-conditions rows 1-9). */
 static bool ready_from_error(cJSON *st, const wp_claim_err *err, int64_t gen, int64_t now)
 {
 	const char *reason = SBX_REASON_RECONCILER_ERROR;

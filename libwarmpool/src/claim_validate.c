@@ -1,5 +1,5 @@
 /*
- * claim_validate.c - the claim's additionalPodMetadata (spec/api.md §9.5):
+ * claim_validate.c - the claim's additionalPodMetadata (docs/api.md#additionalpodmetadata):
  * keys and values checked with libk8s' validation.h (upstream apimachinery
  * messages), the allowed label domains file, the restricted domains, and
  * the no-override merge. Also the error helpers of claim.h.

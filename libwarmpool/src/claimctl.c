@@ -1,13 +1,13 @@
 /*
- * claimctl.c - the SandboxClaim controller (spec/api.md §9, §10): the I/O
+ * claimctl.c - the SandboxClaim controller (docs/api.md#claim-controller, #warm-queue): the I/O
  * around the pure claim logic of claim.h and the warm queue of
- * warmqueue.h: informer handlers, the reconcile outline of §9.1,
- * getOrCreateSandbox (§9.2), warm adoption with its compare-and-swap
- * (§9.3), cold creation (§9.4), expiry (§9.9), the status write (§9.10),
- * the claim metrics (§11) and events (§12).
+ * warmqueue.h: informer handlers, the reconcile outline of docs/api.md#claim-reconcile,
+ * getOrCreateSandbox (docs/api.md#finding-the-claims-sandbox), warm adoption with its compare-and-swap
+ * (docs/api.md#claim-adoption), cold creation (docs/api.md#cold-start), expiry (docs/api.md#claim-expiry), the status write (docs/api.md#claim-conditions),
+ * the claim metrics (docs/api.md#metrics) and events (docs/api.md#events).
  *
  * Reads come from the informer caches; the authoritative re-reads that
- * §9.3 names (claim after a 409 on the adoption Update, Sandbox after a
+ * docs/api.md#claim-adoption names (claim after a 409 on the adoption Update, Sandbox after a
  * 404/409 on the adoption patch, claim before clearing its reference) go
  * to the API server.
  *
@@ -38,13 +38,13 @@
 #define OBS_BUCKETS 1024
 #define ADOPTION_ATTEMPTS 5
 
-/* In-memory first observation of a claim ("ns/name" + UID), §9.1 step 4. */
+/* In-memory first observation of a claim ("ns/name" + UID), docs/api.md#claim-reconcile step 4. */
 typedef struct obs_entry {
 	struct obs_entry *next;
 	char *key;
 	char *uid;
 	int64_t first_ns;     /* wall clock, ns since the epoch */
-	bool np_checked;      /* legacy NetworkPolicy looked at (§9.1 step 2) */
+	bool np_checked;      /* legacy NetworkPolicy looked at (docs/api.md#claim-reconcile step 2) */
 	char *bound;          /* Sandbox this controller bound the claim to, or NULL */
 } obs_entry;
 
@@ -637,7 +637,7 @@ static bool claim_has_apm(const cJSON *claim)
 	       cJSON_GetArraySize(cJSON_GetObjectItem(apm, "annotations")) > 0;
 }
 
-/* §9.5 fast path: re-derive the bound Sandbox's podTemplate metadata and
+/* docs/api.md#additionalpodmetadata fast path: re-derive the bound Sandbox's podTemplate metadata and
  * patch it when it differs. */
 static int ensure_pod_metadata(pass *p)
 {
@@ -698,7 +698,7 @@ out:
 	return rc;
 }
 
-/* The claim's assigned reference (§9.2 step 2); *from_label when legacy. */
+/* The claim's assigned reference (docs/api.md#finding-the-claims-sandbox step 2); *from_label when legacy. */
 static const char *assigned_ref(const cJSON *claim, bool *from_label)
 {
 	const char *a = k8s_obj_annotation(claim, WP_ANNOTATION_SANDBOX_NAME);
@@ -764,7 +764,7 @@ static const char *pool_template_name(const cJSON *pool, const cJSON *sbx)
 }
 
 /*
- * §9.3 step 2 (and §9.2 step 2): the Sandbox patch with its 404/409
+ * docs/api.md#claim-adoption step 2 (and docs/api.md#finding-the-claims-sandbox step 2): the Sandbox patch with its 404/409
  * resolution. `sbx` is the pool-owned copy (borrowed). On success p->sbx
  * is the claim-owned Sandbox. Returns 0, or -1 with p->err set; *requeue_key
  * tells the caller whether the candidate key may go back to the queue.
@@ -875,7 +875,7 @@ out:
 	return result;
 }
 
-/* §9.3 step 1: the optimistic-lock Update of the claim naming `sname`. */
+/* docs/api.md#claim-adoption step 1: the optimistic-lock Update of the claim naming `sname`. */
 static int assign_sandbox(pass *p, const char *sname)
 {
 	for (int attempt = 0; attempt < ADOPTION_ATTEMPTS; attempt++) {
@@ -978,7 +978,7 @@ static void items_add(item_list *l, wp_warm_item *it)
 }
 
 /*
- * §9.3 candidate selection and adoption. Returns 1 adopted (p->sbx set),
+ * docs/api.md#claim-adoption candidate selection and adoption. Returns 1 adopted (p->sbx set),
  * 0 none adoptable (*pending_network = candidates without IPs), -1 error
  * (p->err set).
  */
@@ -1131,7 +1131,7 @@ static int get_ref(pass *p, k8s_informer *inf, const k8s_resource *r, const char
 	return rc;
 }
 
-/* §9.4: the cold path (pool, template, create). */
+/* docs/api.md#cold-start: the cold path (pool, template, create). */
 static void create_cold(pass *p)
 {
 	wp_claim_controller *c = p->c;
@@ -1230,7 +1230,7 @@ static bool recall_bound(pass *p, const char *status_name)
 	return decided;
 }
 
-/* §9.2 getOrCreateSandbox. */
+/* docs/api.md#finding-the-claims-sandbox getOrCreateSandbox. */
 static void get_or_create(pass *p)
 {
 	wp_claim_controller *c = p->c;
@@ -1339,7 +1339,7 @@ static void get_or_create(pass *p)
 	create_cold(p);
 }
 
-/* §9.9 Retain: delete the bound Sandbox if ours. */
+/* docs/api.md#claim-expiry Retain: delete the bound Sandbox if ours. */
 static void reconcile_expired(pass *p)
 {
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
@@ -1374,7 +1374,7 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 	const cJSON *old = cJSON_GetObjectItem(p->claim, "status");
 	if (wp_claim_status_equal(old, st))
 		return 0;
-	/* conditions of both sides sorted by type first (§9.1 step 9) */
+	/* conditions of both sides sorted by type first (docs/api.md#claim-reconcile step 9) */
 	cJSON *olds = wp_claim_status_sorted(old), *news = wp_claim_status_sorted(st);
 	cJSON *diff = olds && news ? wp_merge_patch_diff(olds, news) : NULL;
 	cJSON_Delete(olds);
@@ -1421,7 +1421,7 @@ static void observe_since(asb_metric *m, const char *const *labels, size_t n, co
 	asb_metric_observe(m, labels, n, (double)d);
 }
 
-/* §11 first-Ready recording and the claim-first-ready-at stamp. */
+/* docs/api.md#metrics first-Ready recording and the claim-first-ready-at stamp. */
 static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritative)
 {
 	wp_claim_controller *c = p->c;
@@ -1471,7 +1471,7 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	                              wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)), NULL);
 }
 
-/* §9.1 step 2, once per claim UID (not on every pass: nothing creates
+/* docs/api.md#claim-reconcile step 2, once per claim UID (not on every pass: nothing creates
  * these any more, so one look per claim and controller start is enough):
  * the legacy per-claim NetworkPolicy, deleted only if this claim controls
  * it. Errors are only logged. */
@@ -1497,7 +1497,7 @@ static void delete_legacy_np(pass *p)
 	free(np);
 }
 
-/* §9.1 step 4: the controller-first-observed-at stamp. */
+/* docs/api.md#claim-reconcile step 4: the controller-first-observed-at stamp. */
 static int stamp_observed(pass *p)
 {
 	const char *have = k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED);
@@ -1523,7 +1523,7 @@ static int stamp_observed(pass *p)
 	return 0;
 }
 
-/* Persists Ready=ClaimExpired (+ event) and requeues 1 ms (§9.1 steps 5, 9). */
+/* Persists Ready=ClaimExpired (+ event) and requeues 1 ms (docs/api.md#claim-reconcile steps 5, 9). */
 static int mark_expired(pass *p, cJSON *st, k8s_reconcile_result *res)
 {
 	bool auth;
@@ -1641,7 +1641,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		goto out;
 	}
 	rc = do_reconcile(&p, res);
-	/* §9.1 step 2 after the pass, not before it: its result is only
+	/* docs/api.md#claim-reconcile step 2 after the pass, not before it: its result is only
 	 * logged, and a new claim's first pass (the warm hand-out) should not
 	 * wait for the extra request */
 	if (rc == 0) {

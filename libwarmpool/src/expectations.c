@@ -1,6 +1,6 @@
 /*
- * expectations.c - per-pool creation/deletion expectations (spec/api.md
- * §8.5). A small array of records under one mutex: pools are few and each
+ * expectations.c - per-pool creation/deletion expectations
+ * (docs/api.md#expectations). A small array of records under one mutex: pools are few and each
  * record's deletion set is bounded by the pool size, so linear scans keep
  * the code obvious.
  */

@@ -1,6 +1,6 @@
 /*
  * expectations.h - the SandboxWarmPool controller's expectations
- * bookkeeping (spec/api.md §8.5): per pool key, how many creations and
+ * bookkeeping (docs/api.md#expectations): per pool key, how many creations and
  * which deletions (by UID) were issued but not yet seen in the informer
  * cache, so that a lagging cache never makes a pass create or delete
  * twice. Like client-go's ControllerExpectations, with UIDs for deletions.
@@ -86,7 +86,7 @@ bool wp_expectations_deletion_pending(wp_expectations *e, const char *key,
 /** The pending creations of `key` (0 without a record); for tests and logs. */
 int wp_expectations_pending_creations(wp_expectations *e, const char *key);
 
-/** Drops every record of `key` (pool deleted, §8.5). */
+/** Drops every record of `key` (pool deleted, docs/api.md#expectations). */
 void wp_expectations_forget(wp_expectations *e, const char *key);
 
 #endif

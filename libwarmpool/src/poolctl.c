@@ -1,5 +1,5 @@
 /*
- * poolctl.c - the SandboxWarmPool controller's I/O glue (spec/api.md §8):
+ * poolctl.c - the SandboxWarmPool controller's I/O glue (docs/api.md#warm-pool-controller):
  * informer handlers and indexes, the per-pool memory (expectations,
  * replenish/refill state, event state), and a reconcile that reads the
  * caches, runs the pure phases of poolplan.h and applies what they decide:
@@ -88,7 +88,7 @@ static void state_put(wp_pool_controller *c, const char *key, const wp_pool_stat
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Pool deleted: forget all per-pool state (§8.5). */
+/* Pool deleted: forget all per-pool state (docs/api.md#expectations). */
 static void forget_pool(wp_pool_controller *c, const char *key)
 {
 	wp_expectations_forget(c->exp, key);
@@ -122,7 +122,7 @@ static int index_pool_template(const cJSON *obj, const char **keys, int cap, voi
 }
 
 /* "ns/pool" of the SandboxWarmPool controlling `sbx` (any version of the
- * group, §1.5), or NULL. */
+ * group, docs/api.md#ownership), or NULL. */
 static char *controlling_pool_key(const cJSON *sbx)
 {
 	const cJSON *ref = k8s_obj_controller_ref(sbx);
@@ -167,7 +167,7 @@ static void enqueue_orphan_pool(wp_pool_controller *c, const cJSON *sbx)
 	cJSON_Delete(pools);
 }
 
-/* The expectation is lowered before the pool is enqueued (§8.5). */
+/* The expectation is lowered before the pool is enqueued (docs/api.md#expectations). */
 static void on_sbx_add(const cJSON *o, void *ud)
 {
 	wp_pool_controller *c = ud;
@@ -372,7 +372,7 @@ static bool delete_member(pass *p, const wp_pool_member *m, const char *why)
 		return false;
 	}
 	/* The resourceVersion precondition is what keeps a delete decided on
-	 * a lagging cache off a Sandbox a claim adopted meanwhile (§8.4
+	 * a lagging cache off a Sandbox a claim adopted meanwhile (docs/api.md#staleness-and-update-strategies
 	 * "claimed sandboxes are never touched by the pool"): the adoption
 	 * patch changes the version, the delete then gets 409, and a re-read
 	 * tells whether the member is still ours to delete. */
@@ -436,7 +436,7 @@ static bool update_member(pass *p, const wp_pool_member *m, const char *why)
 	return false;
 }
 
-/* ---- slow-start batches (§8.3): 1, 2, 4, ... jobs in parallel, stop at
+/* ---- slow-start batches (docs/api.md#pool-sizing): 1, 2, 4, ... jobs in parallel, stop at
  * the first batch with a failure. ---- */
 
 typedef bool (*job_fn)(pass *p, size_t i, void *ud);
@@ -560,14 +560,14 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 
 	rc = k8s_informer_get(c->o.pools, ns, name, &pool);
 	if (rc == ASB_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(pool))) {
-		forget_pool(c, key);   /* members go by GC (§8.6) */
+		forget_pool(c, key);   /* members go by GC (docs/api.md#pool-deletion) */
 		rc = 0;
 		goto out;
 	}
 	if (rc)
 		goto out;
 
-	/* The template: NotFound only means "no creates" (§8.3). */
+	/* The template: NotFound only means "no creates" (docs/api.md#pool-sizing). */
 	const char *tpl_name = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
 	char tpl_hash[SBX_NAME_HASH_SIZE];
 	bool have_hash = false;
@@ -598,7 +598,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 		.ud = &p,
 	};
 
-	/* Phase 1: stale deletes, launch-type fixes, adoptions (§8.1, §8.4). */
+	/* Phase 1: stale deletes, launch-type fixes, adoptions (docs/api.md#pool-members, #staleness-and-update-strategies). */
 	if ((rc = wp_pool_classify(&in, members, &m, &n)))
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -618,7 +618,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	}
 	wp_pool_classify_failed(m, n);
 
-	/* Phase 2: stuck members (§8.2); not gated by the expectations. */
+	/* Phase 2: stuck members (docs/api.md#stuck-and-unschedulable-members); not gated by the expectations. */
 	long grace_requeue = 0;
 	wp_pool_stuck(&in, m, n, &grace_requeue);
 	for (size_t i = 0; i < n; i++)
@@ -663,7 +663,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 	}
 	state_put(c, key, &st);
 
-	/* The status is left alone on a pass with errors (§8.3). */
+	/* The status is left alone on a pass with errors (docs/api.md#pool-sizing). */
 	if (!p.rc && plan.status_patch) {
 		int src = k8s_client_patch(c->o.client, &wp_resource_pools, ns, name, "status",
 		                           K8S_PATCH_MERGE, plan.status_patch, NULL, NULL);

@@ -1,6 +1,6 @@
 /*
  * poolplan.c - the pure decisions of the SandboxWarmPool controller
- * (spec/api.md §8); see poolplan.h for the three phases. poolctl.c reads
+ * (docs/api.md#warm-pool-controller); see poolplan.h for the three phases. poolctl.c reads
  * the caches, runs the phases and applies what they decide.
  */
 #include <stdio.h>
@@ -69,7 +69,7 @@ static bool set_label(cJSON *obj, const char *key, const char *value)
 }
 
 /* The orphan with a controller ref to the pool (kept: its other refs) and
- * launch-type warm: the body of the adoption Update (§8.1). */
+ * launch-type warm: the body of the adoption Update (docs/api.md#pool-members). */
 static cJSON *adopted(const cJSON *pool, const cJSON *sbx)
 {
 	cJSON *o = cJSON_Duplicate(sbx, true);
@@ -95,7 +95,7 @@ static cJSON *adopted(const cJSON *pool, const cJSON *sbx)
 }
 
 /* Semantic verdicts of one pass, per old blueprint-hash label of owned
- * members (§8.4: members built from the same template version share it). */
+ * members (docs/api.md#staleness-and-update-strategies: members built from the same template version share it). */
 typedef struct {
 	char hash[SBX_NAME_HASH_SIZE];
 	bool stale;
@@ -168,7 +168,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 			continue;
 		}
 		/* Without a template nothing is judged stale: orphans are
-		 * adopted unchecked (§8.1). */
+		 * adopted unchecked (docs/api.md#pool-members). */
 		if (in->tpl && (recreate || !x->owned) &&
 		    member_stale(in, s, x->owned, cache, &ncache)) {
 			x->action = WP_MEMBER_DELETE_STALE;
@@ -319,7 +319,7 @@ static int excess_cmp(const void *pa, const void *pb, void *base)
 }
 
 /* The status merge patch when any of the four fields changed; zero values
- * are sent as null since the fields are omitempty (§8.3). */
+ * are sent as null since the fields are omitempty (docs/api.md#pool-sizing). */
 static int status_patch(const wp_pool_input *in, int current, int ready, cJSON **out)
 {
 	char h[SBX_NAME_HASH_SIZE];
@@ -358,7 +358,7 @@ oom_taken:
 	return ASB_ENOMEM;
 }
 
-/* Replenish hold (§8.3 a): true while refills are held; the state's
+/* Replenish hold (docs/api.md#pool-sizing a): true while refills are held; the state's
  * baseline becomes `current` (the caller adds what it creates). */
 static bool replenish_hold(const wp_pool_input *in, wp_pool_state *st, int current, int desired,
                            long *requeue)
@@ -378,7 +378,7 @@ static bool replenish_hold(const wp_pool_input *in, wp_pool_state *st, int curre
 	return true;
 }
 
-/* Refill token bucket (§8.3 b): grants up to `want` creates. */
+/* Refill token bucket (docs/api.md#pool-sizing b): grants up to `want` creates. */
 static int take_tokens(const wp_pool_input *in, wp_pool_state *st, int want, long *requeue)
 {
 	double rate = in->max_refill_rate;
@@ -424,7 +424,7 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 	if (status_patch(in, p->current, p->ready, &p->status_patch))
 		goto oom;
 
-	/* Unschedulable transitions (§8.2); the flag lives in memory only. */
+	/* Unschedulable transitions (docs/api.md#stuck-and-unschedulable-members); the flag lives in memory only. */
 	if (p->unschedulable > 0) {
 		requeue = min_nonzero(requeue, in->unschedulable_recheck_ms);
 		if (!st->not_progressing) {
@@ -501,7 +501,7 @@ void wp_pool_members_free(wp_pool_member *m, size_t n)
 	free(m);
 }
 
-/* ---- the member Sandbox (§8.3) ---- */
+/* ---- the member Sandbox (docs/api.md#pool-sizing) ---- */
 
 cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_eviction)
 {
@@ -544,7 +544,7 @@ cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_evict
 		if (!ok)
 			cJSON_Delete(ref);
 	}
-	/* System keys on the podTemplate never reach the Pod (§1.2). */
+	/* System keys on the podTemplate never reach the Pod (docs/api.md#system-metadata-keys). */
 	ok = ok && ju_set_str(ptlabels, SBX_LABEL_WARM_POOL_SANDBOX, ph) &&
 	     ju_set_str(ptlabels, SBX_LABEL_TEMPLATE_REF_HASH, rh) &&
 	     ju_set_str(ptlabels, WP_LABEL_POD_TEMPLATE_HASH, th) &&

@@ -1,8 +1,8 @@
 /*
  * poolplan.h - the pure half of the SandboxWarmPool controller
- * (spec/api.md §8): member classification (§8.1), stuck/unschedulable
- * handling (§8.2), sizing, creates, excess deletes, status, replenish hold
- * and refill token bucket (§8.3), staleness and rollout (§8.4), requeue
+ * (docs/api.md#warm-pool-controller): member classification (docs/api.md#pool-members), stuck/unschedulable
+ * handling (docs/api.md#stuck-and-unschedulable-members), sizing, creates, excess deletes, status, replenish hold
+ * and refill token bucket (docs/api.md#pool-sizing), staleness and rollout (docs/api.md#staleness-and-update-strategies), requeue
  * computation, and the member Sandbox builder.
  *
  * A pass runs in three pure phases with the I/O in between, because what
@@ -33,9 +33,9 @@
 #include "sandbox/namehash.h"
 #include "warmpool/api.h"
 
-/** Requeue after a pass whose creates/deletes the expectations gate held (§8.3). */
+/** Requeue after a pass whose creates/deletes the expectations gate held (docs/api.md#pool-sizing). */
 #define WP_POOL_EXPECTATIONS_REQUEUE_MS 30000L
-/** Added to the earliest grace deadline before jitter (§8.2). */
+/** Added to the earliest grace deadline before jitter (docs/api.md#stuck-and-unschedulable-members). */
 #define WP_POOL_GRACE_SLACK_MS 2000L
 
 /** What the pass observed and the options it runs with. */
@@ -50,15 +50,15 @@ typedef struct {
 	double max_refill_rate;     /**< --sandbox-warm-pool-max-refill-rate per s (0: off) */
 	int max_batch;              /**< --sandbox-warm-pool-max-batch-size (>= 1) */
 	double jitter;              /**< in [0, 1): fraction of the +50 % grace jitter */
-	/** True when the member `uid` has a deletion pending (§8.5). */
+	/** True when the member `uid` has a deletion pending (docs/api.md#expectations). */
 	bool (*deletion_pending)(void *ud, const char *uid);
 	/** True when Pod `ns`/`name` exists, is not terminating and its first
-	 *  PodScheduled condition is False with reason Unschedulable (§8.2). */
+	 *  PodScheduled condition is False with reason Unschedulable (docs/api.md#stuck-and-unschedulable-members). */
 	bool (*pod_unschedulable)(void *ud, const char *ns, const char *name);
 	void *ud;                   /**< passed to the callbacks */
 } wp_pool_input;
 
-/** Class of a member (§8.1). */
+/** Class of a member (docs/api.md#pool-members). */
 typedef enum {
 	WP_MEMBER_ACTIVE = 0,       /**< counted in current */
 	WP_MEMBER_TERMINATING,      /**< counted in total only */
@@ -69,11 +69,11 @@ typedef enum {
 /** The write a member needs. */
 typedef enum {
 	WP_MEMBER_NONE = 0,
-	WP_MEMBER_DELETE_STALE,     /**< §8.4 (Recreate, or a stale orphan) */
+	WP_MEMBER_DELETE_STALE,     /**< docs/api.md#staleness-and-update-strategies (Recreate, or a stale orphan) */
 	WP_MEMBER_SET_LAUNCH_TYPE,  /**< full Update with `body` */
 	WP_MEMBER_ADOPT,            /**< full Update with `body` (controller ref + launch-type) */
-	WP_MEMBER_DELETE_STUCK,     /**< §8.2 */
-	WP_MEMBER_DELETE_EXCESS     /**< §8.3 */
+	WP_MEMBER_DELETE_STUCK,     /**< docs/api.md#stuck-and-unschedulable-members */
+	WP_MEMBER_DELETE_EXCESS     /**< docs/api.md#pool-sizing */
 } wp_member_action;
 
 /** One member and what the pass decided about it. */
@@ -86,11 +86,11 @@ typedef struct {
 	wp_member_class cls;
 	wp_member_action action;
 	cJSON *body;                /**< owned; the object to Update, else NULL */
-	bool unschedulable;         /**< held past the grace period (§8.2) */
+	bool unschedulable;         /**< held past the grace period (docs/api.md#stuck-and-unschedulable-members) */
 	bool failed;                /**< set by the caller when the write failed */
 } wp_pool_member;
 
-/** Per-pool memory kept between passes (§8.2 event state, §8.3 shaping). */
+/** Per-pool memory kept between passes (docs/api.md#stuck-and-unschedulable-members event state, docs/api.md#pool-sizing shaping). */
 typedef struct {
 	bool seen;                  /**< a baseline of the active count exists */
 	int baseline;               /**< active count of the last pass (+ its creates) */
@@ -132,12 +132,12 @@ int wp_pool_desired(const cJSON *pool);
 bool wp_pool_recreate(const cJSON *pool);
 
 /**
- * Phase 1 (§8.1, §8.4): classifies every Sandbox of `members` (a cJSON
+ * Phase 1 (docs/api.md#pool-members, #staleness-and-update-strategies): classifies every Sandbox of `members` (a cJSON
  * array, borrowed; it must outlive the result) into a new array `*out` of
  * `*n` entries (free with wp_pool_members_free()). Members of another
  * namespace are ignored. The semantic verdict of an owned member whose
  * blueprint-hash label differs from the current hash is computed once per
- * old hash value and reused for the other members carrying it (§8.4).
+ * old hash value and reused for the other members carrying it (docs/api.md#staleness-and-update-strategies).
  * @return 0 or ASB_ENOMEM.
  */
 int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
@@ -151,7 +151,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 void wp_pool_classify_failed(wp_pool_member *m, size_t n);
 
 /**
- * Phase 2 (§8.2): for ACTIVE members not Ready, with a creationTimestamp,
+ * Phase 2 (docs/api.md#stuck-and-unschedulable-members): for ACTIVE members not Ready, with a creationTimestamp,
  * older than the grace period: unschedulable (held, active) or
  * DELETE_STUCK (terminating). `*grace_requeue_ms` receives the jittered
  * delay to the earliest grace deadline of members still inside it (0:
@@ -167,7 +167,7 @@ int wp_pool_stuck(const wp_pool_input *in, wp_pool_member *m, size_t n,
 void wp_pool_stuck_failed(wp_pool_member *m, size_t n);
 
 /**
- * Phase 3 (§8.2-§8.3): sizing. `gate_open` is the expectations gate as
+ * Phase 3 (docs/api.md#stuck-and-unschedulable-members to #pool-sizing): sizing. `gate_open` is the expectations gate as
  * seen after the deletes of phases 1-2; `grace_requeue_ms` from phase 2;
  * `state` (in/out) the pool's memory. Fills `plan`. @return 0 or ASB_ENOMEM
  * (plan cleared).
@@ -183,7 +183,7 @@ void wp_pool_plan_clear(wp_pool_plan *p);
 void wp_pool_members_free(wp_pool_member *m, size_t n);
 
 /**
- * The member Sandbox built for each create (§8.3): generateName
+ * The member Sandbox built for each create (docs/api.md#pool-sizing): generateName
  * "<pool>-", the pool's namespace, the pool and template labels (also on
  * the podTemplate), the sandbox-template-ref annotation, a deep copy of the
  * blueprint with the secure defaults applied, the safe-to-evict annotation
@@ -193,7 +193,7 @@ void wp_pool_members_free(wp_pool_member *m, size_t n);
  */
 cJSON *wp_pool_member_new(const cJSON *pool, const cJSON *tpl, bool enable_eviction);
 
-/** The note of WarmPoolNotProgressing (§8.2), a new string. */
+/** The note of WarmPoolNotProgressing (docs/api.md#stuck-and-unschedulable-members), a new string. */
 char *wp_pool_not_progressing_note(int unschedulable, int desired, long grace_ms);
 
 /**

@@ -1,6 +1,6 @@
 /*
- * resources.c - the API resources of the extension kinds (spec/api.md §0)
- * and of the NetworkPolicies the SandboxTemplate controller manages (§7).
+ * resources.c - the API resources of the extension kinds (docs/api.md#quick-reference)
+ * and of the NetworkPolicies the SandboxTemplate controller manages (docs/api.md#sandboxtemplate-controller).
  */
 #include "warmpool/api.h"
 

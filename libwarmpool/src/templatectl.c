@@ -1,5 +1,5 @@
 /*
- * templatectl.c - the SandboxTemplate controller (spec/api.md §7): labels
+ * templatectl.c - the SandboxTemplate controller (docs/api.md#sandboxtemplate-controller): labels
  * each template with its sandbox-template-ref-hash and keeps the
  * per-template NetworkPolicy "<template>-network-policy".
  *
@@ -47,7 +47,7 @@ static cJSON *ip_block(const char *cidr, const char *const *except, int n)
 }
 
 /* Ingress from the sandbox router only; egress to the public internet,
- * private, link-local and ULA ranges excepted (§7 step 4). */
+ * private, link-local and ULA ranges excepted (docs/api.md#sandboxtemplate-controller step 4). */
 static bool add_secure_default_rules(cJSON *spec)
 {
 	cJSON *ing = cJSON_AddArrayToObject(spec, "ingress");
@@ -139,7 +139,7 @@ cJSON *wp_template_label_patch(const cJSON *tpl, bool *oom)
 	return patch;
 }
 
-/* A controller ownerReference to the template (§7: GC removes the policy
+/* A controller ownerReference to the template (docs/api.md#sandboxtemplate-controller: GC removes the policy
  * with its template). */
 static cJSON *template_owner_refs(const cJSON *tpl)
 {
@@ -298,7 +298,7 @@ static void on_tpl_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; e
 static void on_tpl_delete(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
 
 /* A NetworkPolicy event wakes its controlling SandboxTemplate (any version
- * of the group: old refs may still say v1alpha1, §1.5). */
+ * of the group: old refs may still say v1alpha1, docs/api.md#ownership). */
 static void enqueue_np_owner(wp_template_controller *c, const cJSON *np)
 {
 	const cJSON *ref = k8s_obj_controller_ref(np);
@@ -428,7 +428,7 @@ int wp_template_controller_reconcile(wp_template_controller *c, const char *key,
 	if (rc)
 		return rc;
 	rc = k8s_informer_get(c->templates, ns, name, &tpl);
-	if (rc == ASB_ENOTFOUND) {   /* deleted: the policy goes by GC (§7 step 5) */
+	if (rc == ASB_ENOTFOUND) {   /* deleted: the policy goes by GC (docs/api.md#sandboxtemplate-controller step 5) */
 		rc = 0;
 		goto done;
 	}

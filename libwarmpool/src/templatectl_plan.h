@@ -1,6 +1,6 @@
 /*
  * templatectl_plan.h - the pure half of the SandboxTemplate controller
- * (spec/api.md §7): the label patch of the template and the decision about
+ * (docs/api.md#sandboxtemplate-controller): the label patch of the template and the decision about
  * its NetworkPolicy, computed from the observed template and policy only.
  * templatectl.c applies the result. Private to libwarmpool.
  *
@@ -16,7 +16,7 @@
 #include <cjson/cJSON.h>
 #include "warmpool/api.h"
 
-/** Namespace and pod labels of the router the secure default lets in (§7). */
+/** Namespace and pod labels of the router the secure default lets in (docs/api.md#sandboxtemplate-controller). */
 #define WP_ROUTER_NAMESPACE "agent-sandbox-system"
 #define WP_ROUTER_APP "sandbox-router"
 
@@ -33,7 +33,7 @@ typedef enum {
 typedef struct {
 	wp_np_verb verb;
 	cJSON *body;      /**< CREATE/UPDATE: the object to send; else NULL */
-	char *error;      /**< REFUSE: the error text of §7 (byte-exact); else NULL */
+	char *error;      /**< REFUSE: the error text of docs/api.md#sandboxtemplate-controller (byte-exact); else NULL */
 } wp_np_decision;
 
 /** "<template>-network-policy", a new string (NULL when out of memory). */
@@ -50,13 +50,13 @@ cJSON *wp_template_np_spec(const cJSON *tpl);
 
 /**
  * The merge patch that sets the template's sandbox-template-ref-hash label
- * (§7 step 1), or NULL when the label is already right. `*oom` is set when
+ * (docs/api.md#sandboxtemplate-controller step 1), or NULL when the label is already right. `*oom` is set when
  * NULL is returned for lack of memory.
  */
 cJSON *wp_template_label_patch(const cJSON *tpl, bool *oom);
 
 /**
- * Decides about the NetworkPolicy (§7 steps 3-4) from the template `tpl`
+ * Decides about the NetworkPolicy (docs/api.md#sandboxtemplate-controller steps 3-4) from the template `tpl`
  * and the existing policy `np` (NULL when absent). Returns 0 or ASB_ENOMEM
  * (nothing allocated in `out` then).
  */

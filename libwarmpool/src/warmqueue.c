@@ -1,6 +1,6 @@
 /*
  * warmqueue.c - the warm sandbox queue and its picker and feeder rules
- * (spec/api.md §9.3, §10).
+ * (docs/api.md#claim-adoption, #warm-queue).
  *
  * A pool list is an array in queue order: picking needs a scan of the
  * whole list anyway (NodeSpread counts items per node, O(n) with a hash

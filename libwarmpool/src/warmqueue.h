@@ -1,8 +1,8 @@
 /*
  * warmqueue.h - the in-memory warm sandbox queue of the SandboxClaim
- * controller (spec/api.md §10), and the pure decisions around it: the
- * NodeSpread + FIFO picker (§9.3) and the feeder's "is adoptable / should
- * push" rules (§10). Private to libwarmpool.
+ * controller (docs/api.md#warm-queue), and the pure decisions around it: the
+ * NodeSpread + FIFO picker (docs/api.md#claim-adoption) and the feeder's "is adoptable / should
+ * push" rules (docs/api.md#warm-queue). Private to libwarmpool.
  *
  * The queue maps a pool key "<namespace>/<poolName>" to a FIFO list of
  * Sandboxes {namespace, name, nodeName}, deduplicated by namespace/name.
@@ -54,7 +54,7 @@ int wp_warm_queue_push(wp_warm_queue *q, const char *pool_key, const char *ns,
 bool wp_warm_queue_remove(wp_warm_queue *q, const char *pool_key,
                           const char *ns, const char *name);
 
-/** Drops the whole list of `pool_key` (pool deleted, §8.6). */
+/** Drops the whole list of `pool_key` (pool deleted, docs/api.md#pool-deletion). */
 void wp_warm_queue_drop(wp_warm_queue *q, const char *pool_key);
 
 /**
@@ -69,7 +69,7 @@ int wp_warm_queue_pop(wp_warm_queue *q, const char *pool_key, wp_warm_item *out)
 size_t wp_warm_queue_len(wp_warm_queue *q, const char *pool_key);
 
 /**
- * The NodeSpread + FIFO picker (§9.3) over `items[0..n-1]` in queue
+ * The NodeSpread + FIFO picker (docs/api.md#claim-adoption) over `items[0..n-1]` in queue
  * order (oldest first): a single item is taken as is; when some items
  * have a node name, only those are considered: the nodes with the most
  * queued items win and, among their items, the earliest queued one;
@@ -78,7 +78,7 @@ size_t wp_warm_queue_len(wp_warm_queue *q, const char *pool_key);
  */
 size_t wp_warm_pick(const wp_warm_item *items, size_t n);
 
-/* ---- feeder (Sandbox informer events, §10) ---- */
+/* ---- feeder (Sandbox informer events, docs/api.md#warm-queue) ---- */
 
 /**
  * The name of the SandboxWarmPool that owns `sbx`: its controller
@@ -89,7 +89,7 @@ size_t wp_warm_pick(const wp_warm_item *items, size_t n);
 const char *wp_warm_pool_owner(const cJSON *sbx);
 
 /**
- * True when `sbx` may be adopted by a claim (§10): not being deleted,
+ * True when `sbx` may be adopted by a claim (docs/api.md#warm-queue): not being deleted,
  * carries the warm-pool-sandbox and sandbox-template-ref-hash labels, and
  * is controlled by a SandboxWarmPool. NULL: false.
  */

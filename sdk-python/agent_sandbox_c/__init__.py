@@ -1,7 +1,7 @@
 """agent_sandbox_c: the Python SDK of agent-sandbox, over libsandbox's C core.
 
 A drop-in for upstream's ``k8s_agent_sandbox``: same classes, methods,
-arguments and exceptions (spec/surfaces.md D.1-D.10). Switching is one
+arguments and exceptions (docs/upstream.md#sdk-package to #sdk-exceptions). Switching is one
 import line::
 
     from k8s_agent_sandbox import SandboxClient      # upstream

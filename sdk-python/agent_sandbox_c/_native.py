@@ -120,7 +120,7 @@ def last_error(code: int) -> NativeError:
 
 def raise_for(err: NativeError) -> NoReturn:
     """Raises the exception of upstream's SDK that matches a C error code
-    (spec/surfaces.md D.10)."""
+    (docs/upstream.md#sdk-exceptions)."""
     code, msg = err.code, err.message
     if code == ASB_EINVAL:
         raise ValueError(msg)

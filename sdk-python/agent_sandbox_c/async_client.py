@@ -1,4 +1,4 @@
-"""The asyncio client (spec/surfaces.md D.9): ``AsyncSandboxClient`` and
+"""The asyncio client (docs/upstream.md#async-api): ``AsyncSandboxClient`` and
 ``AsyncSandbox`` with the coroutine versions of the sync methods.
 
 Each call runs the same libsandbox call as the sync client on the client's

@@ -1,5 +1,5 @@
 """``SandboxClient``: ask for sandboxes, find them again, list and delete
-them (spec/surfaces.md D.3). Kubernetes work (the claim, the wait on one
+them (docs/upstream.md#sandboxclient). Kubernetes work (the claim, the wait on one
 watch, the deletes) is libsandbox's; this class keeps the registry of the
 handles it gave out.
 """

@@ -1,5 +1,5 @@
 """The exceptions of the SDK: upstream's names and hierarchy
-(spec/surfaces.md D.10), so ``except`` clauses written for
+(docs/upstream.md#sdk-exceptions), so ``except`` clauses written for
 ``k8s_agent_sandbox`` keep working.
 
 Besides these, a wait that runs out raises the builtin ``TimeoutError``, a

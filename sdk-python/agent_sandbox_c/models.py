@@ -1,5 +1,5 @@
 """Connection configurations and result models, with upstream's names,
-fields and defaults (spec/surfaces.md D.2, D.8). Plain dataclasses: the
+fields and defaults (docs/upstream.md#connection-configs, #commands-and-files). Plain dataclasses: the
 package has no third-party dependency.
 """
 from __future__ import annotations

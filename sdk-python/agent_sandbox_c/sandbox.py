@@ -1,4 +1,4 @@
-"""The handle on one sandbox (spec/surfaces.md D.6, D.8): ``commands.run``,
+"""The handle on one sandbox (docs/upstream.md#sandbox-handle, #commands-and-files): ``commands.run``,
 ``files.write / read / list / exists``, pod identity and status,
 ``close_connection`` and ``terminate``. Each call is one C call of
 libsandbox (sandbox/handle.h), which does the HTTP through the router.

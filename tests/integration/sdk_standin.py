@@ -1,5 +1,5 @@
 """A stand-in for the sandbox router in front of a python-runtime
-(spec/surfaces.md B.2, C.1), for the SDK's wire tests until the real router
+(docs/upstream.md#router-request-contract, #python-runtime-api), for the SDK's wire tests until the real router
 and sandboxd land: it answers the runtime's endpoints from a directory and
 logs every request (method, path, headers, body size and digest) as one
 JSON line, so a test can check what the SDK sent.

@@ -4,8 +4,8 @@ ServiceAccount; then the same burst with the controller killed (SIGKILL)
 part-way and a new one started. Disruptive (200+ pods, a kill -9): run last
 with test_chaos.py (conftest.DISRUPTIVE).
 
-End state checked after each burst (spec/api.md §9.3 "1 sandbox <-> 1 claim",
-§9.4, §6.3):
+End state checked after each burst (docs/api.md#claim-adoption "1 sandbox <-> 1 claim",
+docs/api.md#cold-start, #pod-management):
 - every claim Ready=True and bound (status.sandbox.name), no two claims
   bound to the same Sandbox, a warm claim's assigned-sandbox annotation
   naming its Sandbox;

@@ -1,5 +1,5 @@
-"""The controller's metrics and probe endpoints (spec/surfaces.md A.2 and A.7,
-spec/api.md section 11), scraped over HTTP from the controller the
+"""The controller's metrics and probe endpoints (docs/upstream.md#controller-flags and #controller-metrics-and-probes,
+docs/api.md#metrics), scraped over HTTP from the controller the
 `controller` fixture runs on free loopback ports.
 """
 import os

@@ -1,5 +1,5 @@
-"""The controller's upstream command line (spec/surfaces.md A.2, A.3, A.5) and
-the agent_sandboxes gauge (spec/api.md section 11, surfaces.md A.7).
+"""The controller's upstream command line (docs/upstream.md#controller-flags, #startup-validation, #cache-scoping) and
+the agent_sandboxes gauge (docs/api.md#metrics, docs/upstream.md#controller-metrics-and-probes).
 
 Flag validation runs before the controller talks to the cluster, so those
 tests start the binary with a kubeconfig that does not exist: a flag that
@@ -19,7 +19,7 @@ from test_sandbox import IMAGE, name_hash, sandbox, wait_ready
 
 NO_CONFIG = ["--kubeconfig", "/nonexistent/kubeconfig"]
 
-# Every flag of spec/surfaces.md A.2 (the zap row lists five flags).
+# Every flag of docs/upstream.md#controller-flags (the zap row lists five flags).
 A2_FLAGS = [
     "--version", "--metrics-bind-address", "--health-probe-bind-address", "--leader-elect",
     "--leader-election-namespace", "--extensions", "--cluster-domain", "--enable-tracing",
@@ -39,7 +39,7 @@ A2_FLAGS = [
     "--zap-time-encoding", "--kubeconfig",
 ]
 
-# Defaults of A.2 that --help must show, flag -> the default as written there.
+# Defaults of docs/upstream.md#controller-flags that --help must show, flag -> the default as written there.
 A2_DEFAULTS = {
     "--sandbox-claim-concurrent-workers": "50", "--sandbox-warm-pool-concurrent-workers": "1",
     "--sandbox-template-concurrent-workers": "1", "--sandbox-warm-pool-max-batch-size": "300",
@@ -71,7 +71,7 @@ def test_help_lists_every_upstream_flag_with_its_default():
         assert f"(default {default})" in line, line
 
 
-# (flag, the part of the message that must name it and say why); A.3.
+# (flag, the part of the message that must name it and say why); docs/upstream.md#startup-validation.
 INVALID = [
     ("--sandbox-concurrent-workers=0", '"0" for --sandbox-concurrent-workers'),
     ("--sandbox-claim-concurrent-workers=0", '"0" for --sandbox-claim-concurrent-workers'),
@@ -114,7 +114,7 @@ def test_extensions_flag_passes_validation():
 
 
 def test_valid_upstream_flags_pass_validation():
-    """Every A.2 flag with a valid non-default value, as Helm would pass them:
+    """Every docs/upstream.md#controller-flags flag with a valid non-default value, as Helm would pass them:
     validation passes, and the process only fails on the missing kubeconfig."""
     p = run(*NO_CONFIG, "--extensions=false", "--sandbox-claim-concurrent-workers=10",
             "--sandbox-warm-pool-concurrent-workers=2", "--sandbox-template-concurrent-workers=0",
@@ -152,7 +152,7 @@ def test_zap_encoder_json_and_log_level_apply_to_the_log():
     assert all('"level":"error"' in ln for ln in lines), lines  # info lines filtered
 
 
-# ---- --cache-label-selectors (A.5) ----
+# ---- --cache-label-selectors (docs/upstream.md#cache-scoping) ----
 
 def plain_pod(name, labels):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
@@ -193,7 +193,7 @@ def test_cache_label_selectors_hide_unlabelled_adoptable_pods(kube, ns, exclusiv
     assert c.proc.poll() is None
 
 
-# ---- agent_sandboxes (spec/api.md section 11) ----
+# ---- agent_sandboxes (docs/api.md#metrics) ----
 
 def gauge_lines(url, ns):
     with urllib.request.urlopen(url + "/metrics", timeout=10) as r:

@@ -1,6 +1,6 @@
 """The conversion webhook against the real kube-apiserver: v1alpha1 Sandboxes
-served beside v1beta1 (spec/api.md §0, §2.3, §5.1), the self-managed
-certificate of spec/surfaces.md A.8, with the controller running as its
+served beside v1beta1 (docs/api.md#quick-reference, #sandbox-v1alpha1, #converting-sandbox), the self-managed
+certificate of docs/upstream.md#webhook-certificates, with the controller running as its
 deploy/ ServiceAccount and reached by the API server on loopback
 (--webhook-url, conftest.ControllerProcess).
 """
@@ -99,7 +99,7 @@ def test_session_controller_configured_the_webhook(deployed, controller):
 def test_upstream_examples_round_trip_through_v1alpha1(deployed, ns):
     """Each upstream Sandbox: applied as v1beta1, read as v1alpha1, written
     back as v1alpha1, read as v1beta1: spec, labels and annotations as first
-    read (plus the v1alpha1 snapshot annotation, spec/api.md §5.1)."""
+    read (plus the v1alpha1 snapshot annotation, docs/api.md#converting-sandbox)."""
     kube = deployed
     examples = upstream_sandboxes()
     assert examples, "no upstream Sandbox manifest found"
@@ -183,7 +183,7 @@ def test_deprecation_warning_on_v1alpha1_only(deployed, ns):
 
 
 def test_invalid_snapshot_fails_the_read_with_the_spec_message(deployed, ns):
-    """A snapshot annotation that is not JSON fails conversion (§5.1); the
+    """A snapshot annotation that is not JSON fails conversion (docs/api.md#converting-sandbox); the
     API server reports the webhook's message, and v1beta1 still reads."""
     kube = deployed
     kube.create(alpha_manifest("corrupt", 1), ns=ns)

@@ -1,4 +1,4 @@
-"""deploy/ as users install it (spec/surfaces.md A.11), the single-file
+"""deploy/ as users install it (docs/upstream.md#deployment), the single-file
 rendering deploy/install.yaml, and the image's library list (Dockerfile).
 
 On the local cluster kwok plays the kubelet, so the controller Deployment's

@@ -1,10 +1,10 @@
 """The extension controllers (SandboxTemplate, SandboxWarmPool, SandboxClaim;
 controller run with --extensions) on the real control plane: the scenarios
-of upstream's extension e2e suite that make sense on kwok (spec/surfaces.md
-E.1 "Extensions"; the image-specific ones, TestRunPythonRuntime*,
+of upstream's extension e2e suite that make sense on kwok
+(docs/upstream.md#upstream-e2e-scenarios "Extensions"; the image-specific ones, TestRunPythonRuntime*,
 TestRunSandboxdSandbox, TestRuntimeClass* and the density tests, need real
 containers and are left out) and the known failure modes of issue 5, with
-the behaviour, reasons and messages of spec/api.md §3, §4, §7-§12.
+the behaviour, reasons and messages of docs/api.md#sandboxtemplate, #sandboxclaim-and-sandboxwarmpool, #sandboxtemplate-controller to #events.
 
 The module runs one controller with --extensions (fixture
 `extensions_controller`), as the deploy/ ServiceAccount. kwok makes pods
@@ -281,7 +281,7 @@ def check_all(failures):
 # ================================================================ pool members, adoption, cold start
 
 def test_pool_members_are_built_from_the_template(kube, ns):
-    """§8.3, §9.6, §4.5, §7: members are named <pool>-xxxxx, labelled and
+    """docs/api.md#pool-sizing, #secure-defaults, #sandboxwarmpool-status, #sandboxtemplate-controller: members are named <pool>-xxxxx, labelled and
     annotated as the spec says, controlled by the pool, with the template's
     pod metadata plus the pool's system labels and safe-to-evict, and the
     secure defaults (no token automount, public DNS); their pods carry the
@@ -331,7 +331,7 @@ def test_pool_members_are_built_from_the_template(kube, ns):
 
 
 def test_warm_claim_adopts_a_member(kube, ns):
-    """§9.3: the claim adopts the Ready member: the claim names it (status
+    """docs/api.md#claim-adoption: the claim adopts the Ready member: the claim names it (status
     and annotation, podIPs mirrored, Ready forwarded); the Sandbox is
     controlled by the claim alone, loses the pool's labels, gains claim-uid
     and the claim's metadata; its pod is updated in place (not recreated);
@@ -387,7 +387,7 @@ def test_warm_claim_adopts_a_member(kube, ns):
 
 
 def test_cold_claim_when_the_pool_is_empty(kube, ns):
-    """§9.4: pool replicas 0 => a Sandbox named like the claim, built from
+    """docs/api.md#cold-start: pool replicas 0 => a Sandbox named like the claim, built from
     the template (service, secure defaults), labelled cold with claim-uid
     and template-ref-hash, annotated with the template name, controlled by
     the claim; no assigned-sandbox annotation; event SandboxProvisioned."""
@@ -418,7 +418,7 @@ def test_lost_status_write_after_a_cold_create_binds_the_existing_sandbox(kube, 
     """Failure mode: the cold Sandbox was created but the claim's status
     write was lost (simulated by clearing the claim's status as admin). The
     next pass finds the Sandbox named like the claim and controlled by it
-    (§9.2 step 3, the resolution of AlreadyExists) and binds it again: no
+    (docs/api.md#finding-the-claims-sandbox step 3, the resolution of AlreadyExists) and binds it again: no
     second Sandbox, no second create, no error reason on the way."""
     setup_pool(kube, ns, 0)
     kube.create(claim("lost", "pool"), ns)
@@ -444,7 +444,7 @@ def test_lost_status_write_after_a_cold_create_binds_the_existing_sandbox(kube, 
 
 
 def test_claim_observability_annotations(kube, ns):
-    """TestSandboxClaimObservabilityAnnotation (§9.1 step 4, §11): the claim
+    """TestSandboxClaimObservabilityAnnotation (docs/api.md#claim-reconcile step 4, docs/api.md#metrics): the claim
     gets controller-first-observed-at, RFC 3339 with (non-zero) fractional
     seconds, not before the test started; after its first Ready,
     claim-first-ready-at (UTC, RFC 3339 nano), not before the first one."""
@@ -468,7 +468,7 @@ def test_claim_observability_annotations(kube, ns):
 
 
 def test_claim_metrics(kube, ns, extensions_controller):
-    """§11: agent_sandbox_claim_creation_total counts one warm adoption
+    """docs/api.md#metrics: agent_sandbox_claim_creation_total counts one warm adoption
     (pod_condition ready, warmpool_name = the pool) and one cold create
     (not_ready); the controller-startup latency histogram gets one
     observation per launch type."""
@@ -491,7 +491,7 @@ def test_claim_metrics(kube, ns, extensions_controller):
                          for lt in ("warm", "cold")), timeout=20, desc="one startup latency per launch type")
 
 
-# ================================================================ volumeClaimTemplates policy (§9.8)
+# ================================================================ volumeClaimTemplates policy (docs/api.md#claim-volumeclaimtemplates)
 
 def test_claim_volume_claim_templates_policy_table(kube, ns):
     """TestCreateSandboxClaimVolumeClaimTemplates: template policy x claim
@@ -557,7 +557,7 @@ def test_claim_volume_claim_templates_policy_table(kube, ns):
     check_all(failures)
 
 
-# ================================================================ lifecycle (§9.9)
+# ================================================================ lifecycle (docs/api.md#claim-expiry)
 
 def held_template(name="tpl", **fields):
     """A template whose pods are bound to a node no kubelet (and no kwok)
@@ -764,7 +764,7 @@ def test_retain_expiry_deletes_the_adopted_sandbox_by_status_name(kube, ns):
     assert not d["metadata"].get("ownerReferences")
 
 
-# ================================================================ rollout (§8.4)
+# ================================================================ rollout (docs/api.md#staleness-and-update-strategies)
 
 @pytest.mark.parametrize("strategy", [None, "OnReplenish", "Recreate"])
 def test_warm_pool_rollout(kube, ns, strategy):
@@ -823,7 +823,7 @@ def test_warm_pool_rollout_multi_template_isolation(kube, ns):
 def test_warm_pool_rollout_switch_to_identical_template(kube, ns):
     """TestWarmPoolRolloutSwitchTemplate: a Recreate pool switched to another
     template with an identical spec: the members are stale by template
-    reference (§8.4) and are replaced by members of the new template, whose
+    reference (docs/api.md#staleness-and-update-strategies) and are replaced by members of the new template, whose
     content hashes are the same as before (same blueprint)."""
     create_all(kube, ns, template("tpl-a"), template("tpl-b"), pool("pool", "tpl-a", 2, "Recreate"))
     old = wait_members(kube, ns, "pool", 2)
@@ -842,7 +842,7 @@ def test_warm_pool_rollout_switch_to_identical_template(kube, ns):
 def test_warm_pool_rollout_metadata_only_edit_does_not_roll(kube, ns):
     """TestWarmPoolRolloutMetadataUpdate: a Recreate pool whose template's pod
     metadata (only) changes keeps its members: their content hash differs
-    now, but the semantic comparison ignores metadata (§8.4). Checked after
+    now, but the semantic comparison ignores metadata (docs/api.md#staleness-and-update-strategies). Checked after
     a scale-up whose new member carries the new metadata."""
     tpl = template("tpl", podmeta={"labels": {"team": "a"}})
     old = setup_pool(kube, ns, 2, tpl=tpl, strategy="Recreate")
@@ -861,7 +861,7 @@ def test_warm_pool_rollout_metadata_only_edit_does_not_roll(kube, ns):
 
 def test_recreate_never_hands_out_a_stale_sandbox(kube, ns):
     """Failure mode (issue 5): claims made right after a template edit on a
-    Recreate pool never get a member of the old template (§9.3: stale
+    Recreate pool never get a member of the old template (docs/api.md#claim-adoption: stale
     candidates are discarded; they get fresh members or cold Sandboxes)."""
     tpl = template("tpl", spec=podspec(env=[{"name": "VERSION", "value": "1"}]))
     setup_pool(kube, ns, 3, tpl=tpl, strategy="Recreate")
@@ -968,7 +968,7 @@ def test_parallel_claims(kube, ns, replicas):
         assert warm >= 1, launch
 
 
-# ================================================================ NetworkPolicy (§7)
+# ================================================================ NetworkPolicy (docs/api.md#sandboxtemplate-controller)
 
 DEFAULT_INGRESS = [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "agent-sandbox-system"}},
                               "podSelector": {"matchLabels": {"app": "sandbox-router"}}}]}]
@@ -980,7 +980,7 @@ CUSTOM_INGRESS = [{"from": [{"podSelector": {"matchLabels": {"role": "client"}}}
 
 
 def test_network_policy_managed_default_custom_then_unmanaged(kube, ns):
-    """§7: a Managed template (the default) without rules gets the secure
+    """docs/api.md#sandboxtemplate-controller: a Managed template (the default) without rules gets the secure
     default NetworkPolicy <t>-network-policy (router-only ingress, public
     egress), controlled by the template; custom rules replace it in place
     (an empty list denies that direction); Unmanaged deletes the one it
@@ -1010,7 +1010,7 @@ def test_network_policy_managed_default_custom_then_unmanaged(kube, ns):
 
 
 def test_network_policy_custom_rules_keep_cluster_dns(kube, ns):
-    """§7, §9.6: custom rules at creation => that policy; secure-by-default
+    """docs/api.md#sandboxtemplate-controller, #secure-defaults: custom rules at creation => that policy; secure-by-default
     mode is off, so members keep the template's DNS settings (no public DNS
     override) but still get automountServiceAccountToken false."""
     tpl = template("tpl", networkPolicy={"ingress": CUSTOM_INGRESS})
@@ -1025,7 +1025,7 @@ def test_network_policy_custom_rules_keep_cluster_dns(kube, ns):
 
 
 def test_network_policy_unmanaged_and_foreign_policies(kube, ns, extensions_controller):
-    """§7: an Unmanaged template gets no NetworkPolicy and leaves a user's
+    """docs/api.md#sandboxtemplate-controller: an Unmanaged template gets no NetworkPolicy and leaves a user's
     policy of that name alone; a Managed template refuses to update a
     policy of its name that it does not control (logged error, policy
     untouched)."""
@@ -1050,7 +1050,7 @@ def test_network_policy_unmanaged_and_foreign_policies(kube, ns, extensions_cont
         assert not after["metadata"].get("ownerReferences")
 
 
-# ================================================================ scale subresource (§4.4, §4.5)
+# ================================================================ scale subresource (docs/api.md#sandboxwarmpool-spec, #sandboxwarmpool-status)
 
 def test_pool_scale_subresource(kube, ns):
     """`kubectl scale swp` drives spec.replicas; status replicas,
@@ -1095,7 +1095,7 @@ def test_claim_before_its_pool_and_template_binds_when_they_appear(kube, ns):
 
 
 def test_env_injection_policies(kube, ns):
-    """§9.7 (exact reasons/messages): Disallowed (default) refuses; Allowed
+    """docs/api.md#env-injection (exact reasons/messages): Disallowed (default) refuses; Allowed
     appends (named container or the first main one), refuses to override an
     existing name, refuses a container with envFrom, and an unknown
     container is an error; Overrides replaces in place (valueFrom dropped)
@@ -1151,7 +1151,7 @@ def test_env_injection_policies(kube, ns):
 
 
 def test_additional_pod_metadata_validation(kube, ns):
-    """§9.5: invalid additionalPodMetadata => Ready False/InvalidMetadata with
+    """docs/api.md#additionalpodmetadata: invalid additionalPodMetadata => Ready False/InvalidMetadata with
     the exact message (labels checked before annotations), nothing created;
     a metadata override conflict with the template => ReconcilerError;
     valid metadata (allowlisted label domains, any unprefixed annotation,
@@ -1214,7 +1214,7 @@ def test_additional_pod_metadata_validation(kube, ns):
     assert kube.get("sandbox", sbn, ns) is not None
 
 
-# ================================================================ conversion (§5.2-§5.4)
+# ================================================================ conversion (docs/api.md#converting-sandboxclaim to #converting-sandboxwarmpool)
 
 def replace_raw(kube, path, obj):
     """PUT obj as is (its apiVersion), retrying conflicts with a fresh read."""
@@ -1229,7 +1229,7 @@ def replace_raw(kube, path, obj):
 
 
 def test_v1alpha1_round_trip_through_the_conversion_webhook(kube, ns):
-    """§5.2-§5.4 through the controller's webhook: a v1beta1 template reads
+    """docs/api.md#converting-sandboxclaim to #converting-sandboxwarmpool through the controller's webhook: a v1beta1 template reads
     as v1alpha1 with its VCT policy in an annotation and comes back intact;
     a bad policy annotation is refused; a v1alpha1 pool and claim are
     stored as v1beta1 (claim: warmpool => warmPoolRef, template-only =>

@@ -1,5 +1,5 @@
 """sandbox-router against real test sandboxes on loopback (no cluster): the
-request contract of spec/surfaces.md B.2-B.6, streaming both ways (a 100 MB
+request contract of docs/upstream.md#router-request-contract to #upstream-retries, streaming both ways (a 100 MB
 upload with flat router memory, chunked bodies), WebSocket tunnels, retries
 and timeouts, keep-alive pools, probes, metrics, the access log, scoped
 tokens and graceful shutdown.

@@ -1,4 +1,4 @@
-"""The Sandbox controller on a real control plane (spec/api.md sections 1, 2, 6).
+"""The Sandbox controller on a real control plane (docs/api.md#shared-conventions, #sandbox, #sandbox-controller).
 
 Every test runs in a fresh namespace against the controller started by the
 `controller` fixture with the least-privilege identity of deploy/rbac.
@@ -17,7 +17,7 @@ EXAMPLES = os.path.join(SHARED, "upstream-examples")
 
 
 def name_hash(s):
-    """FNV-1a 32, the tracking-label hash of spec/api.md 1.1 (test oracle)."""
+    """FNV-1a 32, the tracking-label hash of docs/api.md#name-hash (test oracle)."""
     h = 0x811C9DC5
     for b in s.encode():
         h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF

@@ -1,6 +1,6 @@
-"""The core Sandbox scenarios of upstream's e2e suite (spec/surfaces.md E.1
-"Core") and the known failure modes of the Sandbox controller (spec/api.md
-§6, §13), on the real control plane of tools/local-cluster.
+"""The core Sandbox scenarios of upstream's e2e suite (docs/upstream.md#upstream-e2e-scenarios
+"Core") and the known failure modes of the Sandbox controller
+(docs/api.md#sandbox-controller, #edge-cases), on the real control plane of tools/local-cluster.
 
 What test_sandbox.py already covers is not repeated here: TestSimpleSandbox
 (test_pod_and_service_carry_owner_labels_annotations), a pod deleted out of
@@ -90,7 +90,7 @@ def plain_pod(name, labels=None, owner=None):
             "spec": {"containers": [{"name": "main", "image": IMAGE}]}}
 
 
-# ---- E.1 core scenarios ----
+# ---- docs/upstream.md#upstream-e2e-scenarios core scenarios ----
 
 def test_suspend_resume_cycle_with_operating_mode(kube, ns):
     """TestSandboxSuspendResumeCycleWithOperatingMode: Running -> Suspended ->
@@ -161,7 +161,7 @@ def test_suspension_with_terminating_pod(kube, ns):
 
 
 def test_terminating_pod_is_waited_on_not_duplicated(kube, ns):
-    """§13: a Running sandbox's pod deleted out of band but held by a
+    """docs/api.md#edge-cases: a Running sandbox's pod deleted out of band but held by a
     finalizer is waited on: no second pod while it terminates (checked after
     a reconcile that saw it, proven by observedGeneration); once it is gone
     a new pod with the same name is created."""
@@ -530,7 +530,7 @@ def test_unowned_pvc_adoption_and_refusal(kube, ns):
 
 
 def test_pod_metadata_follows_the_template(kube, ns):
-    """§6.5 on an existing pod: template labels/annotations edited => the pod
+    """docs/api.md#pod-metadata on an existing pod: template labels/annotations edited => the pod
     is patched, removed keys deleted, tracking annotations rewritten (an
     emptied list becomes ""), system keys of the template never copied, keys
     added by others kept; the pod is not replaced."""
@@ -559,7 +559,7 @@ def test_pod_metadata_follows_the_template(kube, ns):
 
 
 def test_write_behind_window_defers_and_coalesces_pod_metadata(kube, ns, exclusive_controller):
-    """--sandbox-write-behind-window (surfaces.md A.2): template label edits
+    """--sandbox-write-behind-window (docs/upstream.md#controller-flags): template label edits
     reach the pod after a deferral (logged), the last edit winning; a
     negative window is refused at startup."""
     from conftest import controller_binary

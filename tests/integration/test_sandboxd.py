@@ -1,4 +1,4 @@
-"""sandboxd's HTTP APIs with normal input (spec/surfaces.md C.1, C.3): the
+"""sandboxd's HTTP APIs with normal input (docs/upstream.md#python-runtime-api, #sandboxd-rest-api): the
 python-runtime endpoints, the REST files API, health and metadata, 100 MB
 binary round trips both ways with the daemon's memory staying flat, and a
 graceful shutdown. No cluster: the built binary on a temporary root.
@@ -27,7 +27,7 @@ def sbx(tmp_path_factory):
     assert s.stop() == 0, s.text()
 
 
-# --- python-runtime API (C.1) ---------------------------------------------------
+# --- python-runtime API (docs/upstream.md#python-runtime-api) ---------------------------------------------------
 
 def test_runtime_root(sbx):
     r = requests.get(sbx.runtime + "/")
@@ -132,11 +132,11 @@ def test_runtime_upload_download_list_exists(sbx):
     assert requests.get(sbx.runtime + "/exists/").json()["exists"] is True
 
 
-# --- REST API (C.3) --------------------------------------------------------------
+# --- REST API (docs/upstream.md#sandboxd-rest-api) --------------------------------------------------------------
 
 def test_runtime_upload_failures_are_500(sbx):
     """Every /upload failure other than an escape is upstream's 500
-    {"message": "File upload failed: ..."} (spec/surfaces.md C.1), also
+    {"message": "File upload failed: ..."} (docs/upstream.md#python-runtime-api), also
     those that sandboxd finds before writing: a directory as the target,
     an over-long name, a name that is the root. (A malformed body stays a
     400, as Starlette's.)"""

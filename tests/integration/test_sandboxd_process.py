@@ -1,4 +1,4 @@
-"""sandboxd's processes over HTTP (spec/surfaces.md C.4/C.6 semantics):
+"""sandboxd's processes over HTTP (docs/upstream.md#processservice, #process-semantics semantics):
 the NDJSON event stream, launch errors, cwd and env, stdin streaming,
 signals, a terminal session with resize, a timeout that kills a group
 ignoring SIGTERM, 1 GB of output cut at the bound with flat memory, and a

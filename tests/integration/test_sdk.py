@@ -5,10 +5,10 @@ side of the SDK, and the modes the whole-stack tests (test_stack.py) do not
 take.
 
 - create from a warm pool and cold (a zero-replica pool), the claim the SDK
-  writes (spec/surfaces.md D.4: name, labels, UTC ISO-8601 annotation,
+  writes (docs/upstream.md#claim-manifest: name, labels, UTC ISO-8601 annotation,
   lifecycle, volume claim templates, additional pod metadata) and what the
   controller makes of it;
-- the wait of D.5: fail-fast TemplateNotFound / WarmPoolNotFound (the
+- the wait of docs/upstream.md#readiness-wait: fail-fast TemplateNotFound / WarmPoolNotFound (the
   specific exception, long before the timeout), a ready timeout that leaves
   no claim behind, an asyncio task cancelled mid-wait;
 - get / list / delete, status, pod name and IP;
@@ -299,7 +299,7 @@ def start_sandboxd(host, root, logdir):
 def test_in_cluster_mode_against_sandboxd(kube, ns, tmp_path):
     """SandboxInClusterConnectionConfig: straight to http://<pod IP>:8888 from
     the Sandbox's status (no router), served by the real sandboxd on the
-    pod's loopback IP: the E.1 command and file round trip; then the sandbox
+    pod's loopback IP: the docs/upstream.md#upstream-e2e-scenarios command and file round trip; then the sandbox
     is deleted under the client (and its runtime stops, as the pod's would):
     the next call says so."""
     setup_pool(kube, ns, 0)

@@ -1,7 +1,7 @@
 """What the SDK (agent_sandbox_c over libsandbox) puts on the wire to the
 router, checked against a stand-in (sdk_standin.py, a separate process)
-until the router and sandboxd land: the requests of spec/surfaces.md D.7 /
-D.8 (paths, percent-encoding, router headers, JSON and multipart bodies),
+until the router and sandboxd land: the requests of docs/upstream.md#connector /
+docs/upstream.md#commands-and-files (paths, percent-encoding, router headers, JSON and multipart bodies),
 results and errors, retries, a 50 MB file streamed both ways in bounded
 memory, and the kubectl tunnel mode (a stand-in kubectl that forwards to
 the stand-in router).

@@ -3,7 +3,7 @@ sandbox-router (cmd/router, Sandbox/Pod caches on) -> sandboxd (cmd/sandboxd)
 on each sandbox pod's loopback IP, started by tools/sandboxd-pods standing in
 for the kubelet; the extension controllers run the warm pool and the claims.
 
-- the Python SDK e2e scenarios of spec/surfaces.md E.1: router mode and
+- the Python SDK e2e scenarios of docs/upstream.md#upstream-e2e-scenarios: router mode and
   gateway mode (as root: port 80), each with a zero-replica pool (cold) and
   a warm pool, the claim annotation in UTC ISO-8601, volume claim
   templates; each runs `echo 'Hello from SDK'`
@@ -150,7 +150,7 @@ def claims(kube, ns):
 
 
 def assert_hello_and_round_trip(stack, sb, content=b"Hello, file!"):
-    """E.1: the command's exact output, then test.txt written, read back,
+    """docs/upstream.md#upstream-e2e-scenarios: the command's exact output, then test.txt written, read back,
     listed and found, and on the pod's own disk."""
     r = sb.commands.run(HELLO)
     assert (r.stdout, r.stderr, r.exit_code) == ("Hello from SDK\n", "", 0)
@@ -173,7 +173,7 @@ def assert_utc_iso8601(stamp, not_before):
 
 @pytest.mark.parametrize("replicas", [0, 2], ids=["cold", "warm"])
 def test_router_mode(kube, ns, stack, replicas):
-    """E.1 router mode with a zero-replica pool (cold) and a warm pool; the
+    """docs/upstream.md#upstream-e2e-scenarios router mode with a zero-replica pool (cold) and a warm pool; the
     claim's annotation is UTC ISO-8601; leaving the client deletes the claim,
     and the pod's sandboxd stops with its pod."""
     setup_pool(kube, ns, replicas)
@@ -197,7 +197,7 @@ def test_router_mode(kube, ns, stack, replicas):
 @pytest.mark.skipif(os.geteuid() != 0, reason="a Gateway's address is reached on port 80")
 @pytest.mark.parametrize("replicas", [0, 2], ids=["cold", "warm"])
 def test_gateway_mode(kube, ns, stack, replicas, tmp_path):
-    """E.1 gateway mode, cold and warm: the SDK finds the router behind a
+    """docs/upstream.md#upstream-e2e-scenarios gateway mode, cold and warm: the SDK finds the router behind a
     Gateway's status.addresses (a minimal Gateway CRD: no Gateway API
     controller runs here) and reaches it on port 80; a second sandbox-router
     listens there."""
@@ -230,7 +230,7 @@ def test_gateway_mode(kube, ns, stack, replicas, tmp_path):
 
 
 def test_volume_claim_templates(kube, ns, stack):
-    """E.1 volume claim templates: a template that allows them, a claim
+    """docs/upstream.md#upstream-e2e-scenarios volume claim templates: a template that allows them, a claim
     carrying one; the Sandbox gets the PVC and the data path works."""
     setup_pool(kube, ns, 0, volumeClaimTemplatesPolicy="Allowed")
     vct = {"metadata": {"name": "data"},

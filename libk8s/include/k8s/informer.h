@@ -16,7 +16,7 @@
  * caller owns, so callers never hold the cache lock.
  *
  * An optional codec (k8s_object_codec) makes the cache hold compact
- * caller-defined C structs instead of cJSON trees (design.md §2 rule 5);
+ * caller-defined C structs instead of cJSON trees (design.md docs/api.md#sandbox rule 5);
  * handlers, index functions and listers keep their cJSON interface, and
  * k8s_informer_read() hands out the struct itself without a copy.
  */

@@ -4,7 +4,7 @@
  * types and reasons, and the field manager of the controller.
  *
  * Every string here is an interface fact of upstream agent-sandbox
- * (spec/api.md sections 0, 1.3, 1.4, 2.4) and is reproduced byte for byte:
+ * (docs/api.md#quick-reference, #labels, #annotations, #sandbox-condition-types-and-reasons) and is reproduced byte for byte:
  * objects written by this library are read by upstream tools and the other
  * way round. The string constants are macros so they can be used in static
  * initialisers and concatenated at compile time.
@@ -21,7 +21,7 @@ extern "C" {
 /** Marks a symbol as part of the public ABI of libsandbox. */
 #define SBX_EXTERN __attribute__((visibility("default")))
 
-/* ---- Group, version, kind (spec/api.md §0) ---- */
+/* ---- Group, version, kind (docs/api.md#quick-reference) ---- */
 
 /** API group of the core kind. */
 #define SBX_GROUP "agents.x-k8s.io"
@@ -33,11 +33,11 @@ extern "C" {
 #define SBX_API_VERSION SBX_GROUP "/" SBX_VERSION
 /** Kind of the core object. */
 #define SBX_KIND "Sandbox"
-/** Kind of a warm pool (extensions group), used by §6.6. */
+/** Kind of a warm pool (extensions group), used by docs/api.md#extension-labels. */
 #define SBX_KIND_WARM_POOL "SandboxWarmPool"
-/** Kind of a claim (extensions group), used by the metrics of §11. */
+/** Kind of a claim (extensions group), used by the metrics of docs/api.md#metrics. */
 #define SBX_KIND_CLAIM "SandboxClaim"
-/** Kind of a template (extensions group), converted per spec/api.md §5.3. */
+/** Kind of a template (extensions group), converted per docs/api.md#converting-sandboxtemplate. */
 #define SBX_KIND_TEMPLATE "SandboxTemplate"
 
 /**
@@ -48,14 +48,14 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 
 /**
  * Field manager (`fieldManager`) used on every create, update and patch
- * written by the Sandbox controller (spec/api.md §0).
+ * written by the Sandbox controller (docs/api.md#quick-reference).
  */
 #define SBX_FIELD_MANAGER "sandbox-controller"
 
-/** Default `--cluster-domain` (spec/api.md §2.2, §14). */
+/** Default `--cluster-domain` (docs/api.md#sandbox-status, #controller-flags). */
 #define SBX_DEFAULT_CLUSTER_DOMAIN "cluster.local"
 
-/* ---- Label keys (spec/api.md §1.3) ---- */
+/* ---- Label keys (docs/api.md#labels) ---- */
 
 /** Tracking label: NameHash(sandbox name), on Pod, Service and PVC. */
 #define SBX_LABEL_NAME_HASH "agents.x-k8s.io/sandbox-name-hash"
@@ -63,14 +63,14 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 #define SBX_LABEL_WARM_POOL_SANDBOX "agents.x-k8s.io/warm-pool-sandbox"
 /** Template identity: NameHash(template name). */
 #define SBX_LABEL_TEMPLATE_REF_HASH "agents.x-k8s.io/sandbox-template-ref-hash"
-/** Provenance; normalised on the Pod (§1.3). */
+/** Provenance; normalised on the Pod (docs/api.md#labels). */
 #define SBX_LABEL_CREATED_BY "agents.x-k8s.io/created-by"
 /** On a Sandbox: how it originated, `cold` or `warm`. */
 #define SBX_LABEL_LAUNCH_TYPE "agents.x-k8s.io/launch-type"
 /** `"true"` on an unowned object authorises the controller to adopt it. */
 #define SBX_LABEL_ADOPTABLE "agents.x-k8s.io/adoptable"
 
-/* ---- Annotation keys (spec/api.md §1.4) ---- */
+/* ---- Annotation keys (docs/api.md#annotations) ---- */
 
 /** On the Sandbox: name of the backing Pod. */
 #define SBX_ANNOTATION_POD_NAME "agents.x-k8s.io/pod-name"
@@ -80,17 +80,17 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 #define SBX_ANNOTATION_PROPAGATED_LABELS "agents.x-k8s.io/propagated-labels"
 /** On the Pod: same, for annotation keys. */
 #define SBX_ANNOTATION_PROPAGATED_ANNOTATIONS "agents.x-k8s.io/propagated-annotations"
-/** W3C trace headers (system annotation, §1.2). */
+/** W3C trace headers (system annotation, docs/api.md#system-metadata-keys). */
 #define SBX_ANNOTATION_TRACE_CONTEXT "opentelemetry.io/trace-context"
 
-/* ---- Condition types (spec/api.md §2.4) ---- */
+/* ---- Condition types (docs/api.md#sandbox-condition-types-and-reasons) ---- */
 
 #define SBX_CONDITION_READY "Ready"
 #define SBX_CONDITION_SUSPENDED "Suspended"
 #define SBX_CONDITION_FINISHED "Finished"
 #define SBX_CONDITION_POD_SCHEDULED "PodScheduled"
 
-/* ---- Condition reasons (spec/api.md §2.4) ---- */
+/* ---- Condition reasons (docs/api.md#sandbox-condition-types-and-reasons) ---- */
 
 #define SBX_REASON_DEPENDENCIES_READY "DependenciesReady"
 #define SBX_REASON_DEPENDENCIES_NOT_READY "DependenciesNotReady"
@@ -110,14 +110,14 @@ SBX_EXTERN extern const k8s_resource sbx_resource_sandboxes;
 #define SBX_REASON_POD_SCHEDULING_UNKNOWN "PodSchedulingUnknown"
 #define SBX_REASON_RECONCILER_ERROR "ReconcilerError"
 
-/* ---- Spec enum values (spec/api.md §2.1) ---- */
+/* ---- Spec enum values (docs/api.md#sandbox-spec) ---- */
 
 #define SBX_OPERATING_MODE_RUNNING "Running"
 #define SBX_OPERATING_MODE_SUSPENDED "Suspended"
 #define SBX_SHUTDOWN_POLICY_DELETE "Delete"
 #define SBX_SHUTDOWN_POLICY_RETAIN "Retain"
 
-/* ---- Events (spec/api.md §6.10, §12) ---- */
+/* ---- Events (docs/api.md#sandbox-events, #events) ---- */
 
 /** Reporting controller name of the Sandbox controller's events. */
 #define SBX_EVENT_CONTROLLER "sandbox-controller"

@@ -5,8 +5,8 @@
  *
  * This is the C core under the Python SDK (sdk-python/, through ctypes)
  * and any other client: the claim it writes and the way it waits are those
- * of the upstream SDKs (spec/surfaces.md D.3-D.5, D.10), the objects those
- * of spec/api.md §4 and §9. What to do with a sandbox once it is there
+ * of the upstream SDKs (docs/upstream.md#sandboxclient to #readiness-wait, #sdk-exceptions), the objects those
+ * of docs/api.md#sandboxclaim-and-sandboxwarmpool and #claim-controller. What to do with a sandbox once it is there
  * (run commands, move files) is sandbox/handle.h; the pure parts (the claim
  * manifest, reading a claim's conditions) are sandbox/clientclaim.h.
  *
@@ -36,7 +36,7 @@ extern "C" {
  * Error codes of the client side of libsandbox, beside libk8s' ASB_E*
  * (which keep their meaning: ASB_ETIMEOUT a wait ran out, ASB_ENOTFOUND an
  * object is gone, ASB_EINVAL a bad argument, ASB_ECANCELED a cancelled
- * wait). The claim's terminal reasons (spec/api.md §9.10) each have their
+ * wait). The claim's terminal reasons (docs/api.md#claim-conditions) each have their
  * own code, so a caller can tell them apart without parsing messages; for
  * those, asb_error_last()->reason is the condition's reason and the
  * message carries the condition's message.
@@ -68,8 +68,8 @@ typedef enum {
 SBX_EXTERN const char *sbx_strerror(int code);
 
 /**
- * True for the codes of a claim that failed for good (spec/surfaces.md
- * D.5 "terminal reasons": SBX_EINVALIDMETADATA, SBX_EENVREJECTED,
+ * True for the codes of a claim that failed for good
+ * (docs/upstream.md#readiness-wait "terminal reasons": SBX_EINVALIDMETADATA, SBX_EENVREJECTED,
  * SBX_EVOLUMECLAIMTEMPLATES, SBX_ECLAIMEXPIRED, SBX_ESANDBOXEXPIRED),
  * which upstream reports as SandboxClaimFailedError. TemplateNotFound and
  * WarmPoolNotFound have exceptions of their own and are not in this set.
@@ -171,7 +171,7 @@ typedef struct {
 #define SBX_CLAIM_OPTIONS_VERSION 1
 
 /**
- * What to ask for: the SandboxClaim (spec/surfaces.md D.4) and how long to
+ * What to ask for: the SandboxClaim (docs/upstream.md#claim-manifest) and how long to
  * wait for it. Initialise with SBX_CLAIM_OPTIONS_INIT or
  * sbx_claim_options_init(). Strings and arrays are borrowed for the call.
  */
@@ -199,11 +199,11 @@ typedef struct {
 	size_t npod_annotations;
 	const sbx_kv *env;           /**< spec.env: {name, value} for the first
 	                              *   main container; forces a cold start and
-	                              *   needs a template that allows it (§9.7) */
+	                              *   needs a template that allows it (docs/api.md#env-injection) */
 	size_t nenv;
 	const char *created_by;      /**< label agents.x-k8s.io/created-by; NULL:
 	                              *   "python-client", one of the values the
-	                              *   controller keeps on the Pod (§1.3) */
+	                              *   controller keeps on the Pod (docs/api.md#labels) */
 	long ready_timeout_ms;       /**< sbx_client_create(): the whole wait for
 	                              *   Ready (default 180000, upstream's
 	                              *   sandbox_ready_timeout), counted in whole
@@ -237,8 +237,8 @@ typedef struct {
 SBX_EXTERN void sbx_claim_info_free(sbx_claim_info *info);
 
 /**
- * Creates a SandboxClaim and waits until it is Ready (spec/surfaces.md
- * D.3-D.5): the claim of sbx_claim_build() is POSTed, then one watch on it
+ * Creates a SandboxClaim and waits until it is Ready
+ * (docs/upstream.md#sandboxclient to #readiness-wait): the claim of sbx_claim_build() is POSTed, then one watch on it
  * (fieldSelector metadata.name, from the create's resourceVersion; resumed
  * where it stopped, from "0" after 410 Gone) runs until `status.sandbox.name`
  * is set and the Ready condition is True. It fails fast, as soon as the

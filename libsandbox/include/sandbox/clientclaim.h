@@ -1,7 +1,7 @@
 /*
  * clientclaim.h - the pure half of the client (sandbox/client.h): the
- * SandboxClaim an SDK writes (spec/surfaces.md D.4), and what a claim read
- * from a watch says about the wait (D.5, spec/api.md §9.10). No I/O: these
+ * SandboxClaim an SDK writes (docs/upstream.md#claim-manifest), and what a claim read
+ * from a watch says about the wait (docs/upstream.md#readiness-wait, docs/api.md#claim-conditions). No I/O: these
  * are unit-tested on JSON, and any client that watches claims in its own
  * way can decide with them.
  *
@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-/** Annotation the SDKs stamp on a claim: when the client asked (§0). */
+/** Annotation the SDKs stamp on a claim: when the client asked (docs/api.md#quick-reference). */
 #define SBX_ANNOTATION_CLIENT_FIRST_REQUESTED "agents.x-k8s.io/client-first-requested-at"
 /** Prefix of generated claim names. */
 #define SBX_CLAIM_NAME_PREFIX "sandbox-claim-"
@@ -33,7 +33,7 @@ extern "C" {
 SBX_EXTERN int sbx_claim_name_generate(char out[SBX_CLAIM_NAME_SIZE]);
 
 /**
- * Builds the SandboxClaim of spec/surfaces.md D.4:
+ * Builds the SandboxClaim of docs/upstream.md#claim-manifest:
  * `apiVersion: extensions.agents.x-k8s.io/v1beta1`, `kind: SandboxClaim`;
  * metadata name `name` and namespace `ns`; labels = `opts->labels` +
  * `agents.x-k8s.io/created-by`; annotations = `opts->annotations` +
@@ -68,7 +68,7 @@ SBX_EXTERN int sbx_claim_build(const sbx_claim_options *opts, const char *ns,
 #define SBX_CLAIM_RESOLVED 1
 
 /**
- * Decides what a claim seen on the watch means (spec/surfaces.md D.5):
+ * Decides what a claim seen on the watch means (docs/upstream.md#readiness-wait):
  * conditions are scanned in order and the first fail-fast match wins: any
  * condition (whatever its type and status) with reason WarmPoolNotFound is
  * SBX_EWARMPOOLNOTFOUND; a `Ready`=`False` condition with reason

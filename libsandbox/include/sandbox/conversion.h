@@ -3,7 +3,7 @@
  * (v1alpha1 <-> v1beta1, hub v1beta1) and the apiextensions.k8s.io
  * ConversionReview a CRD conversion webhook answers.
  *
- * Behaviour: spec/api.md §5 (general pattern and §5.1 Sandbox). Protocol:
+ * Behaviour: docs/api.md#conversion (general pattern and docs/api.md#converting-sandbox Sandbox). Protocol:
  * https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definition-versioning/#webhook-request-and-response
  *
  * Every kind follows one pattern: metadata is copied, spec and status are
@@ -13,8 +13,8 @@
  * stored in the annotation `api.agents.x-k8s.io/v1alpha1-<kind>-state`;
  * coming back from the hub that annotation is always removed from the
  * output and may restore fields v1beta1 cannot express. Kinds are rows of
- * a table in conversion.c: Sandbox (§5.1) in agents.x-k8s.io, and
- * SandboxClaim (§5.2), SandboxTemplate (§5.3) and SandboxWarmPool (§5.4)
+ * a table in conversion.c: Sandbox (docs/api.md#converting-sandbox) in agents.x-k8s.io, and
+ * SandboxClaim (docs/api.md#converting-sandboxclaim), SandboxTemplate (docs/api.md#converting-sandboxtemplate) and SandboxWarmPool (docs/api.md#converting-sandboxwarmpool)
  * in extensions.agents.x-k8s.io.
  *
  * Everything here is pure (no I/O, no clock, no global state) and
@@ -39,7 +39,7 @@ extern "C" {
 
 /**
  * Annotation on a stored (v1beta1) Sandbox holding the JSON of the
- * v1alpha1 object it was written as (spec/api.md §1.4, §5.1).
+ * v1alpha1 object it was written as (docs/api.md#annotations, #converting-sandbox).
  */
 #define SBX_ANNOTATION_V1ALPHA1_SANDBOX_STATE "api.agents.x-k8s.io/v1alpha1-sandbox-state"
 
@@ -51,27 +51,27 @@ extern "C" {
 /**
  * Annotation on a stored (v1beta1) SandboxClaim holding the JSON of the
  * v1alpha1 object it was written as; restores `sandboxTemplateRef` and
- * `warmpool` on the way back (spec/api.md §5.2).
+ * `warmpool` on the way back (docs/api.md#converting-sandboxclaim).
  */
 #define SBX_ANNOTATION_V1ALPHA1_SANDBOXCLAIM_STATE "api.agents.x-k8s.io/v1alpha1-sandboxclaim-state"
 /**
  * Annotation on a stored (v1beta1) SandboxTemplate holding the JSON of the
- * v1alpha1 object; written, never used to restore (spec/api.md §5.3).
+ * v1alpha1 object; written, never used to restore (docs/api.md#converting-sandboxtemplate).
  */
 #define SBX_ANNOTATION_V1ALPHA1_SANDBOXTEMPLATE_STATE "api.agents.x-k8s.io/v1alpha1-sandboxtemplate-state"
 /**
  * Annotation on a stored (v1beta1) SandboxWarmPool holding the JSON of the
- * v1alpha1 object; written, stripped on read-back, never used (§5.4).
+ * v1alpha1 object; written, stripped on read-back, never used (docs/api.md#converting-sandboxwarmpool).
  */
 #define SBX_ANNOTATION_V1ALPHA1_SANDBOXWARMPOOL_STATE "api.agents.x-k8s.io/v1alpha1-sandboxwarmpool-state"
 /**
  * Annotation on a v1alpha1 SandboxTemplate carrying the v1beta1-only
- * `spec.volumeClaimTemplatesPolicy` (spec/api.md §3.2, §5.3).
+ * `spec.volumeClaimTemplatesPolicy` (docs/api.md#sandboxtemplate-v1alpha1, #converting-sandboxtemplate).
  */
 #define SBX_ANNOTATION_V1BETA1_VCT_POLICY "api.agents.x-k8s.io/v1beta1-volume-claim-templates-policy"
 /**
  * Prefix of the pool a v1alpha1 claim without a specific pool converts to:
- * `shadow-pool-<sandboxTemplateRef.name>` (spec/api.md §5.2, §5.5).
+ * `shadow-pool-<sandboxTemplateRef.name>` (docs/api.md#converting-sandboxclaim, #migrating-from-v1alpha1).
  */
 #define SBX_SHADOW_POOL_PREFIX "shadow-pool-"
 
@@ -95,7 +95,7 @@ extern "C" {
  *         SandboxTemplate whose volume-claim-templates-policy annotation
  *         is not Disallowed, Allowed or Overrides: the message is
  *         "invalid VolumeClaimTemplatesPolicy annotation value: \"<v>\"",
- *         spec/api.md §5.3);
+ *         docs/api.md#converting-sandboxtemplate);
  *         ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_conversion_convert(cJSON **out, const cJSON *obj,

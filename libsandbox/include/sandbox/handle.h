@@ -4,11 +4,11 @@
  * or straight at the pod from inside the cluster), run a command in it,
  * and write, read, list and probe its files.
  *
- * The wire is the upstream one: the router contract of spec/surfaces.md B
+ * The wire is the upstream one: the router contract of docs/upstream.md#router
  * (X-Sandbox-ID, X-Sandbox-Namespace, X-Sandbox-Port, X-Sandbox-Pod-IP,
- * X-Sandbox-Timeout) in front of the python-runtime API of C.1 (POST
+ * X-Sandbox-Timeout) in front of the python-runtime API of docs/upstream.md#python-runtime-api (POST
  * /execute, POST /upload, GET /download/, /list/, /exists/), requested the
- * way the Python SDK does (D.7, D.8), so a handle works with upstream's
+ * way the Python SDK does (docs/upstream.md#connector, #commands-and-files), so a handle works with upstream's
  * router and runtimes as with this project's. Bodies are streamed: an
  * upload reads from a buffer, a file descriptor or a callback, a download
  * writes to a file descriptor or a callback, so a file of any size moves
@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-/** How a handle reaches its sandbox (spec/surfaces.md D.2). */
+/** How a handle reaches its sandbox (docs/upstream.md#connection-configs). */
 typedef enum {
 	/** kubectl port-forward to svc/sandbox-router-svc port 8080 in
 	 *  `router_namespace`, on a free local port (upstream's default) */
@@ -320,7 +320,7 @@ SBX_EXTERN int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_m
                                  bool *exists);
 
 /**
- * Upstream's path guard for write and read (spec/surfaces.md D.8): refuses
+ * Upstream's path guard for write and read (docs/upstream.md#commands-and-files): refuses
  * ASCII control characters, then trims surrounding whitespace (empty:
  * refused), normalises POSIX-style (`//`, `.`, `x/..`) and strips leading
  * `/` (empty or `.`: refused), and refuses any `..` left. `/etc/passwd`
@@ -335,7 +335,7 @@ SBX_EXTERN int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_m
 SBX_EXTERN int sbx_path_guard(const char *path, char **out);
 
 /**
- * True when `value` is a Gateway address the client accepts (D.2): an IP
+ * True when `value` is a Gateway address the client accepts (docs/upstream.md#connection-configs): an IP
  * address, or a host name of at most 253 characters whose labels are
  * 1-63 characters of `[A-Za-z0-9-]` not starting or ending with `-`, with
  * no trailing dot, and not made only of numeric or `0x` hex labels (so

@@ -1,5 +1,5 @@
 /*
- * metrics.h - the `agent_sandboxes` gauge of spec/api.md §11: how many
+ * metrics.h - the `agent_sandboxes` gauge of docs/api.md#metrics: how many
  * Sandboxes exist per namespace, readiness, expiry, launch type, template,
  * owner kind and creator, computed at scrape time from the Sandbox cache.
  *
@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-/** Name of the gauge (spec/api.md §11). */
+/** Name of the gauge (docs/api.md#metrics). */
 #define SBX_METRIC_SANDBOXES "agent_sandboxes"
 
 /** Its `# HELP` text. */
@@ -48,8 +48,8 @@ extern "C" {
 SBX_EXTERN extern const char *const sbx_sandboxes_metric_labels[SBX_SANDBOXES_METRIC_NLABELS + 1];
 
 /**
- * Normalises a value of the label agents.x-k8s.io/created-by (spec/api.md
- * §1.3, §11): `go-client`, `python-client` and `controller` are kept, any
+ * Normalises a value of the label agents.x-k8s.io/created-by
+ * (docs/api.md#labels, #metrics): `go-client`, `python-client` and `controller` are kept, any
  * other value, empty or NULL gives `unknown`. Returns a static string.
  * Pure; thread-safe.
  */
@@ -57,7 +57,7 @@ SBX_EXTERN const char *sbx_created_by_normalize(const char *value);
 
 /**
  * Writes the seven label values of `sandbox` into `values` (in the order
- * of sbx_sandboxes_metric_labels), spec/api.md §11:
+ * of sbx_sandboxes_metric_labels), docs/api.md#metrics:
  *  - namespace: metadata.namespace ("" when absent);
  *  - ready_condition: `true` when the Ready condition's status is True,
  *    else `false` (no Ready condition: `false`);

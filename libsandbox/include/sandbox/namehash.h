@@ -4,8 +4,8 @@
  *
  * Object names may be 253 characters long but label values only 63, so a
  * name is never put in a label: its 8-hex-digit FNV-1a hash is
- * (spec/api.md §1.1). Keys under the agents.x-k8s.io prefixes belong to the
- * controllers and are never copied from a user's pod template (§1.2).
+ * (docs/api.md#name-hash). Keys under the agents.x-k8s.io prefixes belong to the
+ * controllers and are never copied from a user's pod template (docs/api.md#system-metadata-keys).
  */
 #ifndef SANDBOX_NAMEHASH_H
 #define SANDBOX_NAMEHASH_H
@@ -23,8 +23,8 @@ extern "C" {
 /**
  * Writes NameHash(name) into `out`: the 32-bit FNV-1a hash (offset basis
  * 0x811c9dc5, prime 0x01000193) of the bytes of `name`, as exactly 8
- * lowercase, zero-padded hex digits and a terminating NUL (spec/api.md
- * §1.1). Example: "my-sandbox" => "374de8f5". A NULL `name` hashes as "".
+ * lowercase, zero-padded hex digits and a terminating NUL
+ * (docs/api.md#name-hash). Example: "my-sandbox" => "374de8f5". A NULL `name` hashes as "".
  *
  * Returns `out`. Pure; thread-safe; never fails.
  */
@@ -33,14 +33,14 @@ SBX_EXTERN char *sbx_name_hash(const char *name, char out[SBX_NAME_HASH_SIZE]);
 /**
  * True when `key` (a label or annotation key) starts with one of the
  * system-reserved prefixes `agents.x-k8s.io/` or
- * `extensions.agents.x-k8s.io/` (spec/api.md §1.2). NULL is not a system key.
+ * `extensions.agents.x-k8s.io/` (docs/api.md#system-metadata-keys). NULL is not a system key.
  * Pure; thread-safe.
  */
 SBX_EXTERN bool sbx_is_system_key(const char *key);
 
 /**
  * True when annotation `key` is system-reserved: sbx_is_system_key(), or
- * exactly `opentelemetry.io/trace-context` (spec/api.md §1.2). Pure;
+ * exactly `opentelemetry.io/trace-context` (docs/api.md#system-metadata-keys). Pure;
  * thread-safe.
  */
 SBX_EXTERN bool sbx_is_system_annotation(const char *key);

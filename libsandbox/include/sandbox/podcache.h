@@ -1,6 +1,6 @@
 /*
  * podcache.h - the compact form in which the Sandbox controller caches Pods
- * (design.md §2 rule 5): an sbx_pod struct holding exactly what the "diet"
+ * (design.md docs/api.md#sandbox rule 5): an sbx_pod struct holding exactly what the "diet"
  * transform sbx_pod_transform() keeps, all in one allocation, and the
  * k8s_object_codec (k8s/informer.h) that makes a Pod informer cache it.
  *

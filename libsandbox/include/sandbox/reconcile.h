@@ -1,7 +1,7 @@
 /*
  * reconcile.h - the decision of the Sandbox controller, without I/O.
  *
- * This is where the behaviour of spec/api.md §6 lives. It is split the way
+ * This is where the behaviour of docs/api.md#sandbox-controller lives. It is split the way
  * controller-runtime reconcilers are, but with the I/O pulled out so the
  * whole decision runs on JSON fixtures in unit tests:
  *
@@ -22,7 +22,7 @@
  *      did, compute the new `status` (conditions with their exact reasons
  *      and messages, podIPs, nodeName, selector, service, serviceFQDN),
  *      whether it must be written, the requeue delay and the error to
- *      return (spec/api.md §6.2 steps 4-7, §6.4, §6.9).
+ *      return (docs/api.md#sandbox-reconcile steps 4-7, docs/api.md#sandbox-conditions, #sandbox-expiry).
  *
  * Times are inputs (milliseconds since the Unix epoch): nothing here reads
  * a clock. Objects are cJSON trees in the API's JSON form.
@@ -57,7 +57,7 @@ typedef struct {
 	/**
 	 * JSON array of the Pods carrying the label
 	 * agents.x-k8s.io/sandbox-name-hash = NameHash(sandbox name) (the cache
-	 * index of §6.1); ownership is decided by UID, not by the label, and
+	 * index of docs/api.md#sandbox-watches); ownership is decided by UID, not by the label, and
 	 * Pods of other namespaces are ignored (the index may span them). NULL:
 	 * none.
 	 */
@@ -67,7 +67,7 @@ typedef struct {
 	/**
 	 * The Pod named by the resolved pod name (annotation
 	 * agents.x-k8s.io/pod-name if non-empty, else the Sandbox name), or
-	 * NULL when it does not exist (§6.3).
+	 * NULL when it does not exist (docs/api.md#pod-management).
 	 */
 	const cJSON *pod;
 	/** Getting that Pod failed (not NotFound): the message, else NULL. */
@@ -78,7 +78,7 @@ typedef struct {
 	const char *service_error;
 	/**
 	 * JSON array of the PVCs that exist among the claim names
-	 * `<vct.metadata.name>-<sandbox name>` (§6.8); others are absent. NULL:
+	 * `<vct.metadata.name>-<sandbox name>` (docs/api.md#pvcs); others are absent. NULL:
 	 * none.
 	 */
 	const cJSON *pvcs;
@@ -91,8 +91,8 @@ typedef struct {
 	/** DNS suffix of Service FQDNs; NULL: "cluster.local". */
 	const char *cluster_domain;
 	/**
-	 * `--sandbox-write-behind-window` in milliseconds (spec/api.md §6.5
-	 * last bullet, surfaces.md A.2). 0 (or less): every write is made at
+	 * `--sandbox-write-behind-window` in milliseconds (docs/api.md#pod-metadata
+	 * last bullet, docs/upstream.md#controller-flags). 0 (or less): every write is made at
 	 * once. > 0: a metadata-only patch of an already-owned Pod (template
 	 * labels/annotations changed) may wait and be coalesced with later
 	 * edits, for at most min(window, SBX_WRITE_BEHIND_POD_MAX_MS) after it
@@ -107,10 +107,10 @@ typedef struct {
 	int64_t pod_patch_deferred_since_ms;
 } sbx_observed;
 
-/** Upper bound of a Pod metadata patch deferral, in ms (spec/api.md §6.5). */
+/** Upper bound of a Pod metadata patch deferral, in ms (docs/api.md#pod-metadata). */
 #define SBX_WRITE_BEHIND_POD_MAX_MS 1000
 
-/** What a pass does, decided from the Sandbox alone (spec/api.md §6.2). */
+/** What a pass does, decided from the Sandbox alone (docs/api.md#sandbox-reconcile). */
 typedef enum {
 	/** The Sandbox is being deleted: nothing to do (GC removes children). */
 	SBX_PASS_SKIP = 0,
@@ -124,7 +124,7 @@ typedef enum {
 
 /**
  * The pass `sandbox` gets at `now_ms` (ms since the epoch), as
- * sbx_plan_new() decides it (spec/api.md §6.2 steps 1 and 4): SKIP when
+ * sbx_plan_new() decides it (docs/api.md#sandbox-reconcile steps 1 and 4): SKIP when
  * metadata.deletionTimestamp is set; RECONCILE while spec.shutdownTime is
  * unset (or unparsable) or still ahead; once it has passed, EXPIRE until
  * the Ready condition's reason is SandboxExpired, then TEARDOWN. Lets the
@@ -135,13 +135,13 @@ SBX_EXTERN sbx_pass sbx_pass_for(const cJSON *sandbox, int64_t now_ms);
 
 /**
  * The reconcile steps, in execution order. Actions of a step stop at the
- * step's first failure; the other steps still run (§6.2 step 5).
+ * step's first failure; the other steps still run (docs/api.md#sandbox-reconcile step 5).
  */
 typedef enum {
 	SBX_STEP_PVC = 0,
 	SBX_STEP_POD = 1,
 	SBX_STEP_SERVICE = 2,
-	SBX_STEP_SANDBOX = 3,   /**< delete of the Sandbox on expiry (§6.9) */
+	SBX_STEP_SANDBOX = 3,   /**< delete of the Sandbox on expiry (docs/api.md#sandbox-expiry) */
 	SBX_STEP_COUNT = 4
 } sbx_step;
 
@@ -201,7 +201,7 @@ typedef struct {
 typedef struct sbx_plan sbx_plan;
 
 /**
- * Decides the pass and its actions from `obs` (spec/api.md §6.2-§6.9).
+ * Decides the pass and its actions from `obs` (docs/api.md#sandbox-reconcile to #sandbox-expiry).
  *
  * @param out  receives the new plan; free it with sbx_plan_free().
  * @param obs  the observed state; copied, so it may be freed afterwards.
@@ -256,7 +256,7 @@ typedef struct {
  * of the same step are SKIPPED. When a create fails with
  * ASB_EALREADYEXISTS, the object is fetched, the observed state updated,
  * and that step planned again (at most once per step), continuing on the
- * existing-object path (§6.3 "AlreadyExists ⇒ Get the existing Pod"): the
+ * existing-object path (docs/api.md#pod-management "AlreadyExists ⇒ Get the existing Pod"): the
  * step's actions not yet run (the colliding create included) are replaced
  * by the new ones, those already done stay in the plan as history
  * (indices shift; pointers to replaced actions become invalid). If the
@@ -279,13 +279,13 @@ typedef struct {
 	/**
 	 * True when `status` must be written: it differs semantically from the
 	 * Sandbox's current status, and the difference is not only `nodeName`
-	 * while Ready is not True (§6.2 step 6).
+	 * while Ready is not True (docs/api.md#sandbox-reconcile step 6).
 	 */
 	bool write_status;
 	/** > 0: reconcile again after this many milliseconds. */
 	long requeue_after_ms;
 	/**
-	 * The errors to return (§6.2 step 7), joined with "\n", or NULL. The
+	 * The errors to return (docs/api.md#sandbox-reconcile step 7), joined with "\n", or NULL. The
 	 * MultiplePods error is not among them (it is reported through the
 	 * Ready condition and an event instead).
 	 */
@@ -294,7 +294,7 @@ typedef struct {
 	int error_code;
 	/**
 	 * When Ready turns to MultiplePods on this pass: the note of the
-	 * Warning event `MultiplePods` (action `Reconciling`, §6.10). NULL
+	 * Warning event `MultiplePods` (action `Reconciling`, docs/api.md#sandbox-events). NULL
 	 * otherwise.
 	 */
 	char *multiple_pods_event;
@@ -304,7 +304,7 @@ typedef struct {
 	 * time (ms since the epoch): the caller keeps it and passes it back in
 	 * the next pass's sbx_observed.pod_patch_deferred_since_ms; on an
 	 * error-free pass `requeue_after_ms` is then at most the time left of
-	 * the deferral (§6.2 step 5). 0: nothing pending, forget any earlier
+	 * the deferral (docs/api.md#sandbox-reconcile step 5). 0: nothing pending, forget any earlier
 	 * value.
 	 */
 	int64_t pod_patch_deferred_since_ms;
@@ -318,7 +318,7 @@ typedef struct {
  * action worked).
  *
  * @param now_ms  wall-clock time after the actions ran (ms since the
- *                epoch): expiry is checked again with it (§6.2 step 5), and
+ *                epoch): expiry is checked again with it (docs/api.md#sandbox-reconcile step 5), and
  *                it stamps condition lastTransitionTime.
  * @param out     filled in; zeroed first.
  * @return 0 or ASB_ENOMEM.
@@ -332,12 +332,12 @@ SBX_EXTERN void sbx_outcome_dispose(sbx_outcome *o);
 /**
  * Semantic equality of two Sandbox `status` objects (NULL: empty): absent
  * fields equal empty ones ("", [], {}, 0), lists compare in order
- * (spec/api.md §15 "semantic equality"). Pure; thread-safe.
+ * (docs/api.md#write-primitives-and-equality "semantic equality"). Pure; thread-safe.
  */
 SBX_EXTERN bool sbx_status_equal(const cJSON *a, const cJSON *b);
 
 /**
- * Whether `new_status` must be written over `old_status` (§6.2 step 6):
+ * Whether `new_status` must be written over `old_status` (docs/api.md#sandbox-reconcile step 6):
  * false when they are semantically equal, and false when they differ only
  * in `nodeName` while `new_status`'s Ready condition is not True (the node
  * name then rides along with the next write). Pure; thread-safe.

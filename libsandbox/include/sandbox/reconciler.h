@@ -1,7 +1,7 @@
 /*
  * reconciler.h - the Sandbox reconciler: reads the informer caches, runs
  * the decision of reconcile.h, applies it with the REST client, and writes
- * the status (spec/api.md §6).
+ * the status (docs/api.md#sandbox-controller).
  *
  * Wiring (the controller executable does this):
  *   - a Sandbox informer (sbx_resource_sandboxes);
@@ -40,7 +40,7 @@
 extern "C" {
 #endif
 
-/** Name of the Pod informer index by the name-hash label (§6.1). */
+/** Name of the Pod informer index by the name-hash label (docs/api.md#sandbox-watches). */
 #define SBX_POD_INDEX_NAME_HASH "sandbox-name-hash"
 
 /** Opaque reconciler. */
@@ -61,12 +61,12 @@ typedef struct {
 	asb_logger *logger;          /**< borrowed; NULL: silent */
 	/**
 	 * Borrowed; NULL: events are only logged. Receives the Warning
-	 * `MultiplePods` (action `Reconciling`) of spec/api.md §6.10.
+	 * `MultiplePods` (action `Reconciling`) of docs/api.md#sandbox-events.
 	 */
 	k8s_event_recorder *events;
 	/**
-	 * `--sandbox-write-behind-window` in milliseconds (surfaces.md A.2,
-	 * spec/api.md §6.5): 0 (the default) writes everything at once; > 0
+	 * `--sandbox-write-behind-window` in milliseconds (docs/upstream.md#controller-flags,
+	 * docs/api.md#pod-metadata): 0 (the default) writes everything at once; > 0
 	 * lets a metadata-only patch of an already-owned Pod wait, coalescing
 	 * template edits, for at most min(window, 1 s), by a delayed requeue
 	 * of the Sandbox. Adoptions are never deferred. Negative: EINVAL.
@@ -74,7 +74,7 @@ typedef struct {
 	 */
 	long write_behind_window_ms;
 	/**
-	 * `--cache-label-selectors` (surfaces.md A.5): the Pod and Service
+	 * `--cache-label-selectors` (docs/upstream.md#cache-scoping): the Pod and Service
 	 * informers list only objects carrying SBX_LABEL_NAME_HASH. Then a Pod
 	 * or Service without that label is invisible here too, as in
 	 * controller-runtime's scoped cache: one read from the API server
@@ -108,7 +108,7 @@ SBX_EXTERN int sbx_reconciler_new(sbx_reconciler **out,
 SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
 
 /**
- * Reconciles the Sandbox `key` ("namespace/name") once (spec/api.md §6.2):
+ * Reconciles the Sandbox `key` ("namespace/name") once (docs/api.md#sandbox-reconcile):
  * reads it from the cache, or the object of its own last write while the
  * cache lags behind that write (absent or being deleted: done), reads its Pods
  * and Service from the caches, and gets from the API server the PVCs and,
@@ -122,7 +122,7 @@ SBX_EXTERN void sbx_reconciler_free(sbx_reconciler *r);
  *             shutdownTime, at least 2 s; 1 ms right after marking expiry;
  *             at most the time left of a deferred Pod patch).
  * @return 0, or the ASB_E* code of the first failure with the joined
- *         errors of the pass in asb_error_last() (§6.2 step 7): e.g.
+ *         errors of the pass in asb_error_last() (docs/api.md#sandbox-reconcile step 7): e.g.
  *         ASB_ECONFLICT for a stale Service update (requeue), ASB_ERROR for
  *         a decided refusal (`pod "p" is owned by ...`), ASB_EINVAL for a
  *         malformed key. The MultiplePods situation returns 0: it is
@@ -156,7 +156,7 @@ SBX_EXTERN int sbx_pod_index_name_hash(const cJSON *obj, const char **keys,
 SBX_EXTERN char *sbx_owner_sandbox_key(const cJSON *obj);
 
 /**
- * k8s_transform_fn of the Pod informer (surfaces.md A.5 "diet"): drops
+ * k8s_transform_fn of the Pod informer (docs/upstream.md#cache-scoping "diet"): drops
  * metadata.managedFields and metadata.finalizers, reduces `spec` to
  * `nodeName` and `status` to phase, podIP(s) and the conditions' type,
  * status, reason and message, keeps the rest of metadata — all the

@@ -1,6 +1,6 @@
 /*
  * api.h - the extensions.agents.x-k8s.io API: SandboxTemplate, SandboxClaim
- * and SandboxWarmPool (spec/api.md §3, §4), their resources, and the label,
+ * and SandboxWarmPool (docs/api.md#sandboxtemplate, #sandboxclaim-and-sandboxwarmpool), their resources, and the label,
  * annotation, condition and reason strings the extension controllers
  * write (byte-exact interface facts of the upstream API).
  *
@@ -37,9 +37,9 @@ WP_EXTERN extern const k8s_resource wp_resource_pools;
 /** networking.k8s.io/v1 networkpolicies (namespaced). */
 WP_EXTERN extern const k8s_resource wp_resource_networkpolicies;
 
-/* ---- labels and annotations (spec/api.md §1.3, §1.4) ---- */
+/* ---- labels and annotations (docs/api.md#labels, #annotations) ---- */
 
-/** Pool Sandbox: blueprint content hash (§8.4); removed on adoption. */
+/** Pool Sandbox: blueprint content hash (docs/api.md#staleness-and-update-strategies); removed on adoption. */
 #define WP_LABEL_TEMPLATE_HASH "agents.x-k8s.io/sandbox-template-hash"
 /** Pool Sandbox: pod-template content hash (deprecated, still written). */
 #define WP_LABEL_POD_TEMPLATE_HASH "agents.x-k8s.io/sandbox-pod-template-hash"
@@ -66,7 +66,7 @@ WP_EXTERN extern const k8s_resource wp_resource_networkpolicies;
 /** Value of SBX_LABEL_CREATED_BY on pool members. */
 #define WP_CREATED_BY_CONTROLLER "controller"
 
-/* ---- enums of the specs (spec/api.md §3.1, §4) ---- */
+/* ---- enums of the specs (docs/api.md#sandboxtemplate-spec, #sandboxclaim-and-sandboxwarmpool) ---- */
 
 #define WP_NETWORK_POLICY_MANAGED "Managed"
 #define WP_NETWORK_POLICY_UNMANAGED "Unmanaged"
@@ -77,7 +77,7 @@ WP_EXTERN extern const k8s_resource wp_resource_networkpolicies;
 #define WP_UPDATE_STRATEGY_ON_REPLENISH "OnReplenish"
 #define WP_SHUTDOWN_POLICY_DELETE_FOREGROUND "DeleteForeground"
 
-/* ---- SandboxClaim condition reasons (spec/api.md §9.10) ---- */
+/* ---- SandboxClaim condition reasons (docs/api.md#claim-conditions) ---- */
 
 #define WP_REASON_TEMPLATE_NOT_FOUND "TemplateNotFound"
 #define WP_REASON_WARM_POOL_NOT_FOUND "WarmPoolNotFound"
@@ -90,7 +90,7 @@ WP_EXTERN extern const k8s_resource wp_resource_networkpolicies;
 #define WP_REASON_SANDBOX_MISSING "SandboxMissing"
 #define WP_REASON_SANDBOX_NOT_READY "SandboxNotReady"
 
-/* ---- events (spec/api.md §12) and their reporting controllers (§0) ---- */
+/* ---- events (docs/api.md#events) and their reporting controllers (docs/api.md#quick-reference) ---- */
 
 #define WP_EVENT_CONTROLLER_CLAIM "sandboxclaim-controller"
 #define WP_EVENT_CONTROLLER_TEMPLATE "sandboxtemplate-controller"

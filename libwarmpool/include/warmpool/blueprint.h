@@ -1,9 +1,9 @@
 /*
  * blueprint.h - what a SandboxTemplate stamps onto a Sandbox, shared by the
  * SandboxWarmPool and SandboxClaim controllers: the blueprint
- * {podTemplate, volumeClaimTemplates, service} (spec/api.md §3.1), the
- * secure defaults applied to its pod spec (§9.6), its content hashes (§1.1)
- * and the staleness test of a Sandbox against the current template (§8.4).
+ * {podTemplate, volumeClaimTemplates, service} (docs/api.md#sandboxtemplate-spec), the
+ * secure defaults applied to its pod spec (docs/api.md#secure-defaults), its content hashes (docs/api.md#name-hash)
+ * and the staleness test of a Sandbox against the current template (docs/api.md#staleness-and-update-strategies).
  *
  * All functions are pure (no I/O, no global state) and thread-safe; they
  * never modify their const arguments.
@@ -22,13 +22,13 @@ extern "C" {
 
 /**
  * True when the SandboxTemplate `tpl` (a whole object) is in "secure by
- * default" network mode (§9.6): spec.networkPolicyManagement is Managed or
+ * default" network mode (docs/api.md#secure-defaults): spec.networkPolicyManagement is Managed or
  * empty AND spec.networkPolicy is absent/null.
  */
 WP_EXTERN bool wp_template_secure_by_default(const cJSON *tpl);
 
 /**
- * Applies the secure defaults of §9.6 to `pod_spec` (a PodSpec object,
+ * Applies the secure defaults of docs/api.md#secure-defaults to `pod_spec` (a PodSpec object,
  * modified in place): automountServiceAccountToken false when unset; when
  * `secure_by_default` and dnsPolicy is empty, dnsPolicy "None" and dnsConfig
  * replaced by {nameservers: ["8.8.8.8", "1.1.1.1"]}.
@@ -47,9 +47,9 @@ WP_EXTERN cJSON *wp_blueprint_new(const cJSON *tpl);
 
 /**
  * Writes the blueprint hash of `tpl` (NameHash of the blueprint's JSON,
- * §1.1) into `out`. The JSON is this implementation's canonical form
+ * docs/api.md#name-hash) into `out`. The JSON is this implementation's canonical form
  * (members in the order served), so values differ from the Go controller's;
- * §8.4's semantic comparison makes that harmless.
+ * docs/api.md#staleness-and-update-strategies's semantic comparison makes that harmless.
  *
  * @return 0; ASB_EINVAL when `tpl` has no spec.podTemplate; ASB_ENOMEM.
  */
@@ -57,12 +57,12 @@ WP_EXTERN int wp_blueprint_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE]);
 
 /**
  * Writes the pod-template hash of `tpl` (NameHash of the JSON of
- * spec.podTemplate, §1.1) into `out`. Errors as wp_blueprint_hash().
+ * spec.podTemplate, docs/api.md#name-hash) into `out`. Errors as wp_blueprint_hash().
  */
 WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE]);
 
 /**
- * The semantic blueprint comparison of §8.4: true when the Sandbox `sbx`
+ * The semantic blueprint comparison of docs/api.md#staleness-and-update-strategies: true when the Sandbox `sbx`
  * (whole object) differs from what `tpl` would build: the template's pod
  * spec with secure defaults applied vs sbx.spec.podTemplate.spec, the VCT
  * lists (same length; index by index same name and semantically equal
@@ -80,7 +80,7 @@ WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE
 WP_EXTERN bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx);
 
 /**
- * The staleness verdict of §8.4 for the pool member `sbx` against the
+ * The staleness verdict of docs/api.md#staleness-and-update-strategies for the pool member `sbx` against the
  * current template `tpl` (whole objects; `tpl_hash` its wp_blueprint_hash(),
  * NULL when it could not be computed):
  *  - its sandbox-template-ref-hash label differs from NameHash(tpl name):

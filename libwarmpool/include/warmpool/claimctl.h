@@ -1,9 +1,9 @@
 /*
- * claimctl.h - the SandboxClaim controller (spec/api.md §9, §10): binds each
+ * claimctl.h - the SandboxClaim controller (docs/api.md#claim-controller, #warm-queue): binds each
  * claim to a Sandbox, adopting a warm pool member through the in-memory warm
  * queue (compare-and-swap on the claim, so a warm Sandbox is never adopted
  * twice) or creating one cold; mirrors its status; enforces the claim
- * lifecycle; records the claim metrics (§11) and events (§12).
+ * lifecycle; records the claim metrics (docs/api.md#metrics) and events (docs/api.md#events).
  *
  * Lifecycle and thread-safety as templatectl.h.
  */
@@ -39,13 +39,13 @@ typedef struct {
 	bool disable_events;             /**< `--disable-claim-events` */
 	bool disable_observability_annotations; /**< `--disable-claim-observability-annotations` */
 	/**
-	 * Path of the allowed label domains file (§9.5, surfaces.md A.9);
+	 * Path of the allowed label domains file (docs/api.md#additionalpodmetadata, docs/upstream.md#allowed-label-domains);
 	 * NULL: "/etc/sandbox-config/allowed-label-domains". A missing file
 	 * means the default domain; another read error fails _new() (ASB_ERROR).
 	 */
 	const char *allowed_label_domains_file;
 	asb_logger *logger;              /**< borrowed; NULL: silent */
-	asb_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of §11 */
+	asb_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of docs/api.md#metrics */
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxclaim-controller) */
 } wp_claim_controller_options;
 
@@ -60,8 +60,8 @@ WP_EXTERN void wp_claim_controller_stop(wp_claim_controller *c);
 /** Frees; NULL accepted. Stop first. */
 WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
 /**
- * Reconciles the SandboxClaim `key` ("namespace/name") once (spec/api.md
- * §9.1). Reads come from the informer caches; writes go to the API server.
+ * Reconciles the SandboxClaim `key` ("namespace/name") once
+ * (docs/api.md#claim-reconcile). Reads come from the informer caches; writes go to the API server.
  * A pool or template missing from its cache is looked up on the API server
  * before the claim is reported WarmPoolNotFound / TemplateNotFound (a
  * lagging cache must not fail a client that waits fail-fast on them).
@@ -70,7 +70,7 @@ WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
  * AlreadyExists (cache lag), at most 1 min for WarmPoolNotFound /
  * TemplateNotFound, up to 500 ms while warm candidates wait for their pod
  * IPs (2 s grace).
- * @return 0 (also for the "suppressed" user errors of §9.1 step 11:
+ * @return 0 (also for the "suppressed" user errors of docs/api.md#claim-reconcile step 11:
  *         invalid metadata, sandbox not owned, env rejected, VCT errors,
  *         which are reported in the Ready condition only); ASB_ECONFLICT
  *         for an AdoptionConflict (retried with backoff); ASB_EINVAL (NULL

@@ -1,5 +1,5 @@
 /*
- * poolctl.h - the SandboxWarmPool controller (spec/api.md §8): keeps
+ * poolctl.h - the SandboxWarmPool controller (docs/api.md#warm-pool-controller): keeps
  * spec.replicas unclaimed, ready Sandboxes built from the pool's
  * SandboxTemplate, created in slow-start batches, gated by expectations so
  * a lagging cache never over-creates, paced by the refill options, with
@@ -14,7 +14,7 @@
  * Per-pool memory (expectations, replenish/refill state, the
  * not-progressing flag) lives in the controller and is dropped when a pass
  * finds the pool gone or deleting. Events: WarmPoolNotProgressing /
- * WarmPoolProgressing through `events` (§8.2, §12).
+ * WarmPoolProgressing through `events` (docs/api.md#stuck-and-unschedulable-members, #events).
  */
 #ifndef WARMPOOL_POOLCTL_H
 #define WARMPOOL_POOLCTL_H
@@ -44,7 +44,7 @@ typedef struct {
 	k8s_informer *sandboxes;         /**< required; borrowed; Sandboxes (not started) */
 	k8s_informer *templates;         /**< required; borrowed; SandboxTemplates (not started) */
 	/** Required; borrowed; the Pod informer (compact sbx_pod cache,
-	 *  sandbox/podcache.h), read for the unschedulable test of §8.2. */
+	 *  sandbox/podcache.h), read for the unschedulable test of docs/api.md#stuck-and-unschedulable-members. */
 	k8s_informer *pods;
 	int workers;                     /**< `--sandbox-warm-pool-concurrent-workers`; default 1 */
 	int max_batch_size;              /**< `--sandbox-warm-pool-max-batch-size`; default 300 */

@@ -1,5 +1,5 @@
 /*
- * templatectl.h - the SandboxTemplate controller (spec/api.md §7): labels
+ * templatectl.h - the SandboxTemplate controller (docs/api.md#sandboxtemplate-controller): labels
  * each template with its sandbox-template-ref-hash and keeps the per-template
  * NetworkPolicy `<template>-network-policy` (Managed / Unmanaged).
  *

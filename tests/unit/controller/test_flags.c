@@ -1,7 +1,7 @@
 /*
  * test_flags.c - unit tests of cmd/controller/flags.c: defaults, the
  * spellings of each flag, the Go duration syntax, and the startup
- * validation of spec/surfaces.md A.2/A.3.
+ * validation of docs/upstream.md#controller-flags, #startup-validation.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -113,7 +113,7 @@ START_TEST(defaults_of_upstream_only_flags)
 }
 END_TEST
 
-/* Every boolean flag of A.2 takes --flag, --flag=true and --flag=false. */
+/* Every boolean flag of docs/upstream.md#controller-flags takes --flag, --flag=true and --flag=false. */
 START_TEST(every_bool_flag_spelling)
 {
 	static const struct {
@@ -150,7 +150,7 @@ START_TEST(every_bool_flag_spelling)
 }
 END_TEST
 
-/* A.3: claim and warm-pool workers > 0, template workers unchecked, batch > 0. */
+/* docs/upstream.md#startup-validation: claim and warm-pool workers > 0, template workers unchecked, batch > 0. */
 START_TEST(worker_and_batch_validation)
 {
 	controller_flags f;
@@ -173,7 +173,7 @@ START_TEST(worker_and_batch_validation)
 }
 END_TEST
 
-/* A.3: grace period and recheck interval positive; refill rate finite, >= 0. */
+/* docs/upstream.md#startup-validation: grace period and recheck interval positive; refill rate finite, >= 0. */
 START_TEST(warm_pool_durations_and_rate)
 {
 	controller_flags f;
@@ -300,7 +300,7 @@ static int warn_count(controller_flags *f, warnings *w)
 	return n;
 }
 
-/* A.3 warnings, and the flags accepted without effect. */
+/* docs/upstream.md#startup-validation warnings, and the flags accepted without effect. */
 START_TEST(startup_warnings)
 {
 	controller_flags f;

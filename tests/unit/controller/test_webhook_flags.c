@@ -1,7 +1,7 @@
 /*
  * test_webhook_flags.c - unit tests of cmd/controller/webhook_flags.c
  * through the controller's flag parser: the upstream defaults and
- * spellings of the webhook flags, the A.3 checks (blank cert/key names),
+ * spellings of the webhook flags, the docs/upstream.md#startup-validation checks (blank cert/key names),
  * and our local-development --webhook-url / --webhook-bind-address.
  */
 #include <check.h>

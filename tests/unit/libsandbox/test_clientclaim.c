@@ -1,8 +1,8 @@
 /*
  * Unit tests of libsandbox/src/clientclaim.c: the SandboxClaim a client
- * writes (spec/surfaces.md D.4) compared whole with a fixture, the minimal
+ * writes (docs/upstream.md#claim-manifest) compared whole with a fixture, the minimal
  * claim, client-side validation messages, generated names, the UTC
- * ISO-8601 annotation, and the readiness decision of D.5 (fail-fast
+ * ISO-8601 annotation, and the readiness decision of docs/upstream.md#readiness-wait (fail-fast
  * reasons and their precedence, Ready, resolve-only, legacy Name), and the
  * pod IP choice of Sandbox.get_pod_ip().
  */

@@ -1,6 +1,6 @@
 /*
  * Unit tests of libsandbox/src/conversion.c: Sandbox v1alpha1 <-> v1beta1
- * (spec/api.md §5.1) and the ConversionReview envelope, on the fixture
+ * (docs/api.md#converting-sandbox) and the ConversionReview envelope, on the fixture
  * Sandbox and on inline objects.
  */
 #include <stdio.h>
@@ -158,7 +158,7 @@ START_TEST(running_or_empty_is_replicas_one)
 }
 END_TEST
 
-/* --- snapshot restore rules (§5.1) ---------------------------------------- */
+/* --- snapshot restore rules (docs/api.md#converting-sandbox) ---------------------------------------- */
 
 static cJSON *restore(const char *mode, const char *snapshot)
 {

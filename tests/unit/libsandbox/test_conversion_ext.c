@@ -1,7 +1,7 @@
 /*
  * Unit tests of libsandbox/src/conversion.c for the extension kinds of
- * extensions.agents.x-k8s.io: SandboxClaim (spec/api.md §5.2),
- * SandboxTemplate (§5.3) and SandboxWarmPool (§5.4), one test per rule,
+ * extensions.agents.x-k8s.io: SandboxClaim (docs/api.md#converting-sandboxclaim),
+ * SandboxTemplate (docs/api.md#converting-sandboxtemplate) and SandboxWarmPool (docs/api.md#converting-sandboxwarmpool), one test per rule,
  * plus round trips and a ConversionReview of mixed kinds.
  */
 #include <stdio.h>
@@ -53,7 +53,7 @@ static const char *ann(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* --- SandboxClaim v1alpha1 -> v1beta1: warmPoolRef derivation (§5.2) ---- */
+/* --- SandboxClaim v1alpha1 -> v1beta1: warmPoolRef derivation (docs/api.md#converting-sandboxclaim) ---- */
 
 /* A v1alpha1 claim "c" with template `tpl`, warmpool `wp` (NULL: absent), bound sandbox `sbx`. */
 static cJSON *alpha_claim(const char *tpl, const char *wp, const char *sbx)
@@ -149,7 +149,7 @@ START_TEST(claim_snapshot_written)
 }
 END_TEST
 
-/* --- SandboxClaim v1beta1 -> v1alpha1 (§5.2) ----------------------------- */
+/* --- SandboxClaim v1beta1 -> v1alpha1 (docs/api.md#converting-sandboxclaim) ----------------------------- */
 
 static cJSON *beta_claim(const char *pool, const char *sbx, const char *snapshot)
 {
@@ -287,7 +287,7 @@ START_TEST(claim_round_trips)
 }
 END_TEST
 
-/* --- SandboxTemplate (§5.3) ---------------------------------------------- */
+/* --- SandboxTemplate (docs/api.md#converting-sandboxtemplate) ---------------------------------------------- */
 
 static cJSON *template(const char *version)
 {
@@ -410,7 +410,7 @@ START_TEST(template_round_trips)
 }
 END_TEST
 
-/* --- SandboxWarmPool (§5.4) ---------------------------------------------- */
+/* --- SandboxWarmPool (docs/api.md#converting-sandboxwarmpool) ---------------------------------------------- */
 
 static cJSON *pool(const char *version)
 {

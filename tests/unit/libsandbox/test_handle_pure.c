@@ -1,7 +1,7 @@
 /*
  * Unit tests of the pure parts behind sandbox/handle.h: upstream's upload
- * path guard (spec/surfaces.md D.8, every case its tests pin) in
- * runtime.c, the Gateway address rule (D.2) in connect.c, and option
+ * path guard (docs/upstream.md#commands-and-files, every case its tests pin) in
+ * runtime.c, the Gateway address rule (docs/upstream.md#connection-configs) in connect.c, and option
  * checks of sbx_handle_new() that need no cluster.
  */
 #include <string.h>

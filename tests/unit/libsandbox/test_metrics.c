@@ -1,6 +1,6 @@
 /*
  * test_metrics.c - unit tests of libsandbox/src/metrics.c: the label values
- * of the agent_sandboxes gauge (spec/api.md §11), counting per tuple, and
+ * of the agent_sandboxes gauge (docs/api.md#metrics), counting per tuple, and
  * the exposition through an asb_metrics registry collector.
  */
 #include <stdio.h>

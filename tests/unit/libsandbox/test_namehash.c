@@ -1,11 +1,11 @@
-/* Unit tests of libsandbox/src/namehash.c: NameHash (spec/api.md §1.1), the
- * system-key test (§1.2) and the Sandbox resource constant. */
+/* Unit tests of libsandbox/src/namehash.c: NameHash (docs/api.md#name-hash), the
+ * system-key test (docs/api.md#system-metadata-keys) and the Sandbox resource constant. */
 #include <string.h>
 #include "fixture.h"
 
 START_TEST(name_hash_vectors)
 {
-	/* The nine verified vectors of spec/api.md §1.1. */
+	/* The nine verified vectors of docs/api.md#name-hash. */
 	static const struct { const char *in, *out; } v[] = {
 		{ "", "811c9dc5" },
 		{ "a", "e40c292c" },

@@ -1,7 +1,7 @@
 /*
- * Unit tests of libsandbox/src/plan.c: the pass decision (spec/api.md §6.2
- * steps 1 and 4), the expiry passes (§6.9) and their outcome, the requeue
- * delay (§6.2 step 5), and execution: failures skip the rest of a step, and
+ * Unit tests of libsandbox/src/plan.c: the pass decision (docs/api.md#sandbox-reconcile
+ * steps 1 and 4), the expiry passes (docs/api.md#sandbox-expiry) and their outcome, the requeue
+ * delay (docs/api.md#sandbox-reconcile step 5), and execution: failures skip the rest of a step, and
  * AlreadyExists fetches the object and plans the step again once.
  */
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /*
- * Unit tests of libsandbox/src/plan_pod.c: the Pod step of spec/api.md §6.3
+ * Unit tests of libsandbox/src/plan_pod.c: the Pod step of docs/api.md#pod-management
  * (create body, lookup, adoption, refusals, MultiplePods, Suspended), the
- * metadata reconciliation of §6.5 and the extension labels of §6.6, each
- * checked with the status the pass ends with (§6.4).
+ * metadata reconciliation of docs/api.md#pod-metadata and the extension labels of docs/api.md#extension-labels, each
+ * checked with the status the pass ends with (docs/api.md#sandbox-conditions).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ END_TEST
 START_TEST(pod_spec_is_copied_as_given)
 {
 	/* The core defaults nothing in the pod spec (automountServiceAccountToken,
-	 * DNS, ... are the extension controllers' business, §6.3, §9.6). */
+	 * DNS, ... are the extension controllers' business, docs/api.md#pod-management, #secure-defaults). */
 	cJSON *sb = fx_load("sandbox.json");
 	sbx_observed obs = fx_observed(sb);
 	fx_pass ps;
@@ -191,7 +191,7 @@ END_TEST
 
 START_TEST(vct_volumes_are_merged)
 {
-	/* The example of spec/api.md §6.3: [data(emptyDir), config(configMap)]
+	/* The example of docs/api.md#pod-management: [data(emptyDir), config(configMap)]
 	 * + VCT data => [config(configMap), data(pvc data-<sandbox>)]. */
 	cJSON *sb = fx_load("sandbox-vct.json");
 	sbx_observed obs = fx_observed(sb);
@@ -219,7 +219,7 @@ END_TEST
 
 START_TEST(deleted_pod_is_recreated)
 {
-	/* §13: Pod deleted out-of-band => stale annotation removed, new Pod. */
+	/* docs/api.md#edge-cases: Pod deleted out-of-band => stale annotation removed, new Pod. */
 	cJSON *sb = fx_load("sandbox.json");
 	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "my-sandbox");
 	fx_set(sb, "status", cJSON_Parse(
@@ -733,7 +733,7 @@ END_TEST
 START_TEST(empty_pod_name_annotation_counts_as_present)
 {
 	/* Suspended, no pod, the annotation present but "": removed ("if
-	 * present", §6.3), not left behind forever. */
+	 * present", docs/api.md#pod-management), not left behind forever. */
 	cJSON *sb = fx_load("sandbox.json");
 	fx_set_str(sb, "spec.operatingMode", "Suspended");
 	fx_annotation(sb, SBX_ANNOTATION_POD_NAME, "");
@@ -817,7 +817,7 @@ START_TEST(suspended_lookup_failure_is_unknown)
 }
 END_TEST
 
-/* ---- metadata reconciliation (§6.5) ---- */
+/* ---- metadata reconciliation (docs/api.md#pod-metadata) ---- */
 
 START_TEST(metadata_reconciliation_scrubs_and_tracks)
 {
@@ -889,7 +889,7 @@ START_TEST(metadata_tracking_lists_empty_vs_absent)
 }
 END_TEST
 
-/* ---- write-behind (§6.5 last bullet, §6.2 step 5) ---- */
+/* ---- write-behind (docs/api.md#pod-metadata last bullet, docs/api.md#sandbox-reconcile step 5) ---- */
 
 /* An owned, Ready pod whose template label "app" changed: one metadata patch due. */
 static cJSON *edited_sandbox(void)

@@ -1,5 +1,5 @@
 /*
- * Unit tests of libsandbox/src/plan_pvc.c: the PVC step of spec/api.md §6.8
+ * Unit tests of libsandbox/src/plan_pvc.c: the PVC step of docs/api.md#pvcs
  * (create, adopt, refuse, stop at the first error while the Pod step still
  * runs, kept while suspended).
  */

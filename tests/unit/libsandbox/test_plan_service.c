@@ -1,8 +1,8 @@
 /*
  * Unit tests of libsandbox/src/plan_service.c: the Service step of
- * spec/api.md §6.7 (headless create with the port naming rules, adoption,
+ * docs/api.md#service-management (headless create with the port naming rules, adoption,
  * drift repair, spec.service true/false/unset) and the service fields and
- * Ready requirement it feeds (§2.2, §6.4 rule 4).
+ * Ready requirement it feeds (docs/api.md#sandbox-status, #sandbox-conditions rule 4).
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * Unit tests of libsandbox/src/reconciler.c that need no API server: the
  * informer helpers (name-hash index, owner key, Pod transform of
- * surfaces.md A.5) and argument checking. The reconcile itself runs against
+ * docs/upstream.md#cache-scoping) and argument checking. The reconcile itself runs against
  * a real API server in the integration tests.
  */
 #include <stdlib.h>

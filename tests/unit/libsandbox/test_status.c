@@ -1,7 +1,7 @@
 /*
- * Unit tests of libsandbox/src/status.c: the conditions of spec/api.md §6.4
+ * Unit tests of libsandbox/src/status.c: the conditions of docs/api.md#sandbox-conditions
  * (Ready messages in order, Finished, PodScheduled copying), set-condition
- * semantics, the write decision of §6.2 step 6 (no write when unchanged,
+ * semantics, the write decision of docs/api.md#sandbox-reconcile step 6 (no write when unchanged,
  * nodeName-only rule), semantic equality and the status merge patch.
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* Unit tests of libwarmpool/src/blueprint.c: secure defaults (spec/api.md
- * §9.6), the blueprint and its hashes (§1.1), semantic staleness (§8.4). */
+/* Unit tests of libwarmpool/src/blueprint.c: secure defaults
+ * (docs/api.md#secure-defaults), the blueprint and its hashes (docs/api.md#name-hash), semantic staleness (docs/api.md#staleness-and-update-strategies). */
 #include <check.h>
 #include <string.h>
 #include "warmpool/blueprint.h"

@@ -1,8 +1,8 @@
 /*
- * Unit tests of libwarmpool/src/claim_build.c: env injection (spec/api.md
- * §9.7: policies, routing to init/main containers, order, envFrom, override
- * rules), the VCT merge (§9.8), the adoption patch (§9.3 step 2, with and
- * without the template), candidate verification (§9.3) and the merge-patch
+ * Unit tests of libwarmpool/src/claim_build.c: env injection
+ * (docs/api.md#env-injection: policies, routing to init/main containers, order, envFrom, override
+ * rules), the VCT merge (docs/api.md#claim-volumeclaimtemplates), the adoption patch (docs/api.md#claim-adoption step 2, with and
+ * without the template), candidate verification (docs/api.md#claim-adoption) and the merge-patch
  * diff.
  */
 #include <string.h>

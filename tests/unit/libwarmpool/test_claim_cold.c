@@ -1,6 +1,6 @@
 /*
  * Unit tests of libwarmpool/src/claim_cold.c: the cold Sandbox of
- * spec/api.md §9.4 (name, labels, annotations, ownerReference, blueprint
+ * docs/api.md#cold-start (name, labels, annotations, ownerReference, blueprint
  * copy, podTemplate labels, additionalPodMetadata, env, secure defaults),
  * and the order of its steps (the first failure wins, nothing built).
  */

@@ -1,6 +1,6 @@
 /*
- * Unit tests of libwarmpool/src/claim_status.c: expiry (spec/api.md §9.9),
- * the claim status of §9.10 (Ready first-match table, forwarded Sandbox
+ * Unit tests of libwarmpool/src/claim_status.c: expiry (docs/api.md#claim-expiry),
+ * the claim status of docs/api.md#claim-conditions (Ready first-match table, forwarded Sandbox
  * Ready, mirrored Finished, status.sandbox rules), set-condition
  * lastTransitionTime semantics, the AdoptionConflict message rewriting,
  * the status-unchanged test and the RFC3339Nano format.

@@ -1,5 +1,5 @@
 /*
- * Unit tests of libwarmpool/src/claim_validate.c: spec/api.md §9.5 - the
+ * Unit tests of libwarmpool/src/claim_validate.c: docs/api.md#additionalpodmetadata - the
  * allowed label domains file, restricted label values and annotation
  * domains, the wrapped InvalidMetadata message, and the no-override merge.
  */

@@ -1,7 +1,7 @@
 /*
  * Unit tests of libwarmpool/src/claimctl.c that need no API server:
  * option checking, the allowed label domains file error, the claim
- * metrics registered with the names, labels and buckets of spec/api.md §11
+ * metrics registered with the names, labels and buckets of docs/api.md#metrics
  * (registering the same shape again is accepted only when identical), the
  * life cycle, and a reconcile of a claim absent from the cache (nothing is
  * written). The informers are never started and the client points at a
@@ -95,7 +95,7 @@ START_TEST(defaults_and_options)
 }
 END_TEST
 
-/* Registers `name` with the §11 shape; 0 only when identical to the controller's. */
+/* Registers `name` with the docs/api.md#metrics shape; 0 only when identical to the controller's. */
 static int same_shape(asb_metrics_registry *reg, const char *name, asb_metric_type type,
                       const char *help, const char *const *labels, const double *b, size_t nb)
 {

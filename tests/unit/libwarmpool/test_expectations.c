@@ -1,5 +1,5 @@
 /* Unit tests of libwarmpool/src/expectations.c: the warm pool's
- * expectations bookkeeping (spec/api.md §8.5). */
+ * expectations bookkeeping (docs/api.md#expectations). */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -79,7 +79,7 @@ static wp_pool_controller_options pool_opts(void)
 START_TEST(pool_defaults)
 {
 	wp_pool_controller_options o = WP_POOL_CONTROLLER_OPTIONS_INIT;
-	/* The upstream defaults of §14. */
+	/* The upstream defaults of docs/api.md#controller-flags. */
 	ck_assert_int_eq(o.workers, 1);
 	ck_assert_int_eq(o.max_batch_size, 300);
 	ck_assert_int_eq(o.replenish_delay_ms, 0);

@@ -1,5 +1,5 @@
 /* Unit tests of libwarmpool/src/poolplan.c: the pure decisions of the
- * SandboxWarmPool controller (spec/api.md §8.1-§8.4) on JSON fixtures. */
+ * SandboxWarmPool controller (docs/api.md#pool-members to #staleness-and-update-strategies) on JSON fixtures. */
 #include <check.h>
 #include <string.h>
 #include "poolplan.h"
@@ -158,7 +158,7 @@ START_TEST(not_progressing_note)
 }
 END_TEST
 
-/* ---- member builder (§8.3) ---- */
+/* ---- member builder (docs/api.md#pool-sizing) ---- */
 
 START_TEST(member_object)
 {
@@ -248,7 +248,7 @@ START_TEST(member_eviction_annotation)
 }
 END_TEST
 
-/* ---- phase 1: classification (§8.1, §8.4) ---- */
+/* ---- phase 1: classification (docs/api.md#pool-members, #staleness-and-update-strategies) ---- */
 
 START_TEST(classify_kinds)
 {
@@ -427,7 +427,7 @@ START_TEST(classify_update_failed)
 }
 END_TEST
 
-/* ---- phase 2: stuck / unschedulable (§8.2) ---- */
+/* ---- phase 2: stuck / unschedulable (docs/api.md#stuck-and-unschedulable-members) ---- */
 
 START_TEST(stuck_and_unschedulable)
 {
@@ -516,7 +516,7 @@ START_TEST(grace_boundary_and_jitter)
 }
 END_TEST
 
-/* ---- phase 3: sizing and status (§8.3) ---- */
+/* ---- phase 3: sizing and status (docs/api.md#pool-sizing) ---- */
 
 START_TEST(status_unchanged_no_patch)
 {

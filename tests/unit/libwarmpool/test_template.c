@@ -1,5 +1,5 @@
 /* Unit tests of the pure half of libwarmpool/src/templatectl.c: the
- * template label patch and the NetworkPolicy decision (spec/api.md §7). */
+ * template label patch and the NetworkPolicy decision (docs/api.md#sandboxtemplate-controller). */
 #include <check.h>
 #include <string.h>
 #include "templatectl_plan.h"

@@ -1,7 +1,7 @@
 /*
  * Unit tests of libwarmpool/src/warmqueue.c: the warm sandbox queue of
- * spec/api.md §10 (FIFO, dedupe keeping the position, push back at the
- * tail, remove, drop), the NodeSpread + FIFO picker of §9.3, the feeder's
+ * docs/api.md#warm-queue (FIFO, dedupe keeping the position, push back at the
+ * tail, remove, drop), the NodeSpread + FIFO picker of docs/api.md#claim-adoption, the feeder's
  * adoptable / should-push rules on fixtures, and concurrent use.
  */
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /*
  * test_authz.c - unit tests of cmd/router/authz.c and lru.c: the scoped
- * token wire format of spec/surfaces.md B.9 (a known-answer token, mint
+ * token wire format of docs/upstream.md#router-authorization (a known-answer token, mint
  * and verify, every 401 case, the 403 cases of the binding), bearer
  * parsing, the tokenreview paths that need no API call, the secret file
  * rules, and the decision cache's expiry and LRU eviction.

@@ -1,6 +1,6 @@
 /*
  * test_contract.c - unit tests of cmd/router/contract.c: the routing
- * headers of spec/surfaces.md B.2 (order, defaults, empty values, detail
+ * headers of docs/upstream.md#router-request-contract (order, defaults, empty values, detail
  * texts), the pod-IP guards (loopback, link-local incl. the metadata
  * address, multicast, unspecified, IPv4-mapped) and the framing checks
  * against request smuggling.

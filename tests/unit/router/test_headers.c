@@ -1,7 +1,7 @@
 /*
  * test_headers.c - unit tests of cmd/router/headers.c: the request head
  * sent to a sandbox (hop-by-hop fields and those named by Connection
- * dropped, RFC 9110 §7.6.1; X-Forwarded-* replaced, B.4; credentials
+ * dropped, RFC 9110 §7.6.1; X-Forwarded-* replaced, docs/upstream.md#request-rewriting; credentials
  * dropped; upgrade kept; framing; injection refused) and the response
  * fields relayed.
  */

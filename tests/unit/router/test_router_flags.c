@@ -1,6 +1,6 @@
 /*
  * test_router_flags.c - unit tests of cmd/router/flags.c and flags_file.c:
- * the Go router's names and defaults (spec/surfaces.md B.1, B.13), the
+ * the Go router's names and defaults (docs/upstream.md#router-listeners, #router-configuration), the
  * flag spellings, the precedence command line > config file > environment
  * > defaults, the config file's rules and the validation messages.
  */
@@ -150,7 +150,7 @@ START_TEST(help_and_version_exit)
 }
 END_TEST
 
-/* B.13 validation, each failure naming the flag. */
+/* docs/upstream.md#router-configuration validation, each failure naming the flag. */
 START_TEST(validation)
 {
 	clear_env();

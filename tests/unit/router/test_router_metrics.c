@@ -1,7 +1,7 @@
 /*
  * test_router_metrics.c - unit tests of cmd/router/metrics.c and
  * accesslog.c: the metric names, labels and histogram buckets of
- * spec/surfaces.md B.11 as exposed, and the access log line's fields.
+ * docs/upstream.md#router-observability as exposed, and the access log line's fields.
  */
 #include <check.h>
 #include <stdio.h>

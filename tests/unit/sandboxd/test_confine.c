@@ -1,6 +1,6 @@
 /*
  * test_confine.c - unit tests of cmd/sandboxd/confine.c: the lexical clean
- * of spec/surfaces.md C.5 and openat2 beneath the root with symbolic links
+ * of docs/upstream.md#path-confinement and openat2 beneath the root with symbolic links
  * inside, escaping, absolute, and a directory created through a link.
  */
 #include <check.h>

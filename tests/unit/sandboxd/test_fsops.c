@@ -1,7 +1,7 @@
 /*
  * test_fsops.c - unit tests of cmd/sandboxd/fsops.c: atomic writes (mode,
  * parents, no temporary left, links), listings (order, links followed only
- * inside), delete (spec/surfaces.md C.3 rules; a tree far deeper than
+ * inside), delete (docs/upstream.md#sandboxd-rest-api rules; a tree far deeper than
  * any path, on a small stack and few descriptors; a wide one), and
  * nothing outside the root ever touched.
  */

@@ -1,6 +1,6 @@
 /*
  * test_sandboxd_flags.c - unit tests of cmd/sandboxd/flags.c: upstream's
- * names and defaults (spec/surfaces.md C.2), $SANDBOX_BASE_DIR, sizes,
+ * names and defaults (docs/upstream.md#sandboxd-daemon), $SANDBOX_BASE_DIR, sizes,
  * durations, and refused values.
  */
 #include <check.h>
