@@ -6,19 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "httpd/parser.h"
+#include "asb/map.h"
 #include "buf.h"
 #include "upstream.h"
 
 #define READ_BUF (64 * 1024)
 #define MAX_RESPONSE_HEAD (64 * 1024)
 #define MAX_RESPONSE_FIELDS 256
-#define NBUCKETS 256
 
 typedef enum { C_CONNECTING, C_ACTIVE, C_IDLE, C_CLOSING } conn_state;
 
 typedef struct host {
-	struct host *next;
-	char *key;
 	rt_upconn *idle;           /* most recent first */
 	int nidle;
 } host;
@@ -28,7 +26,7 @@ struct rt_pool {
 	int max_idle;
 	long idle_timeout_ms;
 	rt_metrics *metrics;
-	host *buckets[NBUCKETS];
+	asb_map hosts;             /* key -> host *, only hosts with idle connections */
 	size_t nconns;             /* connections not yet freed */
 	bool closed;
 	char readbuf[READ_BUF];
@@ -72,14 +70,6 @@ typedef struct {
 	char data[];
 } write_req;
 
-static size_t hash(const char *s)
-{
-	size_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h % NBUCKETS;
-}
-
 static void set_metric(rt_upconn *c, const char *state)
 {
 	if (!c->pool->metrics || c->metric_state == state)
@@ -101,6 +91,7 @@ rt_pool *rt_pool_new(uv_loop_t *loop, int max_idle_per_host, long idle_timeout_m
 	p->max_idle = max_idle_per_host;
 	p->idle_timeout_ms = idle_timeout_ms > 0 ? idle_timeout_ms : 90000;
 	p->metrics = m;
+	asb_map_init(&p->hosts);
 	return p;
 }
 
@@ -108,13 +99,7 @@ void rt_pool_free(rt_pool *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < NBUCKETS; i++)
-		while (p->buckets[i]) {
-			host *h = p->buckets[i];
-			p->buckets[i] = h->next;
-			free(h->key);
-			free(h);
-		}
+	asb_map_clear(&p->hosts, free);
 	free(p);
 }
 
@@ -122,32 +107,22 @@ void rt_pool_free(rt_pool *p)
 
 static host *host_get(rt_pool *p, const char *key, bool create)
 {
-	host **slot = &p->buckets[hash(key)];
-	for (host *h = *slot; h; h = h->next)
-		if (strcmp(h->key, key) == 0)
-			return h;
-	if (!create)
-		return NULL;
-	host *h = calloc(1, sizeof(*h));
-	if (!h || !(h->key = strdup(key))) {
+	host *h = asb_map_get(&p->hosts, key);
+	if (h || !create)
+		return h;
+	h = calloc(1, sizeof(*h));
+	if (!h || asb_map_set(&p->hosts, key, h, NULL) < 0) {
 		free(h);
 		return NULL;
 	}
-	h->next = *slot;
-	*slot = h;
 	return h;
 }
 
-static void host_drop_if_empty(rt_pool *p, host *h)
+static void host_drop_if_empty(rt_pool *p, host *h, const char *key)
 {
 	if (h->nidle)
 		return;
-	host **slot = &p->buckets[hash(h->key)];
-	while (*slot && *slot != h)
-		slot = &(*slot)->next;
-	if (*slot)
-		*slot = h->next;
-	free(h->key);
+	asb_map_remove(&p->hosts, key, NULL);
 	free(h);
 }
 
@@ -165,7 +140,7 @@ static void idle_remove(rt_upconn *c)
 	c->idle_prev = c->idle_next = NULL;
 	c->host = NULL;
 	h->nidle--;
-	host_drop_if_empty(c->pool, h);
+	host_drop_if_empty(c->pool, h, c->key);
 }
 
 /* ---- closing ---- */
@@ -198,9 +173,20 @@ static void conn_close(rt_upconn *c)
 void rt_pool_close(rt_pool *p)
 {
 	p->closed = true;
-	for (int i = 0; i < NBUCKETS; i++)
-		while (p->buckets[i] && p->buckets[i]->idle)
-			conn_close(p->buckets[i]->idle);  /* drops the host when empty */
+	/* Closing a host's last idle connection removes it from the map, so
+	 * the walk starts again after each host (this runs once, at shutdown). */
+	for (;;) {
+		size_t b = 0;
+		asb_map_entry *it = NULL;
+		host *h = NULL;
+		while (!h && asb_map_next(&p->hosts, &b, &it))
+			if (((host *)it->value)->idle)
+				h = it->value;
+		if (!h)
+			break;
+		for (int n = h->nidle; n > 0; n--)
+			conn_close(h->idle);  /* the last one drops the host */
+	}
 }
 
 size_t rt_pool_connections(const rt_pool *p)
