@@ -80,38 +80,82 @@ void rt_flags_free(rt_flags *f)
 
 /* ---- value parsers: 0, or -1 with the reason in `why` ---- */
 
-/* Go's strconv.ParseInt(s, 10, 64): optional sign, decimal digits only. */
-static int parse_i64(const char *s, int64_t *out)
+/* ---- setters of the enumerated flags (asb_flag_set_fn) ---- */
+
+static int want(char *why, size_t cap, const char *msg)
 {
-	const char *p = s;
-	if (*p == '+' || *p == '-')
-		p++;
-	if (!*p)
-		return -1;
-	for (const char *q = p; *q; q++)
-		if (*q < '0' || *q > '9')
-			return -1;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return -1;
-	*out = v;
+	snprintf(why, cap, "%s", msg);
+	return -1;
+}
+
+static int set_mtls(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	rt_flags *f = opts;
+	if (strcmp(v, "off") == 0)
+		f->mtls_mode = RT_MTLS_OFF;
+	else if (strcmp(v, "optional") == 0)
+		f->mtls_mode = RT_MTLS_OPTIONAL;
+	else if (strcmp(v, "required") == 0)
+		f->mtls_mode = RT_MTLS_REQUIRED;
+	else
+		return want(why, cap, "must be off, optional or required");
 	return 0;
 }
 
-static int zap_level(const char *s)
+static int set_authz(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
-	if (strcasecmp(s, "debug") == 0)
-		return ASB_LOG_DEBUG;
-	if (strcasecmp(s, "info") == 0)
-		return ASB_LOG_INFO;
-	if (strcasecmp(s, "warn") == 0)
-		return ASB_LOG_WARN;
-	if (strcasecmp(s, "error") == 0)
-		return ASB_LOG_ERROR;
-	int64_t v;
-	return parse_i64(s, &v) == 0 && v > 0 ? ASB_LOG_DEBUG : -1;
+	(void)fl;
+	rt_flags *f = opts;
+	if (strcmp(v, "allow-all") == 0)
+		f->authz_mode = RT_AUTHZ_ALLOW_ALL;
+	else if (strcmp(v, "tokenreview") == 0)
+		f->authz_mode = RT_AUTHZ_TOKENREVIEW;
+	else if (strcmp(v, "scoped-token") == 0)
+		f->authz_mode = RT_AUTHZ_SCOPED_TOKEN;
+	else
+		return want(why, cap, "must be allow-all, tokenreview or scoped-token");
+	return 0;
+}
+
+static int set_encoder(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	rt_flags *f = opts;
+	if (strcasecmp(v, "json") == 0)
+		f->log_format = ASB_LOG_JSON;
+	else if (strcasecmp(v, "console") == 0)
+		f->log_format = ASB_LOG_TEXT;
+	else
+		return want(why, cap, "must be json or console");
+	return 0;
+}
+
+/* debug, info, warn, error (any case), or an integer > 0 (debug) */
+static int set_level(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	rt_flags *f = opts;
+	int l = -1;
+	if (strcasecmp(v, "debug") == 0)
+		l = ASB_LOG_DEBUG;
+	else if (strcasecmp(v, "info") == 0)
+		l = ASB_LOG_INFO;
+	else if (strcasecmp(v, "warn") == 0)
+		l = ASB_LOG_WARN;
+	else if (strcasecmp(v, "error") == 0)
+		l = ASB_LOG_ERROR;
+	else {
+		/* an integer in Go's syntax: the row's own kind parses it */
+		const asb_flag as_int = { .name = fl->name, .kind = ASB_FLAG_I64 };
+		int64_t n;
+		char scratch[8];
+		if (asb_flags_set(&as_int, &n, v, scratch, sizeof(scratch)) == 0 && n > 0)
+			l = ASB_LOG_DEBUG;
+	}
+	if (l < 0)
+		return want(why, cap, "must be debug, info, warn, error or an integer > 0");
+	f->log_level = l, f->log_level_set = true;
+	return 0;
 }
 
 static bool one_of_ci(const char *s, const char *const *set)
@@ -122,110 +166,124 @@ static bool one_of_ci(const char *s, const char *const *set)
 	return false;
 }
 
+static int check_zapstack(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)opts, (void)fl;
+	if (!one_of_ci(v, (const char *const[]){ "info", "error", "panic", NULL }))
+		return want(why, cap, "must be info, error or panic");
+	return 0;
+}
+
+static int check_zaptime(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)opts, (void)fl;
+	if (!one_of_ci(v, (const char *const[]){ "epoch", "millis", "nano", "nanos", "iso8601",
+	                                         "rfc3339", "rfc3339nano", NULL }))
+		return want(why, cap, "must be epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano");
+	return 0;
+}
+
 /* ---- the table ---- */
 
 #define OFF(field) offsetof(rt_flags, field)
 
 const rt_flag_def rt_flag_table[] = {
-	{ "http-bind-address", RT_FT_STR, OFF(http_addr), "ADDR",
-	  "plain HTTP proxy listener, host:port or :port; \"\" disables (default :8080)" },
-	{ "https-bind-address", RT_FT_STR, OFF(https_addr), "ADDR",
-	  "TLS proxy listener; needs --tls-cert-file and --tls-key-file (default \"\": off)" },
-	{ "metrics-bind-address", RT_FT_STR, OFF(metrics_addr), "ADDR",
-	  "Prometheus /metrics listener; \"\" disables (default :9090)" },
-	{ "health-probe-bind-address", RT_FT_STR, OFF(probe_addr), "ADDR",
-	  "/healthz and /readyz listener; \"\" disables (default :8081)" },
-	{ "tls-cert-file", RT_FT_STR, OFF(tls_cert_file), "PATH",
-	  "PEM certificate chain of the HTTPS listener (reloaded when it changes)" },
-	{ "tls-key-file", RT_FT_STR, OFF(tls_key_file), "PATH", "PEM private key of the HTTPS listener" },
-	{ "tls-client-ca-file", RT_FT_STR, OFF(tls_client_ca_file), "PATH",
-	  "PEM CA bundle that client certificates must chain to (--mtls-mode)" },
-	{ "mtls-mode", RT_FT_MTLS, OFF(mtls_mode), "MODE",
-	  "off, optional (verify when presented) or required (default off)" },
-	{ "cluster-domain", RT_FT_STR, OFF(cluster_domain), "DOMAIN",
-	  "DNS suffix of <id>.<ns>.svc.<domain> (default cluster.local; env CLUSTER_DOMAIN)" },
-	{ "proxy-timeout", RT_FT_DUR, OFF(proxy_timeout_ms), "D",
-	  "bound of a whole proxied request, body included; not upgrades (default 3m0s; env PROXY_TIMEOUT_SECONDS)" },
-	{ "response-header-timeout", RT_FT_DUR, OFF(response_header_timeout_ms), "D",
-	  "bound of the wait for the sandbox's response head (default 30s)" },
-	{ "shutdown-timeout", RT_FT_DUR, OFF(shutdown_timeout_ms), "D",
-	  "time requests in flight get to finish on SIGTERM (default 30s)" },
-	{ "max-request-body-bytes", RT_FT_I64, OFF(max_request_body_bytes), "N",
-	  "largest request body, larger ones get 413; 0: unlimited (default 0)" },
-	{ "allow-loopback-pod-ip", RT_FT_BOOL, OFF(allow_loopback_pod_ip), NULL,
-	  "accept loopback addresses in X-Sandbox-Pod-IP and the cache (default false)" },
-	{ "upstream-max-retries", RT_FT_INT, OFF(upstream_max_retries), "N",
-	  "retries of a failed connect to a sandbox; 0 disables (default 3)" },
-	{ "upstream-retry-initial-delay", RT_FT_DUR, OFF(retry_initial_delay_ms), "D",
-	  "first retry delay, doubling (default 200ms)" },
-	{ "upstream-retry-max-delay", RT_FT_DUR, OFF(retry_max_delay_ms), "D",
-	  "largest retry delay (default 800ms)" },
-	{ "enable-tracing", RT_FT_BOOL, OFF(enable_tracing), NULL,
-	  "OpenTelemetry tracing: accepted, no exporter in this build (default false)" },
-	{ "enable-otel-metrics", RT_FT_BOOL, OFF(enable_otel_metrics), NULL,
-	  "OTLP metrics push: accepted, no exporter in this build (default false)" },
-	{ "access-log", RT_FT_BOOL, OFF(access_log), NULL, "one JSON line per request (default true)" },
-	{ "authz-mode", RT_FT_AUTHZ, OFF(authz_mode), "MODE",
-	  "allow-all, tokenreview or scoped-token (default allow-all)" },
-	{ "authz-tokenreview-ttl", RT_FT_DUR, OFF(tokenreview_ttl_ms), "D",
-	  "how long a TokenReview decision is cached (default 30s)" },
-	{ "authz-tokenreview-cache-size", RT_FT_INT, OFF(tokenreview_cache_size), "N",
-	  "decisions cached, least recently used evicted (default 2048)" },
-	{ "authz-tokenreview-require-token", RT_FT_BOOL, OFF(tokenreview_require_token), NULL,
-	  "refuse requests without a bearer token with 401 (default false)" },
-	{ "authz-tokenreview-audiences", RT_FT_STR, OFF(tokenreview_audiences), "CSV",
-	  "audiences the TokenReview asks for, comma-separated (default none)" },
-	{ "authz-tokenreview-workers", RT_FT_INT, OFF(tokenreview_workers), "N",
-	  "threads of their own that run the reviews (default 4)" },
-	{ "authz-tokenreview-max-pending", RT_FT_INT, OFF(tokenreview_max_pending), "N",
-	  "reviews queued or running at once, more get 503 (default 1024)" },
-	{ "authz-tokenreview-max-pending-per-client", RT_FT_INT,
+	ASB_FLAG("http-bind-address", ASB_FLAG_STRING, OFF(http_addr), "ADDR",
+	  "plain HTTP proxy listener, host:port or :port; \"\" disables (default :8080)"),
+	ASB_FLAG("https-bind-address", ASB_FLAG_STRING, OFF(https_addr), "ADDR",
+	  "TLS proxy listener; needs --tls-cert-file and --tls-key-file (default \"\": off)"),
+	ASB_FLAG("metrics-bind-address", ASB_FLAG_STRING, OFF(metrics_addr), "ADDR",
+	  "Prometheus /metrics listener; \"\" disables (default :9090)"),
+	ASB_FLAG("health-probe-bind-address", ASB_FLAG_STRING, OFF(probe_addr), "ADDR",
+	  "/healthz and /readyz listener; \"\" disables (default :8081)"),
+	ASB_FLAG("tls-cert-file", ASB_FLAG_STRING, OFF(tls_cert_file), "PATH",
+	  "PEM certificate chain of the HTTPS listener (reloaded when it changes)"),
+	ASB_FLAG("tls-key-file", ASB_FLAG_STRING, OFF(tls_key_file), "PATH", "PEM private key of the HTTPS listener"),
+	ASB_FLAG("tls-client-ca-file", ASB_FLAG_STRING, OFF(tls_client_ca_file), "PATH",
+	  "PEM CA bundle that client certificates must chain to (--mtls-mode)"),
+	ASB_FLAG_FN("mtls-mode", ASB_FLAG_CUSTOM, OFF(mtls_mode), "MODE",
+	  "off, optional (verify when presented) or required (default off)", set_mtls),
+	ASB_FLAG("cluster-domain", ASB_FLAG_STRING, OFF(cluster_domain), "DOMAIN",
+	  "DNS suffix of <id>.<ns>.svc.<domain> (default cluster.local; env CLUSTER_DOMAIN)"),
+	ASB_FLAG("proxy-timeout", ASB_FLAG_DURATION_MS, OFF(proxy_timeout_ms), "D",
+	  "bound of a whole proxied request, body included; not upgrades (default 3m0s; env PROXY_TIMEOUT_SECONDS)"),
+	ASB_FLAG("response-header-timeout", ASB_FLAG_DURATION_MS, OFF(response_header_timeout_ms), "D",
+	  "bound of the wait for the sandbox's response head (default 30s)"),
+	ASB_FLAG("shutdown-timeout", ASB_FLAG_DURATION_MS, OFF(shutdown_timeout_ms), "D",
+	  "time requests in flight get to finish on SIGTERM (default 30s)"),
+	ASB_FLAG("max-request-body-bytes", ASB_FLAG_I64, OFF(max_request_body_bytes), "N",
+	  "largest request body, larger ones get 413; 0: unlimited (default 0)"),
+	ASB_FLAG("allow-loopback-pod-ip", ASB_FLAG_BOOL, OFF(allow_loopback_pod_ip), "[=B]",
+	  "accept loopback addresses in X-Sandbox-Pod-IP and the cache (default false)"),
+	ASB_FLAG("upstream-max-retries", ASB_FLAG_INT, OFF(upstream_max_retries), "N",
+	  "retries of a failed connect to a sandbox; 0 disables (default 3)"),
+	ASB_FLAG("upstream-retry-initial-delay", ASB_FLAG_DURATION_MS, OFF(retry_initial_delay_ms), "D",
+	  "first retry delay, doubling (default 200ms)"),
+	ASB_FLAG("upstream-retry-max-delay", ASB_FLAG_DURATION_MS, OFF(retry_max_delay_ms), "D",
+	  "largest retry delay (default 800ms)"),
+	ASB_FLAG("enable-tracing", ASB_FLAG_BOOL, OFF(enable_tracing), "[=B]",
+	  "OpenTelemetry tracing: accepted, no exporter in this build (default false)"),
+	ASB_FLAG("enable-otel-metrics", ASB_FLAG_BOOL, OFF(enable_otel_metrics), "[=B]",
+	  "OTLP metrics push: accepted, no exporter in this build (default false)"),
+	ASB_FLAG("access-log", ASB_FLAG_BOOL, OFF(access_log), "[=B]", "one JSON line per request (default true)"),
+	ASB_FLAG_FN("authz-mode", ASB_FLAG_CUSTOM, OFF(authz_mode), "MODE",
+	  "allow-all, tokenreview or scoped-token (default allow-all)", set_authz),
+	ASB_FLAG("authz-tokenreview-ttl", ASB_FLAG_DURATION_MS, OFF(tokenreview_ttl_ms), "D",
+	  "how long a TokenReview decision is cached (default 30s)"),
+	ASB_FLAG("authz-tokenreview-cache-size", ASB_FLAG_INT, OFF(tokenreview_cache_size), "N",
+	  "decisions cached, least recently used evicted (default 2048)"),
+	ASB_FLAG("authz-tokenreview-require-token", ASB_FLAG_BOOL, OFF(tokenreview_require_token), "[=B]",
+	  "refuse requests without a bearer token with 401 (default false)"),
+	ASB_FLAG("authz-tokenreview-audiences", ASB_FLAG_STRING, OFF(tokenreview_audiences), "CSV",
+	  "audiences the TokenReview asks for, comma-separated (default none)"),
+	ASB_FLAG("authz-tokenreview-workers", ASB_FLAG_INT, OFF(tokenreview_workers), "N",
+	  "threads of their own that run the reviews (default 4)"),
+	ASB_FLAG("authz-tokenreview-max-pending", ASB_FLAG_INT, OFF(tokenreview_max_pending), "N",
+	  "reviews queued or running at once, more get 503 (default 1024)"),
+	ASB_FLAG("authz-tokenreview-max-pending-per-client", ASB_FLAG_INT,
 	  OFF(tokenreview_max_pending_per_client), "N",
-	  "of those, per client address, more get 429; 0: no limit (default 64)" },
-	{ "authz-namespace-access-review", RT_FT_BOOL, OFF(access_review), NULL,
-	  "tokenreview: also ask a SubjectAccessReview whether the caller may get the sandbox (default true)" },
-	{ "authz-scoped-token-secret-file", RT_FT_STR, OFF(scoped_token_secret_file), "PATH",
-	  "HMAC key of scoped tokens, at least 32 bytes after trimming" },
-	{ "cache-enabled", RT_FT_BOOL, OFF(cache_enabled), NULL,
-	  "resolve sandboxes from Sandbox and Pod informer caches (default false)" },
-	{ "cache-namespace", RT_FT_STR, OFF(cache_namespace), "NS",
-	  "cache only this namespace (default \"\": all)" },
-	{ "kubeconfig", RT_FT_STR, OFF(kubeconfig), "PATH",
-	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)" },
-	{ "config", RT_FT_STR, OFF(config), "PATH",
-	  "YAML file of flag-name: value (env SANDBOX_ROUTER_CONFIG)" },
-	{ "zap-devel", RT_FT_BOOL, OFF(zap_devel), NULL,
-	  "development logging: console lines at debug level (default false)" },
-	{ "zap-encoder", RT_FT_ENCODER, OFF(log_format), "E", "json or console (default json)" },
-	{ "zap-log-level", RT_FT_LEVEL, OFF(log_level), "L",
-	  "debug, info, warn, error or an integer > 0 for debug (default info)" },
-	{ "zap-stacktrace-level", RT_FT_ZAPSTACK, 0, "L", "accepted and ignored (no stack traces)" },
-	{ "zap-time-encoding", RT_FT_ZAPTIME, 0, "E", "accepted and ignored (timestamps are RFC 3339)" },
-	{ "max-header-bytes", RT_FT_LONG, OFF(max_header_bytes), "N",
-	  "request line + header fields, larger get 431; at most 81920 (default 65536)" },
-	{ "read-header-timeout", RT_FT_DUR, OFF(read_header_timeout_ms), "D",
-	  "a request head must arrive whole within this (default 10s)" },
-	{ "idle-timeout", RT_FT_DUR, OFF(idle_timeout_ms), "D",
-	  "keep-alive client connections idle this long are closed (default 2m0s)" },
-	{ "max-connections", RT_FT_INT, OFF(max_connections), "N",
-	  "client connections served at once per listener (default 65536)" },
-	{ "loops", RT_FT_INT, OFF(loops), "N",
-	  "event-loop threads of the proxy listeners; 0: one per CPU (default 0)" },
-	{ "upstream-max-idle-per-host", RT_FT_INT, OFF(upstream_idle_per_host), "N",
-	  "idle keep-alive connections kept per sandbox and loop thread (default 64)" },
-	{ "upstream-idle-timeout", RT_FT_DUR, OFF(upstream_idle_timeout_ms), "D",
-	  "idle sandbox connections are closed after this (default 1m30s)" },
-	{ "upstream-connect-timeout", RT_FT_DUR, OFF(connect_timeout_ms), "D",
-	  "bound of one TCP connect to a sandbox (default 30s)" },
-	{ NULL, 0, 0, NULL, NULL },
+	  "of those, per client address, more get 429; 0: no limit (default 64)"),
+	ASB_FLAG("authz-namespace-access-review", ASB_FLAG_BOOL, OFF(access_review), "[=B]",
+	  "tokenreview: also ask a SubjectAccessReview whether the caller may get the sandbox (default true)"),
+	ASB_FLAG("authz-scoped-token-secret-file", ASB_FLAG_STRING, OFF(scoped_token_secret_file), "PATH",
+	  "HMAC key of scoped tokens, at least 32 bytes after trimming"),
+	ASB_FLAG("cache-enabled", ASB_FLAG_BOOL, OFF(cache_enabled), "[=B]",
+	  "resolve sandboxes from Sandbox and Pod informer caches (default false)"),
+	ASB_FLAG("cache-namespace", ASB_FLAG_STRING, OFF(cache_namespace), "NS",
+	  "cache only this namespace (default \"\": all)"),
+	ASB_FLAG("kubeconfig", ASB_FLAG_STRING, OFF(kubeconfig), "PATH",
+	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)"),
+	ASB_FLAG("config", ASB_FLAG_STRING, OFF(config), "PATH",
+	  "YAML file of flag-name: value (env SANDBOX_ROUTER_CONFIG)"),
+	ASB_FLAG("zap-devel", ASB_FLAG_BOOL, OFF(zap_devel), "[=B]",
+	  "development logging: console lines at debug level (default false)"),
+	ASB_FLAG_FN("zap-encoder", ASB_FLAG_CUSTOM, OFF(log_format), "E", "json or console (default json)", set_encoder),
+	ASB_FLAG_FN("zap-log-level", ASB_FLAG_CUSTOM, OFF(log_level), "L",
+	  "debug, info, warn, error or an integer > 0 for debug (default info)", set_level),
+	ASB_FLAG_FN("zap-stacktrace-level", ASB_FLAG_CUSTOM, 0, "L", "accepted and ignored (no stack traces)", check_zapstack),
+	ASB_FLAG_FN("zap-time-encoding", ASB_FLAG_CUSTOM, 0, "E", "accepted and ignored (timestamps are RFC 3339)", check_zaptime),
+	ASB_FLAG("max-header-bytes", ASB_FLAG_LONG, OFF(max_header_bytes), "N",
+	  "request line + header fields, larger get 431; at most 81920 (default 65536)"),
+	ASB_FLAG("read-header-timeout", ASB_FLAG_DURATION_MS, OFF(read_header_timeout_ms), "D",
+	  "a request head must arrive whole within this (default 10s)"),
+	ASB_FLAG("idle-timeout", ASB_FLAG_DURATION_MS, OFF(idle_timeout_ms), "D",
+	  "keep-alive client connections idle this long are closed (default 2m0s)"),
+	ASB_FLAG("max-connections", ASB_FLAG_INT, OFF(max_connections), "N",
+	  "client connections served at once per listener (default 65536)"),
+	ASB_FLAG("loops", ASB_FLAG_INT, OFF(loops), "N",
+	  "event-loop threads of the proxy listeners; 0: one per CPU (default 0)"),
+	ASB_FLAG("upstream-max-idle-per-host", ASB_FLAG_INT, OFF(upstream_idle_per_host), "N",
+	  "idle keep-alive connections kept per sandbox and loop thread (default 64)"),
+	ASB_FLAG("upstream-idle-timeout", ASB_FLAG_DURATION_MS, OFF(upstream_idle_timeout_ms), "D",
+	  "idle sandbox connections are closed after this (default 1m30s)"),
+	ASB_FLAG("upstream-connect-timeout", ASB_FLAG_DURATION_MS, OFF(connect_timeout_ms), "D",
+	  "bound of one TCP connect to a sandbox (default 30s)"),
+	ASB_FLAGS_END,
 };
 
 const rt_flag_def *rt_flag_find(const char *name, size_t len)
 {
-	for (const rt_flag_def *d = rt_flag_table; d->name; d++)
-		if (strlen(d->name) == len && strncmp(d->name, name, len) == 0)
-			return d;
-	return NULL;
+	return asb_flags_find(rt_flag_table, name, len);
 }
 
 static void fmt_err(char *err, size_t cap, const char *fmt, ...)
@@ -239,97 +297,11 @@ static void fmt_err(char *err, size_t cap, const char *fmt, ...)
 int rt_flag_set(rt_flags *f, const rt_flag_def *d, const char *v, const char *origin,
                 char *err, size_t cap)
 {
-	char *base = (char *)f + d->off;
-	const char *want = NULL;
-	switch (d->type) {
-	case RT_FT_STR: {
-		char *copy = strdup(v);
-		if (!copy) {
-			want = "out of memory";
-			break;
-		}
-		free(*(char **)base);
-		*(char **)base = copy;
-		return 0;
-	}
-	case RT_FT_BOOL:
-		if (k8s_parse_bool(v, (bool *)base) < 0)
-			want = "must be true or false";
-		break;
-	case RT_FT_DUR:
-		if (asb_duration_parse_ms(v, (long *)base) < 0)
-			want = "must be a duration such as 250ms, 30s or 1m30s";
-		break;
-	case RT_FT_INT: {
-		int64_t n;
-		if (parse_i64(v, &n) < 0 || n < INT_MIN || n > INT_MAX)
-			want = "must be an integer";
-		else
-			*(int *)base = (int)n;
-		break;
-	}
-	case RT_FT_LONG: {
-		int64_t n;
-		if (parse_i64(v, &n) < 0 || n < LONG_MIN || n > LONG_MAX)
-			want = "must be an integer";
-		else
-			*(long *)base = (long)n;
-		break;
-	}
-	case RT_FT_I64:
-		if (parse_i64(v, (int64_t *)base) < 0)
-			want = "must be an integer";
-		break;
-	case RT_FT_MTLS:
-		if (strcmp(v, "off") == 0)
-			f->mtls_mode = RT_MTLS_OFF;
-		else if (strcmp(v, "optional") == 0)
-			f->mtls_mode = RT_MTLS_OPTIONAL;
-		else if (strcmp(v, "required") == 0)
-			f->mtls_mode = RT_MTLS_REQUIRED;
-		else
-			want = "must be off, optional or required";
-		break;
-	case RT_FT_AUTHZ:
-		if (strcmp(v, "allow-all") == 0)
-			f->authz_mode = RT_AUTHZ_ALLOW_ALL;
-		else if (strcmp(v, "tokenreview") == 0)
-			f->authz_mode = RT_AUTHZ_TOKENREVIEW;
-		else if (strcmp(v, "scoped-token") == 0)
-			f->authz_mode = RT_AUTHZ_SCOPED_TOKEN;
-		else
-			want = "must be allow-all, tokenreview or scoped-token";
-		break;
-	case RT_FT_ENCODER:
-		if (strcasecmp(v, "json") == 0)
-			f->log_format = ASB_LOG_JSON;
-		else if (strcasecmp(v, "console") == 0)
-			f->log_format = ASB_LOG_TEXT;
-		else
-			want = "must be json or console";
-		break;
-	case RT_FT_LEVEL: {
-		int l = zap_level(v);
-		if (l < 0)
-			want = "must be debug, info, warn, error or an integer > 0";
-		else
-			f->log_level = l, f->log_level_set = true;
-		break;
-	}
-	case RT_FT_ZAPSTACK:
-		if (!one_of_ci(v, (const char *const[]){ "info", "error", "panic", NULL }))
-			want = "must be info, error or panic";
-		break;
-	case RT_FT_ZAPTIME:
-		if (!one_of_ci(v, (const char *const[]){ "epoch", "millis", "nano", "nanos", "iso8601",
-		                                         "rfc3339", "rfc3339nano", NULL }))
-			want = "must be epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano";
-		break;
-	}
-	if (!want)
+	char why[160];
+	if (asb_flags_set(d, f, v, why, sizeof(why)) == 0)
 		return 0;
 	fmt_err(err, cap, "invalid value \"%s\" for flag --%s%s%s: %s", v, d->name,
-	        origin ? " in " : "", origin ? origin : "", want);
+	        origin ? " in " : "", origin ? origin : "", why);
 	return -1;
 }
 
@@ -373,14 +345,10 @@ static void usage(FILE *out)
 	        "X-Sandbox-Namespace, X-Sandbox-Port and X-Sandbox-Pod-IP headers, streaming\n"
 	        "bodies both ways and tunnelling WebSocket upgrades. docs/router.md has details.\n\n"
 	        "Flags (-name or --name; =value or the next argument; booleans only =value):\n");
-	for (const rt_flag_def *d = rt_flag_table; d->name; d++) {
-		char left[64];
-		snprintf(left, sizeof(left), "--%s%s%s", d->name, d->arg ? " " : "[=B]",
-		         d->arg ? d->arg : "");
-		fprintf(out, "  %-40s %s\n", left, d->help);
-	}
-	fprintf(out, "  %-40s %s\n  %-40s %s\n", "--version", "print the version and exit",
-	        "-h, --help", "print this help and exit");
+	static const asb_flags_layout lay = { .width = 40, .overflow_gap = 1 };
+	asb_flags_usage(out, rt_flag_table, &lay);
+	asb_flags_usage_line(out, &lay, "--version", "print the version and exit");
+	asb_flags_usage_line(out, &lay, "-h, --help", "print this help and exit");
 }
 
 /* The config file named in argv, Go router style: --config P, --config=P,
@@ -437,45 +405,18 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 		explicit_metrics = seen[rt_flag_find("enable-otel-metrics", 19) - rt_flag_table];
 	}
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			if (i + 1 < argc) {
-				fmt_err(err, cap, "unexpected argument \"%s\"", argv[i + 1]);
-				return RT_FLAGS_ERROR;
-			}
-			break;
-		}
-		if (a[0] != '-' || a[1] == '\0') {
-			fmt_err(err, cap, "unexpected argument \"%s\"", a);
-			return RT_FLAGS_ERROR;
-		}
-		const char *name = a + (a[1] == '-' ? 2 : 1);
-		const char *eq = strchr(name, '=');
-		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-		const rt_flag_def *d = rt_flag_find(name, nlen);
-		if (!d) {
-			fmt_err(err, cap, "flag provided but not defined: -%.*s", (int)nlen, name);
-			return RT_FLAGS_ERROR;
-		}
-		const char *v;
-		if (eq)
-			v = eq + 1;
-		else if (d->type == RT_FT_BOOL)
-			v = "true";
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else {
-			fmt_err(err, cap, "flag needs an argument: --%s", d->name);
-			return RT_FLAGS_ERROR;
-		}
-		if (rt_flag_set(f, d, v, NULL, err, cap) < 0)
-			return RT_FLAGS_ERROR;
-		if (!strcmp(d->name, "enable-tracing"))
-			explicit_tracing = true;
-		if (!strcmp(d->name, "enable-otel-metrics"))
-			explicit_metrics = true;
+	bool seen[RT_FLAG_MAX] = { false };
+	asb_flags_result res;
+	if (asb_flags_parse(rt_flag_table, ASB_FLAGS_GO, f, argc, argv, seen, &res) < 0) {
+		if (res.status == ASB_FLAGS_BAD_VALUE)  /* rt_flag_set()'s words */
+			fmt_err(err, cap, "invalid value \"%s\" for flag --%s: %s", res.value,
+			        res.flag->name, res.why);
+		else
+			fmt_err(err, cap, "%s", asb_error_last()->message);
+		return RT_FLAGS_ERROR;
 	}
+	explicit_tracing |= seen[rt_flag_find("enable-tracing", 14) - rt_flag_table];
+	explicit_metrics |= seen[rt_flag_find("enable-otel-metrics", 19) - rt_flag_table];
 	/* OTLP endpoints in the environment switch these on unless set explicitly (docs/upstream.md#router-configuration) */
 	if (tracing_env && !explicit_tracing)
 		f->enable_tracing = true;

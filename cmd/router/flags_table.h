@@ -1,31 +1,23 @@
 /*
  * flags_table.h - the flag table shared by flags.c (command line, --help)
  * and flags_file.c (config file): one entry per flag, its type and where
- * its value lives in rt_flags. Private to cmd/router.
+ * its value lives in rt_flags (an asb_flag table). Private to cmd/router.
  */
 #ifndef RT_FLAGS_TABLE_H
 #define RT_FLAGS_TABLE_H
 
 #include <stdio.h>
+#include "asb/flags.h"
 #include "flags.h"
 
-typedef enum {
-	RT_FT_STR, RT_FT_BOOL, RT_FT_DUR, RT_FT_INT, RT_FT_LONG, RT_FT_I64,
-	RT_FT_MTLS, RT_FT_AUTHZ, RT_FT_ENCODER, RT_FT_LEVEL, RT_FT_ZAPSTACK, RT_FT_ZAPTIME
-} rt_flag_type;
-
-typedef struct {
-	const char *name;     /* without dashes */
-	rt_flag_type type;
-	size_t off;           /* of the field in rt_flags */
-	const char *arg;      /* placeholder in --help; NULL for booleans */
-	const char *help;
-} rt_flag_def;
+/* A row of the table: asb/flags.h's, with the router's setters for its
+ * enumerated values. */
+typedef asb_flag rt_flag_def;
 
 /* Upper bound of the number of flags (sizes `seen` arrays). */
 #define RT_FLAG_MAX 64
 
-/* The table, ended by an entry whose name is NULL. */
+/* The table, ended by ASB_FLAGS_END. */
 extern const rt_flag_def rt_flag_table[];
 
 /* The flag named by the first `len` bytes of `name`, or NULL. */

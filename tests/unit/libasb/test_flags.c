@@ -1,0 +1,104 @@
+/* Unit tests of libasb/src/flags.c: setting values by kind, both argv
+ * styles, and the --help listing. */
+#include <check.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include "asb/flags.h"
+
+typedef struct {
+	bool on;
+	int n;
+	long ms;
+	const char *name;
+} opts;
+
+static const asb_flag table[] = {
+	ASB_FLAG("on", ASB_FLAG_BOOL, offsetof(opts, on), "[=B]", "a switch"),
+	ASB_FLAG("n", ASB_FLAG_INT, offsetof(opts, n), "N", "a number\nsecond line"),
+	ASB_FLAG("wait", ASB_FLAG_DURATION_MS, offsetof(opts, ms), "D", "a duration"),
+	ASB_FLAG("name", ASB_FLAG_STRING_REF, offsetof(opts, name), "S", "a name"),
+	ASB_FLAG_LINE("Other:"),
+	{ .name = "help", .kind = ASB_FLAG_ACTION, .help = "help", .short_opt = 'h' },
+	ASB_FLAGS_END,
+};
+
+START_TEST(go_style_takes_both_spellings)
+{
+	char *argv[] = { "p", "-on", "--n=7", "-wait", "1m30s", "--name", "x", NULL };
+	opts o = { 0 };
+	bool seen[8] = { false };
+	asb_flags_result r;
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 7, argv, seen, &r), 0);
+	ck_assert_int_eq(r.status, ASB_FLAGS_DONE);
+	ck_assert(o.on && o.n == 7 && o.ms == 90000 && !strcmp(o.name, "x"));
+	ck_assert(seen[0] && seen[1] && !seen[5]);
+}
+END_TEST
+
+START_TEST(errors_name_the_flag)
+{
+	opts o = { 0 };
+	asb_flags_result r;
+	char *bad[] = { "p", "--n=x", NULL };
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, bad, NULL, &r), ASB_EINVAL);
+	ck_assert_int_eq(r.status, ASB_FLAGS_BAD_VALUE);
+	ck_assert_str_eq(asb_error_last()->message, "invalid value \"x\" for flag --n: must be an integer");
+	char *unk[] = { "p", "--nope", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, unk, NULL, &r);
+	ck_assert_int_eq(r.status, ASB_FLAGS_UNKNOWN);
+	char *last[] = { "p", "--n", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, last, NULL, &r);
+	ck_assert_int_eq(r.status, ASB_FLAGS_NEEDS_VALUE);
+	char *pos[] = { "p", "word", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, pos, NULL, &r);
+	ck_assert_int_eq(r.status, ASB_FLAGS_UNEXPECTED);
+}
+END_TEST
+
+START_TEST(getopt_style_and_actions)
+{
+	opts o = { 0 };
+	asb_flags_result r;
+	char *argv[] = { "p", "--on=false", "--n", "3", "-h", NULL };
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GETOPT, &o, 5, argv, NULL, &r), 0);
+	ck_assert_int_eq(r.status, ASB_FLAGS_ACTION);
+	ck_assert_str_eq(r.flag->name, "help");
+	ck_assert(!o.on && o.n == 3);
+}
+END_TEST
+
+START_TEST(usage_lists_rows)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	asb_flags_layout lay = { .width = 8, .overflow_gap = 2, .show_short = true };
+	asb_flags_usage(f, table, &lay);
+	fclose(f);
+	ck_assert_str_eq(buf, "  --on[=B] a switch\n"
+	                      "  --n N    a number\n"
+	                      "           second line\n"
+	                      "  --wait D a duration\n"
+	                      "  --name S a name\n"
+	                      "Other:\n"
+	                      "  -h, --help  help\n");
+	free(buf);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("asb_flags");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, go_style_takes_both_spellings);
+	tcase_add_test(tc, errors_name_the_flag);
+	tcase_add_test(tc, getopt_style_and_actions);
+	tcase_add_test(tc, usage_lists_rows);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
