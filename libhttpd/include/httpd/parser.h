@@ -85,11 +85,13 @@ typedef struct {
 /**
  * A parser, embedded by value in its owner's struct (no allocation). Its
  * fields are private: use the functions below. `impl` holds the library's
- * parser state; it is sized for the libraries we may build against.
+ * parser state, sized for http-parser's (32 bytes on LP64; parser.c checks
+ * it at compile time) because one sits in every connection: a parser with a
+ * larger state (llhttp) grows it together with the swap.
  */
 struct httpd_parser {
 	union {
-		unsigned char bytes[128];
+		unsigned char bytes[32];
 		uint64_t align_u64;
 		void *align_ptr;
 	} impl;
