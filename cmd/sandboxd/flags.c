@@ -1,15 +1,16 @@
 /*
  * flags.c - sandboxd's command line (flags.h). Go-style spellings are
  * accepted: --flag=value and --flag value, as upstream's Go flag package.
+ * One asb_flag row per flag drives parsing and --help.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "asb/duration.h"
+#include "asb/flags.h"
 #include "flags.h"
 
 #define PROG "sandboxd"
@@ -41,80 +42,10 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 	};
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: " PROG " [flags]\n"
-"\n"
-"The runtime inside a sandbox pod: runs commands and serves the files under\n"
-"--root-dir, over HTTP (the python-runtime API and sandboxd's REST API).\n"
-"\n"
-"Flags:\n"
-"  --listen-host HOST          bind host of both listeners (default 127.0.0.1;\n"
-"                              0.0.0.0 to be reachable from the router)\n"
-"  --rest-port N               REST files API and process API (default 8080)\n"
-"  --runtime-port N            python-runtime API (default 8888; 0: off)\n"
-"  --grpc-port N               accepted for upstream manifests, unused: no gRPC here,\n"
-"                              processes are served over HTTP on --rest-port\n"
-"  --root-dir DIR              sandbox root, created 0755 if missing (default\n"
-"                              $SANDBOX_BASE_DIR, else /workspace)\n"
-"  --metadata-env-prefix P     env prefix shown by /v1/metadata (default SANDBOX_)\n"
-"  --shutdown-timeout D        graceful shutdown budget (Go duration; default 10s)\n"
-"  --http-idle-timeout D       keep-alive idle timeout (default 60s)\n"
-"  --stall-timeout D           a download whose client reads nothing, or a body\n"
-"                              that stops arriving, this long is cut (default\n"
-"                              60s; 0: off)\n"
-"  --stream-chunk-size N       bytes per streamed output event at most (default 4096;\n"
-"                              <= 0: 4096)\n"
-"  --stream-keepalive D        an empty event {} on a quiet process stream this often,\n"
-"                              to keep proxies open and notice clients gone (default\n"
-"                              10s; 0: off)\n"
-"  --max-processes N           processes running at once, all APIs (default 64)\n"
-"  --max-output-bytes SIZE     output kept per process and stream; the rest is\n"
-"                              dropped (default 8Mi)\n"
-"  --max-tasks N               RLIMIT_NPROC of the commands: tasks their user may\n"
-"                              have at once, bounds fork bombs (default 0: inherited;\n"
-"                              no effect for root)\n"
-"  --kill-grace D              SIGTERM to SIGKILL delay at a timeout (default 2s)\n"
-"  --max-upload-bytes SIZE     largest upload or PUT body (default 0: no limit)\n"
-"  --log-format text|json      log line format on stderr (default text)\n"
-"  --log-level error|warn|info|debug  (default info)\n"
-"  --version                   print the version and exit\n"
-"  --help                      this text\n");
-}
-
 static int bad(const char *flag, const char *value, const char *want)
 {
 	fprintf(stderr, PROG ": invalid value \"%s\" for --%s: %s\n", value, flag, want);
 	return -1;
-}
-
-static int parse_long(const char *flag, const char *s, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max) {
-		char want[80];
-		snprintf(want, sizeof(want), "must be an integer in [%ld, %ld]", min, max);
-		return bad(flag, s, want);
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_ms(const char *flag, const char *s, long min_ms, long *out)
-{
-	long ms;
-	if (asb_duration_parse_ms(s, &ms) < 0)
-		return bad(flag, s, "must be a duration such as 500ms, 10s or 1m");
-	if (ms < min_ms) {
-		char want[64];
-		snprintf(want, sizeof(want), "must be >= %ldms", min_ms);
-		return bad(flag, s, want);
-	}
-	*out = ms;
-	return 0;
 }
 
 int sandboxd_parse_bytes(const char *s, uint64_t *out)
@@ -147,145 +78,209 @@ int sandboxd_parse_bytes(const char *s, uint64_t *out)
 	return 0;
 }
 
-int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
+/* ---- setters (asb_flag_set_fn): the row's min/max bound integers ---- */
+
+static int why_range(const asb_flag *fl, const char *v, long *out, char *why, size_t cap)
 {
-	enum { HOST = 256, REST, RUNTIME, GRPC, ROOT, PREFIX, SHUTDOWN, IDLE, STALL, CHUNK, KEEPALIVE, MAXPROC,
-	       MAXOUT, MAXTASKS, GRACE, MAXUP, LOGFMT, LOGLVL, VERSION, HELP };
-	static const struct option opts[] = {
-		{ "listen-host", required_argument, NULL, HOST },
-		{ "rest-port", required_argument, NULL, REST },
-		{ "runtime-port", required_argument, NULL, RUNTIME },
-		{ "grpc-port", required_argument, NULL, GRPC },
-		{ "root-dir", required_argument, NULL, ROOT },
-		{ "metadata-env-prefix", required_argument, NULL, PREFIX },
-		{ "shutdown-timeout", required_argument, NULL, SHUTDOWN },
-		{ "http-idle-timeout", required_argument, NULL, IDLE },
-		{ "stall-timeout", required_argument, NULL, STALL },
-		{ "stream-chunk-size", required_argument, NULL, CHUNK },
-		{ "stream-keepalive", required_argument, NULL, KEEPALIVE },
-		{ "max-processes", required_argument, NULL, MAXPROC },
-		{ "max-output-bytes", required_argument, NULL, MAXOUT },
-		{ "max-tasks", required_argument, NULL, MAXTASKS },
-		{ "kill-grace", required_argument, NULL, GRACE },
-		{ "max-upload-bytes", required_argument, NULL, MAXUP },
-		{ "log-format", required_argument, NULL, LOGFMT },
-		{ "log-level", required_argument, NULL, LOGLVL },
-		{ "version", no_argument, NULL, VERSION },
-		{ "help", no_argument, NULL, HELP },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool root_set = false;
-	long v;
-	uint64_t u;
-	optind = 1;
-	opterr = 0;
-	int c;
-	while ((c = getopt_long_only(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case HOST:
-			if (!*optarg)
-				return bad("listen-host", optarg, "must not be empty");
-			f->listen_host = optarg;
-			break;
-		case REST:
-			if (parse_long("rest-port", optarg, 1, 65535, &v) < 0)
-				return -1;
-			f->rest_port = (int)v;
-			break;
-		case RUNTIME:
-			if (parse_long("runtime-port", optarg, 0, 65535, &v) < 0)
-				return -1;
-			f->runtime_port = (int)v;
-			break;
-		case GRPC:
-			if (parse_long("grpc-port", optarg, 1, 65535, &v) < 0)
-				return -1;
-			f->grpc_port = (int)v;
-			f->grpc_port_set = true;
-			break;
-		case ROOT:
-			f->root_dir = optarg;
-			root_set = true;
-			break;
-		case PREFIX:
-			f->metadata_env_prefix = *optarg ? optarg : "SANDBOX_";
-			break;
-		case SHUTDOWN:
-			if (parse_ms("shutdown-timeout", optarg, 0, &f->shutdown_timeout_ms) < 0)
-				return -1;
-			break;
-		case IDLE:
-			if (parse_ms("http-idle-timeout", optarg, 1, &f->http_idle_timeout_ms) < 0)
-				return -1;
-			break;
-		case STALL:
-			if (parse_ms("stall-timeout", optarg, 0, &f->stall_timeout_ms) < 0)
-				return -1;
-			break;
-		case CHUNK:
-			if (parse_long("stream-chunk-size", optarg, LONG_MIN, 1 << 20, &v) < 0)
-				return -1;
-			f->stream_chunk_size = v <= 0 ? 4096 : (size_t)v;
-			break;
-		case KEEPALIVE:
-			if (parse_ms("stream-keepalive", optarg, 0, &f->stream_keepalive_ms) < 0)
-				return -1;
-			break;
-		case MAXPROC:
-			if (parse_long("max-processes", optarg, 1, 100000, &v) < 0)
-				return -1;
-			f->max_processes = (int)v;
-			break;
-		case MAXOUT:
-			if (sandboxd_parse_bytes(optarg, &u) < 0 || u == 0)
-				return bad("max-output-bytes", optarg,
-				           "must be a size > 0 such as 65536, 512Ki, 8Mi or 1Gi");
-			f->max_output_bytes = u;
-			break;
-		case MAXTASKS:
-			if (parse_long("max-tasks", optarg, 0, 1L << 22, &v) < 0)
-				return -1;
-			f->max_tasks = v;
-			break;
-		case GRACE:
-			if (parse_ms("kill-grace", optarg, 1, &f->kill_grace_ms) < 0)
-				return -1;
-			break;
-		case MAXUP:
-			if (sandboxd_parse_bytes(optarg, &u) < 0)
-				return bad("max-upload-bytes", optarg,
-				           "must be a size such as 0, 100Mi or 2Gi");
-			f->max_upload_bytes = u;
-			break;
-		case LOGFMT:
-			if (strcmp(optarg, "text") == 0)
-				f->log_format = ASB_LOG_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				f->log_format = ASB_LOG_JSON;
-			else
-				return bad("log-format", optarg, "must be text or json");
-			break;
-		case LOGLVL:
-			if ((f->log_level = asb_log_level_parse(optarg)) < 0)
-				return bad("log-level", optarg, "must be error, warn, info or debug");
-			break;
-		case VERSION:
-			printf(PROG " %s\n", SANDBOXD_VERSION);
-			return 1;
-		case HELP:
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			/* '?': unknown flag or missing value */
-			fprintf(stderr, PROG ": unknown flag or missing value: %s\n", argv[optind - 1]);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument: %s\n", argv[optind]);
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < fl->min || n > fl->max) {
+		snprintf(why, cap, "must be an integer in [%ld, %ld]", fl->min, fl->max);
 		return -1;
 	}
+	*out = n;
+	return 0;
+}
+
+static int set_int(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	long n;
+	if (why_range(fl, v, &n, why, cap) < 0)
+		return -1;
+	*(int *)((char *)o + fl->off) = (int)n;
+	return 0;
+}
+
+static int set_long(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	return why_range(fl, v, (long *)((char *)o + fl->off), why, cap);
+}
+
+static int set_grpc(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	if (set_int(o, fl, v, why, cap) < 0)
+		return -1;
+	((sandboxd_flags *)o)->grpc_port_set = true;
+	return 0;
+}
+
+static int set_chunk(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	long n;
+	if (why_range(fl, v, &n, why, cap) < 0)
+		return -1;
+	((sandboxd_flags *)o)->stream_chunk_size = n <= 0 ? 4096 : (size_t)n;
+	return 0;
+}
+
+/* a Go duration in milliseconds, at least fl->min */
+static int set_ms(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	long ms;
+	if (asb_duration_parse_ms(v, &ms) < 0)
+		return snprintf(why, cap, "must be a duration such as 500ms, 10s or 1m"), -1;
+	if (ms < fl->min)
+		return snprintf(why, cap, "must be >= %ldms", fl->min), -1;
+	*(long *)((char *)o + fl->off) = ms;
+	return 0;
+}
+
+static int not_empty(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)o, (void)fl;
+	return *v ? 0 : (snprintf(why, cap, "must not be empty"), -1);
+}
+
+static int set_prefix(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl, (void)why, (void)cap;
+	((sandboxd_flags *)o)->metadata_env_prefix = *v ? v : "SANDBOX_";
+	return 0;
+}
+
+static int set_max_output(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	uint64_t u;
+	if (sandboxd_parse_bytes(v, &u) < 0 || u == 0)
+		return snprintf(why, cap, "must be a size > 0 such as 65536, 512Ki, 8Mi or 1Gi"), -1;
+	((sandboxd_flags *)o)->max_output_bytes = u;
+	return 0;
+}
+
+static int set_max_upload(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	uint64_t u;
+	if (sandboxd_parse_bytes(v, &u) < 0)
+		return snprintf(why, cap, "must be a size such as 0, 100Mi or 2Gi"), -1;
+	((sandboxd_flags *)o)->max_upload_bytes = u;
+	return 0;
+}
+
+static int set_log_format(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	sandboxd_flags *f = o;
+	if (strcmp(v, "text") == 0)
+		f->log_format = ASB_LOG_TEXT;
+	else if (strcmp(v, "json") == 0)
+		f->log_format = ASB_LOG_JSON;
+	else
+		return snprintf(why, cap, "must be text or json"), -1;
+	return 0;
+}
+
+static int set_log_level(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	sandboxd_flags *f = o;
+	if ((f->log_level = asb_log_level_parse(v)) < 0)
+		return snprintf(why, cap, "must be error, warn, info or debug"), -1;
+	return 0;
+}
+
+#define OFF(field) offsetof(sandboxd_flags, field)
+#define RANGED(name_, fn_, field_, arg_, lo_, hi_, help_) \
+	{ .name = (name_), .kind = ASB_FLAG_CUSTOM, .off = OFF(field_), .arg = (arg_), \
+	  .help = (help_), .set = (fn_), .min = (lo_), .max = (hi_) }
+
+/* One row per flag, in --help order. */
+static const asb_flag table[] = {
+	ASB_FLAG_FN("listen-host", ASB_FLAG_STRING_REF, OFF(listen_host), "HOST",
+	  "bind host of both listeners (default 127.0.0.1;\n0.0.0.0 to be reachable from the router)",
+	  not_empty),
+	RANGED("rest-port", set_int, rest_port, "N", 1, 65535,
+	  "REST files API and process API (default 8080)"),
+	RANGED("runtime-port", set_int, runtime_port, "N", 0, 65535,
+	  "python-runtime API (default 8888; 0: off)"),
+	RANGED("grpc-port", set_grpc, grpc_port, "N", 1, 65535,
+	  "accepted for upstream manifests, unused: no gRPC here,\n"
+	  "processes are served over HTTP on --rest-port"),
+	ASB_FLAG("root-dir", ASB_FLAG_STRING_REF, OFF(root_dir), "DIR",
+	  "sandbox root, created 0755 if missing (default\n$SANDBOX_BASE_DIR, else /workspace)"),
+	ASB_FLAG_FN("metadata-env-prefix", ASB_FLAG_CUSTOM, 0, "P",
+	  "env prefix shown by /v1/metadata (default SANDBOX_)", set_prefix),
+	RANGED("shutdown-timeout", set_ms, shutdown_timeout_ms, "D", 0, 0,
+	  "graceful shutdown budget (Go duration; default 10s)"),
+	RANGED("http-idle-timeout", set_ms, http_idle_timeout_ms, "D", 1, 0,
+	  "keep-alive idle timeout (default 60s)"),
+	RANGED("stall-timeout", set_ms, stall_timeout_ms, "D", 0, 0,
+	  "a download whose client reads nothing, or a body\n"
+	  "that stops arriving, this long is cut (default\n60s; 0: off)"),
+	RANGED("stream-chunk-size", set_chunk, stream_chunk_size, "N", LONG_MIN, 1 << 20,
+	  "bytes per streamed output event at most (default 4096;\n<= 0: 4096)"),
+	RANGED("stream-keepalive", set_ms, stream_keepalive_ms, "D", 0, 0,
+	  "an empty event {} on a quiet process stream this often,\n"
+	  "to keep proxies open and notice clients gone (default\n10s; 0: off)"),
+	RANGED("max-processes", set_int, max_processes, "N", 1, 100000,
+	  "processes running at once, all APIs (default 64)"),
+	ASB_FLAG_FN("max-output-bytes", ASB_FLAG_CUSTOM, 0, "SIZE",
+	  "output kept per process and stream; the rest is\ndropped (default 8Mi)", set_max_output),
+	RANGED("max-tasks", set_long, max_tasks, "N", 0, 1L << 22,
+	  "RLIMIT_NPROC of the commands: tasks their user may\n"
+	  "have at once, bounds fork bombs (default 0: inherited;\nno effect for root)"),
+	RANGED("kill-grace", set_ms, kill_grace_ms, "D", 1, 0,
+	  "SIGTERM to SIGKILL delay at a timeout (default 2s)"),
+	ASB_FLAG_FN("max-upload-bytes", ASB_FLAG_CUSTOM, 0, "SIZE",
+	  "largest upload or PUT body (default 0: no limit)", set_max_upload),
+	ASB_FLAG_FN("log-format", ASB_FLAG_CUSTOM, 0, "text|json",
+	  "log line format on stderr (default text)", set_log_format),
+	ASB_FLAG_FN("log-level", ASB_FLAG_CUSTOM, 0, "error|warn|info|debug", "(default info)",
+	  set_log_level),
+	ASB_FLAG("version", ASB_FLAG_ACTION, 0, NULL, "print the version and exit"),
+	{ .name = "help", .kind = ASB_FLAG_ACTION, .help = "this text", .short_opt = 'h' },
+	ASB_FLAGS_END,
+};
+
+static void usage(FILE *f)
+{
+	static const asb_flags_layout lay = { .width = 27, .overflow_gap = 2 };
+	fprintf(f,
+"Usage: " PROG " [flags]\n"
+"\n"
+"The runtime inside a sandbox pod: runs commands and serves the files under\n"
+"--root-dir, over HTTP (the python-runtime API and sandboxd's REST API).\n"
+"\n"
+"Flags:\n");
+	asb_flags_usage(f, table, &lay);
+}
+
+int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
+{
+	bool seen[sizeof(table) / sizeof(table[0])] = { false };
+	asb_flags_result r;
+	asb_flags_parse(table, ASB_FLAGS_GETOPT_LONG_ONLY, f, argc, argv, seen, &r);
+	switch (r.status) {
+	case ASB_FLAGS_DONE:
+		break;
+	case ASB_FLAGS_ACTION:
+		if (!strcmp(r.flag->name, "version"))
+			printf(PROG " %s\n", SANDBOXD_VERSION);
+		else
+			usage(stdout);
+		return 1;
+	case ASB_FLAGS_BAD_VALUE:
+		return bad(r.flag->name, r.value, r.why);
+	case ASB_FLAGS_UNEXPECTED:
+		fprintf(stderr, PROG ": unexpected argument: %s\n", r.word);
+		return -1;
+	default:  /* unknown flag or missing value */
+		fprintf(stderr, PROG ": unknown flag or missing value: %s\n", r.word ? r.word : "");
+		return -1;
+	}
+	bool root_set = seen[asb_flags_find(table, "root-dir", 8) - table];
 	if (!root_set) {
 		const char *env = getenv("SANDBOX_BASE_DIR");
 		if (env && *env)
