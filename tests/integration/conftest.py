@@ -214,7 +214,9 @@ def new_namespace(kube, prefix="it-"):
     default ServiceAccount. Returns the name."""
     name = prefix + uuid.uuid4().hex[:8]
     kube.run("create", "namespace", name)
-    wait_for(lambda: kube.get("serviceaccount", "default", name), timeout=30,
+    # kube-controller-manager's serviceaccount controller makes it; under the
+    # sanitizer pass on two cores that once took more than 30 s
+    wait_for(lambda: kube.get("serviceaccount", "default", name), timeout=120,
              desc="default ServiceAccount")
     return name
 

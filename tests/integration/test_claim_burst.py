@@ -103,7 +103,7 @@ def burst_ns(deployed):
     assert room(kube) >= PODS_NEEDED, f"no room for {PODS_NEEDED} pods"
     ns = "burst-" + uuid.uuid4().hex[:8]
     kube.run("create", "namespace", ns)
-    wait_for(lambda: kube.get("serviceaccount", "default", ns), timeout=30, desc="default ServiceAccount")
+    wait_for(lambda: kube.get("serviceaccount", "default", ns), timeout=120, desc="default ServiceAccount")
     try:
         yield ns
     finally:
