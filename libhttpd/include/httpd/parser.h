@@ -149,8 +149,10 @@ HTTPD_EXTERN const char *httpd_parser_method(const httpd_parser *p);
 /** The response's status code, e.g. 200 (responses). */
 HTTPD_EXTERN int httpd_parser_status_code(const httpd_parser *p);
 
-/** The message's HTTP version, major and minor number (1 and 1 for HTTP/1.1). */
+/** The major number of the message's HTTP version (1 for HTTP/1.1). */
 HTTPD_EXTERN int httpd_parser_http_major(const httpd_parser *p);
+
+/** The minor number of the message's HTTP version (1 for HTTP/1.1). */
 HTTPD_EXTERN int httpd_parser_http_minor(const httpd_parser *p);
 
 /**

@@ -396,6 +396,43 @@ START_TEST(split_url)
 }
 END_TEST
 
+/* Hostile framing a client or a sandbox pod may send: each is an error,
+ * never a body of a size the sender chose to confuse us with. */
+START_TEST(hostile_framing_is_refused)
+{
+	static const char *const bad[] = {
+		/* two Content-Lengths that disagree (request smuggling) */
+		"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+		/* a chunk size beyond 64 bits */
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"fffffffffffffffffff\r\n",
+		/* a chunk size that is not hex */
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n",
+		/* a Content-Length that is not a number */
+		"POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n",
+		/* a space inside the method */
+		"G ET / HTTP/1.1\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		seen s = { 0 };
+		httpd_parser p;
+		httpd_parser_init(&p, HTTPD_PARSER_REQUEST, &cbs, &s);
+		ck_assert_msg(feed(&p, bad[i], 7) != HTTPD_PARSER_OK, "accepted: %s", bad[i]);
+		ck_assert_int_eq(s.completes, 0);
+	}
+	/* a NUL inside a header value ends parsing with an error, byte by byte too */
+	static const char nul[] = "GET / HTTP/1.1\r\nX-A: a\0b\r\n\r\n";
+	seen s = { 0 };
+	httpd_parser p;
+	httpd_parser_init(&p, HTTPD_PARSER_REQUEST, &cbs, &s);
+	httpd_parser_error e = HTTPD_PARSER_OK;
+	for (size_t off = 0; off < sizeof(nul) - 1 && e == HTTPD_PARSER_OK; off++)
+		e = httpd_parser_execute(&p, nul + off, 1, NULL);
+	ck_assert_int_ne(e, HTTPD_PARSER_OK);
+	ck_assert_int_eq(s.completes, 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("httpd_parser");
@@ -411,6 +448,7 @@ int main(void)
 	tcase_add_test(tc, header_overflow);
 	tcase_add_test(tc, pause_and_resume);
 	tcase_add_test(tc, split_url);
+	tcase_add_test(tc, hostile_framing_is_refused);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
