@@ -15,26 +15,25 @@
 #include "config_internal.h"
 #include "exec_credential.h"
 #include "asb/map.h"
+#include "asb/strbuf.h"
 #include "rest_metrics.h"
 #include "transport.h"
 #include "watch_decoder.h"
 
-/* A growable string with an optional bound. */
+/*
+ * An answer's body as it arrives: an asb_strbuf that refuses to grow past
+ * `max` bytes, so that a runaway answer or a stalled consumer can not take
+ * all memory. Once an append fails (too_big, or buf.failed when out of
+ * memory) later appends are refused too.
+ */
 typedef struct {
-	char *data;
-	size_t len;
-	size_t cap;
-	size_t max;   /* bytes accepted at most; 0: no limit */
-	int failed;   /* K8S__SBUF_NOMEM or K8S__SBUF_TOOBIG; later adds refused */
-} k8s__sbuf;
+	asb_strbuf buf;
+	size_t max;      /* bytes accepted at most; 0: no limit */
+	bool too_big;    /* an append would have passed `max` */
+} k8s__body;
 
-enum { K8S__SBUF_NOMEM = 1, K8S__SBUF_TOOBIG = 2 };
-
-int k8s__sbuf_add(k8s__sbuf *b, const char *s, size_t n);
-int k8s__sbuf_adds(k8s__sbuf *b, const char *s);
-/* Appends "&key=value" (or "?key=value" first), value percent-encoded. */
-void k8s__sbuf_query(k8s__sbuf *b, const char *key, const char *value);
-void k8s__sbuf_query_long(k8s__sbuf *b, const char *key, long value);
+/** Appends `n` bytes to `b`. Returns 0, or -1 (too_big or out of memory). */
+int k8s__body_add(k8s__body *b, const char *s, size_t n);
 
 /* Counters of k8s_client_stats; relaxed atomics. */
 typedef struct {
