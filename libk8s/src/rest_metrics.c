@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <curl/curl.h>
 #include "rest_metrics.h"
 
 struct k8s__rest_metrics {
@@ -18,17 +19,31 @@ static const double latency_buckets[] = {
 	0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
 };
 
-/* "https://host:port/path" -> "host:port" (what Go's url.URL.Host holds). */
+/*
+ * "https://host:port/path" -> "host:port" (what Go's url.URL.Host holds:
+ * the port only when the URL has one, an IPv6 host bracketed), read with
+ * curl's URL API as the client reads the URL. Something curl can not read
+ * is kept whole. NULL only when out of memory.
+ */
 static char *url_host(const char *url)
 {
-	const char *p = strstr(url, "://");
-	p = p ? p + 3 : url;
-	const char *at = p + strcspn(p, "/?#");
-	/* userinfo never appears in a server URL we build; skip it anyway */
-	const char *user = memchr(p, '@', (size_t)(at - p));
-	if (user)
-		p = user + 1;
-	return strndup(p, (size_t)(at - p));
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, *out = NULL;
+	if (!u)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, url,
+	                 CURLU_DEFAULT_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		curl_url_get(u, CURLUPART_PORT, &port, 0);  /* CURLUE_NO_PORT: none */
+		if (asprintf(&out, "%s%s%s", host, port ? ":" : "", port ? port : "") < 0)
+			out = NULL;
+	} else {
+		out = strdup(url);
+	}
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return out;
 }
 
 int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
