@@ -25,7 +25,7 @@
 #include <cjson/cJSON.h>
 #include "config_internal.h"
 #include "exec_credential.h"
-#include "yaml_json.h"
+#include "k8s/yaml.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -675,7 +675,7 @@ static int parse_doc(kdoc *d, const char *yaml, size_t len, const char *origin,
 	memset(d, 0, sizeof(*d));
 	d->origin = origin;
 	snprintf(label, sizeof(label), "kubeconfig \"%s\"", origin);
-	rc = k8s__yaml_to_json(&d->root, yaml, len, label);
+	rc = k8s_yaml_to_json(&d->root, yaml, len, label, 0);
 	if (rc == ASB_EDECODE)
 		return asb_error_set(ASB_ECONFIG, 0, NULL, "%s",
 		                     asb_error_last()->message);
