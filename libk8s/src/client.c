@@ -146,14 +146,6 @@ const char *k8s_client_namespace(const k8s_client *c)
 	return c ? c->cfg->namespace : NULL;
 }
 
-static void free_secret(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void k8s_client_free(k8s_client *c)
 {
 	if (!c)
@@ -165,8 +157,8 @@ void k8s_client_free(k8s_client *c)
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c->user_agent);
-	free_secret(c->proxy);
-	free_secret(c->token);
+	k8s__free_secret(c->proxy);
+	k8s__free_secret(c->token);
 	k8s__exec_credential_clear(&c->exec_cred);
 	asb_map_clear(&c->warnings_seen, NULL);
 	if (c->own_limiter)
@@ -393,7 +385,7 @@ static char *current_token(k8s_client *c)
 			if (start < n) {
 				char *fresh = strdup(b.data + start);
 				if (fresh) {
-					free_secret(c->token);
+					k8s__free_secret(c->token);
 					c->token = fresh;
 					c->token_mtime = st.st_mtim;
 					c->token_ino = st.st_ino;
@@ -475,7 +467,7 @@ static int exec_creds(k8s_client *c, k8s__creds *cr)
 
 void k8s__creds_free(k8s__creds *cr)
 {
-	free_secret(cr->token);
+	k8s__free_secret(cr->token);
 	k8s__blob_free(&cr->cert);
 	k8s__blob_free(&cr->key);
 	memset(cr, 0, sizeof(*cr));
@@ -766,11 +758,8 @@ static int throttle(k8s_client *c, const k8s__request *rq)
 static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
                     bool auth_retried, cJSON **out, try_outcome *oc)
 {
-	char errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *headers = NULL;
+	k8s__try t;
 	k8s__body body = { .max = BODY_MAX };
-	k8s__resp resp;
-	k8s__creds cr;
 	k8s__xfer x;
 	long status = 0;
 	CURLcode res = CURLE_OK;
@@ -778,19 +767,11 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 
 	oc->retry = oc->auth_retry = false;
 	oc->delay_ms = -1;
-	if ((rc = throttle(c, rq)) || (rc = k8s__client_creds(c, &cr)))
+	if ((rc = throttle(c, rq)))
 		return rc;
-	CURL *h = k8s__transport_handle(&c->transport);
-	if (!h) {
-		k8s__creds_free(&cr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
-	}
-	errbuf[0] = '\0';
-	k8s__resp_init(&resp);
-	resp.now = 0;
-	if ((rc = k8s__client_prepare(c, h, rq, &cr, errbuf, &headers, &resp)) ||
-	    (rc = k8s__xfer_init(&x, h)))
+	if ((rc = k8s__try_begin(c, rq, &t, &x)))
 		goto out;
+	CURL *h = t.h;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
 	if (c->timeout_ms > 0)
@@ -800,7 +781,7 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 	res = k8s__xfer_perform(k8s__transport_pick(&c->transport, rq->list_or_watch), &x);
 	k8s__xfer_destroy(&x);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	k8s__client_after(c, h, rq, status, started, attempt, &resp);
+	k8s__client_after(c, h, rq, status, started, attempt, &t.resp);
 
 	if (res == CURLE_WRITE_ERROR && body.too_big)
 		rc = asb_error_set(ASB_EDECODE, (int)status, NULL,
@@ -811,7 +792,7 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 		                   "%s: %s %s: out of memory reading the answer",
 		                   rq->subject, rq->method, rq->path);
 	else if (res != CURLE_OK)
-		rc = k8s__transport_error(rq, res, errbuf);
+		rc = k8s__transport_error(rq, res, t.errbuf);
 	else if (status < 200 || status > 299)
 		rc = k8s__status_record((int)status, body.buf.data, body.buf.len, rq->subject);
 	else if (out) {
@@ -822,25 +803,53 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 			                   "is not JSON", rq->subject, rq->method,
 			                   rq->path, status, body.buf.len);
 	}
-	if (rc && status == 401 && !auth_retried && k8s__client_auth_failed(c, &cr)) {
+	if (rc && status == 401 && !auth_retried && k8s__client_auth_failed(c, &t.cr)) {
 		/* The plugin's credential was refused: a 401 is answered before
 		 * anything runs, so any verb may go again, with a fresh one. */
 		oc->retry = oc->auth_retry = true;
 	} else if (rc && !(res == CURLE_WRITE_ERROR && (body.too_big || body.buf.failed))) {
 		oc->retry = k8s__retryable(rq->idempotent, res, status);
-		oc->delay_ms = resp.retry_after_ms;
+		oc->delay_ms = t.resp.retry_after_ms;
 	}
 out:
-	/* Nothing may point at this call's stack once the handle is pooled. */
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-	k8s__transport_release(&c->transport, h);
-	k8s__free_headers(headers);
-	k8s__creds_free(&cr);
+	k8s__try_end(c, &t);
 	asb_strbuf_free(&body.buf);
 	return rc;
+}
+
+int k8s__try_begin(k8s_client *c, const k8s__request *rq, k8s__try *t,
+                   k8s__xfer *x)
+{
+	int rc;
+	t->h = NULL;
+	t->headers = NULL;
+	t->errbuf[0] = '\0';
+	k8s__resp_init(&t->resp);
+	t->resp.now = 0;
+	if ((rc = k8s__client_creds(c, &t->cr)))
+		return rc;
+	if (!(t->h = k8s__transport_handle(&c->transport)))
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
+	if ((rc = k8s__client_prepare(c, t->h, rq, &t->cr, t->errbuf, &t->headers,
+	                              &t->resp)))
+		return rc;
+	return k8s__xfer_init(x, t->h);
+}
+
+void k8s__try_end(k8s_client *c, k8s__try *t)
+{
+	if (t->h) {
+		/* Nothing may point at the caller's stack once the handle is pooled. */
+		curl_easy_setopt(t->h, CURLOPT_ERRORBUFFER, NULL);
+		curl_easy_setopt(t->h, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(t->h, CURLOPT_HEADERDATA, NULL);
+		curl_easy_setopt(t->h, CURLOPT_WRITEDATA, NULL);
+		k8s__transport_release(&c->transport, t->h);
+		t->h = NULL;
+	}
+	k8s__free_headers(t->headers);
+	t->headers = NULL;
+	k8s__creds_free(&t->cr);
 }
 
 /*

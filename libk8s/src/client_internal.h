@@ -118,6 +118,30 @@ int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
                         const k8s__creds *cr, char *errbuf,
                         struct curl_slist **headers, k8s__resp *resp);
 
+/* What one try of a request holds from its start to its end. */
+typedef struct {
+	CURL *h;                        /* from the transport's pool, or NULL */
+	k8s__creds cr;
+	k8s__resp resp;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+} k8s__try;
+
+/**
+ * Starts a try of `rq`: takes the credentials and a pooled handle, which
+ * it prepares (k8s__client_prepare()) and sets `x` up on. The caller then
+ * sets its write callback and runs `x`. Returns 0 or an error code
+ * (recorded); end the try with k8s__try_end() in both cases.
+ */
+int k8s__try_begin(k8s_client *c, const k8s__request *rq, k8s__try *t,
+                   k8s__xfer *x);
+
+/**
+ * Ends a try: unhooks the handle from the caller's memory, returns it to
+ * the pool, frees the headers and wipes the credentials.
+ */
+void k8s__try_end(k8s_client *c, k8s__try *t);
+
 /** Wipes the Authorization header before the list is freed. */
 void k8s__free_headers(struct curl_slist *headers);
 

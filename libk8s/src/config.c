@@ -94,7 +94,7 @@ void k8s__blob_free(k8s__blob *b)
 	b->len = 0;
 }
 
-static void free_secret(char *s)
+void k8s__free_secret(char *s)
 {
 	if (s) {
 		explicit_bzero(s, strlen(s));
@@ -114,9 +114,9 @@ void k8s_config_free(k8s_config *cfg)
 	k8s__blob_free(&cfg->ca);
 	k8s__blob_free(&cfg->cert);
 	k8s__blob_free(&cfg->key);
-	free_secret(cfg->token);
+	k8s__free_secret(cfg->token);
 	free(cfg->token_file);
-	free_secret(cfg->proxy_url);
+	k8s__free_secret(cfg->proxy_url);
 	k8s__exec_config_free(cfg->exec);
 	free(cfg);
 }

@@ -64,29 +64,16 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
                        k8s__watch_decoder *dec, const atomic_int *cancel,
                        long timeout_seconds)
 {
-	char errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *headers = NULL;
+	k8s__try t;
 	stream s = { .pending = { .max = WATCH_BACKLOG_MAX },
 	             .error_body = { .max = WATCH_ERROR_BODY_MAX } };
 	k8s__body taken = { .max = 0 };
-	k8s__resp resp;
-	k8s__creds cr;
 	int rc, decoded = 0;   /* decoder result: 0, K8S__WATCH_STOPPED or < 0 */
 	bool stopping = false, cancelled = false;
 
-	if ((rc = k8s__client_creds(c, &cr)))
-		return rc;
-	CURL *h = k8s__transport_handle(&c->transport);
-	if (!h) {
-		k8s__creds_free(&cr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
-	}
-	errbuf[0] = '\0';
-	k8s__resp_init(&resp);
-	resp.now = 0;
-	if ((rc = k8s__client_prepare(c, h, rq, &cr, errbuf, &headers, &resp)) ||
-	    (rc = k8s__xfer_init(&s.x, h)))
+	if ((rc = k8s__try_begin(c, rq, &t, &s.x)))
 		goto out;
+	CURL *h = t.h;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 	/* No request timeout: a watch may be idle for minutes. TCP keepalive
@@ -142,7 +129,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	long status = s.status;
 	if (status == 0)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	k8s__client_after(c, h, rq, status, started, 0, &resp);
+	k8s__client_after(c, h, rq, status, started, 0, &t.resp);
 	bool http_error = status && (status < 200 || status > 299);
 
 	if (decoded == K8S__WATCH_STOPPED)
@@ -160,7 +147,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 		rc = asb_error_set(ASB_ENOMEM, (int)status, NULL,
 		                   "%s: out of memory reading the stream", rq->subject);
 	else if (res != CURLE_OK && !http_error)
-		rc = k8s__transport_error(rq, res, errbuf);
+		rc = k8s__transport_error(rq, res, t.errbuf);
 	else if (http_error)
 		rc = k8s__status_record((int)status, s.error_body.buf.data,
 		                        s.error_body.buf.len, rq->subject);
@@ -171,15 +158,9 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	}
 	/* A refused plugin credential: the next request runs the plugin. */
 	if (status == 401)
-		k8s__client_auth_failed(c, &cr);
+		k8s__client_auth_failed(c, &t.cr);
 out:
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-	k8s__transport_release(&c->transport, h);
-	k8s__free_headers(headers);
-	k8s__creds_free(&cr);
+	k8s__try_end(c, &t);
 	asb_strbuf_free(&s.pending.buf);
 	asb_strbuf_free(&s.error_body.buf);
 	asb_strbuf_free(&taken.buf);
