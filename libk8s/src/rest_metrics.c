@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <curl/curl.h>
+#include "metric_family.h"
 #include "rest_metrics.h"
 
 struct k8s__rest_metrics {
@@ -59,21 +60,16 @@ int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
 	}
 	static const char *const result_labels[] = { "code", "method", "host", NULL };
 	static const char *const latency_labels[] = { "verb", "host", NULL };
-	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
-	o.type = ASB_METRIC_COUNTER;
-	o.name = "rest_client_requests_total";
-	o.help = "Number of HTTP requests, partitioned by status code, method, and host.";
-	o.label_names = result_labels;
-	int rc = asb_metrics_register(&m->requests, reg, &o);
-	if (rc == 0) {
-		o.type = ASB_METRIC_HISTOGRAM;
-		o.name = "rest_client_request_duration_seconds";
-		o.help = "Request latency in seconds. Broken down by verb, and host.";
-		o.label_names = latency_labels;
-		o.buckets = latency_buckets;
-		o.nbuckets = sizeof(latency_buckets) / sizeof(latency_buckets[0]);
-		rc = asb_metrics_register(&m->duration, reg, &o);
-	}
+	int rc = k8s__metric_family(&m->requests, reg, ASB_METRIC_COUNTER,
+	                            "rest_client_requests_total",
+	                            "Number of HTTP requests, partitioned by status code, method, and host.",
+	                            result_labels, NULL, 0);
+	if (rc == 0)
+		rc = k8s__metric_family(&m->duration, reg, ASB_METRIC_HISTOGRAM,
+		                        "rest_client_request_duration_seconds",
+		                        "Request latency in seconds. Broken down by verb, and host.",
+		                        latency_labels, latency_buckets,
+		                        sizeof(latency_buckets) / sizeof(latency_buckets[0]));
 	if (rc < 0) {
 		k8s__rest_metrics_free(m);
 		return rc;
