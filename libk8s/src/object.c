@@ -93,11 +93,9 @@ const cJSON *k8s_obj_controller_ref(const cJSON *obj)
 	return NULL;
 }
 
-/* --- merge patch and semantic equality ---------------------------------- */
+/* --- editing, merge patch and semantic equality -------------------------- */
 
-/* Replaces (or adds) member `key` of `obj` by `item`, which is taken in all
- * cases (freed on failure). */
-static bool set_member(cJSON *obj, const char *key, cJSON *item)
+bool k8s_obj_set(cJSON *obj, const char *key, cJSON *item)
 {
 	if (!obj || !item) {
 		cJSON_Delete(item);
@@ -139,7 +137,7 @@ static cJSON *merge(cJSON *target, const cJSON *patch, bool *ok)
 		cJSON *m = merge(cur, p, ok);
 		if (!m)
 			continue;
-		if (m != cur && !set_member(target, p->string, m))
+		if (m != cur && !k8s_obj_set(target, p->string, m))
 			*ok = false;
 	}
 	return target;
@@ -226,7 +224,7 @@ k8s_owner_class k8s_obj_owner_class(const cJSON *obj, const char *uid)
 
 static bool set_str(cJSON *obj, const char *key, const char *value)
 {
-	return set_member(obj, key, cJSON_CreateString(value ? value : ""));
+	return k8s_obj_set(obj, key, cJSON_CreateString(value ? value : ""));
 }
 
 cJSON *k8s_obj_controller_ref_new(const char *api_version, const char *kind,
@@ -239,8 +237,8 @@ cJSON *k8s_obj_controller_ref_new(const char *api_version, const char *kind,
 	          set_str(ref, "kind", kind) &&
 	          set_str(ref, "name", name) &&
 	          set_str(ref, "uid", uid) &&
-	          set_member(ref, "controller", cJSON_CreateTrue()) &&
-	          set_member(ref, "blockOwnerDeletion", cJSON_CreateTrue());
+	          k8s_obj_set(ref, "controller", cJSON_CreateTrue()) &&
+	          k8s_obj_set(ref, "blockOwnerDeletion", cJSON_CreateTrue());
 	if (!ok) {
 		cJSON_Delete(ref);
 		return NULL;

@@ -23,18 +23,7 @@ bool ju_str_eq(const char *a, const char *b)
 
 bool ju_set(cJSON *obj, const char *key, cJSON *item)
 {
-	if (!obj || !item) {
-		cJSON_Delete(item);
-		return false;
-	}
-	bool ok;
-	if (cJSON_GetObjectItemCaseSensitive(obj, key))
-		ok = cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
-	else
-		ok = cJSON_AddItemToObject(obj, key, item);
-	if (!ok)
-		cJSON_Delete(item);
-	return ok;
+	return k8s_obj_set(obj, key, item);
 }
 
 bool ju_set_str(cJSON *obj, const char *key, const char *value)

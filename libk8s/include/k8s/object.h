@@ -54,6 +54,13 @@ K8S_EXTERN const char *k8s_obj_annotation(const cJSON *obj, const char *key);
 K8S_EXTERN const cJSON *k8s_obj_controller_ref(const cJSON *obj);
 
 /**
+ * Replaces (or adds) member `key` of the object `obj` by `item`. `item` is
+ * taken in all cases (freed on failure). Returns false on allocation
+ * failure or when `obj` or `item` is NULL.
+ */
+K8S_EXTERN bool k8s_obj_set(cJSON *obj, const char *key, cJSON *item);
+
+/**
  * Applies the RFC 7386 JSON merge patch `patch` to `target` in place:
  * objects merge recursively, a null member deletes, anything else (arrays
  * included) replaces. `patch` is only read.

@@ -86,6 +86,18 @@ static void assert_json(const cJSON *got, const char *want)
 }
 
 /* RFC 7386 appendix A, and what our callers rely on. */
+START_TEST(set_member)
+{
+	cJSON *o = js("{'a':1}");
+	ck_assert(k8s_obj_set(o, "a", cJSON_CreateString("x")));   /* replaced */
+	ck_assert(k8s_obj_set(o, "b", cJSON_CreateTrue()));        /* added */
+	assert_json(o, "{'a':'x','b':true}");
+	ck_assert(!k8s_obj_set(o, "c", NULL));
+	ck_assert(!k8s_obj_set(NULL, "c", cJSON_CreateNull()));    /* item freed */
+	cJSON_Delete(o);
+}
+END_TEST
+
 START_TEST(merge_patch)
 {
 	static const struct { const char *target, *patch, *want; } cases[] = {
@@ -228,6 +240,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, metadata_getters);
 	tcase_add_test(tc, key_split);
+	tcase_add_test(tc, set_member);
 	tcase_add_test(tc, merge_patch);
 	tcase_add_test(tc, semantic_equality);
 	tcase_add_test(tc, owner_references);
