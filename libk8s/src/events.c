@@ -870,15 +870,26 @@ static void do_create(k8s_event_recorder *rec, item *it)
 	}
 }
 
+/* The next entry of an iteration over the entries (`b`, `it` as
+ * asb_map_next()) that no create or PATCH holds, or NULL at the end.
+ * Caller holds the lock. */
+static entry *next_idle(k8s_event_recorder *rec, size_t *b, asb_map_entry **it)
+{
+	asb_map_entry *m;
+	while ((m = asb_map_next(&rec->entries, b, it))) {
+		entry *e = m->value;
+		if (!e->pending && !e->writing)
+			return e;
+	}
+	return NULL;
+}
+
 /* The first entry whose series PATCH is due. Caller holds the lock. */
 static entry *pick_patch(k8s_event_recorder *rec, int64_t now_ms, uint64_t gen)
 {
 	size_t b = 0;
-	asb_map_entry *it = NULL, *m;
-	while ((m = asb_map_next(&rec->entries, &b, &it))) {
-		entry *e = m->value;
-		if (e->pending || e->writing)
-			continue;
+	asb_map_entry *it = NULL;
+	for (entry *e; (e = next_idle(rec, &b, &it));) {
 		if (k8s__series_patch_due(&e->series, now_ms, rec->interval_ms, rec->window_ms,
 		                          e->attempt_gen < gen))
 			return e;
@@ -946,11 +957,8 @@ static int64_t next_wake_ms(k8s_event_recorder *rec)
 		if (it->not_before_ms < next)
 			next = it->not_before_ms;
 	size_t b = 0;
-	asb_map_entry *it = NULL, *m;
-	while ((m = asb_map_next(&rec->entries, &b, &it))) {
-		entry *e = m->value;
-		if (e->pending || e->writing)
-			continue;
+	asb_map_entry *it = NULL;
+	for (entry *e; (e = next_idle(rec, &b, &it));) {
 		/* Unwritten repeats: the next PATCH; otherwise the end, for sweep(). */
 		int64_t at = k8s__series_next_patch_ms(&e->series, rec->interval_ms, rec->window_ms);
 		if (at == INT64_MAX)
