@@ -1,7 +1,9 @@
 /*
  * flags_file.c - the --config file (docs/upstream.md#router-configuration): a YAML map
  * whose keys are flag names and whose values are scalars, applied through
- * the same setter as the command line. Parsed by libyaml's document API.
+ * the same setter as the command line. Read by libk8s (k8s/yaml.h), with
+ * each scalar's text kept as written (K8S_YAML_SCALAR_TEXT): the flag
+ * parsers, not YAML's typing, decide what "0644" or "yes" means.
  */
 #include <errno.h>
 #include <math.h>
@@ -9,7 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
+#include "asb/strbuf.h"
+#include "k8s/yaml.h"
 #include "flags_table.h"
 
 static int fail(char *err, size_t cap, const char *fmt, ...)
@@ -21,81 +24,77 @@ static int fail(char *err, size_t cap, const char *fmt, ...)
 	return -1;
 }
 
-static bool is_null(const yaml_node_t *n)
-{
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return false;
-	const char *v = (const char *)n->data.scalar.value;
-	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
-	       !strcmp(v, "NULL");
-}
-
 /* A plain scalar that is a whole-number float ("3.0", "1e3") is given as
- * the integer, as the Go router renders such values (docs/upstream.md#router-configuration). */
-static const char *render(const yaml_node_t *n, char *buf, size_t cap)
+ * the integer, as the Go router renders such values (docs/upstream.md#router-configuration).
+ * Plain bools and numbers come as raw nodes (K8S_YAML_SCALAR_TEXT);
+ * quoted scalars are strings, given as written. */
+static const char *render(const cJSON *v, char *buf, size_t cap)
 {
-	const char *v = (const char *)n->data.scalar.value;
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || !strpbrk(v, ".eE"))
-		return v;
+	const char *s = v->valuestring;
+	if (!cJSON_IsRaw(v) || !strpbrk(s, ".eE"))
+		return s;
 	char *end;
 	errno = 0;
-	double d = strtod(v, &end);
+	double d = strtod(s, &end);
 	if (errno || *end || !isfinite(d) || d != floor(d) || fabs(d) > 9.007199254740992e15)
-		return v;
+		return s;
 	snprintf(buf, cap, "%.0f", d);
 	return buf;
 }
 
-int rt_flags_apply_file_seen(rt_flags *f, const char *path, bool *seen, char *err, size_t cap)
+/* The whole file into `out`; -1 with errno on failure. */
+static int read_all(const char *path, asb_strbuf *out)
 {
 	FILE *fp = fopen(path, "rb");
 	if (!fp)
-		return fail(err, cap, "config file %s: %s", path, strerror(errno));
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	int rc = -1;
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(fp);
-		return fail(err, cap, "config file %s: out of memory", path);
-	}
-	yaml_parser_set_input_file(&parser, fp);
-	if (!yaml_parser_load(&parser, &doc)) {
-		fail(err, cap, "config file %s: line %zu: %s", path, parser.problem_mark.line + 1,
-		     parser.problem ? parser.problem : "invalid YAML");
-		yaml_parser_delete(&parser);
-		fclose(fp);
 		return -1;
-	}
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (!root) {  /* an empty file sets nothing */
-		rc = 0;
-		goto out;
-	}
-	if (root->type != YAML_MAPPING_NODE) {
-		fail(err, cap, "config file %s: want a map of flag names to values", path);
-		goto out;
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		asb_strbuf_add(out, chunk, n);
+	int bad = ferror(fp) ? EIO : out->failed ? ENOMEM : 0;
+	fclose(fp);
+	errno = bad;
+	return bad ? -1 : 0;
+}
+
+int rt_flags_apply_file_seen(rt_flags *f, const char *path, bool *seen, char *err, size_t cap)
+{
+	asb_strbuf text = ASB_STRBUF_INIT;
+	if (read_all(path, &text) < 0) {
+		int e = errno;
+		asb_strbuf_free(&text);
+		return fail(err, cap, "config file %s: %s", path, strerror(e));
 	}
 	char origin[512];
 	snprintf(origin, sizeof(origin), "config file %s", path);
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-	     p < root->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(&doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(&doc, p->value);
-		if (!k || k->type != YAML_SCALAR_NODE) {
-			fail(err, cap, "config file %s: keys must be flag names", path);
-			goto out;
-		}
-		const char *key = (const char *)k->data.scalar.value;
+	cJSON *root;
+	int rc = k8s_yaml_to_json(&root, text.data, text.len, origin, K8S_YAML_SCALAR_TEXT);
+	asb_strbuf_free(&text);
+	if (rc)  /* "config file PATH: line L, column C: ..." */
+		return fail(err, cap, "%s", asb_error_last()->message);
+	rc = -1;
+	if (cJSON_IsNull(root)) {  /* an empty file sets nothing */
+		rc = 0;
+		goto out;
+	}
+	if (!cJSON_IsObject(root)) {
+		fail(err, cap, "config file %s: want a map of flag names to values", path);
+		goto out;
+	}
+	const cJSON *v;
+	cJSON_ArrayForEach(v, root) {
+		const char *key = v->string;
 		const rt_flag_def *d = rt_flag_find(key, strlen(key));
 		if (!d || !strcmp(key, "config")) {
 			fail(err, cap, "config file %s: unknown key \"%s\"", path, key);
 			goto out;
 		}
-		if (!v || v->type != YAML_SCALAR_NODE) {
+		if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
 			fail(err, cap, "config file %s: key \"%s\": nested values are not allowed", path, key);
 			goto out;
 		}
-		if (is_null(v)) {
+		if (cJSON_IsNull(v)) {
 			fail(err, cap, "config file %s: key \"%s\" has no value", path, key);
 			goto out;
 		}
@@ -107,9 +106,7 @@ int rt_flags_apply_file_seen(rt_flags *f, const char *path, bool *seen, char *er
 	}
 	rc = 0;
 out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	fclose(fp);
+	cJSON_Delete(root);
 	return rc;
 }
 

@@ -23,6 +23,7 @@
 #include <mbedtls/platform_util.h>
 #include <mbedtls/x509_crt.h>
 #include "k8s/certs.h"
+#include "config_internal.h"
 
 #define PEM_MAX 4096
 #define EXT_MAX 4096
@@ -44,6 +45,25 @@ static bool x509_time(int64_t ms, char out[32])
 	snprintf(out, 32, "%04d%02d%02d%02d%02d%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 	         tm.tm_hour, tm.tm_min, tm.tm_sec);
 	return true;
+}
+
+/*
+ * mbedTLS writes DER backwards, from the end of `buf`: puts the SEQUENCE
+ * header before the `len` content bytes that start at `p`, and returns
+ * the whole length with *start at its first byte (or a recorded error).
+ */
+static int end_sequence(unsigned char *p, unsigned char *buf, size_t len,
+                        unsigned char **start, const char *what)
+{
+	int n;
+	if ((n = mbedtls_asn1_write_len(&p, buf, len)) < 0)
+		return tls_fail(n, what);
+	len += (size_t)n;
+	if ((n = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
+		return tls_fail(n, what);
+	len += (size_t)n;
+	*start = p;
+	return (int)len;
 }
 
 /* SubjectAltName ::= SEQUENCE OF GeneralName (RFC 5280 4.2.1.6), DER, at the end of buf. */
@@ -81,14 +101,7 @@ static int san_der(const k8s_cert_options *o, unsigned char *buf, size_t cap, un
 			return tls_fail(n, "subjectAltName");
 		len += (size_t)n;
 	}
-	if ((n = mbedtls_asn1_write_len(&p, buf, len)) < 0)
-		return tls_fail(n, "subjectAltName");
-	len += (size_t)n;
-	if ((n = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
-		return tls_fail(n, "subjectAltName");
-	len += (size_t)n;
-	*start = p;
-	return (int)len;
+	return end_sequence(p, buf, len, start, "subjectAltName");
 }
 
 /* ExtKeyUsageSyntax ::= SEQUENCE OF KeyPurposeId: just id-kp-serverAuth. */
@@ -100,14 +113,7 @@ static int eku_der(unsigned char *buf, size_t cap, unsigned char **start)
 	if ((n = mbedtls_asn1_write_oid(&p, buf, MBEDTLS_OID_SERVER_AUTH, MBEDTLS_OID_SIZE(MBEDTLS_OID_SERVER_AUTH))) < 0)
 		return tls_fail(n, "extendedKeyUsage");
 	len += (size_t)n;
-	if ((n = mbedtls_asn1_write_len(&p, buf, len)) < 0)
-		return tls_fail(n, "extendedKeyUsage");
-	len += (size_t)n;
-	if ((n = mbedtls_asn1_write_tag(&p, buf, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE)) < 0)
-		return tls_fail(n, "extendedKeyUsage");
-	len += (size_t)n;
-	*start = p;
-	return (int)len;
+	return end_sequence(p, buf, len, start, "extendedKeyUsage");
 }
 
 static int gen_key(mbedtls_pk_context *pk, mbedtls_ctr_drbg_context *drbg)
@@ -264,22 +270,14 @@ int k8s_cert_bundle_generate(k8s_cert_bundle *out, const k8s_cert_options *o)
 	return rc;
 }
 
-static void free_secret(char *s)
-{
-	if (s) {
-		mbedtls_platform_zeroize(s, strlen(s));
-		free(s);
-	}
-}
-
 void k8s_cert_bundle_dispose(k8s_cert_bundle *b)
 {
 	if (!b)
 		return;
 	free(b->ca_cert);
 	free(b->cert);
-	free_secret(b->ca_key);
-	free_secret(b->key);
+	k8s__free_secret(b->ca_key);
+	k8s__free_secret(b->key);
 	memset(b, 0, sizeof(*b));
 }
 

@@ -74,67 +74,47 @@ void k8s_global_cleanup(void)
 	pthread_mutex_unlock(&global_lock);
 }
 
-/* --- a growable string ---------------------------------------------------- */
+/* --- bodies and query strings ---------------------------------------------- */
 
-int k8s__sbuf_add(k8s__sbuf *b, const char *s, size_t n)
+int k8s__body_add(k8s__body *b, const char *s, size_t n)
 {
-	if (b->failed)
+	if (b->too_big)
 		return -1;
-	if (b->max && n > b->max - b->len) {
-		b->failed = K8S__SBUF_TOOBIG;
+	if (b->max && n > b->max - b->buf.len) {
+		b->too_big = true;
 		return -1;
 	}
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *d = realloc(b->data, cap);
-		if (!d) {
-			b->failed = K8S__SBUF_NOMEM;
-			return -1;
-		}
-		b->data = d;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, s, n);
-	b->len += n;
-	b->data[b->len] = '\0';
-	return 0;
+	return asb_strbuf_add(&b->buf, s, n);
 }
 
-int k8s__sbuf_adds(k8s__sbuf *b, const char *s)
-{
-	return k8s__sbuf_add(b, s, strlen(s));
-}
-
-void k8s__sbuf_query(k8s__sbuf *b, const char *key, const char *value)
+/* Appends "&key=value" (or "?key=value" first), value percent-encoded. */
+static void query_add(asb_strbuf *b, const char *key, const char *value)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	k8s__sbuf_adds(b, b->len && strchr(b->data, '?') ? "&" : "?");
-	k8s__sbuf_adds(b, key);
-	k8s__sbuf_adds(b, "=");
+	asb_strbuf_adds(b, b->len && strchr(b->data, '?') ? "&" : "?");
+	asb_strbuf_adds(b, key);
+	asb_strbuf_addc(b, '=');
 	for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-		char esc[3] = { '%', hex[*p >> 4], hex[*p & 15] };
 		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
 		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
 		    *p == '_' || *p == '~')
-			k8s__sbuf_add(b, (const char *)p, 1);
+			asb_strbuf_addc(b, (char)*p);
 		else
-			k8s__sbuf_add(b, esc, 3);
+			asb_strbuf_addf(b, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
 	}
 }
 
-void k8s__sbuf_query_long(k8s__sbuf *b, const char *key, long value)
+static void query_add_long(asb_strbuf *b, const char *key, long value)
 {
 	char num[32];
 	snprintf(num, sizeof(num), "%ld", value);
-	k8s__sbuf_query(b, key, num);
+	query_add(b, key, num);
 }
 
-static size_t sbuf_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+static size_t body_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	size_t n = size * nmemb;
-	return k8s__sbuf_add(ud, ptr, n) == 0 ? n : CURL_WRITEFUNC_ERROR;
+	return k8s__body_add(ud, ptr, n) == 0 ? n : CURL_WRITEFUNC_ERROR;
 }
 
 int64_t k8s__now_ms(void)
@@ -166,14 +146,6 @@ const char *k8s_client_namespace(const k8s_client *c)
 	return c ? c->cfg->namespace : NULL;
 }
 
-static void free_secret(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
 void k8s_client_free(k8s_client *c)
 {
 	if (!c)
@@ -185,8 +157,8 @@ void k8s_client_free(k8s_client *c)
 	curl_slist_free_all(c->connect_to);
 	free(c->base_url);
 	free(c->user_agent);
-	free_secret(c->proxy);
-	free_secret(c->token);
+	k8s__free_secret(c->proxy);
+	k8s__free_secret(c->token);
 	k8s__exec_credential_clear(&c->exec_cred);
 	asb_map_clear(&c->warnings_seen, NULL);
 	if (c->own_limiter)
@@ -241,21 +213,21 @@ static int setup_routing(k8s_client *c)
 	size_t plen = strlen(path);
 	while (plen > 0 && path[plen - 1] == '/')
 		path[--plen] = '\0';
-	k8s__sbuf url = { 0 }, route = { 0 };
-	k8s__sbuf_adds(&url, "https://");
-	k8s__sbuf_adds(&url, cfg->tls_server_name);
-	k8s__sbuf_adds(&url, ":");
-	k8s__sbuf_adds(&url, port);
-	k8s__sbuf_adds(&url, path);
+	asb_strbuf url = ASB_STRBUF_INIT, route = ASB_STRBUF_INIT;
+	asb_strbuf_adds(&url, "https://");
+	asb_strbuf_adds(&url, cfg->tls_server_name);
+	asb_strbuf_adds(&url, ":");
+	asb_strbuf_adds(&url, port);
+	asb_strbuf_adds(&url, path);
 	/* HOST:PORT:CONNECT-TO-HOST:CONNECT-TO-PORT; curl gives IPv6 hosts
 	 * back bracketed, which is the form CONNECT_TO wants. */
-	k8s__sbuf_adds(&route, cfg->tls_server_name);
-	k8s__sbuf_adds(&route, ":");
-	k8s__sbuf_adds(&route, port);
-	k8s__sbuf_adds(&route, ":");
-	k8s__sbuf_adds(&route, host);
-	k8s__sbuf_adds(&route, ":");
-	k8s__sbuf_adds(&route, port);
+	asb_strbuf_adds(&route, cfg->tls_server_name);
+	asb_strbuf_adds(&route, ":");
+	asb_strbuf_adds(&route, port);
+	asb_strbuf_adds(&route, ":");
+	asb_strbuf_adds(&route, host);
+	asb_strbuf_adds(&route, ":");
+	asb_strbuf_adds(&route, port);
 	if (url.failed || route.failed ||
 	    !(c->connect_to = curl_slist_append(NULL, route.data))) {
 		free(url.data);
@@ -413,7 +385,7 @@ static char *current_token(k8s_client *c)
 			if (start < n) {
 				char *fresh = strdup(b.data + start);
 				if (fresh) {
-					free_secret(c->token);
+					k8s__free_secret(c->token);
 					c->token = fresh;
 					c->token_mtime = st.st_mtim;
 					c->token_ino = st.st_ino;
@@ -495,7 +467,7 @@ static int exec_creds(k8s_client *c, k8s__creds *cr)
 
 void k8s__creds_free(k8s__creds *cr)
 {
-	free_secret(cr->token);
+	k8s__free_secret(cr->token);
 	k8s__blob_free(&cr->cert);
 	k8s__blob_free(&cr->key);
 	memset(cr, 0, sizeof(*cr));
@@ -552,12 +524,12 @@ int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
 {
 	const k8s_config *cfg = c->cfg;
 	struct curl_slist *hl = NULL;
-	k8s__sbuf url = { 0 };
+	asb_strbuf url = ASB_STRBUF_INIT;
 	int failed = 0;
 
 	*headers = NULL;
-	k8s__sbuf_adds(&url, c->base_url);
-	k8s__sbuf_adds(&url, rq->path);
+	asb_strbuf_adds(&url, c->base_url);
+	asb_strbuf_adds(&url, rq->path);
 	if (url.failed)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "client: out of memory");
 
@@ -786,11 +758,8 @@ static int throttle(k8s_client *c, const k8s__request *rq)
 static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
                     bool auth_retried, cJSON **out, try_outcome *oc)
 {
-	char errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *headers = NULL;
-	k8s__sbuf body = { .max = BODY_MAX };
-	k8s__resp resp;
-	k8s__creds cr;
+	k8s__try t;
+	k8s__body body = { .max = BODY_MAX };
 	k8s__xfer x;
 	long status = 0;
 	CURLcode res = CURLE_OK;
@@ -798,20 +767,12 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 
 	oc->retry = oc->auth_retry = false;
 	oc->delay_ms = -1;
-	if ((rc = throttle(c, rq)) || (rc = k8s__client_creds(c, &cr)))
+	if ((rc = throttle(c, rq)))
 		return rc;
-	CURL *h = k8s__transport_handle(&c->transport);
-	if (!h) {
-		k8s__creds_free(&cr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
-	}
-	errbuf[0] = '\0';
-	k8s__resp_init(&resp);
-	resp.now = 0;
-	if ((rc = k8s__client_prepare(c, h, rq, &cr, errbuf, &headers, &resp)) ||
-	    (rc = k8s__xfer_init(&x, h)))
+	if ((rc = k8s__try_begin(c, rq, &t, &x)))
 		goto out;
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sbuf_write_cb);
+	CURL *h = t.h;
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
 	if (c->timeout_ms > 0)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
@@ -820,47 +781,75 @@ static int try_once(k8s_client *c, const k8s__request *rq, int attempt,
 	res = k8s__xfer_perform(k8s__transport_pick(&c->transport, rq->list_or_watch), &x);
 	k8s__xfer_destroy(&x);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	k8s__client_after(c, h, rq, status, started, attempt, &resp);
+	k8s__client_after(c, h, rq, status, started, attempt, &t.resp);
 
-	if (res == CURLE_WRITE_ERROR && body.failed == K8S__SBUF_TOOBIG)
+	if (res == CURLE_WRITE_ERROR && body.too_big)
 		rc = asb_error_set(ASB_EDECODE, (int)status, NULL,
 		                   "%s: %s %s: the answer is larger than %zu bytes",
 		                   rq->subject, rq->method, rq->path, (size_t)BODY_MAX);
-	else if (res == CURLE_WRITE_ERROR && body.failed)
+	else if (res == CURLE_WRITE_ERROR && body.buf.failed)
 		rc = asb_error_set(ASB_ENOMEM, (int)status, NULL,
 		                   "%s: %s %s: out of memory reading the answer",
 		                   rq->subject, rq->method, rq->path);
 	else if (res != CURLE_OK)
-		rc = k8s__transport_error(rq, res, errbuf);
+		rc = k8s__transport_error(rq, res, t.errbuf);
 	else if (status < 200 || status > 299)
-		rc = k8s__status_record((int)status, body.data, body.len, rq->subject);
+		rc = k8s__status_record((int)status, body.buf.data, body.buf.len, rq->subject);
 	else if (out) {
-		*out = body.data ? cJSON_ParseWithLength(body.data, body.len) : NULL;
+		*out = body.buf.data ? cJSON_ParseWithLength(body.buf.data, body.buf.len) : NULL;
 		if (!*out)
 			rc = asb_error_set(ASB_EDECODE, (int)status, NULL,
 			                   "%s: %s %s: the answer (HTTP %ld, %zu bytes) "
 			                   "is not JSON", rq->subject, rq->method,
-			                   rq->path, status, body.len);
+			                   rq->path, status, body.buf.len);
 	}
-	if (rc && status == 401 && !auth_retried && k8s__client_auth_failed(c, &cr)) {
+	if (rc && status == 401 && !auth_retried && k8s__client_auth_failed(c, &t.cr)) {
 		/* The plugin's credential was refused: a 401 is answered before
 		 * anything runs, so any verb may go again, with a fresh one. */
 		oc->retry = oc->auth_retry = true;
-	} else if (rc && !(res == CURLE_WRITE_ERROR && body.failed)) {
+	} else if (rc && !(res == CURLE_WRITE_ERROR && (body.too_big || body.buf.failed))) {
 		oc->retry = k8s__retryable(rq->idempotent, res, status);
-		oc->delay_ms = resp.retry_after_ms;
+		oc->delay_ms = t.resp.retry_after_ms;
 	}
 out:
-	/* Nothing may point at this call's stack once the handle is pooled. */
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-	k8s__transport_release(&c->transport, h);
-	k8s__free_headers(headers);
-	k8s__creds_free(&cr);
-	free(body.data);
+	k8s__try_end(c, &t);
+	asb_strbuf_free(&body.buf);
 	return rc;
+}
+
+int k8s__try_begin(k8s_client *c, const k8s__request *rq, k8s__try *t,
+                   k8s__xfer *x)
+{
+	int rc;
+	t->h = NULL;
+	t->headers = NULL;
+	t->errbuf[0] = '\0';
+	k8s__resp_init(&t->resp);
+	t->resp.now = 0;
+	if ((rc = k8s__client_creds(c, &t->cr)))
+		return rc;
+	if (!(t->h = k8s__transport_handle(&c->transport)))
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
+	if ((rc = k8s__client_prepare(c, t->h, rq, &t->cr, t->errbuf, &t->headers,
+	                              &t->resp)))
+		return rc;
+	return k8s__xfer_init(x, t->h);
+}
+
+void k8s__try_end(k8s_client *c, k8s__try *t)
+{
+	if (t->h) {
+		/* Nothing may point at the caller's stack once the handle is pooled. */
+		curl_easy_setopt(t->h, CURLOPT_ERRORBUFFER, NULL);
+		curl_easy_setopt(t->h, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(t->h, CURLOPT_HEADERDATA, NULL);
+		curl_easy_setopt(t->h, CURLOPT_WRITEDATA, NULL);
+		k8s__transport_release(&c->transport, t->h);
+		t->h = NULL;
+	}
+	k8s__free_headers(t->headers);
+	t->headers = NULL;
+	k8s__creds_free(&t->cr);
 }
 
 /*
@@ -963,26 +952,26 @@ static int check_args(const k8s_client *c, const k8s_resource *r)
 }
 
 /* Builds PATH into `path`; returns 0 or ASB_EINVAL (recorded). */
-static int make_path(k8s__sbuf *out, const k8s_resource *r, const char *ns,
+static int make_path(asb_strbuf *out, const k8s_resource *r, const char *ns,
                      const char *name, const char *sub)
 {
 	char path[PATH_MAX_LEN];
 	if (k8s_resource_path(path, sizeof(path), r, ns, name, sub) < 0)
 		return ASB_EINVAL;
-	k8s__sbuf_adds(out, path);
+	asb_strbuf_adds(out, path);
 	return 0;
 }
 
-static void add_write_query(k8s__sbuf *q, const k8s_write_options *o)
+static void add_write_query(asb_strbuf *q, const k8s_write_options *o)
 {
 	if (!o)
 		return;
 	if (o->field_manager && o->field_manager[0])
-		k8s__sbuf_query(q, "fieldManager", o->field_manager);
+		query_add(q, "fieldManager", o->field_manager);
 	if (o->dry_run)
-		k8s__sbuf_query(q, "dryRun", "All");
+		query_add(q, "dryRun", "All");
 	if (o->force)
-		k8s__sbuf_query(q, "force", "true");
+		query_add(q, "force", "true");
 }
 
 /* How a request may be treated: sent again after a failure, or routed to
@@ -990,7 +979,7 @@ static void add_write_query(k8s__sbuf *q, const k8s_write_options *o)
 enum { REQ_IDEMPOTENT = 1, REQ_LIST = 2 };
 
 /* Runs a request whose path is in `path` and whose body is `json`; frees both. */
-static int run(k8s_client *c, const char *method, k8s__sbuf *path,
+static int run(k8s_client *c, const char *method, asb_strbuf *path,
                const char *content_type, char *json, const char *subject,
                int flags, cJSON **out)
 {
@@ -1018,7 +1007,7 @@ static int run(k8s_client *c, const char *method, k8s__sbuf *path,
  */
 static int object_request(k8s_client *c, const k8s_resource *r, const char **ns,
                           const char *name, const char *subresource,
-                          char *subject, size_t cap, k8s__sbuf *path)
+                          char *subject, size_t cap, asb_strbuf *path)
 {
 	int rc;
 	if ((rc = check_args(c, r)))
@@ -1033,7 +1022,7 @@ static int get_object(k8s_client *c, const k8s_resource *r, const char *ns,
                       const char *name, const char *subresource, cJSON **out)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	if (out)
 		*out = NULL;
 	int rc = object_request(c, r, &ns, name, subresource, subject, sizeof(subject), &path);
@@ -1048,25 +1037,25 @@ int k8s_client_get(k8s_client *c, const k8s_resource *r, const char *ns,
 	return get_object(c, r, ns, name, NULL, out);
 }
 
-static void add_list_query(k8s__sbuf *q, const k8s_list_options *o)
+static void add_list_query(asb_strbuf *q, const k8s_list_options *o)
 {
 	if (!o)
 		return;
 	if (o->label_selector && o->label_selector[0])
-		k8s__sbuf_query(q, "labelSelector", o->label_selector);
+		query_add(q, "labelSelector", o->label_selector);
 	if (o->field_selector && o->field_selector[0])
-		k8s__sbuf_query(q, "fieldSelector", o->field_selector);
+		query_add(q, "fieldSelector", o->field_selector);
 	if (o->resource_version && o->resource_version[0])
-		k8s__sbuf_query(q, "resourceVersion", o->resource_version);
+		query_add(q, "resourceVersion", o->resource_version);
 	if (o->timeout_seconds > 0)
-		k8s__sbuf_query_long(q, "timeoutSeconds", o->timeout_seconds);
+		query_add_long(q, "timeoutSeconds", o->timeout_seconds);
 }
 
 int k8s_client_list(k8s_client *c, const k8s_resource *r, const char *ns,
                     const k8s_list_options *opts, cJSON **out)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	int rc;
 
 	if (out)
@@ -1080,9 +1069,9 @@ int k8s_client_list(k8s_client *c, const k8s_resource *r, const char *ns,
 		return rc;
 	add_list_query(&path, opts);
 	if (opts && opts->limit > 0)
-		k8s__sbuf_query_long(&path, "limit", opts->limit);
+		query_add_long(&path, "limit", opts->limit);
 	if (opts && opts->continue_token && opts->continue_token[0])
-		k8s__sbuf_query(&path, "continue", opts->continue_token);
+		query_add(&path, "continue", opts->continue_token);
 	return run(c, "GET", &path, NULL, NULL, subject, REQ_IDEMPOTENT | REQ_LIST, out);
 }
 
@@ -1092,7 +1081,7 @@ static int write_object(k8s_client *c, const k8s_resource *r, const char *ns,
                         const char *method, const char *sub, cJSON **out)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	int rc;
 	int create = strcmp(method, "POST") == 0;
 
@@ -1176,7 +1165,7 @@ static int patch_object(k8s_client *c, const k8s_resource *r, const char *ns,
                         const k8s_write_options *opts, int flags, cJSON **out)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	int rc;
 
 	if (out)
@@ -1269,7 +1258,7 @@ int k8s_client_delete(k8s_client *c, const k8s_resource *r, const char *ns,
                       cJSON **out)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	char *json = NULL;
 	int rc;
 
@@ -1469,7 +1458,7 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
                      void *userdata, const atomic_int *cancel)
 {
 	char subject[512];
-	k8s__sbuf path = { 0 };
+	asb_strbuf path = ASB_STRBUF_INIT;
 	k8s__watch_decoder *dec = NULL;
 	int rc;
 
@@ -1482,10 +1471,10 @@ int k8s_client_watch(k8s_client *c, const k8s_resource *r, const char *ns,
 	subject_collection(subject, sizeof(subject), "watch", r, ns);
 	if ((rc = make_path(&path, r, r->namespaced ? ns : NULL, NULL, NULL)))
 		return rc;
-	k8s__sbuf_query(&path, "watch", "1");
+	query_add(&path, "watch", "1");
 	add_list_query(&path, opts);
 	if (opts && opts->allow_watch_bookmarks)
-		k8s__sbuf_query(&path, "allowWatchBookmarks", "true");
+		query_add(&path, "allowWatchBookmarks", "true");
 	if (path.failed) {
 		free(path.data);
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", subject);

@@ -15,26 +15,25 @@
 #include "config_internal.h"
 #include "exec_credential.h"
 #include "asb/map.h"
+#include "asb/strbuf.h"
 #include "rest_metrics.h"
 #include "transport.h"
 #include "watch_decoder.h"
 
-/* A growable string with an optional bound. */
+/*
+ * An answer's body as it arrives: an asb_strbuf that refuses to grow past
+ * `max` bytes, so that a runaway answer or a stalled consumer can not take
+ * all memory. Once an append fails (too_big, or buf.failed when out of
+ * memory) later appends are refused too.
+ */
 typedef struct {
-	char *data;
-	size_t len;
-	size_t cap;
-	size_t max;   /* bytes accepted at most; 0: no limit */
-	int failed;   /* K8S__SBUF_NOMEM or K8S__SBUF_TOOBIG; later adds refused */
-} k8s__sbuf;
+	asb_strbuf buf;
+	size_t max;      /* bytes accepted at most; 0: no limit */
+	bool too_big;    /* an append would have passed `max` */
+} k8s__body;
 
-enum { K8S__SBUF_NOMEM = 1, K8S__SBUF_TOOBIG = 2 };
-
-int k8s__sbuf_add(k8s__sbuf *b, const char *s, size_t n);
-int k8s__sbuf_adds(k8s__sbuf *b, const char *s);
-/* Appends "&key=value" (or "?key=value" first), value percent-encoded. */
-void k8s__sbuf_query(k8s__sbuf *b, const char *key, const char *value);
-void k8s__sbuf_query_long(k8s__sbuf *b, const char *key, long value);
+/** Appends `n` bytes to `b`. Returns 0, or -1 (too_big or out of memory). */
+int k8s__body_add(k8s__body *b, const char *s, size_t n);
 
 /* Counters of k8s_client_stats; relaxed atomics. */
 typedef struct {
@@ -118,6 +117,30 @@ bool k8s__client_auth_failed(k8s_client *c, const k8s__creds *cr);
 int k8s__client_prepare(k8s_client *c, CURL *h, const k8s__request *rq,
                         const k8s__creds *cr, char *errbuf,
                         struct curl_slist **headers, k8s__resp *resp);
+
+/* What one try of a request holds from its start to its end. */
+typedef struct {
+	CURL *h;                        /* from the transport's pool, or NULL */
+	k8s__creds cr;
+	k8s__resp resp;
+	struct curl_slist *headers;
+	char errbuf[CURL_ERROR_SIZE];
+} k8s__try;
+
+/**
+ * Starts a try of `rq`: takes the credentials and a pooled handle, which
+ * it prepares (k8s__client_prepare()) and sets `x` up on. The caller then
+ * sets its write callback and runs `x`. Returns 0 or an error code
+ * (recorded); end the try with k8s__try_end() in both cases.
+ */
+int k8s__try_begin(k8s_client *c, const k8s__request *rq, k8s__try *t,
+                   k8s__xfer *x);
+
+/**
+ * Ends a try: unhooks the handle from the caller's memory, returns it to
+ * the pool, frees the headers and wipes the credentials.
+ */
+void k8s__try_end(k8s_client *c, k8s__try *t);
 
 /** Wipes the Authorization header before the list is freed. */
 void k8s__free_headers(struct curl_slist *headers);

@@ -20,11 +20,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <curl/curl.h>
 #include <mbedtls/base64.h>
 #include <cjson/cJSON.h>
 #include "config_internal.h"
 #include "exec_credential.h"
-#include "yaml_json.h"
+#include "k8s/yaml.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
@@ -93,7 +94,7 @@ void k8s__blob_free(k8s__blob *b)
 	b->len = 0;
 }
 
-static void free_secret(char *s)
+void k8s__free_secret(char *s)
 {
 	if (s) {
 		explicit_bzero(s, strlen(s));
@@ -113,9 +114,9 @@ void k8s_config_free(k8s_config *cfg)
 	k8s__blob_free(&cfg->ca);
 	k8s__blob_free(&cfg->cert);
 	k8s__blob_free(&cfg->key);
-	free_secret(cfg->token);
+	k8s__free_secret(cfg->token);
 	free(cfg->token_file);
-	free_secret(cfg->proxy_url);
+	k8s__free_secret(cfg->proxy_url);
 	k8s__exec_config_free(cfg->exec);
 	free(cfg);
 }
@@ -361,6 +362,25 @@ static int find_named(const loader *l, const char *section, const char *field,
 	                     l->origin, what, name, section);
 }
 
+/*
+ * Parses `url` with curl's URL API, as the client will when it connects
+ * (`flags`: CURLU_DEFAULT_SCHEME or 0), into *u (to curl_url_cleanup(),
+ * even on failure) and gives its scheme, lowercased, in *scheme (to
+ * curl_free()). Returns CURLUE_OK or curl's reason.
+ */
+static CURLUcode parse_url(const char *url, unsigned flags, CURLU **u,
+                           char **scheme)
+{
+	*scheme = NULL;
+	if (!(*u = curl_url()))
+		return CURLUE_OUT_OF_MEMORY;
+	CURLUcode uc = curl_url_set(*u, CURLUPART_URL, url,
+	                            flags | CURLU_NON_SUPPORT_SCHEME);
+	if (uc == CURLUE_OK)
+		uc = curl_url_get(*u, CURLUPART_SCHEME, scheme, 0);
+	return uc;
+}
+
 static int set_server(const kdoc *d, k8s_config *cfg, const char *entry,
                       const char *server)
 {
@@ -368,23 +388,31 @@ static int set_server(const kdoc *d, k8s_config *cfg, const char *entry,
 		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s has no server", d->origin,
 		                     entry);
-	const char *scheme_end = strstr(server, "://");
-	if (scheme_end && strncmp(server, "https://", 8) != 0 &&
-	    strncmp(server, "http://", 7) != 0)
-		return asb_error_set(ASB_ECONFIG, 0, NULL,
-		                     "kubeconfig \"%s\": %s: server \"%s\" is not an "
-		                     "http(s) URL", d->origin, entry, server);
-	/* Like client-go, a bare host:port means https. */
-	size_t n = strlen(server) + sizeof("https://");
-	char *url = malloc(n);
-	if (!url)
-		return oom();
-	snprintf(url, n, "%s%s", scheme_end ? "" : "https://", server);
-	size_t len = strlen(url);
-	while (len > 0 && url[len - 1] == '/')
-		url[--len] = '\0';
-	cfg->server = url;
-	return 0;
+	/* Like client-go, a bare host:port means https (curl's default). */
+	CURLU *u;
+	char *scheme, *url = NULL;
+	int rc = 0;
+	CURLUcode uc = parse_url(server, CURLU_DEFAULT_SCHEME, &u, &scheme);
+	if (uc == CURLUE_OUT_OF_MEMORY)
+		rc = oom();
+	else if (uc != CURLUE_OK ||
+	         (strcmp(scheme, "https") != 0 && strcmp(scheme, "http") != 0))
+		rc = asb_error_set(ASB_ECONFIG, 0, NULL,
+		                   "kubeconfig \"%s\": %s: server \"%s\" is not an "
+		                   "http(s) URL", d->origin, entry, server);
+	else if (curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK ||
+	         !(cfg->server = strdup(url)))
+		rc = oom();
+	else {
+		/* Paths are appended to it: no trailing '/' (curl adds one). */
+		size_t len = strlen(cfg->server);
+		while (len > 0 && cfg->server[len - 1] == '/')
+			cfg->server[--len] = '\0';
+	}
+	curl_free(url);
+	curl_free(scheme);
+	curl_url_cleanup(u);
+	return rc;
 }
 
 /* proxy-url: the schemes client-go accepts (http, https, socks5). The URL
@@ -394,8 +422,17 @@ static int set_proxy(const kdoc *d, k8s_config *cfg, const char *entry,
 {
 	if (!proxy || !proxy[0])
 		return 0;
-	if (strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0 &&
-	    strncmp(proxy, "socks5://", 9) != 0)
+	CURLU *u;
+	char *scheme;
+	CURLUcode uc = parse_url(proxy, 0, &u, &scheme);
+	bool ok = uc == CURLUE_OK &&
+	          (!strcmp(scheme, "http") || !strcmp(scheme, "https") ||
+	           !strcmp(scheme, "socks5"));
+	curl_free(scheme);
+	curl_url_cleanup(u);
+	if (uc == CURLUE_OUT_OF_MEMORY)
+		return oom();
+	if (!ok)
 		return asb_error_set(ASB_ECONFIG, 0, NULL,
 		                     "kubeconfig \"%s\": %s: proxy-url must be an http://, "
 		                     "https:// or socks5:// URL", d->origin, entry);
@@ -638,7 +675,7 @@ static int parse_doc(kdoc *d, const char *yaml, size_t len, const char *origin,
 	memset(d, 0, sizeof(*d));
 	d->origin = origin;
 	snprintf(label, sizeof(label), "kubeconfig \"%s\"", origin);
-	rc = k8s__yaml_to_json(&d->root, yaml, len, label);
+	rc = k8s_yaml_to_json(&d->root, yaml, len, label, 0);
 	if (rc == ASB_EDECODE)
 		return asb_error_set(ASB_ECONFIG, 0, NULL, "%s",
 		                     asb_error_last()->message);

@@ -59,6 +59,9 @@ K8S_EXTERN int k8s__read_file(const char *path, k8s__blob *out);
 /** Frees a blob, wiping it first (it may hold a key or a token). */
 K8S_EXTERN void k8s__blob_free(k8s__blob *b);
 
+/** Wipes and frees a NUL-terminated secret (a token, a key); NULL accepted. */
+K8S_EXTERN void k8s__free_secret(char *s);
+
 /** Deep copy of a config. Returns 0 or ASB_ENOMEM (recorded). */
 K8S_EXTERN int k8s__config_dup(k8s_config **out, const k8s_config *cfg);
 

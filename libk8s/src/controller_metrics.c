@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <time.h>
 #include "controller_metrics.h"
+#include "metric_family.h"
 
 struct k8s__ctrl_metrics {
 	asb_metric_series *total[K8S__RECONCILE_RESULTS];
@@ -26,17 +27,9 @@ static int series(asb_metric_series **out, asb_metrics_registry *reg, asb_metric
                   const char *name, const char *help, const char *controller)
 {
 	static const char *const labels[] = { "controller", NULL };
-	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
-	o.type = type;
-	o.name = name;
-	o.help = help;
-	o.label_names = labels;
-	if (type == ASB_METRIC_HISTOGRAM) {
-		o.buckets = time_buckets;
-		o.nbuckets = sizeof(time_buckets) / sizeof(time_buckets[0]);
-	}
 	asb_metric *m;
-	int rc = asb_metrics_register(&m, reg, &o);
+	int rc = k8s__metric_family(&m, reg, type, name, help, labels, time_buckets,
+	                            sizeof(time_buckets) / sizeof(time_buckets[0]));
 	return rc < 0 ? rc : asb_metric_series_get(out, m, &controller, 1);
 }
 
@@ -50,12 +43,11 @@ int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, asb_metrics_registry *reg,
 	if (!m)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "controller metrics: out of memory");
 	static const char *const labels[] = { "controller", "result", NULL };
-	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
-	o.name = "controller_runtime_reconcile_total";
-	o.help = "Total number of reconciliations per controller";
-	o.label_names = labels;
 	asb_metric *total;
-	int rc = asb_metrics_register(&total, reg, &o);
+	int rc = k8s__metric_family(&total, reg, ASB_METRIC_COUNTER,
+	                            "controller_runtime_reconcile_total",
+	                            "Total number of reconciliations per controller",
+	                            labels, NULL, 0);
 	for (int i = 0; rc == 0 && i < K8S__RECONCILE_RESULTS; i++) {
 		const char *v[] = { controller, result_names[i] };
 		rc = asb_metric_series_get(&m->total[i], total, v, 2);

@@ -35,7 +35,9 @@
 #include "k8s/object.h"
 #include "events_internal.h"
 #include "asb/map.h"
+#include "asb/strbuf.h"
 #include "microtime.h"
+#include "rng.h"
 
 const k8s_resource k8s_resource_events_v1 =
 	{ "events.k8s.io", "v1", "events", "Event", true };
@@ -48,24 +50,34 @@ const k8s_resource k8s_resource_events_v1 =
 
 /* --- pure part ----------------------------------------------------------- */
 
-static void key_field(FILE *f, const char *s)
+static void key_field(asb_strbuf *b, const char *s)
 {
 	if (!s)
 		s = "";
-	fprintf(f, "%zu:%s;", strlen(s), s);
+	asb_strbuf_addf(b, "%zu:%s;", strlen(s), s);
 }
 
-static void key_ref(FILE *f, const k8s_event_ref *r)
+static void key_ref(asb_strbuf *b, const k8s_event_ref *r)
 {
 	if (!r) {
-		fputs("-;", f);
+		asb_strbuf_adds(b, "-;");
 		return;
 	}
-	key_field(f, r->api_version);
-	key_field(f, r->kind);
-	key_field(f, r->namespace_);
-	key_field(f, r->name);
-	key_field(f, r->uid);
+	key_field(b, r->api_version);
+	key_field(b, r->kind);
+	key_field(b, r->namespace_);
+	key_field(b, r->name);
+	key_field(b, r->uid);
+}
+
+/* The key built in `b`, or NULL (and `b` freed) when out of memory. */
+static char *key_done(asb_strbuf *b)
+{
+	if (b->failed) {
+		asb_strbuf_free(b);
+		return NULL;
+	}
+	return asb_strbuf_detach(b, NULL);
 }
 
 static const char *type_name(k8s_event_type t)
@@ -77,37 +89,21 @@ char *k8s__event_key(const k8s_event_ref *regarding, const k8s_event_ref *relate
                      k8s_event_type type, const char *reason,
                      const char *action, const char *note)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
-	key_ref(f, regarding);
-	key_ref(f, related);
-	key_field(f, type_name(type));
-	key_field(f, reason);
-	key_field(f, action);
-	key_field(f, note);
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	asb_strbuf b = ASB_STRBUF_INIT;
+	key_ref(&b, regarding);
+	key_ref(&b, related);
+	key_field(&b, type_name(type));
+	key_field(&b, reason);
+	key_field(&b, action);
+	key_field(&b, note);
+	return key_done(&b);
 }
 
 char *k8s__event_object_key(const k8s_event_ref *regarding)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	if (!f)
-		return NULL;
-	key_ref(f, regarding);
-	if (fclose(f) != 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
+	asb_strbuf b = ASB_STRBUF_INIT;
+	key_ref(&b, regarding);
+	return key_done(&b);
 }
 
 void k8s__bucket_init(k8s__token_bucket *b, int burst, int64_t now_ms)
@@ -432,8 +428,7 @@ int k8s_event_recorder_new(k8s_event_recorder **out, k8s_client *client,
 	rec->max_tries = o->max_tries > 0 ? o->max_tries : 12;
 	rec->retry_ms = positive_or(o->retry_delay_ms, 10000);
 	rec->shutdown_ms = positive_or(o->shutdown_timeout_ms, 5000);
-	rec->rng = ((uint64_t)k8s_monotonic_ms() << 20) ^ (uint64_t)(uintptr_t)rec ^
-	           ((uint64_t)getpid() << 40) ^ 0x9e3779b97f4a7c15ULL;
+	rec->rng = k8s__rng_seed(rec);
 	asb_map_init(&rec->entries);
 	asb_map_init(&rec->buckets);
 	pthread_mutex_init(&rec->lock, NULL);
@@ -481,17 +476,6 @@ void k8s_event_recorder_free(k8s_event_recorder *rec)
 	free(rec->controller);
 	free(rec->instance);
 	free(rec);
-}
-
-/* xorshift64*, for retry jitter only. Caller holds the lock. */
-static double next_unit(k8s_event_recorder *rec)
-{
-	uint64_t x = rec->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	rec->rng = x;
-	return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
 static int64_t now_unix_ns(void)
@@ -589,6 +573,17 @@ static int check_ref(const k8s_event_ref *r, const char *what)
 	return 0;
 }
 
+/* Queues a create at the tail. Caller holds the lock. */
+static void push_item(k8s_event_recorder *rec, item *it)
+{
+	if (rec->tail)
+		rec->tail->next = it;
+	else
+		rec->head = it;
+	rec->tail = it;
+	rec->queued++;
+}
+
 /* A new Event for `key`: rate limit, queue, entry. Caller holds the lock. */
 static int record_new(k8s_event_recorder *rec, char *key, const k8s_event_ref *regarding,
                       const k8s_event_ref *related, k8s_event_type type,
@@ -647,12 +642,7 @@ static int record_new(k8s_event_recorder *rec, char *key, const k8s_event_ref *r
 	}
 	k8s__series_start(&e->series, now_ms, now_us);
 	e->pending = true;
-	if (rec->tail)
-		rec->tail->next = it;
-	else
-		rec->head = it;
-	rec->tail = it;
-	rec->queued++;
+	push_item(rec, it);
 	return 0;
 }
 
@@ -820,16 +810,6 @@ static item *pick_item(k8s_event_recorder *rec, int64_t now_ms, uint64_t gen)
 	return NULL;
 }
 
-static void push_item(k8s_event_recorder *rec, item *it)
-{
-	if (rec->tail)
-		rec->tail->next = it;
-	else
-		rec->head = it;
-	rec->tail = it;
-	rec->queued++;
-}
-
 /* Creates one queued Event. Called and returns with the lock held. */
 static void do_create(k8s_event_recorder *rec, item *it)
 {
@@ -878,7 +858,7 @@ static void do_create(k8s_event_recorder *rec, item *it)
 		it->tries++;
 		/* client-go: wait.Jitter(10 s, 0.25) between attempts */
 		it->not_before_ms = now + rec->retry_ms +
-		                    (int64_t)(next_unit(rec) * 0.25 * (double)rec->retry_ms);
+		                    (int64_t)(k8s__rng_unit(&rec->rng) * 0.25 * (double)rec->retry_ms);
 		push_item(rec, it);
 	} else {
 		/* Abandoned; forgetting the entry lets a later identical event try again. */
@@ -890,15 +870,26 @@ static void do_create(k8s_event_recorder *rec, item *it)
 	}
 }
 
+/* The next entry of an iteration over the entries (`b`, `it` as
+ * asb_map_next()) that no create or PATCH holds, or NULL at the end.
+ * Caller holds the lock. */
+static entry *next_idle(k8s_event_recorder *rec, size_t *b, asb_map_entry **it)
+{
+	asb_map_entry *m;
+	while ((m = asb_map_next(&rec->entries, b, it))) {
+		entry *e = m->value;
+		if (!e->pending && !e->writing)
+			return e;
+	}
+	return NULL;
+}
+
 /* The first entry whose series PATCH is due. Caller holds the lock. */
 static entry *pick_patch(k8s_event_recorder *rec, int64_t now_ms, uint64_t gen)
 {
 	size_t b = 0;
-	asb_map_entry *it = NULL, *m;
-	while ((m = asb_map_next(&rec->entries, &b, &it))) {
-		entry *e = m->value;
-		if (e->pending || e->writing)
-			continue;
+	asb_map_entry *it = NULL;
+	for (entry *e; (e = next_idle(rec, &b, &it));) {
 		if (k8s__series_patch_due(&e->series, now_ms, rec->interval_ms, rec->window_ms,
 		                          e->attempt_gen < gen))
 			return e;
@@ -966,11 +957,8 @@ static int64_t next_wake_ms(k8s_event_recorder *rec)
 		if (it->not_before_ms < next)
 			next = it->not_before_ms;
 	size_t b = 0;
-	asb_map_entry *it = NULL, *m;
-	while ((m = asb_map_next(&rec->entries, &b, &it))) {
-		entry *e = m->value;
-		if (e->pending || e->writing)
-			continue;
+	asb_map_entry *it = NULL;
+	for (entry *e; (e = next_idle(rec, &b, &it));) {
 		/* Unwritten repeats: the next PATCH; otherwise the end, for sweep(). */
 		int64_t at = k8s__series_next_patch_ms(&e->series, rec->interval_ms, rec->window_ms);
 		if (at == INT64_MAX)

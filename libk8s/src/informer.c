@@ -307,6 +307,25 @@ static cJSON *old_shape(k8s_informer *inf, void *old, bool wanted)
 }
 
 /*
+ * Ends a cache write (the lock held): moves the indexes from the replaced
+ * value `old` (with a codec, `enc` is its cJSON shape) to `json` (NULL: the
+ * key is gone), unlocks, and hands the old value's cJSON shape to
+ * *old_json (with a codec the old value itself is freed).
+ */
+static void write_done(k8s_informer *inf, const char *key, void *old, cJSON *enc,
+                       const cJSON *json, cJSON **old_json)
+{
+	index_update(inf, key, inf->has_codec ? enc : old, json);
+	pthread_rwlock_unlock(&inf->cache_lock);
+	if (inf->has_codec) {
+		value_free(inf, old);
+		*old_json = enc;
+	} else {
+		*old_json = old;
+	}
+}
+
+/*
  * Stores `val` (owned; `json` is its cJSON shape, the same pointer without a
  * codec) under `key`. *had_old says whether a value was replaced; *old_json
  * receives the replaced value's cJSON shape (caller frees; NULL when there
@@ -330,15 +349,8 @@ static bool cache_put(k8s_informer *inf, const char *key, void *val, const cJSON
 		*old_json = NULL;
 		return false;
 	}
-	index_update(inf, key, inf->has_codec ? enc : old, json);
-	pthread_rwlock_unlock(&inf->cache_lock);
 	*had_old = old != NULL;
-	if (inf->has_codec) {
-		value_free(inf, old);
-		*old_json = enc;
-	} else {
-		*old_json = old;
-	}
+	write_done(inf, key, old, enc, json, old_json);
 	return true;
 }
 
@@ -354,14 +366,7 @@ static bool cache_remove(k8s_informer *inf, const char *key, bool want_old, cJSO
 	void *old = NULL;
 	pthread_rwlock_wrlock(&inf->cache_lock);
 	asb_map_remove(&inf->cache, key, &old);
-	index_update(inf, key, inf->has_codec ? enc : old, NULL);
-	pthread_rwlock_unlock(&inf->cache_lock);
-	if (inf->has_codec) {
-		value_free(inf, old);
-		*old_json = enc;
-	} else {
-		*old_json = old;
-	}
+	write_done(inf, key, old, enc, NULL, old_json);
 	return true;
 }
 
@@ -802,6 +807,20 @@ int k8s_informer_read_index(k8s_informer *inf, const char *index, const char *va
 	return rc;
 }
 
+/* Ends a listing (the read lock held): unlocks, and hands out `arr`, or
+ * frees it when a copy ran out of memory. */
+static int list_done(k8s_informer *inf, cJSON *arr, bool oom, cJSON **out)
+{
+	pthread_rwlock_unlock(&inf->cache_lock);
+	if (oom) {
+		cJSON_Delete(arr);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
+		                     inf->resource.resource);
+	}
+	*out = arr;
+	return 0;
+}
+
 int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 {
 	cJSON *arr = cJSON_CreateArray();
@@ -825,14 +844,7 @@ int k8s_informer_list(k8s_informer *inf, const char *ns, cJSON **out)
 		cJSON *o = value_copy(inf, it->value);
 		oom = !o || !cJSON_AddItemToArray(arr, o);
 	}
-	pthread_rwlock_unlock(&inf->cache_lock);
-	if (oom) {
-		cJSON_Delete(arr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
-		                     inf->resource.resource);
-	}
-	*out = arr;
-	return 0;
+	return list_done(inf, arr, oom, out);
 }
 
 int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *value, cJSON **out)
@@ -856,14 +868,7 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 		cJSON *o = value_copy(inf, v);
 		oom = !o || !cJSON_AddItemToArray(arr, o);
 	}
-	pthread_rwlock_unlock(&inf->cache_lock);
-	if (oom) {
-		cJSON_Delete(arr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "informer for %s: out of memory listing",
-		                     inf->resource.resource);
-	}
-	*out = arr;
-	return 0;
+	return list_done(inf, arr, oom, out);
 }
 
 size_t k8s_informer_size(k8s_informer *inf)

@@ -27,6 +27,7 @@
 #include "k8s/object.h"
 #include "leaderelection_internal.h"
 #include "microtime.h"
+#include "rng.h"
 
 /* --- pure part ----------------------------------------------------------- */
 
@@ -314,27 +315,15 @@ int k8s_leader_new(k8s_leader **out, k8s_client *client,
 	le->on_stopped = o->on_stopped_leading;
 	le->on_new_leader = o->on_new_leader;
 	le->userdata = o->userdata;
-	le->rng = ((uint64_t)k8s_monotonic_ms() << 20) ^ (uint64_t)(uintptr_t)le ^
-	          ((uint64_t)getpid() << 40) ^ 0x9e3779b97f4a7c15ULL;
+	le->rng = k8s__rng_seed(le);
 	*out = le;
 	return 0;
-}
-
-/* xorshift64*: enough to de-synchronise candidates; not for secrets. */
-static double next_unit(k8s_leader *le)
-{
-	uint64_t x = le->rng;
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	le->rng = x;
-	return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
 }
 
 /* client-go's wait.Jitter(retry, 1.2): retry + random * 1.2 * retry. */
 static long jittered(k8s_leader *le, long ms)
 {
-	return ms + (long)(next_unit(le) * K8S_LEADER_JITTER_FACTOR * (double)ms);
+	return ms + (long)(k8s__rng_unit(&le->rng) * K8S_LEADER_JITTER_FACTOR * (double)ms);
 }
 
 /* Sleeps `ms` or until k8s_leader_stop(); true when stopping. */

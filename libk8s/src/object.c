@@ -1,6 +1,16 @@
 /*
- * object.c - read helpers over cJSON Kubernetes objects (see object.h) and
- * the RFC 3339 time conversions used by conditions and expiry.
+ * object.c - helpers over cJSON Kubernetes objects (see object.h): reads,
+ * RFC 7386 merge patches, semantic equality, owner references, and the
+ * RFC 3339 time conversions used by conditions and expiry.
+ *
+ * The two subtle ones are k8s_obj_merge_patch() (objects merge
+ * recursively, null deletes, anything else replaces, arrays included) and
+ * k8s_obj_semantic_equal(), which reproduces what Go's equality.Semantic
+ * sees when two objects went through JSON with `omitempty`: absent, null,
+ * "", 0, false, [] and {} all read back as the zero value, so they compare
+ * equal. Without that, a status read back from the API server (which drops
+ * empty fields) would always "differ" from the computed one and every
+ * reconcile would write.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +91,201 @@ const cJSON *k8s_obj_controller_ref(const cJSON *obj)
 			return r;
 	}
 	return NULL;
+}
+
+/* --- editing, merge patch and semantic equality -------------------------- */
+
+bool k8s_obj_set(cJSON *obj, const char *key, cJSON *item)
+{
+	if (!obj || !item) {
+		cJSON_Delete(item);
+		return false;
+	}
+	bool ok;
+	if (cJSON_GetObjectItemCaseSensitive(obj, key))
+		ok = cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
+	else
+		ok = cJSON_AddItemToObject(obj, key, item);
+	if (!ok)
+		cJSON_Delete(item);
+	return ok;
+}
+
+/* Returns the merged node: `target` edited in place, or a new node that
+ * replaces it (the caller then frees `target`). NULL on allocation failure. */
+static cJSON *merge(cJSON *target, const cJSON *patch, bool *ok)
+{
+	if (!cJSON_IsObject(patch)) {
+		cJSON *copy = cJSON_Duplicate(patch, true);
+		if (!copy)
+			*ok = false;
+		return copy;
+	}
+	if (!cJSON_IsObject(target)) {
+		target = cJSON_CreateObject();
+		if (!target) {
+			*ok = false;
+			return NULL;
+		}
+	}
+	for (const cJSON *p = patch->child; p; p = p->next) {
+		if (cJSON_IsNull(p)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+			continue;
+		}
+		cJSON *cur = cJSON_GetObjectItemCaseSensitive(target, p->string);
+		cJSON *m = merge(cur, p, ok);
+		if (!m)
+			continue;
+		if (m != cur && !k8s_obj_set(target, p->string, m))
+			*ok = false;
+	}
+	return target;
+}
+
+bool k8s_obj_merge_patch(cJSON *target, const cJSON *patch)
+{
+	bool ok = true;
+	if (!cJSON_IsObject(target) || !cJSON_IsObject(patch))
+		return false;
+	merge(target, patch, &ok);
+	return ok;
+}
+
+bool k8s_obj_is_zero(const cJSON *v)
+{
+	if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v))
+		return true;
+	if (cJSON_IsNumber(v))
+		return v->valuedouble == 0;
+	if (cJSON_IsString(v))
+		return !v->valuestring || !*v->valuestring;
+	if (cJSON_IsArray(v) || cJSON_IsObject(v))
+		return v->child == NULL;
+	return false;
+}
+
+/* An object whose members are all (deeply) zero reads back as a zero
+ * struct: objects are compared as Go structs, never as maps. */
+static bool deep_zero(const cJSON *v)
+{
+	if (k8s_obj_is_zero(v))
+		return true;
+	if (!cJSON_IsObject(v))
+		return false;
+	for (const cJSON *c = v->child; c; c = c->next)
+		if (!deep_zero(c))
+			return false;
+	return true;
+}
+
+bool k8s_obj_semantic_equal(const cJSON *a, const cJSON *b)
+{
+	bool za = k8s_obj_is_zero(a), zb = k8s_obj_is_zero(b);
+	if (za || zb)
+		return deep_zero(a) && deep_zero(b);
+	if (cJSON_IsObject(a) && cJSON_IsObject(b)) {
+		for (const cJSON *x = a->child; x; x = x->next)
+			if (!k8s_obj_semantic_equal(x, cJSON_GetObjectItemCaseSensitive(b, x->string)))
+				return false;
+		for (const cJSON *y = b->child; y; y = y->next)
+			if (!cJSON_GetObjectItemCaseSensitive(a, y->string) && !k8s_obj_is_zero(y))
+				return false;
+		return true;
+	}
+	if (cJSON_IsArray(a) && cJSON_IsArray(b)) {
+		const cJSON *x = a->child, *y = b->child;
+		for (; x && y; x = x->next, y = y->next)
+			if (!k8s_obj_semantic_equal(x, y))
+				return false;
+		return !x && !y;
+	}
+	if (cJSON_IsString(a) && cJSON_IsString(b))
+		return strcmp(a->valuestring, b->valuestring) == 0;
+	if (cJSON_IsNumber(a) && cJSON_IsNumber(b))
+		return a->valuedouble == b->valuedouble;
+	if (cJSON_IsBool(a) && cJSON_IsBool(b))
+		return cJSON_IsTrue(a) == cJSON_IsTrue(b);
+	return false;
+}
+
+/* --- owner references ---------------------------------------------------- */
+
+k8s_owner_class k8s_obj_owner_class(const cJSON *obj, const char *uid)
+{
+	const cJSON *ref = k8s_obj_controller_ref(obj);
+	if (!ref)
+		return K8S_OWNER_NONE;
+	const char *ref_uid = k8s_obj_str(ref, "uid");
+	if (uid && *uid && ref_uid && strcmp(ref_uid, uid) == 0)
+		return K8S_OWNER_THIS;
+	return K8S_OWNER_OTHER;
+}
+
+static bool set_str(cJSON *obj, const char *key, const char *value)
+{
+	return k8s_obj_set(obj, key, cJSON_CreateString(value ? value : ""));
+}
+
+cJSON *k8s_obj_controller_ref_new(const char *api_version, const char *kind,
+                                  const char *name, const char *uid)
+{
+	cJSON *ref = cJSON_CreateObject();
+	if (!ref)
+		return NULL;
+	bool ok = set_str(ref, "apiVersion", api_version) &&
+	          set_str(ref, "kind", kind) &&
+	          set_str(ref, "name", name) &&
+	          set_str(ref, "uid", uid) &&
+	          k8s_obj_set(ref, "controller", cJSON_CreateTrue()) &&
+	          k8s_obj_set(ref, "blockOwnerDeletion", cJSON_CreateTrue());
+	if (!ok) {
+		cJSON_Delete(ref);
+		return NULL;
+	}
+	return ref;
+}
+
+cJSON *k8s_obj_controller_refs_new(const char *api_version, const char *kind,
+                                   const char *name, const char *uid)
+{
+	cJSON *refs = cJSON_CreateArray();
+	cJSON *ref = k8s_obj_controller_ref_new(api_version, kind, name, uid);
+	if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
+		cJSON_Delete(refs);
+		cJSON_Delete(ref);
+		return NULL;
+	}
+	return refs;
+}
+
+cJSON *k8s_obj_adopted_owner_refs(const cJSON *obj, const char *api_version,
+                                  const char *kind, const char *name,
+                                  const char *uid)
+{
+	cJSON *refs = cJSON_CreateArray();
+	if (!refs)
+		return NULL;
+	const cJSON *old = k8s_obj_at(obj, "metadata.ownerReferences");
+	const cJSON *r;
+	cJSON_ArrayForEach(r, old) {
+		const char *ref_uid = k8s_obj_str(r, "uid");
+		if (strcmp(ref_uid ? ref_uid : "", uid ? uid : "") == 0)
+			continue;
+		cJSON *copy = cJSON_Duplicate(r, true);
+		if (!copy || !cJSON_AddItemToArray(refs, copy)) {
+			cJSON_Delete(copy);
+			cJSON_Delete(refs);
+			return NULL;
+		}
+	}
+	cJSON *ctrl = k8s_obj_controller_ref_new(api_version, kind, name, uid);
+	if (!ctrl || !cJSON_AddItemToArray(refs, ctrl)) {
+		cJSON_Delete(ctrl);
+		cJSON_Delete(refs);
+		return NULL;
+	}
+	return refs;
 }
 
 char *k8s_obj_key(const cJSON *obj)

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <curl/curl.h>
+#include "metric_family.h"
 #include "rest_metrics.h"
 
 struct k8s__rest_metrics {
@@ -18,17 +20,31 @@ static const double latency_buckets[] = {
 	0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
 };
 
-/* "https://host:port/path" -> "host:port" (what Go's url.URL.Host holds). */
+/*
+ * "https://host:port/path" -> "host:port" (what Go's url.URL.Host holds:
+ * the port only when the URL has one, an IPv6 host bracketed), read with
+ * curl's URL API as the client reads the URL. Something curl can not read
+ * is kept whole. NULL only when out of memory.
+ */
 static char *url_host(const char *url)
 {
-	const char *p = strstr(url, "://");
-	p = p ? p + 3 : url;
-	const char *at = p + strcspn(p, "/?#");
-	/* userinfo never appears in a server URL we build; skip it anyway */
-	const char *user = memchr(p, '@', (size_t)(at - p));
-	if (user)
-		p = user + 1;
-	return strndup(p, (size_t)(at - p));
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, *out = NULL;
+	if (!u)
+		return NULL;
+	if (curl_url_set(u, CURLUPART_URL, url,
+	                 CURLU_DEFAULT_SCHEME | CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		curl_url_get(u, CURLUPART_PORT, &port, 0);  /* CURLUE_NO_PORT: none */
+		if (asprintf(&out, "%s%s%s", host, port ? ":" : "", port ? port : "") < 0)
+			out = NULL;
+	} else {
+		out = strdup(url);
+	}
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return out;
 }
 
 int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
@@ -44,21 +60,16 @@ int k8s__rest_metrics_new(k8s__rest_metrics **out, asb_metrics_registry *reg,
 	}
 	static const char *const result_labels[] = { "code", "method", "host", NULL };
 	static const char *const latency_labels[] = { "verb", "host", NULL };
-	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
-	o.type = ASB_METRIC_COUNTER;
-	o.name = "rest_client_requests_total";
-	o.help = "Number of HTTP requests, partitioned by status code, method, and host.";
-	o.label_names = result_labels;
-	int rc = asb_metrics_register(&m->requests, reg, &o);
-	if (rc == 0) {
-		o.type = ASB_METRIC_HISTOGRAM;
-		o.name = "rest_client_request_duration_seconds";
-		o.help = "Request latency in seconds. Broken down by verb, and host.";
-		o.label_names = latency_labels;
-		o.buckets = latency_buckets;
-		o.nbuckets = sizeof(latency_buckets) / sizeof(latency_buckets[0]);
-		rc = asb_metrics_register(&m->duration, reg, &o);
-	}
+	int rc = k8s__metric_family(&m->requests, reg, ASB_METRIC_COUNTER,
+	                            "rest_client_requests_total",
+	                            "Number of HTTP requests, partitioned by status code, method, and host.",
+	                            result_labels, NULL, 0);
+	if (rc == 0)
+		rc = k8s__metric_family(&m->duration, reg, ASB_METRIC_HISTOGRAM,
+		                        "rest_client_request_duration_seconds",
+		                        "Request latency in seconds. Broken down by verb, and host.",
+		                        latency_labels, latency_buckets,
+		                        sizeof(latency_buckets) / sizeof(latency_buckets[0]));
 	if (rc < 0) {
 		k8s__rest_metrics_free(m);
 		return rc;

@@ -26,13 +26,16 @@
 /* How often a waiting consumer looks at `cancel`. */
 #define CANCEL_POLL_MS 250
 
+/* Why a stream was cut short. */
+enum { CUT_NOMEM = 1, CUT_TOOBIG = 2 };
+
 typedef struct {
 	k8s__xfer x;
 	/* Guarded by the shard lock (k8s__xfer_lock()). */
-	k8s__sbuf pending;      /* received, not yet decoded */
-	k8s__sbuf error_body;   /* body of a non-2xx answer */
+	k8s__body pending;      /* received, not yet decoded */
+	k8s__body error_body;   /* body of a non-2xx answer */
 	long status;            /* HTTP status, once the body starts */
-	int overflow;           /* K8S__SBUF_TOOBIG or _NOMEM: the stream was cut */
+	int overflow;           /* CUT_TOOBIG or CUT_NOMEM: the stream was cut */
 } stream;
 
 /* Runs on the shard thread. */
@@ -46,9 +49,10 @@ static size_t stream_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
 	k8s__xfer_lock(&s->x);
 	s->status = status;
 	if (status < 200 || status > 299)
-		k8s__sbuf_add(&s->error_body, ptr, n);  /* past the bound: dropped */
-	else if (k8s__sbuf_add(&s->pending, ptr, n) != 0) {
-		s->overflow = s->pending.failed;  /* consumer too far behind, or no memory */
+		k8s__body_add(&s->error_body, ptr, n);  /* past the bound: dropped */
+	else if (k8s__body_add(&s->pending, ptr, n) != 0) {
+		/* consumer too far behind, or no memory */
+		s->overflow = s->pending.too_big ? CUT_TOOBIG : CUT_NOMEM;
 		rc = CURL_WRITEFUNC_ERROR;
 	}
 	pthread_cond_broadcast(&s->x.cond);
@@ -60,29 +64,16 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
                        k8s__watch_decoder *dec, const atomic_int *cancel,
                        long timeout_seconds)
 {
-	char errbuf[CURL_ERROR_SIZE];
-	struct curl_slist *headers = NULL;
+	k8s__try t;
 	stream s = { .pending = { .max = WATCH_BACKLOG_MAX },
 	             .error_body = { .max = WATCH_ERROR_BODY_MAX } };
-	k8s__sbuf taken = { 0 };
-	k8s__resp resp;
-	k8s__creds cr;
+	k8s__body taken = { .max = 0 };
 	int rc, decoded = 0;   /* decoder result: 0, K8S__WATCH_STOPPED or < 0 */
 	bool stopping = false, cancelled = false;
 
-	if ((rc = k8s__client_creds(c, &cr)))
-		return rc;
-	CURL *h = k8s__transport_handle(&c->transport);
-	if (!h) {
-		k8s__creds_free(&cr);
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory", rq->subject);
-	}
-	errbuf[0] = '\0';
-	k8s__resp_init(&resp);
-	resp.now = 0;
-	if ((rc = k8s__client_prepare(c, h, rq, &cr, errbuf, &headers, &resp)) ||
-	    (rc = k8s__xfer_init(&s.x, h)))
+	if ((rc = k8s__try_begin(c, rq, &t, &s.x)))
 		goto out;
+	CURL *h = t.h;
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, stream_write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 	/* No request timeout: a watch may be idle for minutes. TCP keepalive
@@ -99,7 +90,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	}
 	for (;;) {
 		k8s__xfer_lock(&s.x);
-		while (!s.pending.len && !s.x.done) {
+		while (!s.pending.buf.len && !s.x.done) {
 			if (!stopping && cancel && atomic_load(cancel)) {
 				stopping = cancelled = true;
 				k8s__xfer_abort_locked(&s.x);
@@ -107,18 +98,19 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 			k8s__xfer_timedwait(&s.x, CANCEL_POLL_MS);
 		}
 		/* Take what arrived; the shard appends to the emptied buffer. */
-		k8s__sbuf fresh = taken;
+		k8s__body fresh = taken;
 		taken = s.pending;
 		s.pending = fresh;
-		s.pending.len = 0;
-		s.pending.failed = 0;
+		s.pending.buf.len = 0;
+		s.pending.buf.failed = false;
+		s.pending.too_big = false;
 		s.pending.max = WATCH_BACKLOG_MAX;
 		bool done = s.x.done;
 		long status = s.status;
 		k8s__xfer_unlock(&s.x);
 
-		if (taken.len && !stopping && status >= 200 && status <= 299) {
-			decoded = k8s__watch_decoder_feed(dec, taken.data, taken.len);
+		if (taken.buf.len && !stopping && status >= 200 && status <= 299) {
+			decoded = k8s__watch_decoder_feed(dec, taken.buf.data, taken.buf.len);
 			if (decoded != 0) {
 				/* The callback asked to stop, or the stream is bad. */
 				stopping = true;
@@ -127,7 +119,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 				k8s__xfer_unlock(&s.x);
 			}
 		}
-		taken.len = 0;
+		taken.buf.len = 0;
 		if (done)
 			break;
 	}
@@ -137,7 +129,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	long status = s.status;
 	if (status == 0)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	k8s__client_after(c, h, rq, status, started, 0, &resp);
+	k8s__client_after(c, h, rq, status, started, 0, &t.resp);
 	bool http_error = status && (status < 200 || status > 299);
 
 	if (decoded == K8S__WATCH_STOPPED)
@@ -146,7 +138,7 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 		rc = decoded;  /* recorded by the decoder */
 	else if (cancelled)
 		rc = asb_error_set(ASB_ECANCELED, 0, NULL, "%s: cancelled", rq->subject);
-	else if (res == CURLE_WRITE_ERROR && s.overflow == K8S__SBUF_TOOBIG)
+	else if (res == CURLE_WRITE_ERROR && s.overflow == CUT_TOOBIG)
 		rc = asb_error_set(ASB_ETRANSPORT, (int)status, NULL,
 		                   "%s: the consumer fell more than %zu bytes behind "
 		                   "the stream; ended it", rq->subject,
@@ -155,10 +147,10 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 		rc = asb_error_set(ASB_ENOMEM, (int)status, NULL,
 		                   "%s: out of memory reading the stream", rq->subject);
 	else if (res != CURLE_OK && !http_error)
-		rc = k8s__transport_error(rq, res, errbuf);
+		rc = k8s__transport_error(rq, res, t.errbuf);
 	else if (http_error)
-		rc = k8s__status_record((int)status, s.error_body.data,
-		                        s.error_body.len, rq->subject);
+		rc = k8s__status_record((int)status, s.error_body.buf.data,
+		                        s.error_body.buf.len, rq->subject);
 	else {
 		rc = k8s__watch_decoder_finish(dec);
 		if (rc == K8S__WATCH_STOPPED)
@@ -166,17 +158,11 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 	}
 	/* A refused plugin credential: the next request runs the plugin. */
 	if (status == 401)
-		k8s__client_auth_failed(c, &cr);
+		k8s__client_auth_failed(c, &t.cr);
 out:
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, NULL);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, NULL);
-	k8s__transport_release(&c->transport, h);
-	k8s__free_headers(headers);
-	k8s__creds_free(&cr);
-	free(s.pending.data);
-	free(s.error_body.data);
-	free(taken.data);
+	k8s__try_end(c, &t);
+	asb_strbuf_free(&s.pending.buf);
+	asb_strbuf_free(&s.error_body.buf);
+	asb_strbuf_free(&taken.buf);
 	return rc;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "asb/map.h"
+#include "metric_family.h"
 #include "workqueue_metrics.h"
 
 struct k8s__wq_metrics {
@@ -41,16 +42,7 @@ static int family(asb_metric **out, asb_metrics_registry *reg, asb_metric_type t
 	/* ExponentialBuckets(10e-9, 10, 12): 10 ns to 1000 s */
 	double buckets[12];
 	asb_metrics_exponential_buckets(10e-9, 10, 12, buckets);
-	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
-	o.type = type;
-	o.name = name;
-	o.help = help;
-	o.label_names = label_names;
-	if (type == ASB_METRIC_HISTOGRAM) {
-		o.buckets = buckets;
-		o.nbuckets = 12;
-	}
-	return asb_metrics_register(out, reg, &o);
+	return k8s__metric_family(out, reg, type, name, help, label_names, buckets, 12);
 }
 
 static int series(asb_metric_series **out, asb_metric *m, const char *name, bool depth)

@@ -3,7 +3,7 @@
  *
  * libyaml does all of the parsing (indentation, flow style, quoting,
  * escapes, encodings); this file only keeps a stack of the open containers
- * and resolves the types of plain scalars, as described in yaml_json.h.
+ * and resolves the types of plain scalars, as described in k8s/yaml.h.
  * The stack is explicit rather than recursive so that a hostile document
  * can not exhaust the C stack; its depth is bounded like cJSON's.
  */
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-#include "yaml_json.h"
+#include "k8s/yaml.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
@@ -26,6 +26,7 @@ typedef struct {
 
 typedef struct {
 	const char *origin;
+	unsigned flags;     /* K8S_YAML_* */
 	cJSON *root;
 	frame *stack;
 	size_t depth;
@@ -267,6 +268,11 @@ static int scalar_node(const builder *b, const yaml_event_t *ev, cJSON **out)
 	} else {
 		n = cJSON_CreateString(text);
 	}
+	if (n && (b->flags & K8S_YAML_SCALAR_TEXT) &&
+	    (cJSON_IsBool(n) || cJSON_IsNumber(n) || cJSON_IsRaw(n))) {
+		cJSON_Delete(n);
+		n = cJSON_CreateRaw(text);
+	}
 	if (!n)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "%s: out of memory",
 		                     b->origin);
@@ -432,10 +438,10 @@ static int parser_error(const builder *b, const yaml_parser_t *p)
 	                     p->problem_mark.column + 1, problem);
 }
 
-int k8s__yaml_to_json(cJSON **out, const char *yaml, size_t len,
-                      const char *origin)
+int k8s_yaml_to_json(cJSON **out, const char *yaml, size_t len,
+                     const char *origin, unsigned flags)
 {
-	builder b = { .origin = origin ? origin : "<memory>" };
+	builder b = { .origin = origin ? origin : "<memory>", .flags = flags };
 	yaml_parser_t parser;
 	int rc = 0;
 

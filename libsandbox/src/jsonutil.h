@@ -1,11 +1,8 @@
 /*
  * jsonutil.h - small cJSON helpers shared by the reconcile code: typed
- * reads of direct children, get-or-create of nested objects, RFC 7386 merge
- * patches, Kubernetes "semantic" equality, owner references, sorted string
- * lists and printf into a new string.
- *
- * Some of these belong in libk8s (merge patch apply, semantic equality,
- * owner-reference classification); they live here until libk8s grows them.
+ * reads of direct children, get-or-create of nested objects, Sandbox owner
+ * references, sorted string lists and printf into a new string. The
+ * generic object helpers they build on are libk8s's (k8s/object.h).
  * Private to libsandbox.
  */
 #ifndef SBX_JSONUTIL_H
@@ -14,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <cjson/cJSON.h>
+#include "k8s/object.h"
 
 /** Direct child `key` of `obj` as a string, or NULL. */
 const char *ju_str(const cJSON *obj, const char *key);
@@ -43,34 +41,13 @@ bool ju_set(cJSON *obj, const char *key, cJSON *item);
 bool ju_set_str(cJSON *obj, const char *key, const char *value);
 bool ju_set_null(cJSON *obj, const char *key);
 
-/** Applies the RFC 7386 merge patch `patch` to the object `target` in place. */
-bool ju_merge_patch(cJSON *target, const cJSON *patch);
-
-/**
- * Kubernetes semantic equality over JSON produced from Go types with
- * `omitempty`: a missing member equals null, "", 0, false, [] and {};
- * objects compare as structs (an object of zero members equals a missing
- * one); arrays compare element-wise in order; numbers by value.
+/*
+ * Merge patches, semantic equality and owner-reference classification are
+ * libk8s's (k8s/object.h: k8s_obj_merge_patch(), k8s_obj_semantic_equal(),
+ * k8s_obj_owner_class(), ...); what stays here binds them to the Sandbox.
  */
-bool ju_semantic_equal(const cJSON *a, const cJSON *b);
 
-/** True when `v` is missing or a zero value in the sense above. */
-bool ju_is_zero(const cJSON *v);
-
-/** Ownership of an object relative to a Sandbox (docs/api.md#ownership). */
-typedef enum {
-	OWNER_NONE = 0,   /* unowned: no controller ownerReference */
-	OWNER_THIS = 1,   /* controller ownerReference UID == the sandbox UID */
-	OWNER_OTHER = 2   /* controlled by something else */
-} owner_class;
-
-/** Classifies `obj` against the sandbox UID `uid`. */
-owner_class ju_owner_class(const cJSON *obj, const char *uid);
-
-/** A new controller ownerReference to Sandbox `name`/`uid` (v1beta1). */
-cJSON *ju_controller_ref(const char *name, const char *uid);
-
-/** A new array holding only ju_controller_ref(name, uid). */
+/** A new array holding only a controller ownerReference to Sandbox `name`/`uid` (v1beta1). */
 cJSON *ju_controller_refs(const char *name, const char *uid);
 
 /**

@@ -378,7 +378,7 @@ static void action_done(sbx_plan *p, plan_action *a)
 {
 	a->pub.state = SBX_ACTION_DONE;
 	if (a->sets_annotation)
-		plan_ok(p, ju_merge_patch(p->sandbox, a->body));
+		plan_ok(p, k8s_obj_merge_patch(p->sandbox, a->body));
 	if (a->pub.object == SBX_OBJ_PVC && a->pub.verb == SBX_VERB_CREATE) {
 		cJSON *pvc = cJSON_Duplicate(a->result ? a->result : a->body, true);
 		plan_ok(p, pvc && cJSON_AddItemToArray(p->pvcs, pvc));

@@ -72,7 +72,7 @@ struct sbx_plan {
 
 	/* Pod step: the pod the status reads, and its ownership afterwards. */
 	cJSON *pod_result;
-	owner_class pod_owner;
+	k8s_owner_class pod_owner;
 	bool multiple_pods;   /* step_error[POD] is the MultiplePods error */
 	/* Write-behind: the window, the pending deferral as observed, and what
 	 * this pass decided (since > 0: the Pod patch waits, `left` ms more). */

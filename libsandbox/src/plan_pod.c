@@ -306,7 +306,7 @@ static bool pod_metadata_patch(sbx_plan *p, const cJSON *pod, bool adopt,
 }
 
 /* Sets the pod the status will read (a copy) and its ownership. */
-static void set_pod_result(sbx_plan *p, const cJSON *pod, owner_class owner)
+static void set_pod_result(sbx_plan *p, const cJSON *pod, k8s_owner_class owner)
 {
 	cJSON_Delete(p->pod_result);
 	p->pod_result = NULL;
@@ -356,15 +356,15 @@ static bool owned_here(const sbx_plan *p, const cJSON *pod)
 {
 	const char *ns = k8s_obj_namespace(pod);
 	return (ju_empty(ns) || strcmp(ns, p->ns) == 0) &&
-	       ju_owner_class(pod, p->uid) == OWNER_THIS;
+	       k8s_obj_owner_class(pod, p->uid) == K8S_OWNER_THIS;
 }
 
 /* Running mode with an existing pod (docs/api.md#pod-management): refuse, adopt, reconcile. */
-static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
+static void plan_existing_pod(sbx_plan *p, const cJSON *pod, k8s_owner_class owner,
                               const char **annot)
 {
 	const char *pname = ju_nz(k8s_obj_name(pod));
-	if (owner == OWNER_OTHER) {
+	if (owner == K8S_OWNER_OTHER) {
 		if (*annot) {
 			plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, NULL);
 			*annot = NULL;
@@ -372,14 +372,14 @@ static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
 		plan_fail_owned_by_other(p, SBX_STEP_POD, "pod", pod);
 		return;
 	}
-	if (owner == OWNER_NONE && !plan_adoptable(p, pod)) {
+	if (owner == K8S_OWNER_NONE && !plan_adoptable(p, pod)) {
 		plan_fail_not_adoptable(p, SBX_STEP_POD, "pod", pname);
 		return;
 	}
 	cJSON *patch = NULL;
-	if (!plan_ok(p, pod_metadata_patch(p, pod, owner == OWNER_NONE, &patch)))
+	if (!plan_ok(p, pod_metadata_patch(p, pod, owner == K8S_OWNER_NONE, &patch)))
 		return;
-	if (patch && owner == OWNER_THIS && defer_pod_patch(p)) {
+	if (patch && owner == K8S_OWNER_THIS && defer_pod_patch(p)) {
 		/* Metadata only, on a Pod we already own: may wait. */
 		cJSON_Delete(patch);
 		patch = NULL;
@@ -390,14 +390,14 @@ static void plan_existing_pod(sbx_plan *p, const cJSON *pod, owner_class owner,
 		if (a)
 			a->yields_pod = true;
 	}
-	set_pod_result(p, pod, OWNER_THIS);
+	set_pod_result(p, pod, K8S_OWNER_THIS);
 	if (ju_empty(*annot))
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, pname);
 }
 
 void plan_pod(sbx_plan *p)
 {
-	set_pod_result(p, NULL, OWNER_NONE);
+	set_pod_result(p, NULL, K8S_OWNER_NONE);
 	p->multiple_pods = false;
 	p->deferred_since = 0;
 	p->deferred_left_ms = 0;
@@ -436,7 +436,7 @@ void plan_pod(sbx_plan *p)
 		if (!n_owned++)
 			first_owned = o;
 	}
-	if (p->pod && ju_owner_class(p->pod, p->uid) == OWNER_THIS) {
+	if (p->pod && k8s_obj_owner_class(p->pod, p->uid) == K8S_OWNER_THIS) {
 		bool listed = false;
 		cJSON_ArrayForEach(o, p->pods)
 			listed = listed || same_uid(o, p->pod);
@@ -451,7 +451,7 @@ void plan_pod(sbx_plan *p)
 	}
 
 	const cJSON *pod = NULL;
-	owner_class owner = OWNER_NONE;
+	k8s_owner_class owner = K8S_OWNER_NONE;
 	if (n_owned == 1) {
 		/* An owned pod always wins over the annotated/named one. */
 		if (!p->pod || !same_uid(p->pod, first_owned)) {
@@ -460,14 +460,14 @@ void plan_pod(sbx_plan *p)
 			annot = NULL;
 		}
 		pod = first_owned;
-		owner = OWNER_THIS;
+		owner = K8S_OWNER_THIS;
 	} else if (p->pod) {
 		pod = p->pod;
-		owner = ju_owner_class(pod, p->uid);
+		owner = k8s_obj_owner_class(pod, p->uid);
 	}
 
 	if (p->suspended) {
-		if (pod && owner == OWNER_THIS) {
+		if (pod && owner == K8S_OWNER_THIS) {
 			if (!k8s_obj_is_deleting(pod)) {
 				plan_action *a = plan_add(p, SBX_STEP_POD, SBX_VERB_DELETE,
 				                          SBX_OBJ_POD, k8s_obj_name(pod), NULL,
@@ -478,7 +478,7 @@ void plan_pod(sbx_plan *p)
 				}
 			}
 			/* The pod-name annotation stays while the owned pod exists. */
-			set_pod_result(p, pod, OWNER_THIS);
+			set_pod_result(p, pod, K8S_OWNER_THIS);
 			return;
 		}
 		if (annot)
@@ -499,7 +499,7 @@ void plan_pod(sbx_plan *p)
 	if (!a)
 		return;
 	a->yields_pod = true;
-	set_pod_result(p, body, OWNER_THIS);
+	set_pod_result(p, body, K8S_OWNER_THIS);
 	if (ju_empty(annot))
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, p->name);
 }
@@ -511,7 +511,7 @@ void plan_pod_teardown(sbx_plan *p)
 		plan_fail(p, SBX_STEP_POD, "failed to get pod: %s", p->pod_error);
 		return;
 	}
-	if (p->pod && ju_owner_class(p->pod, p->uid) == OWNER_THIS) {
+	if (p->pod && k8s_obj_owner_class(p->pod, p->uid) == K8S_OWNER_THIS) {
 		plan_action *a = plan_add(p, SBX_STEP_POD, SBX_VERB_DELETE, SBX_OBJ_POD,
 		                          k8s_obj_name(p->pod), NULL,
 		                          "failed to delete pod");

@@ -83,11 +83,11 @@ void plan_pvcs(sbx_plan *p)
 				         body, "failed to create PVC");
 			stop = false;
 		} else {
-			switch (ju_owner_class(pvc, p->uid)) {
-			case OWNER_THIS:
+			switch (k8s_obj_owner_class(pvc, p->uid)) {
+			case K8S_OWNER_THIS:
 				stop = false;   /* no drift repair of claims */
 				break;
-			case OWNER_NONE:
+			case K8S_OWNER_NONE:
 				if (!plan_adoptable(p, pvc)) {
 					plan_fail_not_adoptable(p, SBX_STEP_PVC, "PVC", name);
 					break;
@@ -98,7 +98,7 @@ void plan_pvcs(sbx_plan *p)
 					         name, patch, "failed to adopt PVC");
 				stop = false;
 				break;
-			case OWNER_OTHER:
+			case K8S_OWNER_OTHER:
 				plan_fail_owned_by_other(p, SBX_STEP_PVC, "PVC", pvc);
 				break;
 			}

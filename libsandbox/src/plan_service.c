@@ -322,9 +322,9 @@ void plan_service(sbx_plan *p)
 			p->svc_after = SVC_STATUS_SET;
 		return;
 	}
-	owner_class owner = ju_owner_class(svc, p->uid);
+	k8s_owner_class owner = k8s_obj_owner_class(svc, p->uid);
 	if (p->service_mode == SVC_FALSE) {
-		if (owner == OWNER_THIS) {
+		if (owner == K8S_OWNER_THIS) {
 			plan_action *a = plan_add(p, SBX_STEP_SERVICE, SBX_VERB_DELETE,
 			                          SBX_OBJ_SERVICE, p->name, NULL,
 			                          "failed to delete service");
@@ -336,16 +336,16 @@ void plan_service(sbx_plan *p)
 		return;
 	}
 	switch (owner) {
-	case OWNER_OTHER:
+	case K8S_OWNER_OTHER:
 		plan_fail_owned_by_other(p, SBX_STEP_SERVICE, "service", svc);
 		break;
-	case OWNER_NONE:
+	case K8S_OWNER_NONE:
 		if (p->service_mode == SVC_UNSET)
 			p->svc_after = SVC_STATUS_CLEAR;   /* ignored, not counted */
 		else
 			plan_adopt_service(p, svc);
 		break;
-	case OWNER_THIS:
+	case K8S_OWNER_THIS:
 		plan_repair_service(p, svc);
 		break;
 	}
@@ -358,7 +358,7 @@ void plan_service_teardown(sbx_plan *p)
 		          p->service_error);
 		return;
 	}
-	if (p->service && ju_owner_class(p->service, p->uid) == OWNER_THIS) {
+	if (p->service && k8s_obj_owner_class(p->service, p->uid) == K8S_OWNER_THIS) {
 		plan_action *a = plan_add(p, SBX_STEP_SERVICE, SBX_VERB_DELETE,
 		                          SBX_OBJ_SERVICE, p->name, NULL,
 		                          "failed to delete service");

@@ -392,7 +392,7 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 		ok = read_step(p, (sbx_step)s, &r[s]) && ok;
 
 	const cJSON *pod = pod_after(p, &r[SBX_STEP_POD]);
-	bool owned = pod && p->pod_owner == OWNER_THIS;
+	bool owned = pod && p->pod_owner == K8S_OWNER_THIS;
 	/* MultiplePods is reported by condition and event, not returned. */
 	bool multiple = p->multiple_pods && !r[SBX_STEP_POD].failed;
 
@@ -536,12 +536,12 @@ void sbx_outcome_dispose(sbx_outcome *o)
 
 bool sbx_status_equal(const cJSON *a, const cJSON *b)
 {
-	return ju_semantic_equal(a, b);
+	return k8s_obj_semantic_equal(a, b);
 }
 
 bool sbx_status_needs_write(const cJSON *old_status, const cJSON *new_status)
 {
-	if (ju_semantic_equal(old_status, new_status))
+	if (k8s_obj_semantic_equal(old_status, new_status))
 		return false;
 	const cJSON *ready = find_condition(new_status, SBX_CONDITION_READY);
 	if (ju_str_eq(ju_str(ready, "status"), "True"))
@@ -558,7 +558,7 @@ bool sbx_status_needs_write(const cJSON *old_status, const cJSON *new_status)
 	}
 	cJSON_DeleteItemFromObjectCaseSensitive(a, "nodeName");
 	cJSON_DeleteItemFromObjectCaseSensitive(b, "nodeName");
-	bool only_node = ju_semantic_equal(a, b);
+	bool only_node = k8s_obj_semantic_equal(a, b);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 	return !only_node;
@@ -574,16 +574,16 @@ cJSON *sbx_status_patch(const cJSON *old_status, const cJSON *new_status)
 		if (!ok)
 			break;
 		const cJSON *was = cJSON_GetObjectItemCaseSensitive(old_status, kv->string);
-		if (ju_semantic_equal(was, kv))
+		if (k8s_obj_semantic_equal(was, kv))
 			continue;
-		ok = ju_is_zero(kv) ? ju_set_null(st, kv->string)
+		ok = k8s_obj_is_zero(kv) ? ju_set_null(st, kv->string)
 		                    : ju_set(st, kv->string, cJSON_Duplicate(kv, true));
 	}
 	cJSON_ArrayForEach(kv, old_status) {
 		if (!ok)
 			break;
 		if (!cJSON_GetObjectItemCaseSensitive(new_status, kv->string) &&
-		    !ju_is_zero(kv))
+		    !k8s_obj_is_zero(kv))
 			ok = ju_set_null(st, kv->string);
 	}
 	if (!ok) {

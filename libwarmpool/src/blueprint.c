@@ -3,7 +3,7 @@
  * (docs/api.md#sandboxtemplate-spec), the secure defaults of docs/api.md#secure-defaults, the content hashes of docs/api.md#name-hash and the
  * staleness test of docs/api.md#staleness-and-update-strategies. Shared by the pool and the claim controllers.
  *
- * Semantic comparison uses ju_semantic_equal() (a missing member equals its
+ * Semantic comparison uses k8s_obj_semantic_equal() (a missing member equals its
  * zero value, nil lists/maps equal empty ones) on copies whose resource
  * quantities were rewritten to one canonical spelling, so "1Gi" equals
  * "1024Mi" and "0.5" equals "500m", as Go's Quantity comparison says
@@ -231,7 +231,7 @@ static bool spec_equal(const cJSON *a, const cJSON *b, void (*canon)(cJSON *))
 	}
 	canon(x);
 	canon(y);
-	bool eq = ju_semantic_equal(x, y);
+	bool eq = k8s_obj_semantic_equal(x, y);
 	cJSON_Delete(x);
 	cJSON_Delete(y);
 	return eq;

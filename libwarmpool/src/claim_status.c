@@ -249,7 +249,7 @@ cJSON *wp_claim_status_sorted(const cJSON *st)
 bool wp_claim_status_equal(const cJSON *a, const cJSON *b)
 {
 	cJSON *x = wp_claim_status_sorted(a), *y = wp_claim_status_sorted(b);
-	bool eq = x && y && ju_semantic_equal(x, y);
+	bool eq = x && y && k8s_obj_semantic_equal(x, y);
 	cJSON_Delete(x);
 	cJSON_Delete(y);
 	return eq;

@@ -670,7 +670,7 @@ static int ensure_pod_metadata(pass *p)
 		ju_set(cur, "labels", cJSON_Duplicate(l, true));
 	if (cur && a)
 		ju_set(cur, "annotations", cJSON_Duplicate(a, true));
-	if (cur && !ju_semantic_equal(cur, want)) {
+	if (cur && !k8s_obj_semantic_equal(cur, want)) {
 		cJSON *diff = wp_merge_patch_diff(cur, want);
 		cJSON *patch = cJSON_CreateObject();
 		cJSON *pt = patch ? ju_obj(ju_obj(patch, "spec"), "podTemplate") : NULL;

@@ -151,10 +151,10 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 		const char *ct = k8s_obj_str(s, "metadata.creationTimestamp");
 		if (!ct || k8s_time_parse(ct, &x->created_ms) != 0)
 			x->created_ms = 0;
-		owner_class oc = ju_owner_class(s, pool_uid);
-		x->owned = oc == OWNER_THIS;
+		k8s_owner_class oc = k8s_obj_owner_class(s, pool_uid);
+		x->owned = oc == K8S_OWNER_THIS;
 
-		if (oc == OWNER_OTHER) {            /* claimed, or someone else's */
+		if (oc == K8S_OWNER_OTHER) {            /* claimed, or someone else's */
 			x->cls = WP_MEMBER_IGNORED;
 			continue;
 		}
@@ -339,7 +339,7 @@ static int status_patch(const wp_pool_input *in, int current, int ready, cJSON *
 	const cJSON *have = cJSON_GetObjectItemCaseSensitive(in->pool, "status");
 	bool same = true;
 	for (const cJSON *f = want->child; f && same; f = f->next)
-		same = ju_semantic_equal(f, cJSON_GetObjectItemCaseSensitive(have, f->string));
+		same = k8s_obj_semantic_equal(f, cJSON_GetObjectItemCaseSensitive(have, f->string));
 	if (same) {
 		cJSON_Delete(want);
 		return 0;

@@ -204,14 +204,14 @@ static bool np_spec_equal(const cJSON *have, const cJSON *want)
 					ju_set_str(port, "protocol", "TCP");
 		}
 	}
-	bool eq = ju_semantic_equal(have, w);
+	bool eq = k8s_obj_semantic_equal(have, w);
 	cJSON_Delete(w);
 	return eq;
 }
 
 static bool controlled_by(const cJSON *np, const cJSON *tpl)
 {
-	return ju_owner_class(np, k8s_obj_uid(tpl)) == OWNER_THIS;
+	return k8s_obj_owner_class(np, k8s_obj_uid(tpl)) == K8S_OWNER_THIS;
 }
 
 int wp_template_np_decide(const cJSON *tpl, const cJSON *np, wp_np_decision *out)

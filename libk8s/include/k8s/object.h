@@ -1,10 +1,13 @@
 /*
- * object.h - small read helpers over Kubernetes objects held as cJSON:
- * metadata fields, labels, annotations, owner references and "ns/name" keys.
+ * object.h - small helpers over Kubernetes objects held as cJSON:
+ * metadata fields, labels, annotations, owner references, "ns/name" keys,
+ * JSON merge patches (RFC 7386) and the semantic equality controllers use
+ * to decide whether a write is needed.
  *
  * All getters borrow: returned strings/nodes point into `obj` and live as
  * long as it does. They accept NULL objects and return NULL/false.
- * Pure functions; thread-safe on distinct or read-only objects.
+ * Pure functions; thread-safe on distinct or read-only objects (an object
+ * being edited by k8s_obj_merge_patch() must not be read meanwhile).
  */
 #ifndef K8S_OBJECT_H
 #define K8S_OBJECT_H
@@ -49,6 +52,87 @@ K8S_EXTERN const char *k8s_obj_annotation(const cJSON *obj, const char *key);
  * (meta/v1 OwnerReference; at most one controller per object).
  */
 K8S_EXTERN const cJSON *k8s_obj_controller_ref(const cJSON *obj);
+
+/**
+ * Replaces (or adds) member `key` of the object `obj` by `item`. `item` is
+ * taken in all cases (freed on failure). Returns false on allocation
+ * failure or when `obj` or `item` is NULL.
+ */
+K8S_EXTERN bool k8s_obj_set(cJSON *obj, const char *key, cJSON *item);
+
+/**
+ * Applies the RFC 7386 JSON merge patch `patch` to `target` in place:
+ * objects merge recursively, a null member deletes, anything else (arrays
+ * included) replaces. `patch` is only read.
+ *
+ * Returns true on success; false when `target` or `patch` is not an
+ * object (nothing changed) or on allocation failure (`target` may then be
+ * partly patched).
+ */
+K8S_EXTERN bool k8s_obj_merge_patch(cJSON *target, const cJSON *patch);
+
+/**
+ * Kubernetes semantic equality (Go's equality.Semantic.DeepEqual) over
+ * JSON produced from Go types with `omitempty`: a missing member equals
+ * null, "", 0, false, [] and {}; objects compare as structs (an object whose
+ * members are all zero equals a missing one); arrays compare element-wise
+ * in order; numbers by value. Either side may be NULL (missing).
+ */
+K8S_EXTERN bool k8s_obj_semantic_equal(const cJSON *a, const cJSON *b);
+
+/**
+ * True when `v` is missing (NULL) or a zero value in the sense of
+ * k8s_obj_semantic_equal(): null, false, 0, "", [] or {} (shallow: an
+ * object of zero members is not zero here).
+ */
+K8S_EXTERN bool k8s_obj_is_zero(const cJSON *v);
+
+/** Who controls an object, relative to one owner (k8s_obj_owner_class()). */
+typedef enum {
+	K8S_OWNER_NONE = 0,   /* no controller ownerReference */
+	K8S_OWNER_THIS = 1,   /* the controller ownerReference has the given UID */
+	K8S_OWNER_OTHER = 2   /* controlled by something else */
+} k8s_owner_class;
+
+/**
+ * Classifies `obj` by its controller ownerReference against the owner UID
+ * `uid` (NULL or "" never matches, so a controlled object is then
+ * K8S_OWNER_OTHER).
+ */
+K8S_EXTERN k8s_owner_class k8s_obj_owner_class(const cJSON *obj, const char *uid);
+
+/**
+ * A new controller ownerReference (meta/v1 OwnerReference with
+ * `controller` and `blockOwnerDeletion` true) to the owner of kind `kind`
+ * (e.g. "Sandbox") in `api_version` (e.g. "agents.x-k8s.io/v1beta1"),
+ * named `name` with UID `uid`; NULL strings are written as "". The caller
+ * frees it with cJSON_Delete(). Returns NULL on allocation failure.
+ */
+K8S_EXTERN cJSON *k8s_obj_controller_ref_new(const char *api_version,
+                                             const char *kind,
+                                             const char *name,
+                                             const char *uid);
+
+/**
+ * A new array holding only k8s_obj_controller_ref_new()'s reference (a
+ * new object's metadata.ownerReferences). NULL on allocation failure.
+ */
+K8S_EXTERN cJSON *k8s_obj_controller_refs_new(const char *api_version,
+                                              const char *kind,
+                                              const char *name,
+                                              const char *uid);
+
+/**
+ * The ownerReferences to write when adopting `obj`: a new array with its
+ * current references except any to `uid`, then a controller reference
+ * (k8s_obj_controller_ref_new()) to the owner at the end. NULL on
+ * allocation failure.
+ */
+K8S_EXTERN cJSON *k8s_obj_adopted_owner_refs(const cJSON *obj,
+                                             const char *api_version,
+                                             const char *kind,
+                                             const char *name,
+                                             const char *uid);
 
 /**
  * Writes "namespace/name" (or "name" for cluster-scoped objects) into a

@@ -384,6 +384,54 @@ START_TEST(test_cluster_without_server)
 }
 END_TEST
 
+/* The server URL as curl reads it: a bare host:port means https, an IPv6
+ * host stays bracketed, the path is kept without its trailing '/'. */
+START_TEST(test_server_url_forms)
+{
+	static const struct { const char *server, *want; } cases[] = {
+		{ "h.example:6443", "https://h.example:6443" },
+		{ "[fd00::1]:6443", "https://[fd00::1]:6443" },
+		{ "https://[fd00::1]:6443/", "https://[fd00::1]:6443" },
+		{ "https://[::1]", "https://[::1]" },
+		{ "http://h:8080/prefix//", "http://h:8080/prefix" },
+		{ "https://h/a/b", "https://h/a/b" },
+		{ "h", "https://h" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char doc[512];
+		snprintf(doc, sizeof(doc),
+		         "clusters:\n- name: c\n  cluster: {server: '%s'}\n"
+		         "contexts:\n- name: x\n  context: {cluster: c}\n", cases[i].server);
+		k8s_config *cfg = NULL;
+		ck_assert_msg(load_doc(&cfg, doc, "x") == 0, "case %zu: %s", i,
+		              asb_error_last()->message);
+		ck_assert_str_eq(k8s_config_server(cfg), cases[i].want);
+		k8s_config_free(cfg);
+	}
+	static const char *const bad[] = { "ftp://h", "socks5://h:1", "https://[fd00::1", "https://h:99999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char doc[512];
+		snprintf(doc, sizeof(doc),
+		         "clusters:\n- name: c\n  cluster: {server: '%s'}\n"
+		         "contexts:\n- name: x\n  context: {cluster: c}\n", bad[i]);
+		k8s_config *cfg = NULL;
+		assert_config_error(load_doc(&cfg, doc, "x"), "not an http(s) URL", bad[i]);
+	}
+	/* a proxy needs its scheme; any of client-go's, in any case */
+	k8s_config *cfg = NULL;
+	const char *noscheme =
+		"clusters:\n- name: c\n  cluster: {server: 'https://h:1', proxy-url: 'proxy.test:3128'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n";
+	assert_config_error(load_doc(&cfg, noscheme, "x"), "proxy-url must be an http://", NULL);
+	const char *v6 =
+		"clusters:\n- name: c\n  cluster: {server: 'https://h:1', proxy-url: 'https://[::1]:3128'}\n"
+		"contexts:\n- name: x\n  context: {cluster: c}\n";
+	ck_assert_int_eq(load_doc(&cfg, v6, "x"), 0);
+	ck_assert_str_eq(cfg->proxy_url, "https://[::1]:3128");
+	k8s_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_missing_referenced_file)
 {
 	k8s_config *cfg = NULL;
@@ -949,6 +997,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_empty_file);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_cluster_without_server);
+	tcase_add_test(tc, test_server_url_forms);
 	tcase_add_test(tc, test_missing_referenced_file);
 	tcase_add_test(tc, test_half_a_client_cert);
 	tcase_add_test(tc, test_unsupported_auth);

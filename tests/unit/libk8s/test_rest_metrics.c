@@ -82,6 +82,37 @@ START_TEST(host_is_the_url_authority)
 }
 END_TEST
 
+/* The host label is Go's url.URL.Host: the authority without userinfo,
+ * the port only when the URL has one. */
+START_TEST(host_label_edge_cases)
+{
+	static const struct { const char *url, *host; } cases[] = {
+		{ "https://[fd00::1]:6443/prefix/", "[fd00::1]:6443" },
+		{ "https://[::1]", "[::1]" },
+		{ "https://10.0.0.1:6443/a/b?x=1#f", "10.0.0.1:6443" },
+		{ "https://user:pw@h.example:8443/p", "h.example:8443" },
+		{ "h.example:6443/p", "h.example:6443" },          /* no scheme */
+		{ "h.example", "h.example" },
+		{ "http://h.example:80", "h.example:80" },          /* given: kept */
+		{ "", "" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		asb_metrics_registry *reg;
+		ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
+		k8s__rest_metrics *m;
+		ck_assert_int_eq(k8s__rest_metrics_new(&m, reg, cases[i].url), 0);
+		k8s__rest_metrics_observe(m, "GET", 200, 0, false);
+		char *text = scrape(reg), want[256];
+		snprintf(want, sizeof(want), "{code=\"200\",host=\"%s\",method=\"GET\"} 1\n",
+		         cases[i].host);
+		ck_assert_msg(strstr(text, want), "case %zu: %s lacks %s", i, text, want);
+		free(text);
+		k8s__rest_metrics_free(m);
+		asb_metrics_registry_free(reg);
+	}
+}
+END_TEST
+
 START_TEST(no_registry_means_no_metrics)
 {
 	k8s__rest_metrics *m = (k8s__rest_metrics *)1;
@@ -162,6 +193,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, requests_are_counted_by_code_method_host_and_timed_by_verb);
 	tcase_add_test(tc, host_is_the_url_authority);
+	tcase_add_test(tc, host_label_edge_cases);
 	tcase_add_test(tc, no_registry_means_no_metrics);
 	tcase_add_test(tc, client_records_a_try_without_answer);
 	suite_add_tcase(s, tc);

@@ -1,17 +1,18 @@
 /*
- * test_yaml_json.c - YAML document to cJSON tree (libk8s/src/yaml_json.c):
- * structure, scalar typing, and the errors with their positions.
+ * test_yaml_json.c - YAML document to cJSON tree (k8s/yaml.h,
+ * libk8s/src/yaml_json.c): structure, scalar typing, the scalar-text flag,
+ * and the errors with their positions.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
-#include "yaml_json.h"
+#include "k8s/yaml.h"
 
 /* Converts `yaml` and returns the unformatted JSON text (caller frees). */
 static char *to_json(const char *yaml)
 {
 	cJSON *root = NULL;
-	int rc = k8s__yaml_to_json(&root, yaml, strlen(yaml), "test.yaml");
+	int rc = k8s_yaml_to_json(&root, yaml, strlen(yaml), "test.yaml", 0);
 	ck_assert_msg(rc == 0, "rc %d: %s", rc, asb_error_last()->message);
 	ck_assert_ptr_nonnull(root);
 	char *text = cJSON_PrintUnformatted(root);
@@ -30,7 +31,7 @@ static void assert_json(const char *yaml, const char *want)
 static void assert_error(const char *yaml, const char *needle1, const char *needle2)
 {
 	cJSON *root = (cJSON *)1;
-	int rc = k8s__yaml_to_json(&root, yaml, strlen(yaml), "test.yaml");
+	int rc = k8s_yaml_to_json(&root, yaml, strlen(yaml), "test.yaml", 0);
 	const char *m = asb_error_last()->message;
 	ck_assert_msg(rc == ASB_EDECODE, "rc %d for %s", rc, yaml);
 	ck_assert_ptr_null(root);
@@ -80,8 +81,8 @@ START_TEST(test_big_integers)
 	assert_json("[999999999999999, -999999999999999, 3000000000]",
 	            "[999999999999999,-999999999999999,3000000000]");
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, "[999999999999999, 1000000000000000]",
-	                                   35, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, "[999999999999999, 1000000000000000]",
+	                                   35, NULL, 0), 0);
 	ck_assert(cJSON_IsNumber(cJSON_GetArrayItem(root, 0)));
 	ck_assert(cJSON_IsRaw(cJSON_GetArrayItem(root, 1)));
 	cJSON_Delete(root);
@@ -124,13 +125,13 @@ END_TEST
 START_TEST(test_empty)
 {
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, "", 0, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, "", 0, NULL, 0), 0);
 	ck_assert(cJSON_IsNull(root));
 	cJSON_Delete(root);
-	ck_assert_int_eq(k8s__yaml_to_json(&root, "# only a comment\n\n", 18, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, "# only a comment\n\n", 18, NULL, 0), 0);
 	ck_assert(cJSON_IsNull(root));
 	cJSON_Delete(root);
-	ck_assert_int_eq(k8s__yaml_to_json(&root, NULL, 0, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, NULL, 0, NULL, 0), 0);
 	ck_assert(cJSON_IsNull(root));
 	cJSON_Delete(root);
 	assert_json("plain", "\"plain\"");
@@ -142,7 +143,7 @@ START_TEST(test_not_nul_terminated)
 	/* The length bounds the input, not a NUL. */
 	const char text[] = "a: 1\nb: 2\nGARBAGE: [";
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, text, 10, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, text, 10, NULL, 0), 0);
 	char *s = cJSON_PrintUnformatted(root);
 	ck_assert_str_eq(s, "{\"a\":1,\"b\":2}");
 	free(s);
@@ -187,7 +188,7 @@ START_TEST(test_depth_limit)
 	deep[depth - 1] = ' ';
 	deep[depth] = ' ';
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, deep, 2 * depth, NULL), 0);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, deep, 2 * depth, NULL, 0), 0);
 	cJSON_Delete(root);
 	free(deep);
 }
@@ -196,10 +197,41 @@ END_TEST
 START_TEST(test_origin_default)
 {
 	cJSON *root = NULL;
-	ck_assert_int_eq(k8s__yaml_to_json(&root, "[", 1, NULL), ASB_EDECODE);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, "[", 1, NULL, 0), ASB_EDECODE);
 	ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "<memory>: line "));
-	ck_assert_int_eq(k8s__yaml_to_json(NULL, "a", 1, NULL), ASB_EINVAL);
-	ck_assert_int_eq(k8s__yaml_to_json(&root, NULL, 3, NULL), ASB_EINVAL);
+	ck_assert_int_eq(k8s_yaml_to_json(NULL, "a", 1, NULL, 0), ASB_EINVAL);
+	ck_assert_int_eq(k8s_yaml_to_json(&root, NULL, 3, NULL, 0), ASB_EINVAL);
+}
+END_TEST
+
+/* K8S_YAML_SCALAR_TEXT: bools and numbers keep their text, as raw nodes;
+ * nulls, strings and the structure are as without it. */
+START_TEST(test_scalar_text)
+{
+	cJSON *root = NULL;
+	const char *yaml = "a: yes\nb: 0644\nc: 3.0\nd: \"3.0\"\ne: ~\nf: x\n"
+	                   "g: !!int 0x10\nh: 12345678901234567890\ni: [1, on]\n";
+	ck_assert_int_eq(k8s_yaml_to_json(&root, yaml, strlen(yaml), NULL,
+	                                  K8S_YAML_SCALAR_TEXT), 0);
+	static const struct { const char *key, *raw; } raws[] = {
+		{ "a", "yes" }, { "b", "0644" }, { "c", "3.0" }, { "g", "0x10" },
+		{ "h", "12345678901234567890" },
+	};
+	for (size_t i = 0; i < sizeof(raws) / sizeof(raws[0]); i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, raws[i].key);
+		ck_assert_msg(cJSON_IsRaw(v), "%s is not raw", raws[i].key);
+		ck_assert_str_eq(v->valuestring, raws[i].raw);
+	}
+	ck_assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "d")));
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "e")));
+	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(root, "f")->valuestring, "x");
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "i");
+	ck_assert_str_eq(cJSON_GetArrayItem(arr, 0)->valuestring, "1");
+	ck_assert_str_eq(cJSON_GetArrayItem(arr, 1)->valuestring, "on");
+	cJSON_Delete(root);
+	/* a tag still has to match */
+	ck_assert_int_eq(k8s_yaml_to_json(&root, "!!int x", 7, NULL, K8S_YAML_SCALAR_TEXT),
+	                 ASB_EDECODE);
 }
 END_TEST
 
@@ -238,6 +270,7 @@ static Suite *yaml_suite(void)
 	Suite *s = suite_create("yaml_json");
 	TCase *tc = tcase_create("convert");
 	tcase_add_test(tc, test_structure);
+	tcase_add_test(tc, test_scalar_text);
 	tcase_add_test(tc, test_scalars_plain);
 	tcase_add_test(tc, test_big_integers);
 	tcase_add_test(tc, test_scalars_quoted);

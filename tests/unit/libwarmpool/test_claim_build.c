@@ -208,7 +208,7 @@ START_TEST(adoption_patch_with_template)
 		"\"sandbox.users.io/t\":\"x\"},"
 		"\"annotations\":{\"cluster-autoscaler.kubernetes.io/safe-to-evict\":null}}}}}");
 	/* applied, the podTemplate metadata is the template's + claim keys */
-	ck_assert(ju_merge_patch(sbx, p));
+	ck_assert(k8s_obj_merge_patch(sbx, p));
 	fx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
 		"{\"labels\":{\"app\":\"demo\",\"agents.x-k8s.io/sandbox-template-ref-hash\":\"69155462\","
 		"\"agents.x-k8s.io/claim-uid\":\"c1a10000-0000-4000-8000-000000000001\","
@@ -251,7 +251,7 @@ START_TEST(adoption_patch_without_template)
 	                 "69155462");
 	ck_assert_str_eq(cJSON_GetObjectItem(k8s_obj_at(p, "metadata.annotations"),
 	                                     "opentelemetry.io/trace-context")->valuestring, "{}");
-	ck_assert(ju_merge_patch(sbx, p));
+	ck_assert(k8s_obj_merge_patch(sbx, p));
 	/* the Sandbox's own metadata (pool labels kept), safe-to-evict "true" gone */
 	fx_assert_json_str(k8s_obj_at(sbx, "spec.podTemplate.metadata"),
 		"{\"labels\":{\"app\":\"demo\",\"agents.x-k8s.io/warm-pool-sandbox\":\"59733166\","
@@ -303,7 +303,7 @@ START_TEST(merge_diff)
 	cJSON *b = fx_json("{\"x\":1,\"y\":{\"a\":1,\"c\":3},\"z\":[1],\"new\":\"n\"}");
 	cJSON *d = wp_merge_patch_diff(a, b);
 	fx_assert_json_str(d, "{\"gone\":null,\"y\":{\"b\":null,\"c\":3},\"z\":[1],\"new\":\"n\"}");
-	ck_assert(ju_merge_patch(a, d));
+	ck_assert(k8s_obj_merge_patch(a, d));
 	fx_assert_json(a, b);
 	cJSON_Delete(d);
 	d = wp_merge_patch_diff(a, b);
