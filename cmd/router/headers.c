@@ -197,7 +197,7 @@ static bool target_valid(const char *t)
 	return true;
 }
 
-int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_reject *rej)
+int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, rt_reject *rej)
 {
 	if (!target_valid(h->target))
 		return rt_reject_set(rej, 400, "Invalid request target.");
@@ -205,7 +205,7 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_r
 	if (conn_set_build(&cs, h->headers, h->nheaders) < 0)
 		return rt_reject_set(rej, 500, "Out of memory.");
 	bool v6 = strchr(o->host, ':') != NULL;
-	rt_buf_fmt(out, "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\n", h->method, h->target,
+	asb_strbuf_addf(out, "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\n", h->method, h->target,
 	           v6 ? "[" : "", o->host, v6 ? "]" : "", o->port);
 	for (size_t i = 0; i < h->nheaders; i++) {
 		const rt_header *f = &h->headers[i];
@@ -222,29 +222,29 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_r
 			continue;
 		if (o->upgrade && strcasecmp(f->name, "Origin") == 0)
 			continue;
-		rt_buf_str(out, f->name);
-		rt_buf_add(out, ": ", 2);
-		rt_buf_str(out, f->value);
-		rt_buf_add(out, "\r\n", 2);
+		asb_strbuf_adds(out, f->name);
+		asb_strbuf_add(out, ": ", 2);
+		asb_strbuf_adds(out, f->value);
+		asb_strbuf_add(out, "\r\n", 2);
 	}
 	free(cs.t);
 	/* client-supplied forwarding fields are never trusted or chained */
 	if (h->peer_ip && *h->peer_ip)
-		rt_buf_fmt(out, "X-Forwarded-For: %s\r\n", h->peer_ip);
+		asb_strbuf_addf(out, "X-Forwarded-For: %s\r\n", h->peer_ip);
 	const char *host = rt_head_get(h, "Host");
 	if (host && *host)
-		rt_buf_fmt(out, "X-Forwarded-Host: %s\r\n", host);
-	rt_buf_fmt(out, "X-Forwarded-Proto: %s\r\n", h->tls ? "https" : "http");
+		asb_strbuf_addf(out, "X-Forwarded-Host: %s\r\n", host);
+	asb_strbuf_addf(out, "X-Forwarded-Proto: %s\r\n", h->tls ? "https" : "http");
 	/* RFC 9110 §7.6.3; also how a request that loops back is caught */
-	rt_buf_str(out, "Via: 1.1 " RT_VIA_PSEUDONYM "\r\n");
+	asb_strbuf_adds(out, "Via: 1.1 " RT_VIA_PSEUDONYM "\r\n");
 	if (o->upgrade)
-		rt_buf_fmt(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", rt_head_get(h, "Upgrade"));
+		asb_strbuf_addf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", rt_head_get(h, "Upgrade"));
 	if (o->framing.chunked)
-		rt_buf_str(out, "Transfer-Encoding: chunked\r\n");
+		asb_strbuf_adds(out, "Transfer-Encoding: chunked\r\n");
 	else if (o->framing.content_length >= 0)
-		rt_buf_fmt(out, "Content-Length: %lld\r\n", (long long)o->framing.content_length);
-	rt_buf_add(out, "\r\n", 2);
-	if (out->oom)
+		asb_strbuf_addf(out, "Content-Length: %lld\r\n", (long long)o->framing.content_length);
+	asb_strbuf_add(out, "\r\n", 2);
+	if (out->failed)
 		return rt_reject_set(rej, 500, "Out of memory.");
 	return 0;
 }

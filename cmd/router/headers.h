@@ -21,7 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "buf.h"
+#include "asb/strbuf.h"
 #include "contract.h"
 
 /** How a request body is framed. */
@@ -70,7 +70,7 @@ bool rt_header_value_valid(const char *value);
  * @return 0; -1 with a 400 in `rej` (a field or target that must not be
  *         relayed), or a 500 when out of memory.
  */
-int rt_headers_request(const rt_head *h, const rt_outbound *o, rt_buf *out, rt_reject *rej);
+int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, rt_reject *rej);
 
 /**
  * Calls `emit` for each response field of `hs` that is relayed to the

@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 #include "k8s/object.h"
 #include "accesslog.h"
-#include "buf.h"
+#include "asb/strbuf.h"
 #include "contract.h"
 #include "headers.h"
 #include "proxy.h"
@@ -75,7 +75,7 @@ typedef struct rt_req {
 	uv_timer_t phase;            /* retry backoff, then response-header timeout */
 	uv_timer_t deadline;         /* --proxy-timeout */
 	rt_upconn *up;
-	rt_buf out;
+	asb_strbuf out;
 	bool body_started, body_done, body_paused, resp_paused;
 	uint64_t body_bytes;
 	bool keep_alive;             /* the sandbox's answer allows reuse */
@@ -405,7 +405,7 @@ static void begin_exchange(rt_req *r)
 		return;
 	}
 	rt_upconn_begin(r->up, &up_callbacks, r, r->head_req);
-	if (rt_upconn_write(r->up, r->out.p, r->out.len, false) < 0) {
+	if (rt_upconn_write(r->up, r->out.data, r->out.len, false) < 0) {
 		fail_upstream(r, "other");
 		return;
 	}
@@ -621,7 +621,7 @@ static void free_req(rt_req *r)
 	free(r->hs);
 	free(r->target_s);
 	free(r->authorization);
-	rt_buf_free(&r->out);
+	asb_strbuf_free(&r->out);
 	free(r);
 }
 

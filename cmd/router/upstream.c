@@ -7,7 +7,7 @@
 #include <string.h>
 #include "httpd/parser.h"
 #include "asb/map.h"
-#include "buf.h"
+#include "asb/strbuf.h"
 #include "upstream.h"
 
 #define READ_BUF (64 * 1024)
@@ -50,7 +50,7 @@ struct rt_upconn {
 	void *ud;
 	httpd_parser parser;
 	bool head_request, interim, complete, extra, tunnel, got_bytes, was_idle, paused;
-	rt_buf fields;             /* name\0value\0 pairs of the response head */
+	asb_strbuf fields;             /* name\0value\0 pairs of the response head */
 	size_t nfields;
 	bool in_value;
 	int in_execute;
@@ -151,7 +151,7 @@ static void on_handle_closed(uv_handle_t *h)
 	if (--c->open_handles > 0)
 		return;
 	rt_pool *p = c->pool;
-	rt_buf_free(&c->fields);
+	asb_strbuf_free(&c->fields);
 	free(c->key);
 	free(c);
 	p->nconns--;
@@ -301,7 +301,7 @@ static int p_field(httpd_parser *hp, const char *at, size_t len)
 {
 	rt_upconn *c = httpd_parser_data(hp);
 	if (c->in_value || !c->nfields) {
-		if (c->nfields && rt_buf_add(&c->fields, "", 1) < 0)  /* ends the value */
+		if (c->nfields && asb_strbuf_add(&c->fields, "", 1) < 0)  /* ends the value */
 			return -1;
 		if (++c->nfields > MAX_RESPONSE_FIELDS)
 			return -1;
@@ -309,20 +309,20 @@ static int p_field(httpd_parser *hp, const char *at, size_t len)
 	}
 	if (c->fields.len + len > MAX_RESPONSE_HEAD)
 		return -1;
-	return rt_buf_add(&c->fields, at, len);
+	return asb_strbuf_add(&c->fields, at, len);
 }
 
 static int p_value(httpd_parser *hp, const char *at, size_t len)
 {
 	rt_upconn *c = httpd_parser_data(hp);
 	if (!c->in_value) {
-		if (rt_buf_add(&c->fields, "", 1) < 0)  /* ends the name */
+		if (asb_strbuf_add(&c->fields, "", 1) < 0)  /* ends the name */
 			return -1;
 		c->in_value = true;
 	}
 	if (c->fields.len + len > MAX_RESPONSE_HEAD)
 		return -1;
-	return rt_buf_add(&c->fields, at, len);
+	return asb_strbuf_add(&c->fields, at, len);
 }
 
 /* Trims the blanks http-parser leaves at the end of a value. */
@@ -338,9 +338,9 @@ static int p_headers_complete(httpd_parser *hp)
 {
 	rt_upconn *c = httpd_parser_data(hp);
 	if (c->nfields) {
-		if (!c->in_value && rt_buf_add(&c->fields, "", 1) < 0)  /* name without value */
+		if (!c->in_value && asb_strbuf_add(&c->fields, "", 1) < 0)  /* name without value */
 			return -1;
-		if (rt_buf_add(&c->fields, "", 1) < 0)
+		if (asb_strbuf_add(&c->fields, "", 1) < 0)
 			return -1;
 	}
 	int status = httpd_parser_status_code(hp);
@@ -349,7 +349,7 @@ static int p_headers_complete(httpd_parser *hp)
 		return 0;
 	}
 	rt_header hs[MAX_RESPONSE_FIELDS];
-	char *p = c->fields.p;
+	char *p = c->fields.data;
 	for (size_t i = 0; i < c->nfields; i++) {
 		hs[i].name = p;
 		p += strlen(p) + 1;

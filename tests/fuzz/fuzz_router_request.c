@@ -175,27 +175,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rt_outbound o = { .host = target.host, .port = target.port,
 			                  .upgrade = rt_headers_wants_upgrade(&head) };
 			rt_headers_framing(&head, &o.framing);
-			rt_buf out = { 0 };
+			asb_strbuf out = ASB_STRBUF_INIT;
 			if (rt_headers_request(&head, &o, &out, &rej) == 0) {
 				/* the oracle: one well-formed request to the same target */
 				head_state back = { .max = MAX_OUT_FIELDS };
 				httpd_parser bp;
 				httpd_parser_init(&bp, HTTPD_PARSER_REQUEST, &settings, &back);
 				size_t n = 0;
-				httpd_parser_execute(&bp, out.p, out.len, &n);
+				httpd_parser_execute(&bp, out.data, out.len, &n);
 				if (!back.done || back.requests != 1 || n != out.len ||
 				    strcmp(back.url, h.url) != 0) {
 					if (getenv("FUZZ_DEBUG"))
 						fprintf(stderr, "done=%d requests=%zu n=%zu len=%zu errno=%s\n---\n%s---\n",
 						        back.done, back.requests, n, out.len,
-						        httpd_parser_error_name(&bp), out.p);
+						        httpd_parser_error_name(&bp), out.data);
 					abort();
 				}
 				for (size_t i = 0; i < back.n; i++)
 					check_field(back.names[i], back.values[i], NULL);
 				state_free(&back);
 			}
-			rt_buf_free(&out);
+			asb_strbuf_free(&out);
 		}
 	}
 	rt_headers_response(hs, h.n, size & 8, check_field, NULL);

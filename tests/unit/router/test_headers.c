@@ -31,12 +31,12 @@ static char *outbound(const char *const *kv, const char *target, bool tls, rt_re
 	rt_outbound o = { .host = "10.0.0.5", .port = 8888 };
 	rt_headers_framing(&h, &o.framing);
 	o.upgrade = rt_headers_wants_upgrade(&h);
-	rt_buf b = { 0 };
+	asb_strbuf b = ASB_STRBUF_INIT;
 	if (rt_headers_request(&h, &o, &b, rej) < 0) {
-		rt_buf_free(&b);
+		asb_strbuf_free(&b);
 		return NULL;
 	}
-	return b.p;
+	return b.data;
 }
 
 START_TEST(request_line_and_forwarding)
@@ -135,18 +135,18 @@ START_TEST(ipv6_host)
 	rt_header hs[1];
 	rt_head h = head_of(hs, KV("X", "1"), "/");
 	rt_outbound o = { .host = "2001:db8::5", .port = 8080, .framing = { .content_length = -1 } };
-	rt_buf b = { 0 };
+	asb_strbuf b = ASB_STRBUF_INIT;
 	rt_reject rej;
 	ck_assert_int_eq(rt_headers_request(&h, &o, &b, &rej), 0);
-	ck_assert_ptr_nonnull(strstr(b.p, "\r\nHost: [2001:db8::5]:8080\r\n"));
-	rt_buf_free(&b);
+	ck_assert_ptr_nonnull(strstr(b.data, "\r\nHost: [2001:db8::5]:8080\r\n"));
+	asb_strbuf_free(&b);
 }
 END_TEST
 
 static void collect(const char *name, const char *value, void *ud)
 {
-	rt_buf *b = ud;
-	rt_buf_fmt(b, "%s=%s;", name, value);
+	asb_strbuf *b = ud;
+	asb_strbuf_addf(b, "%s=%s;", name, value);
 }
 
 START_TEST(response_filter)
@@ -157,13 +157,13 @@ START_TEST(response_filter)
 		{ "Date", "yesterday" }, { "Set-Cookie", "a=1" }, { "Set-Cookie", "b=2" },
 		{ "Upgrade", "websocket" }, { "X-Bad", "a\r\nb" }, { "Trailer", "X" },
 	};
-	rt_buf b = { 0 };
+	asb_strbuf b = ASB_STRBUF_INIT;
 	rt_headers_response(hs, sizeof(hs) / sizeof(hs[0]), false, collect, &b);
-	ck_assert_str_eq(b.p, "Content-Type=text/plain;Set-Cookie=a=1;Set-Cookie=b=2;");
-	rt_buf_free(&b);
+	ck_assert_str_eq(b.data, "Content-Type=text/plain;Set-Cookie=a=1;Set-Cookie=b=2;");
+	asb_strbuf_free(&b);
 	rt_headers_response(hs, sizeof(hs) / sizeof(hs[0]), true, collect, &b);
-	ck_assert_str_eq(b.p, "Content-Type=text/plain;Set-Cookie=a=1;Set-Cookie=b=2;Upgrade=websocket;");
-	rt_buf_free(&b);
+	ck_assert_str_eq(b.data, "Content-Type=text/plain;Set-Cookie=a=1;Set-Cookie=b=2;Upgrade=websocket;");
+	asb_strbuf_free(&b);
 }
 END_TEST
 
@@ -179,7 +179,7 @@ START_TEST(many_fields_linear)
 {
 	rt_header *hs = calloc(MANY + 1, sizeof(*hs));
 	char (*names)[12] = calloc(MANY, sizeof(*names));
-	rt_buf conn = { 0 };
+	asb_strbuf conn = ASB_STRBUF_INIT;
 	ck_assert_ptr_nonnull(hs);
 	ck_assert_ptr_nonnull(names);
 	for (size_t i = 0; i < MANY; i++) {
@@ -187,28 +187,28 @@ START_TEST(many_fields_linear)
 		hs[i] = (rt_header){ names[i], "v" };
 		/* every odd field is named by Connection, in reverse order */
 		if ((MANY - 1 - i) % 2)
-			rt_buf_fmt(&conn, "%sx-h%07zu", conn.len ? ", " : "", MANY - 1 - i);
+			asb_strbuf_addf(&conn, "%sx-h%07zu", conn.len ? ", " : "", MANY - 1 - i);
 	}
-	hs[MANY] = (rt_header){ "Connection", conn.p };
+	hs[MANY] = (rt_header){ "Connection", conn.data };
 	rt_head h = { .method = "GET", .target = "/", .path = "/", .headers = hs,
 	              .nheaders = MANY + 1, .peer_ip = "10.9.8.7" };
 	rt_outbound o = { .host = "10.0.0.5", .port = 8888, .framing = { .content_length = -1 } };
-	rt_buf b = { 0 };
+	asb_strbuf b = ASB_STRBUF_INIT;
 	rt_reject rej;
 	ck_assert_int_eq(rt_headers_request(&h, &o, &b, &rej), 0);
-	ck_assert_ptr_nonnull(strstr(b.p, "\r\nX-H0000000: v\r\n"));
-	ck_assert_ptr_null(strstr(b.p, "\r\nX-H0000001: v\r\n"));
-	ck_assert_ptr_nonnull(strstr(b.p, "\r\nX-H0029998: v\r\n"));
-	ck_assert_ptr_null(strstr(b.p, "\r\nX-H0029999: v\r\n"));
-	ck_assert_ptr_null(strstr(b.p, "Connection"));
-	rt_buf_free(&b);
-	rt_buf kept = { 0 };
+	ck_assert_ptr_nonnull(strstr(b.data, "\r\nX-H0000000: v\r\n"));
+	ck_assert_ptr_null(strstr(b.data, "\r\nX-H0000001: v\r\n"));
+	ck_assert_ptr_nonnull(strstr(b.data, "\r\nX-H0029998: v\r\n"));
+	ck_assert_ptr_null(strstr(b.data, "\r\nX-H0029999: v\r\n"));
+	ck_assert_ptr_null(strstr(b.data, "Connection"));
+	asb_strbuf_free(&b);
+	asb_strbuf kept = ASB_STRBUF_INIT;
 	rt_headers_response(hs, MANY + 1, false, collect, &kept);
-	ck_assert_ptr_nonnull(strstr(kept.p, "X-H0000000=v;"));
-	ck_assert_ptr_null(strstr(kept.p, "X-H0000001=v;"));
-	ck_assert_ptr_null(strstr(kept.p, "Connection"));
-	rt_buf_free(&kept);
-	rt_buf_free(&conn);
+	ck_assert_ptr_nonnull(strstr(kept.data, "X-H0000000=v;"));
+	ck_assert_ptr_null(strstr(kept.data, "X-H0000001=v;"));
+	ck_assert_ptr_null(strstr(kept.data, "Connection"));
+	asb_strbuf_free(&kept);
+	asb_strbuf_free(&conn);
 	free(names);
 	free(hs);
 }
