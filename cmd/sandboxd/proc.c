@@ -783,110 +783,89 @@ static ssize_t read_record(int fd, sbxd_keeper_msg *m)
 	return n;
 }
 
-int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o,
-                    const sbxd_proc_callbacks *cb, void *ud)
+/* The spawn's file descriptors, -1 when not open. The parent's ends:
+ * [0] stdin write, [1] stdout read, [2] stderr read; the child's: [3]
+ * stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] the error pipe; [9],[10]
+ * the keeper's reports. */
+enum { SPAWN_FDS = 11 };
+
+/* Opens the command's stdio: a pty, or pipes (stdin from /dev/null when
+ * not piped). Returns 0 or a spawn_error(). */
+static int open_stdio(const sbxd_proc_options *o, int *fds)
 {
-	*out = NULL;
-	if (!o || o->version != SBXD_PROC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
-	    !o->argv[0][0])
-		return asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
-	char *path = NULL;
-	int err = find_executable(o->argv[0], o->env, &path);
-	if (err)
-		return spawn_error(err, o->argv[0]);
-	char **envp = merge_env(o->env);
-	sbxd_proc *p = calloc(1, sizeof(*p));
-	size_t chunk = o->chunk_size ? o->chunk_size : DEFAULT_CHUNK;
-	size_t buf_size = chunk > DRAIN_BUF ? chunk : DRAIN_BUF;
-	char *buf = malloc(buf_size);
-	if (!envp || !p || !buf) {
-		free(path);
-		free(envp);
-		free(p);
-		free(buf);
-		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
-	}
-	/* SIGCHLD is watched from before the fork, so an exit is never missed;
-	 * on a failed start the handle's close callback frees `p` */
-	p->freed = true;  /* until spawned: no callbacks, memory with the handle */
-	p->buf = buf;
-	p->report_fd = -1;
-	uv_signal_init(loop, &p->sigchld);
-	p->sigchld.data = p;
-	p->open_handles = 1;
-	uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
-	/* parent's ends: [0] stdin write, [1] stdout read, [2] stderr read;
-	 * child's: [3] stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] errpipe;
-	 * [9],[10] the keeper's reports */
-	int fds[11];
-	for (int i = 0; i < 11; i++)
-		fds[i] = -1;
-	int rc = 0;
 	if (o->pty) {
 		struct winsize ws = { .ws_row = o->rows, .ws_col = o->cols };
 		if (openpty(&fds[1], &fds[6], NULL, NULL,
 		            (o->cols && o->rows) ? &ws : NULL) < 0)
-			rc = spawn_error(errno, "openpty");
-		else {
-			fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-			fcntl(fds[6], F_SETFD, FD_CLOEXEC);
-			fds[3] = fds[4] = fds[5] = fds[6];
-		}
-	} else {
-		int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-		if (o->stdin_pipe) {
-			if (pipe2(pin, O_CLOEXEC) < 0)
-				rc = spawn_error(errno, "pipe");
-		} else if ((pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-			rc = spawn_error(errno, "/dev/null");
-		}
-		if (!rc && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0))
+			return spawn_error(errno, "openpty");
+		fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+		fcntl(fds[6], F_SETFD, FD_CLOEXEC);
+		fds[3] = fds[4] = fds[5] = fds[6];
+		return 0;
+	}
+	int rc = 0;
+	int pin[2] = { -1, -1 }, pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	if (o->stdin_pipe) {
+		if (pipe2(pin, O_CLOEXEC) < 0)
 			rc = spawn_error(errno, "pipe");
-		fds[0] = pin[1]; fds[3] = pin[0];
-		fds[1] = pout[0]; fds[4] = pout[1];
-		fds[2] = perr[0]; fds[5] = perr[1];
+	} else if ((pin[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = spawn_error(errno, "/dev/null");
 	}
-	int ep[2], rp[2];
-	if (!rc && pipe2(ep, O_CLOEXEC) < 0)
+	if (!rc && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0))
 		rc = spawn_error(errno, "pipe");
-	else if (!rc) {
-		fds[7] = ep[0];
-		fds[8] = ep[1];
+	fds[0] = pin[1]; fds[3] = pin[0];
+	fds[1] = pout[0]; fds[4] = pout[1];
+	fds[2] = perr[0]; fds[5] = perr[1];
+	return rc;
+}
+
+/* A close-on-exec pipe into fds[i] (read end) and fds[i + 1]. */
+static int open_pipe(int *fds, int i)
+{
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return spawn_error(errno, "pipe");
+	fds[i] = pp[0];
+	fds[i + 1] = pp[1];
+	return 0;
+}
+
+/* Forks the keeper (keeper.h), which forks and execs the command, and
+ * registers it with the reaper. Returns 0 with `*keeper` set, or an error. */
+static int start_keeper(const sbxd_proc_options *o, const char *path, char **envp,
+                        const int *fds, pid_t *keeper)
+{
+	int rc = 0;
+	command_start cs = { o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1,
+	                     fds[8] };
+	pid_t self = getpid();
+	/* the keeper starts with every signal blocked: it takes them with
+	 * sigtimedwait, and one sent early must not kill it */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	/* claimed before the reaper can see it (reaper.h) */
+	if (o->reaper)
+		sbxd_reaper_lock(o->reaper);
+	*keeper = fork();
+	if (*keeper == 0)
+		sbxd_keeper_run(fds[10], self, start_command, &cs);
+	if (*keeper < 0)
+		rc = spawn_error(errno, "fork");
+	else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, *keeper) != 0) {
+		kill(*keeper, SBXD_KEEPER_KILL);
+		waitpid(*keeper, NULL, 0);
+		rc = ASB_ENOMEM;
 	}
-	if (!rc && pipe2(rp, O_CLOEXEC) < 0)
-		rc = spawn_error(errno, "pipe");
-	else if (!rc) {
-		fds[9] = rp[0];
-		fds[10] = rp[1];
-	}
-	pid_t keeper = -1;
-	if (!rc) {
-		command_start cs = { o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1,
-		                     fds[8] };
-		pid_t self = getpid();
-		/* the keeper starts with every signal blocked: it takes them with
-		 * sigtimedwait, and one sent early must not kill it */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		/* claimed before the reaper can see it (reaper.h) */
-		if (o->reaper)
-			sbxd_reaper_lock(o->reaper);
-		keeper = fork();
-		if (keeper == 0)
-			sbxd_keeper_run(fds[10], self, start_command, &cs);
-		if (keeper < 0)
-			rc = spawn_error(errno, "fork");
-		else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, keeper) != 0) {
-			kill(keeper, SBXD_KEEPER_KILL);
-			waitpid(keeper, NULL, 0);
-			rc = ASB_ENOMEM;
-		}
-		if (o->reaper)
-			sbxd_reaper_unlock(o->reaper);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-	}
-	/* the child's ends are the child's now */
+	if (o->reaper)
+		sbxd_reaper_unlock(o->reaper);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/* Closes the child's ends, which belong to the child once it is forked. */
+static void close_child_ends(const sbxd_proc_options *o, int *fds)
+{
 	if (o->pty) {
 		if (fds[6] >= 0)
 			close(fds[6]);
@@ -896,42 +875,68 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	}
 	close_fds(&fds[8], 1);
 	close_fds(&fds[10], 1);
-	pid_t pid = -1;
-	if (!rc) {
-		/* the keeper says the command's pid (or why there is none), then the
-		 * command's exec succeeds (EOF on the error pipe) or fails (errno) */
-		sbxd_keeper_msg m = { 0, 0 };
-		ssize_t n = read_record(fds[9], &m);
-		if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_PID) {
-			pid = m.value;
-			int cerr = 0;
-			do
-				n = read(fds[7], &cerr, sizeof(cerr));
-			while (n < 0 && errno == EINTR);
-			if (n == (ssize_t)sizeof(cerr))
-				rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
-				                 : "exec");
-		} else {
-			rc = spawn_error(n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_FORK_FAILED
-			                 ? m.value : EAGAIN, "fork");
-		}
-		if (rc) {
-			/* the keeper reports the failed command's end and exits */
-			waitpid(keeper, NULL, 0);
-			if (o->reaper)
-				sbxd_reaper_release(o->reaper, keeper);
-		}
+}
+
+/* Waits for the keeper to say the command's pid (or why there is none),
+ * then for the command's exec to succeed (EOF on the error pipe) or fail
+ * (errno). On a failure the keeper is waited for and released. */
+static int await_exec(const sbxd_proc_options *o, const int *fds, pid_t keeper,
+                      pid_t *pid)
+{
+	int rc = 0;
+	sbxd_keeper_msg m = { 0, 0 };
+	ssize_t n = read_record(fds[9], &m);
+	if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_PID) {
+		*pid = m.value;
+		int cerr = 0;
+		do
+			n = read(fds[7], &cerr, sizeof(cerr));
+		while (n < 0 && errno == EINTR);
+		if (n == (ssize_t)sizeof(cerr))
+			rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
+			                 : "exec");
+	} else {
+		rc = spawn_error(n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_FORK_FAILED
+		                 ? m.value : EAGAIN, "fork");
 	}
+	if (rc) {
+		/* the keeper reports the failed command's end and exits */
+		waitpid(keeper, NULL, 0);
+		if (o->reaper)
+			sbxd_reaper_release(o->reaper, keeper);
+	}
+	return rc;
+}
+
+/* Starts the command: stdio, error and report pipes, the keeper, and the
+ * wait for its exec. Leaves the parent's ends ([0..2], [9]) in `fds` on
+ * success; closes everything on failure. */
+static int launch(const sbxd_proc_options *o, const char *path, char **envp, int *fds,
+                  pid_t *keeper, pid_t *pid)
+{
+	int rc = open_stdio(o, fds);
+	if (!rc)
+		rc = open_pipe(fds, 7);
+	if (!rc)
+		rc = open_pipe(fds, 9);
+	if (!rc)
+		rc = start_keeper(o, path, envp, fds, keeper);
+	close_child_ends(o, fds);
+	if (!rc)
+		rc = await_exec(o, fds, *keeper, pid);
 	close_fds(&fds[7], 1);
-	free(path);
-	free(envp);
 	if (rc) {
 		close_fds(fds, 3);
 		close_fds(&fds[9], 1);
-		uv_signal_stop(&p->sigchld);
-		close_handle((uv_handle_t *)&p->sigchld);
-		return rc;
 	}
+	return rc;
+}
+
+/* Hands the started command's parent ends to the loop: the handle's
+ * settings, its timers, its channels and the keeper's report poll. */
+static void attach(sbxd_proc *p, uv_loop_t *loop, const sbxd_proc_options *o,
+                   const sbxd_proc_callbacks *cb, void *ud, const int *fds)
+{
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
@@ -942,12 +947,8 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	if (cb)
 		p->cb = *cb;
 	p->ud = ud;
-	p->pid = pid;
-	p->keeper = keeper;
 	p->freed = false;
 	p->pty = o->pty;
-	p->chunk = chunk;
-	p->buf_size = buf_size;
 	p->max_out = o->max_output_bytes;
 	p->grace_ms = o->kill_grace_ms > 0 ? o->kill_grace_ms : DEFAULT_GRACE_MS;
 	p->drain_ms = o->drain_ms > 0 ? o->drain_ms : DEFAULT_DRAIN_MS;
@@ -977,6 +978,57 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	}
 	if (o->timeout_ms > 0)
 		uv_timer_start(&p->timeout, on_timeout, (uint64_t)o->timeout_ms, 0);
+}
+
+int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o,
+                    const sbxd_proc_callbacks *cb, void *ud)
+{
+	*out = NULL;
+	if (!o || o->version != SBXD_PROC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
+	    !o->argv[0][0])
+		return asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
+	char *path = NULL;
+	int err = find_executable(o->argv[0], o->env, &path);
+	if (err)
+		return spawn_error(err, o->argv[0]);
+	char **envp = merge_env(o->env);
+	sbxd_proc *p = calloc(1, sizeof(*p));
+	size_t chunk = o->chunk_size ? o->chunk_size : DEFAULT_CHUNK;
+	size_t buf_size = chunk > DRAIN_BUF ? chunk : DRAIN_BUF;
+	char *buf = malloc(buf_size);
+	if (!envp || !p || !buf) {
+		free(path);
+		free(envp);
+		free(p);
+		free(buf);
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
+	}
+	/* SIGCHLD is watched from before the fork, so an exit is never missed;
+	 * on a failed start the handle's close callback frees `p` */
+	p->freed = true;  /* until spawned: no callbacks, memory with the handle */
+	p->buf = buf;
+	p->chunk = chunk;
+	p->buf_size = buf_size;
+	p->report_fd = -1;
+	uv_signal_init(loop, &p->sigchld);
+	p->sigchld.data = p;
+	p->open_handles = 1;
+	uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
+	int fds[SPAWN_FDS];
+	for (int i = 0; i < SPAWN_FDS; i++)
+		fds[i] = -1;
+	pid_t keeper = -1, pid = -1;
+	int rc = launch(o, path, envp, fds, &keeper, &pid);
+	free(path);
+	free(envp);
+	if (rc) {
+		uv_signal_stop(&p->sigchld);
+		close_handle((uv_handle_t *)&p->sigchld);
+		return rc;
+	}
+	p->pid = pid;
+	p->keeper = keeper;
+	attach(p, loop, o, cb, ud, fds);
 	*out = p;
 	return 0;
 }
