@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include <cjson/cJSON.h>
+#include "asb/json.h"
 #include "accesslog.h"
 
 bool rt_access_skip(const char *path)
@@ -30,19 +31,7 @@ char *rt_access_line(const rt_access_entry *e, const char *ts)
 	cJSON_AddStringToObject(o, "sandbox_namespace", e->sandbox_namespace ? e->sandbox_namespace : "");
 	cJSON_AddNumberToObject(o, "bytes_out", (double)e->bytes_out);
 	cJSON_AddStringToObject(o, "user_agent", e->user_agent ? e->user_agent : "");
-	char *s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	char *line = realloc(s, n + 2);
-	if (!line) {
-		free(s);
-		return NULL;
-	}
-	line[n] = '\n';
-	line[n + 1] = '\0';
-	return line;
+	return asb_json_print(o, true, NULL);
 }
 
 void rt_access_log(FILE *out, const rt_access_entry *e)

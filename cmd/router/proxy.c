@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
+#include "asb/json.h"
 #include "k8s/object.h"
 #include "accesslog.h"
 #include "asb/strbuf.h"
@@ -128,21 +129,18 @@ static void fail_request(rt_req *r, int status, const char *detail)
 		return;
 	}
 	cJSON *o = cJSON_CreateObject();
-	char *s = o && cJSON_AddStringToObject(o, "detail", detail) ? cJSON_PrintUnformatted(o) : NULL;
-	cJSON_Delete(o);
+	if (o && !cJSON_AddStringToObject(o, "detail", detail)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	/* the Go router's encoder ends the body with a newline */
+	size_t n = 0;
+	char *s = asb_json_print(o, true, &n);
 	r->status = status;
 	r->head_sent = true;
 	if (!s) {
 		httpd_exchange_abort(r->ex);
 		return;
-	}
-	/* the Go router's encoder ends the body with a newline */
-	size_t n = strlen(s);
-	char *body = realloc(s, n + 2);
-	if (body) {
-		body[n] = '\n';
-		s = body;
-		n++;
 	}
 	r->bytes_out += n;
 	httpd_exchange_respond(r->ex, status, "application/json", s, n);

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "asb/common.h"
+#include "asb/json.h"
 #include "codec.h"
 
 #define MAX_TIMEOUT_S 31536000.0  /* a year: beyond is a typo, not a wish */
@@ -19,31 +20,6 @@
 static int oom(void)
 {
 	return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
-}
-
-/* Prints `j` compactly (and frees it), with a trailing newline when `nl`. */
-static char *print(cJSON *j, bool nl, size_t *len)
-{
-	if (!j)
-		return NULL;
-	char *s = cJSON_PrintUnformatted(j);
-	cJSON_Delete(j);
-	if (!s)
-		return NULL;
-	size_t n = strlen(s);
-	if (nl) {
-		char *t = realloc(s, n + 2);
-		if (!t) {
-			free(s);
-			return NULL;
-		}
-		s = t;
-		s[n++] = '\n';
-		s[n] = '\0';
-	}
-	if (len)
-		*len = n;
-	return s;
 }
 
 char *sbxd_b64_encode(const void *data, size_t n, size_t *len)
@@ -389,7 +365,7 @@ char *sbxd_event_init(int32_t id, size_t *len)
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 char *sbxd_event_output(sbxd_stream s, const char *data, size_t n, size_t *len)
@@ -404,7 +380,7 @@ char *sbxd_event_output(sbxd_stream s, const char *data, size_t n, size_t *len)
 		return NULL;
 	}
 	free(b);
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 /* The exit fields shared by the exit event and ExecuteResponse. */
@@ -431,7 +407,7 @@ char *sbxd_event_exit(const sbxd_exit *ex, size_t *len)
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 char *sbxd_execute_response(const sbxd_exit *ex, const char *out, size_t out_len,
@@ -448,7 +424,7 @@ char *sbxd_execute_response(const sbxd_exit *ex, const char *out, size_t out_len
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 char *sbxd_runtime_execute_response(const char *out, size_t out_len, const char *err,
@@ -466,7 +442,7 @@ char *sbxd_runtime_execute_response(const char *out, size_t out_len, const char 
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, false, len);
+	return asb_json_print(j, false, len);
 }
 
 size_t sbxd_runtime_answer_tail(int exit_code, char *buf, size_t cap)
@@ -525,7 +501,7 @@ char *sbxd_execute_answer_head(const sbxd_exit *ex, size_t *len)
 		return NULL;
 	}
 	size_t n;
-	char *s = print(j, false, &n);  /* {"exitCode":N,...} */
+	char *s = asb_json_print(j, false, &n);  /* {"exitCode":N,...} */
 	static const char field[] = ",\"stdout\":\"";
 	char *t = s ? realloc(s, n + sizeof(field)) : NULL;
 	if (!t) {
@@ -548,7 +524,7 @@ char *sbxd_error_body(const char *code, const char *message, size_t *len)
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 char *sbxd_message_body(const char *message, size_t *len)
@@ -561,7 +537,7 @@ char *sbxd_message_body(const char *message, size_t *len)
 		cJSON_Delete(j);
 		return NULL;
 	}
-	return print(j, false, len);
+	return asb_json_print(j, false, len);
 }
 
 char *sbxd_validation_body(const char *where, const char *field, const char *msg, size_t *len)
@@ -583,7 +559,7 @@ char *sbxd_validation_body(const char *where, const char *field, const char *msg
 	cJSON_AddItemToObject(d, "loc", loc);
 	cJSON_AddStringToObject(d, "msg", msg);
 	cJSON_AddNullToObject(d, "input");
-	return print(j, false, len);
+	return asb_json_print(j, false, len);
 }
 
 /* ---- listings ---- */
@@ -629,7 +605,7 @@ char *sbxd_listing_json(const char *path, const sbxd_entry *e, size_t n, size_t 
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
-	return print(j, true, len);
+	return asb_json_print(j, true, len);
 }
 
 char *sbxd_runtime_list_json(const sbxd_entry *e, size_t n, size_t *len)
@@ -653,7 +629,7 @@ char *sbxd_runtime_list_json(const sbxd_entry *e, size_t n, size_t *len)
 		}
 		cJSON_AddItemToArray(arr, o);
 	}
-	return print(arr, false, len);
+	return asb_json_print(arr, false, len);
 }
 
 /* ---- text ---- */

@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include "asb/json.h"
 
 #include "asb/common.h"
 #include "codec.h"
@@ -576,20 +577,12 @@ int sbxd_metadata_build(sbxd_daemon *d)
 		free(v);
 		free(n);
 	}
-	char *s = cJSON_PrintUnformatted(j);
-	cJSON_Delete(j);
-	if (!s)
+	size_t n = 0;
+	char *t = asb_json_print(j, true, &n);
+	if (!t)
 		return ASB_ENOMEM;
-	size_t n = strlen(s);
-	char *t = realloc(s, n + 2);
-	if (!t) {
-		free(s);
-		return ASB_ENOMEM;
-	}
-	t[n] = '\n';
-	t[n + 1] = '\0';
 	d->metadata = t;
-	d->metadata_len = n + 1;
+	d->metadata_len = n;
 	return 0;
 }
 
