@@ -83,23 +83,16 @@ static int walk_open(int rootfd, const char *path, int flags, mode_t mode)
 		bool last = work[next] == '\0';
 		char save = comp[clen];
 		comp[clen] = '\0';
-		if (clen == 0 || strcmp(comp, ".") == 0) {
-			if (last) {
-				result = openat(stack[depth], ".", (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC,
-				                mode);
-				if (result < 0)
-					err = errno;
-				break;
+		bool dotdot = strcmp(comp, "..") == 0;
+		if (clen == 0 || strcmp(comp, ".") == 0 || dotdot) {
+			if (dotdot) {
+				if (depth == 0) {
+					err = EXDEV;
+					break;
+				}
+				close(stack[depth--]);
 			}
-			pos = next;
-			continue;
-		}
-		if (strcmp(comp, "..") == 0) {
-			if (depth == 0) {
-				err = EXDEV;
-				break;
-			}
-			close(stack[depth--]);
+			/* a path ending in "." or ".." names the directory reached */
 			if (last) {
 				result = openat(stack[depth], ".", (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC,
 				                mode);
