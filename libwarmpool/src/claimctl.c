@@ -26,8 +26,10 @@
 #include <string.h>
 #include <time.h>
 #include "warmpool/claimctl.h"
+#include "asb/map.h"
 #include "warmpool/blueprint.h"
 #include "claim.h"
+#include "claimexec.h"
 #include "claimplan.h"
 #include "warmqueue.h"
 #include "jsonutil.h"
@@ -35,13 +37,10 @@
 #include "sandbox/namehash.h"
 
 #define INDEX_POOL_REF "claimctl:spec.warmPoolRef.name"
-#define OBS_BUCKETS 1024
 #define ADOPTION_ATTEMPTS 5
 
 /* In-memory first observation of a claim ("ns/name" + UID), docs/api.md#claim-reconcile step 4. */
 typedef struct obs_entry {
-	struct obs_entry *next;
-	char *key;
 	char *uid;
 	int64_t first_ns;     /* wall clock, ns since the epoch */
 	bool np_checked;      /* legacy NetworkPolicy looked at (docs/api.md#claim-reconcile step 2) */
@@ -59,8 +58,10 @@ struct wp_claim_controller {
 	bool disable_obs;
 	wp_domains domains;
 	asb_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
+	wp_claim_k8s k8s;              /* what the default executor works on */
+	wp_claim_executor ex;          /* every read and write of a pass */
 	pthread_mutex_t lock;          /* guards obs */
-	obs_entry *obs[OBS_BUCKETS];
+	asb_map obs;                   /* "ns/name" -> obs_entry * */
 };
 
 static const double claim_buckets[] = { 100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000,
@@ -77,27 +78,16 @@ static int64_t now_ns(void)
 
 /* ---- first observations ---- */
 
-static unsigned obs_bucket(const char *key)
-{
-	uint32_t h = 0x811c9dc5u;
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x01000193u;
-	return h % OBS_BUCKETS;
-}
-
 /* The entry of `key` (lock held), or NULL. */
 static obs_entry *obs_find(wp_claim_controller *c, const char *key)
 {
-	for (obs_entry *e = c->obs[obs_bucket(key)]; e; e = e->next)
-		if (strcmp(e->key, key) == 0)
-			return e;
-	return NULL;
+	return asb_map_get(&c->obs, key);
 }
 
-static void obs_free(obs_entry *e)
+static void obs_free(void *v)
 {
+	obs_entry *e = v;
 	free(e->bound);
-	free(e->key);
 	free(e->uid);
 	free(e);
 }
@@ -124,12 +114,9 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 	} else if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (e && (e->uid = strdup(uid))) {
-			e->key = key;
-			key = NULL;
 			e->first_ns = now_ns();
-			unsigned b = obs_bucket(e->key);
-			e->next = c->obs[b];
-			c->obs[b] = e;
+			if (asb_map_set(&c->obs, key, e, NULL) < 0)
+				obs_free(e);
 		} else if (e) {
 			free(e);
 		}
@@ -140,17 +127,10 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 
 static void obs_forget(wp_claim_controller *c, const char *key)
 {
+	void *old = NULL;
 	pthread_mutex_lock(&c->lock);
-	obs_entry **pp = &c->obs[obs_bucket(key)];
-	while (*pp) {
-		if (strcmp((*pp)->key, key) == 0) {
-			obs_entry *e = *pp;
-			*pp = e->next;
-			obs_free(e);
-			break;
-		}
-		pp = &(*pp)->next;
-	}
+	if (asb_map_remove(&c->obs, key, &old) == 1)
+		obs_free(old);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -440,7 +420,11 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	c->events = opts->events;
 	c->disable_events = opts->disable_events;
 	c->disable_obs = opts->disable_observability_annotations;
+	c->k8s = (wp_claim_k8s){ c->client, c->claims, c->sandboxes, c->pools, c->templates,
+	                         c->events };
+	wp_claim_executor_k8s(&c->ex, &c->k8s);
 	pthread_mutex_init(&c->lock, NULL);
+	asb_map_init(&c->obs);
 	int rc = wp_domains_load(opts->allowed_label_domains_file, &c->domains);
 	if (rc)
 		goto fail;
@@ -502,13 +486,7 @@ void wp_claim_controller_free(wp_claim_controller *c)
 	k8s_controller_free(c->ctl);
 	wp_warm_queue_free(c->queue);
 	wp_domains_free(&c->domains);
-	for (size_t i = 0; i < OBS_BUCKETS; i++) {
-		while (c->obs[i]) {
-			obs_entry *e = c->obs[i];
-			c->obs[i] = e->next;
-			obs_free(e);
-		}
-	}
+	asb_map_clear(&c->obs, obs_free);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -546,10 +524,32 @@ static void event(pass *p, const char *reason, const char *action, const char *n
 	wp_claim_controller *c = p->c;
 	asb_log(c->logger, ASB_LOG_INFO, "claim event", "claim", p->key, "reason", reason,
 	        "note", note, NULL);
-	k8s_event_ref ref;
-	if (c->events && !c->disable_events &&
-	    k8s_event_ref_from(p->claim, WP_API_VERSION, SBX_KIND_CLAIM, &ref) == 0)
-		k8s_event_record(c->events, &ref, NULL, K8S_EVENT_NORMAL, reason, action, note);
+	if (!c->disable_events)
+		c->ex.event(c->ex.userdata, p->claim, reason, action, note);
+}
+
+/* The pass's I/O, through the controller's executor (claimexec.h). */
+static int io_cached(pass *p, const k8s_resource *r, const char *ns, const char *name,
+                     cJSON **out)
+{
+	return p->c->ex.cached(p->c->ex.userdata, r, ns, name, out);
+}
+
+static int io_get(pass *p, const k8s_resource *r, const char *name, cJSON **out)
+{
+	return p->c->ex.get(p->c->ex.userdata, r, p->ns, name, out);
+}
+
+static int io_patch(pass *p, const k8s_resource *r, const char *name, const char *sub,
+                    const cJSON *patch, cJSON **out)
+{
+	return p->c->ex.patch(p->c->ex.userdata, r, p->ns, name, sub, patch, out);
+}
+
+static int io_delete(pass *p, const k8s_resource *r, const char *name,
+                     const k8s_delete_options *opts)
+{
+	return p->c->ex.del(p->c->ex.userdata, r, p->ns, name, opts);
 }
 
 static const char *api_msg(void)
@@ -566,8 +566,7 @@ static int patch_claim_metadata(pass *p, cJSON *md)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
-	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, NULL,
-	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	int rc = io_patch(p, &wp_resource_claims, p->name, NULL, patch, &out);
 	cJSON_Delete(patch);
 	pass_set_claim(p, out);
 	return rc;
@@ -589,8 +588,7 @@ static int patch_claim_annotation(pass *p, const char *k, const char *v, const c
 /* Merge-patches Sandbox ns/name with `patch`; *out (may be NULL) the result. */
 static int patch_sandbox(pass *p, const char *name, const cJSON *patch, cJSON **out)
 {
-	return k8s_client_patch(p->c->client, &sbx_resource_sandboxes, p->ns, name, NULL,
-	                        K8S_PATCH_MERGE, patch, NULL, out);
+	return io_patch(p, &sbx_resource_sandboxes, name, NULL, patch, out);
 }
 
 /* Ensures the launch-type label exists on the bound Sandbox (only adds). */
@@ -623,11 +621,11 @@ static void load_pool_template(pass *p, cJSON **pool, cJSON **tpl)
 	*pool = NULL;
 	*tpl = NULL;
 	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
-	if (ju_empty(pname) || k8s_informer_get(p->c->pools, p->ns, pname, pool) != 0)
+	if (ju_empty(pname) || io_cached(p, &wp_resource_pools, p->ns, pname, pool) != 0)
 		return;
 	const char *tname = k8s_obj_str(*pool, "spec.sandboxTemplateRef.name");
 	if (!ju_empty(tname))
-		k8s_informer_get(p->c->templates, p->ns, tname, tpl);
+		io_cached(p, &wp_resource_templates, p->ns, tname, tpl);
 }
 
 static bool claim_has_apm(const cJSON *claim)
@@ -718,7 +716,7 @@ static const char *assigned_ref(const cJSON *claim, bool *from_label)
 static int clear_reference(pass *p, const char *sbx_name)
 {
 	cJSON *fresh = NULL;
-	int rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+	int rc = io_get(p, &wp_resource_claims, p->name, &fresh);
 	if (rc)
 		return rc == ASB_ENOTFOUND ? 0 : rc;
 	bool ann = ju_str_eq(k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME), sbx_name);
@@ -805,7 +803,7 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 		char *apierr = strdup(api_msg());
 		/* authoritative re-read */
 		cJSON *fresh = NULL;
-		rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, sname, &fresh);
+		rc = io_get(p, &sbx_resource_sandboxes, sname, &fresh);
 		if (rc == ASB_ENOTFOUND) {
 			free(apierr);
 			if (clear_reference(p, sname))
@@ -890,7 +888,7 @@ static int assign_sandbox(pass *p, const char *sname)
 			return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
 		}
 		cJSON *out = NULL;
-		int rc = k8s_client_update(p->c->client, &wp_resource_claims, p->ns, copy, NULL, &out);
+		int rc = p->c->ex.update(p->c->ex.userdata, &wp_resource_claims, p->ns, copy, &out);
 		cJSON_Delete(copy);
 		if (rc == 0) {
 			pass_set_claim(p, out);
@@ -906,7 +904,7 @@ static int assign_sandbox(pass *p, const char *sname)
 			return -1;
 		}
 		cJSON *fresh = NULL;
-		rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+		rc = io_get(p, &wp_resource_claims, p->name, &fresh);
 		if (rc == ASB_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
 			cJSON_Delete(fresh);
 			conflict(p, "adoption write conflict: claim %s was deleted and recreated during "
@@ -1001,7 +999,7 @@ static int try_warm(pass *p, int *pending_network)
 	wp_warm_item it;
 	while (!choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
 		cJSON *sbx = NULL;
-		if (k8s_informer_get(c->sandboxes, it.namespace_, it.name, &sbx) != 0) {
+		if (io_cached(p, &sbx_resource_sandboxes, it.namespace_, it.name, &sbx) != 0) {
 			wp_warm_item_clear(&it);  /* gone: discard */
 			continue;
 		}
@@ -1012,13 +1010,13 @@ static int try_warm(pass *p, int *pending_network)
 				/* read once, and only when a candidate needs it */
 				pool_loaded = true;
 				cJSON *pool = NULL;
-				if (k8s_informer_get(c->pools, p->ns, pname, &pool) == 0 &&
+				if (io_cached(p, &wp_resource_pools, p->ns, pname, &pool) == 0 &&
 				    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
 				              WP_UPDATE_STRATEGY_RECREATE)) {
 					view.recreate = true;
 					const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
 					if (!ju_empty(tn) &&
-					    k8s_informer_get(c->templates, p->ns, tn, &tpl) == 0 &&
+					    io_cached(p, &wp_resource_templates, p->ns, tn, &tpl) == 0 &&
 					    wp_blueprint_hash(tpl, tpl_hash) == 0) {
 						view.tpl_known = true;
 						view.tpl = tpl;
@@ -1117,14 +1115,13 @@ static int try_warm(pass *p, int *pending_network)
  * template is really missing (those are requeued slowly).
  * Returns 0 (*out owned), ASB_ENOTFOUND, or the GET's error.
  */
-static int get_ref(pass *p, k8s_informer *inf, const k8s_resource *r, const char *name,
-                   cJSON **out)
+static int get_ref(pass *p, const k8s_resource *r, const char *name, cJSON **out)
 {
 	if (ju_empty(name))
 		return ASB_ENOTFOUND;
-	if (k8s_informer_get(inf, p->ns, name, out) == 0)
+	if (io_cached(p, r, p->ns, name, out) == 0)
 		return 0;
-	int rc = k8s_client_get(p->c->client, r, p->ns, name, out);
+	int rc = io_get(p, r, name, out);
 	if (rc == 0)
 		asb_log(p->c->logger, ASB_LOG_DEBUG, "cache miss, found on the API server", "claim",
 		        p->key, "resource", r->resource, "name", name, NULL);
@@ -1137,7 +1134,7 @@ static void create_cold(pass *p)
 	wp_claim_controller *c = p->c;
 	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
 	cJSON *pool = NULL, *tpl = NULL;
-	int rc = get_ref(p, c->pools, &wp_resource_pools, pname, &pool);
+	int rc = get_ref(p, &wp_resource_pools, pname, &pool);
 	if (rc != 0) {
 		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND,
@@ -1148,7 +1145,7 @@ static void create_cold(pass *p)
 		return;
 	}
 	const char *tname = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-	rc = get_ref(p, c->templates, &wp_resource_templates, tname, &tpl);
+	rc = get_ref(p, &wp_resource_templates, tname, &tpl);
 	if (rc != 0) {
 		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
@@ -1162,7 +1159,7 @@ static void create_cold(pass *p)
 	cJSON *want = wp_claim_cold_sandbox(p->claim, tpl, &p->err);
 	if (want) {
 		cJSON *out = NULL;
-		rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
+		rc = c->ex.create(c->ex.userdata, &sbx_resource_sandboxes, p->ns, want, &out);
 		if (rc == ASB_EALREADYEXISTS) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_CREATE_PENDING, "sandbox \"%s\" already exists",
 			                 p->name);
@@ -1210,7 +1207,7 @@ static bool recall_bound(pass *p, const char *status_name)
 	if (!name)
 		return false;
 	cJSON *fresh = NULL;
-	int rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, name, &fresh);
+	int rc = io_get(p, &sbx_resource_sandboxes, name, &fresh);
 	bool decided = true;
 	if (rc == 0 && wp_controlled_by_claim(fresh, p->claim)) {
 		asb_log(p->c->logger, ASB_LOG_DEBUG, "bound sandbox not yet in cache", "claim", p->key,
@@ -1239,7 +1236,7 @@ static void get_or_create(pass *p)
 	/* 1. the bound name */
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *assigned = assigned_ref(p->claim, &from_label);
-	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) != 0) {
+	if (!ju_empty(bound) && io_cached(p, &sbx_resource_sandboxes, p->ns, bound, &sbx) != 0) {
 		free(p->bound_missing);
 		p->bound_missing = strdup(bound);   /* NULL (out of memory): no guard */
 	} else if (!ju_empty(bound)) {
@@ -1260,7 +1257,7 @@ static void get_or_create(pass *p)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
 			return;
 		}
-		if (k8s_informer_get(c->sandboxes, p->ns, aname, &sbx) != 0) {
+		if (io_cached(p, &sbx_resource_sandboxes, p->ns, aname, &sbx) != 0) {
 			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
 			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
 			    asb_error_last()->code != ASB_ENOTFOUND) {
@@ -1307,7 +1304,7 @@ static void get_or_create(pass *p)
 		free(aname);
 	}
 	/* 3. the claim's own name */
-	if (k8s_informer_get(c->sandboxes, p->ns, p->name, &sbx) == 0) {
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, p->name, &sbx) == 0) {
 		if (wp_controlled_by_claim(sbx, p->claim)) {
 			pass_set_sbx(p, sbx);
 			ensure_launch_type(p, WP_LAUNCH_TYPE_COLD);
@@ -1345,7 +1342,7 @@ static void reconcile_expired(pass *p)
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *sname = !ju_empty(bound) ? bound : p->name;
 	cJSON *sbx = NULL;
-	if (k8s_informer_get(p->c->sandboxes, p->ns, sname, &sbx) != 0)
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, sname, &sbx) != 0)
 		return;
 	if (!wp_controlled_by_claim(sbx, p->claim)) {
 		wp_claim_err_set(&p->err, WP_CLAIM_E_NOT_OWNED,
@@ -1355,7 +1352,7 @@ static void reconcile_expired(pass *p)
 		return;
 	}
 	if (!k8s_obj_is_deleting(sbx)) {
-		int rc = k8s_client_delete(p->c->client, &sbx_resource_sandboxes, p->ns, sname, NULL, NULL);
+		int rc = io_delete(p, &sbx_resource_sandboxes, sname, NULL);
 		if (rc && rc != ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to delete sandbox \"%s\": %s",
 			                 sname, api_msg());
@@ -1390,8 +1387,7 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
-	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, "status",
-	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	int rc = io_patch(p, &wp_resource_claims, p->name, "status", patch, &out);
 	cJSON_Delete(patch);
 	if (rc == ASB_ECONFLICT) {
 		*authoritative = false;
@@ -1483,11 +1479,10 @@ static void delete_legacy_np(pass *p)
 		return;
 	char *np = ju_printf("%s-network-policy", p->name);
 	cJSON *obj = NULL;
-	if (np && k8s_client_get(p->c->client, &wp_resource_networkpolicies, p->ns, np, &obj) == 0) {
+	if (np && io_get(p, &wp_resource_networkpolicies, np, &obj) == 0) {
 		const cJSON *ref = k8s_obj_controller_ref(obj);
 		if (is_claim_ref(ref) && ju_str_eq(ju_str(ref, "uid"), k8s_obj_uid(p->claim))) {
-			int rc = k8s_client_delete(p->c->client, &wp_resource_networkpolicies, p->ns, np,
-			                           NULL, NULL);
+			int rc = io_delete(p, &wp_resource_networkpolicies, np, NULL);
 			if (rc && rc != ASB_ENOTFOUND)
 				asb_log(p->c->logger, ASB_LOG_WARN, "legacy network policy delete failed",
 				        "claim", p->key, "error", api_msg(), NULL);
@@ -1544,7 +1539,7 @@ static int delete_claim(pass *p, bool fg)
 	k8s_delete_options dopt = K8S_DELETE_OPTIONS_INIT;
 	dopt.propagation_policy = fg ? "Foreground" : NULL;
 	dopt.precondition_uid = k8s_obj_uid(p->claim);
-	int rc = k8s_client_delete(p->c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
+	int rc = io_delete(p, &wp_resource_claims, p->name, &dopt);
 	return rc && rc != ASB_ENOTFOUND ? rc : 0;
 }
 
@@ -1621,6 +1616,16 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 	return 0;
 }
 
+void wp__claim_controller_set_executor(wp_claim_controller *c, const wp_claim_executor *ex)
+{
+	c->ex = *ex;
+}
+
+wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c)
+{
+	return c->queue;
+}
+
 int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                   k8s_reconcile_result *res)
 {
@@ -1636,7 +1641,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		goto out;
 	}
-	if (k8s_informer_get(c->claims, p.ns, p.name, &p.claim) != 0) {
+	if (c->ex.cached(c->ex.userdata, &wp_resource_claims, p.ns, p.name, &p.claim) != 0) {
 		obs_forget(c, key);
 		goto out;
 	}
