@@ -1626,6 +1626,11 @@ wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c)
 	return c->queue;
 }
 
+void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim)
+{
+	obs_record(c, claim);
+}
+
 int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                   k8s_reconcile_result *res)
 {

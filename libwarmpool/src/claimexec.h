@@ -62,9 +62,11 @@ typedef struct {
  * must outlive `ex`). */
 void wp_claim_executor_k8s(wp_claim_executor *ex, wp_claim_k8s *k);
 
-/* For the unit tests: replaces the controller's executor (before any pass
- * runs; `ex` is copied), and hands out its warm queue to fill. */
+/* For the unit tests: replace the controller's executor (before any pass
+ * runs; `ex` is copied), hand out its warm queue to fill, and record a
+ * claim's first observation as the claim informer's add handler does. */
 void wp__claim_controller_set_executor(wp_claim_controller *c, const wp_claim_executor *ex);
 wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c);
+void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim);
 
 #endif
