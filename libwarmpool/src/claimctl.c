@@ -31,6 +31,7 @@
 #include "claim.h"
 #include "claimexec.h"
 #include "claimplan.h"
+#include "ctlbase.h"
 #include "warmqueue.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -48,12 +49,9 @@ typedef struct obs_entry {
 } obs_entry;
 
 struct wp_claim_controller {
-	k8s_client *client;
-	k8s_informer *claims, *sandboxes, *pools, *templates;
 	k8s_controller *ctl;
 	wp_warm_queue *queue;
 	asb_logger *logger;
-	k8s_event_recorder *events;
 	bool disable_events;
 	bool disable_obs;
 	wp_domains domains;
@@ -228,7 +226,7 @@ static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const ch
                                 bool unbound_only)
 {
 	cJSON *list = NULL;
-	if (ju_empty(pool) || k8s_informer_by_index(c->claims, INDEX_POOL_REF, pool, &list) != 0)
+	if (ju_empty(pool) || k8s_informer_by_index(c->k8s.claims, INDEX_POOL_REF, pool, &list) != 0)
 		return;
 	const cJSON *cl;
 	cJSON_ArrayForEach(cl, list) {
@@ -337,7 +335,7 @@ static void on_tpl_add(const cJSON *obj, void *ud)
 {
 	wp_claim_controller *c = ud;
 	cJSON *pools = NULL;
-	if (k8s_informer_list(c->pools, k8s_obj_namespace(obj), &pools) != 0)
+	if (k8s_informer_list(c->k8s.pools, k8s_obj_namespace(obj), &pools) != 0)
 		return;
 	const cJSON *p;
 	cJSON_ArrayForEach(p, pools)
@@ -359,43 +357,30 @@ static int register_metrics(wp_claim_controller *c, asb_metrics_registry *reg)
 	static const char *const creation_labels[] = { "namespace", "launch_type", "sandbox_template", NULL };
 	static const char *const total_labels[] = { "namespace", "sandbox_template", "launch_type",
 	                                            "warmpool_name", "pod_condition", "created_by", NULL };
-	struct {
-		asb_metric **out;
-		asb_metric_type type;
-		const char *name, *help;
-		const char *const *labels;
-		const double *buckets;
-		size_t nbuckets;
-	} defs[] = {
-		{ &c->m_claim, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_startup_latency_ms",
-		  "End-to-end latency from SandboxClaim creation (webhook first observation) to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_ctrl, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_controller_startup_latency_ms",
-		  "Latency from the controller's first observation of a SandboxClaim to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_client, ASB_METRIC_HISTOGRAM, "agent_sandbox_client_claim_startup_latency_ms",
-		  "Latency from the client's first request of a SandboxClaim to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_creation, ASB_METRIC_HISTOGRAM, "agent_sandbox_creation_latency_ms",
-		  "Latency from Sandbox creation to its Ready condition, in milliseconds.",
-		  creation_labels, creation_buckets, sizeof(creation_buckets) / sizeof(double) },
-		{ &c->m_total, ASB_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
-		  "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
-		  total_labels, NULL, 0 },
+	/* the three claim startup histograms differ only by name and help */
+	static const struct { const char *name, *help; } hists[] = {
+		{ "agent_sandbox_claim_startup_latency_ms", "End-to-end latency from SandboxClaim "
+		  "creation (webhook first observation) to Ready, in milliseconds." },
+		{ "agent_sandbox_claim_controller_startup_latency_ms", "Latency from the controller's "
+		  "first observation of a SandboxClaim to Ready, in milliseconds." },
+		{ "agent_sandbox_client_claim_startup_latency_ms", "Latency from the client's first "
+		  "request of a SandboxClaim to Ready, in milliseconds." },
 	};
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		asb_metric_options mo = ASB_METRIC_OPTIONS_INIT;
-		mo.type = defs[i].type;
-		mo.name = defs[i].name;
-		mo.help = defs[i].help;
-		mo.label_names = defs[i].labels;
-		mo.buckets = defs[i].buckets;
-		mo.nbuckets = defs[i].nbuckets;
-		int rc = asb_metrics_register(defs[i].out, reg, &mo);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	asb_metric **hist_out[] = { &c->m_claim, &c->m_ctrl, &c->m_client };
+	wp_ctl_metric defs[5];
+	for (size_t i = 0; i < 3; i++)
+		defs[i] = (wp_ctl_metric){ hist_out[i], ASB_METRIC_HISTOGRAM, hists[i].name,
+		                           hists[i].help, hist_labels, claim_buckets,
+		                           sizeof(claim_buckets) / sizeof(double) };
+	defs[3] = (wp_ctl_metric){ &c->m_creation, ASB_METRIC_HISTOGRAM,
+	                           "agent_sandbox_creation_latency_ms",
+	                           "Latency from Sandbox creation to its Ready condition, in milliseconds.",
+	                           creation_labels, creation_buckets,
+	                           sizeof(creation_buckets) / sizeof(double) };
+	defs[4] = (wp_ctl_metric){ &c->m_total, ASB_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
+	                           "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
+	                           total_labels, NULL, 0 };
+	return wp_ctl_register_metrics(reg, defs, 5);
 }
 
 int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts)
@@ -411,18 +396,12 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	wp_claim_controller *c = calloc(1, sizeof(*c));
 	if (!c)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "claim controller: out of memory");
-	c->client = opts->client;
-	c->claims = opts->claims;
-	c->sandboxes = opts->sandboxes;
-	c->pools = opts->pools;
-	c->templates = opts->templates;
+	c->k8s = (wp_claim_k8s){ opts->client, opts->claims, opts->sandboxes, opts->pools,
+	                         opts->templates, opts->events };
+	wp_claim_executor_k8s(&c->ex, &c->k8s);
 	c->logger = opts->logger;
-	c->events = opts->events;
 	c->disable_events = opts->disable_events;
 	c->disable_obs = opts->disable_observability_annotations;
-	c->k8s = (wp_claim_k8s){ c->client, c->claims, c->sandboxes, c->pools, c->templates,
-	                         c->events };
-	wp_claim_executor_k8s(&c->ex, &c->k8s);
 	pthread_mutex_init(&c->lock, NULL);
 	asb_map_init(&c->obs);
 	int rc = wp_domains_load(opts->allowed_label_domains_file, &c->domains);
@@ -432,26 +411,20 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 		goto fail;
 	if (opts->metrics && (rc = register_metrics(c, opts->metrics)))
 		goto fail;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxclaim";
-	co.workers = opts->workers > 0 ? opts->workers : 50;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	if ((rc = k8s_controller_new(&c->ctl, &co)))
+	if ((rc = wp_ctl_new(&c->ctl, "sandboxclaim", opts->workers > 0 ? opts->workers : 50,
+	                     reconcile_fn, c, opts->logger, opts->metrics)))
 		goto fail;
+	const wp_ctl_handlers sets[] = {
+		{ opts->claims, on_claim_add, on_claim_update, on_claim_delete },
+		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete },
+		{ opts->pools, on_pool_add, on_pool_update, on_pool_delete },
+		{ opts->templates, on_tpl_add, NULL, NULL },
+	};
 	/* Handlers before the informers start (documented contract); a
 	 * failure here leaves earlier handler sets in: the caller must not
 	 * start the informers after a failed _new(). */
-	if ((rc = k8s_informer_add_index(c->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
-	    (rc = k8s_informer_add_handlers(c->claims, on_claim_add, on_claim_update,
-	                                    on_claim_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->sandboxes, on_sbx_add, on_sbx_update,
-	                                    on_sbx_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->pools, on_pool_add, on_pool_update,
-	                                    on_pool_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->templates, on_tpl_add, NULL, NULL, c))) {
+	if ((rc = k8s_informer_add_index(opts->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
+	    (rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		rc = asb_error_set(rc, 0, NULL, "claim controller: informer already started");
 		goto fail;
 	}
@@ -468,9 +441,7 @@ fail:
 
 int wp_claim_controller_start(wp_claim_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "claim controller");
 }
 
 void wp_claim_controller_stop(wp_claim_controller *c)

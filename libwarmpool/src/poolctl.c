@@ -16,6 +16,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 #include "jsonutil.h"
+#include "ctlbase.h"
 #include "expectations.h"
 #include "poolplan.h"
 
@@ -260,21 +261,18 @@ int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_op
 	int rc = wp_expectations_new(&c->exp, WP_EXPECTATIONS_TIMEOUT_MS);
 	if (rc)
 		goto fail;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxwarmpool";
-	co.workers = opts->workers > 0 ? opts->workers : 1;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	if ((rc = k8s_controller_new(&c->ctl, &co)))
+	if ((rc = wp_ctl_new(&c->ctl, "sandboxwarmpool", opts->workers > 0 ? opts->workers : 1,
+	                     reconcile_fn, c, opts->logger, opts->metrics)))
 		goto fail;
+	const wp_ctl_handlers sets[] = {
+		{ opts->pools, on_pool_add, on_pool_update, on_pool_delete },
+		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete },
+		{ opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete },
+	};
 	if ((rc = k8s_informer_add_index(opts->pools, IDX_POOL_TEMPLATE, index_pool_template, NULL)) ||
 	    (rc = k8s_informer_add_index(opts->sandboxes, IDX_SANDBOX_POOL, k8s_index_by_label,
 	                                 (void *)SBX_LABEL_WARM_POOL_SANDBOX)) ||
-	    (rc = k8s_informer_add_handlers(opts->pools, on_pool_add, on_pool_update, on_pool_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c))) {
+	    (rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		/* Handlers may be in: the caller must not start the informers
 		 * after a failed _new(). */
 		rc = asb_error_set(rc, 0, NULL, "pool controller: informer already started or index taken");
@@ -292,9 +290,7 @@ fail:
 
 int wp_pool_controller_start(wp_pool_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "pool controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "pool controller");
 }
 
 void wp_pool_controller_stop(wp_pool_controller *c)

@@ -14,6 +14,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 #include "jsonutil.h"
+#include "ctlbase.h"
 #include "templatectl_plan.h"
 
 /* ---- the pure part ---- */
@@ -338,20 +339,17 @@ int wp_template_controller_new(wp_template_controller **out,
 	c->templates = opts->templates;
 	c->nps = opts->networkpolicies;
 	c->logger = opts->logger;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxtemplate";
-	co.workers = opts->workers > 0 ? opts->workers : 1;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	int rc = k8s_controller_new(&c->ctl, &co);
+	int rc = wp_ctl_new(&c->ctl, "sandboxtemplate", opts->workers > 0 ? opts->workers : 1,
+	                    reconcile_fn, c, opts->logger, opts->metrics);
 	if (rc) {
 		free(c);
 		return rc;
 	}
-	if ((rc = k8s_informer_add_handlers(c->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->nps, on_np_add, on_np_update, on_np_delete, c))) {
+	const wp_ctl_handlers sets[] = {
+		{ c->templates, on_tpl_add, on_tpl_update, on_tpl_delete },
+		{ c->nps, on_np_add, on_np_update, on_np_delete },
+	};
+	if ((rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		/* The templates handlers may be in; the caller must not start
 		 * the informers after a failed _new() (documented contract). */
 		k8s_controller_free(c->ctl);
@@ -364,9 +362,7 @@ int wp_template_controller_new(wp_template_controller **out,
 
 int wp_template_controller_start(wp_template_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "template controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "template controller");
 }
 
 void wp_template_controller_stop(wp_template_controller *c)
