@@ -9,7 +9,9 @@
  * Reads come from the informer caches; the authoritative re-reads that
  * docs/api.md#claim-adoption names (claim after a 409 on the adoption Update, Sandbox after a
  * 404/409 on the adoption patch, claim before clearing its reference) go
- * to the API server.
+ * to the API server. Every read and write of a pass goes through the
+ * controller's executor (claimexec.h), so that whole passes run in the
+ * unit tests without one; the decisions themselves are claimplan.h's.
  *
  * The one-warm-Sandbox-one-claim invariant does not rest on the queue (a
  * key may be popped by two workers after a push back raced a re-list):
@@ -733,6 +735,64 @@ static const char *pool_template_name(const cJSON *pool, const cJSON *sbx)
 }
 
 /*
+ * After a 404/409 on the adoption patch of `sname`: the authoritative
+ * re-read and what it means (docs/api.md#claim-adoption step 2). Returns 0
+ * when the claim controls it already (p->sbx set), 1 when it is still
+ * pool-owned and adoptable (*fresh, owned: the copy to patch again), -1
+ * otherwise (p->err set; the claim's reference cleared where the Sandbox is
+ * lost to it).
+ */
+static int reread_after_conflict(pass *p, const char *sname, cJSON **fresh_out)
+{
+	cJSON *fresh = NULL;
+	int rc = io_get(p, &sbx_resource_sandboxes, sname, &fresh);
+	if (rc == ASB_ENOTFOUND) {
+		if (clear_reference(p, sname))
+			conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
+			         "failed%s", sname, "");
+		else
+			conflict(p, "adoption write conflict: sandbox %s deleted before adoption "
+			         "completed%s", sname, "");
+		return -1;
+	}
+	if (rc) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read sandbox \"%s\": %s",
+		                 sname, api_msg());
+		return -1;
+	}
+	if (wp_controlled_by_claim(fresh, p->claim)) {
+		pass_set_sbx(p, fresh);
+		return 0;
+	}
+	const char *why = NULL;
+	if (!is_pool_ctrl(fresh)) {
+		cJSON_Delete(fresh);
+		if (clear_reference(p, sname))
+			conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+			         "reference cleanup failed%s", sname, "");
+		else
+			conflict(p, "adoption write conflict: sandbox %s is no longer pool-owned and not "
+			         "controlled by claim %s", sname, p->name);
+		return -1;
+	}
+	if (!wp_claim_candidate_ok(p->claim, fresh, &why)) {
+		cJSON_Delete(fresh);
+		if (clear_reference(p, sname)) {
+			conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+			         "reference cleanup failed%s", sname, "");
+		} else {
+			char *pfx = ju_printf("adoption write conflict: sandbox %s is no longer adoptable "
+			                      "by claim %s", sname, p->name);
+			wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", ju_nz(pfx), why);
+			free(pfx);
+		}
+		return -1;
+	}
+	*fresh_out = fresh;
+	return 1;
+}
+
+/*
  * docs/api.md#claim-adoption step 2 (and docs/api.md#finding-the-claims-sandbox step 2): the Sandbox patch with its 404/409
  * resolution. `sbx` is the pool-owned copy (borrowed). On success p->sbx
  * is the claim-owned Sandbox. Returns 0, or -1 with p->err set; *requeue_key
@@ -772,56 +832,11 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 			goto out;
 		}
 		char *apierr = strdup(api_msg());
-		/* authoritative re-read */
 		cJSON *fresh = NULL;
-		rc = io_get(p, &sbx_resource_sandboxes, sname, &fresh);
-		if (rc == ASB_ENOTFOUND) {
+		int r = reread_after_conflict(p, sname, &fresh);
+		if (r <= 0) {
 			free(apierr);
-			if (clear_reference(p, sname))
-				conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
-				         "failed%s", sname, "");
-			else
-				conflict(p, "adoption write conflict: sandbox %s deleted before adoption "
-				         "completed%s", sname, "");
-			goto out;
-		}
-		if (rc) {
-			free(apierr);
-			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read sandbox \"%s\": %s",
-			                 sname, api_msg());
-			goto out;
-		}
-		if (wp_controlled_by_claim(fresh, p->claim)) {
-			free(apierr);
-			pass_set_sbx(p, fresh);
-			result = 0;
-			goto out;
-		}
-		const char *why = NULL;
-		bool pool_owned = is_pool_ctrl(fresh);
-		if (!pool_owned) {
-			free(apierr);
-			cJSON_Delete(fresh);
-			if (clear_reference(p, sname))
-				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
-				         "reference cleanup failed%s", sname, "");
-			else
-				conflict(p, "adoption write conflict: sandbox %s is no longer pool-owned and not "
-				         "controlled by claim %s", sname, p->name);
-			goto out;
-		}
-		if (!wp_claim_candidate_ok(p->claim, fresh, &why)) {
-			free(apierr);
-			cJSON_Delete(fresh);
-			if (clear_reference(p, sname)) {
-				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
-				         "reference cleanup failed%s", sname, "");
-			} else {
-				char *pfx = ju_printf("adoption write conflict: sandbox %s is no longer adoptable "
-				                      "by claim %s", sname, p->name);
-				wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", ju_nz(pfx), why);
-				free(pfx);
-			}
+			result = r;
 			goto out;
 		}
 		/* still pool-owned and adoptable: re-patch on the fresh copy */
@@ -946,6 +961,144 @@ static void items_add(item_list *l, wp_warm_item *it)
 	memset(it, 0, sizeof(*it));
 }
 
+/* The state of one scan of a pool's warm queue (try_warm()). */
+typedef struct {
+	const char *pname;          /* the claim's pool */
+	wp_claim_choice choice;
+	cJSON *chosen, *fallback;   /* owned */
+	wp_warm_item chosen_it, fallback_it;
+	item_list skipped;          /* pushed back when the scan ends */
+	bool pool_loaded;
+	wp_claim_pool_view view;
+	cJSON *tpl;                 /* the pool's template under Recreate (owned) */
+	char tpl_hash[SBX_NAME_HASH_SIZE];
+} warm_scan;
+
+/* The Recreate view of the claim's pool (its template and hash), read once,
+ * and only when a candidate needs it. */
+static void scan_load_pool(pass *p, warm_scan *s)
+{
+	cJSON *pool = NULL;
+	s->pool_loaded = true;
+	if (io_cached(p, &wp_resource_pools, p->ns, s->pname, &pool) == 0 &&
+	    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"), WP_UPDATE_STRATEGY_RECREATE)) {
+		s->view.recreate = true;
+		const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+		if (!ju_empty(tn) && io_cached(p, &wp_resource_templates, p->ns, tn, &s->tpl) == 0 &&
+		    wp_blueprint_hash(s->tpl, s->tpl_hash) == 0) {
+			s->view.tpl_known = true;
+			s->view.tpl = s->tpl;
+			s->view.tpl_hash = s->tpl_hash;
+		}
+	}
+	cJSON_Delete(pool);
+}
+
+/* The verdict on candidate `sbx` (item `it`); *pending: it waits for its IPs. */
+static wp_cand_verdict scan_verdict(pass *p, warm_scan *s, const cJSON *sbx, wp_warm_item *it,
+                                    bool *pending)
+{
+	*pending = false;
+	wp_cand_verdict v = wp_claim_cand_precheck(p->claim, sbx);
+	if (v == WP_CAND_ELIGIBLE) {
+		if (!s->pool_loaded)
+			scan_load_pool(p, s);
+		v = wp_claim_cand_verdict(&s->view, sbx, pending);
+	}
+	if (v == WP_CAND_NO_NETWORK) {
+		/* the picker prefers its node once the IPs arrive */
+		const char *node = k8s_obj_str(sbx, "status.nodeName");
+		if (!ju_empty(node)) {
+			char *nd = strdup(node);
+			if (nd) {
+				free(it->node_name);
+				it->node_name = nd;
+			}
+		}
+	}
+	return v;
+}
+
+/* Offers candidate `sbx` (taken) with its item `it` (emptied) to the choice. */
+static void scan_offer(warm_scan *s, wp_cand_verdict v, bool pending, cJSON *sbx,
+                       wp_warm_item *it)
+{
+	switch (wp_claim_choice_offer(&s->choice, v, pending)) {
+	case WP_CAND_TAKE:
+		s->chosen = sbx;
+		s->chosen_it = *it;
+		break;
+	case WP_CAND_HOLD:
+		s->fallback = sbx;
+		s->fallback_it = *it;
+		break;
+	case WP_CAND_DROP:
+		wp_warm_item_clear(it);
+		cJSON_Delete(sbx);
+		break;
+	case WP_CAND_KEEP:
+		items_add(&s->skipped, it);
+		cJSON_Delete(sbx);
+		break;
+	}
+}
+
+/* Ends the scan: the held fallback becomes the choice when nothing was
+ * Ready, the candidates kept go back to the queue `qkey`. */
+static void scan_finish(wp_claim_controller *c, const char *qkey, warm_scan *s)
+{
+	wp_claim_choice_finish(&s->choice);
+	if (s->choice.held && !s->choice.keep_held) {
+		/* nothing Ready: the held fallback is the one */
+		s->chosen = s->fallback;
+		s->chosen_it = s->fallback_it;
+		s->fallback = NULL;
+		memset(&s->fallback_it, 0, sizeof(s->fallback_it));
+	}
+	if (s->fallback)
+		items_add(&s->skipped, &s->fallback_it);
+	cJSON_Delete(s->fallback);
+	for (size_t i = 0; i < s->skipped.n; i++) {
+		wp_warm_queue_push(c->queue, qkey, s->skipped.items[i].namespace_,
+		                   s->skipped.items[i].name, s->skipped.items[i].node_name);
+		wp_warm_item_clear(&s->skipped.items[i]);
+	}
+	free(s->skipped.items);
+	cJSON_Delete(s->tpl);
+}
+
+/* Adopts the chosen `sbx` (taken; `it` its queue item, cleared): the claim
+ * Update, the Sandbox patch, then the event, metric and log. A failed
+ * adoption puts the item back when finish_adoption() allows. Returns 1 or -1. */
+static int adopt_warm(pass *p, const char *qkey, cJSON *sbx, wp_warm_item *it)
+{
+	wp_claim_controller *c = p->c;
+	const char *sname = k8s_obj_name(sbx);
+	bool requeue = true;
+	int result;
+	if (assign_sandbox(p, sname) != 0) {
+		result = -1;
+	} else if (finish_adoption(p, sbx, true, &requeue) != 0) {
+		result = -1;
+	} else {
+		result = 1;
+		obs_set_bound(c, p->key, k8s_obj_uid(p->claim), sname);
+		char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
+		event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
+		free(note);
+		const char *owner = wp_warm_pool_owner(sbx);
+		count_creation(p, template_label(sbx), WP_LAUNCH_TYPE_WARM,
+		               owner ? owner : "none", sbx_ready(sbx) ? "ready" : "not_ready");
+		asb_log(c->logger, ASB_LOG_INFO, "warm sandbox adopted", "claim", p->key,
+		        "sandbox", sname, NULL);
+	}
+	if (result < 0 && requeue)
+		wp_warm_queue_push(c->queue, qkey, it->namespace_, it->name, it->node_name);
+	wp_warm_item_clear(it);
+	cJSON_Delete(sbx);
+	return result;
+}
+
 /*
  * docs/api.md#claim-adoption candidate selection and adoption. Returns 1 adopted (p->sbx set),
  * 0 none adoptable (*pending_network = candidates without IPs), -1 error
@@ -954,125 +1107,25 @@ static void items_add(item_list *l, wp_warm_item *it)
 static int try_warm(pass *p, int *pending_network)
 {
 	wp_claim_controller *c = p->c;
-	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
-	char *qkey = wp_warm_pool_key(p->ns, pname);
+	warm_scan s = { .pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name") };
+	char *qkey = wp_warm_pool_key(p->ns, s.pname);
 	if (!qkey)
 		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
-	item_list skipped = { 0 };
-	wp_warm_item chosen_it = { 0 }, fallback_it = { 0 };
-	cJSON *chosen = NULL, *fallback = NULL;
-	bool pool_loaded = false;
-	wp_claim_pool_view view = { 0 };
-	cJSON *tpl = NULL;
-	char tpl_hash[SBX_NAME_HASH_SIZE] = "";
-	wp_claim_choice choice = { 0 };
 	*pending_network = 0;
 	wp_warm_item it;
-	while (!choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
+	while (!s.choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
 		cJSON *sbx = NULL;
 		if (io_cached(p, &sbx_resource_sandboxes, it.namespace_, it.name, &sbx) != 0) {
 			wp_warm_item_clear(&it);  /* gone: discard */
 			continue;
 		}
-		bool pending = false;
-		wp_cand_verdict v = wp_claim_cand_precheck(p->claim, sbx);
-		if (v == WP_CAND_ELIGIBLE) {
-			if (!pool_loaded) {
-				/* read once, and only when a candidate needs it */
-				pool_loaded = true;
-				cJSON *pool = NULL;
-				if (io_cached(p, &wp_resource_pools, p->ns, pname, &pool) == 0 &&
-				    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
-				              WP_UPDATE_STRATEGY_RECREATE)) {
-					view.recreate = true;
-					const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-					if (!ju_empty(tn) &&
-					    io_cached(p, &wp_resource_templates, p->ns, tn, &tpl) == 0 &&
-					    wp_blueprint_hash(tpl, tpl_hash) == 0) {
-						view.tpl_known = true;
-						view.tpl = tpl;
-						view.tpl_hash = tpl_hash;
-					}
-				}
-				cJSON_Delete(pool);
-			}
-			v = wp_claim_cand_verdict(&view, sbx, &pending);
-		}
-		if (v == WP_CAND_NO_NETWORK) {
-			/* the picker prefers its node once the IPs arrive */
-			const char *node = k8s_obj_str(sbx, "status.nodeName");
-			if (!ju_empty(node)) {
-				char *nd = strdup(node);
-				if (nd) {
-					free(it.node_name);
-					it.node_name = nd;
-				}
-			}
-		}
-		switch (wp_claim_choice_offer(&choice, v, pending)) {
-		case WP_CAND_TAKE:
-			chosen = sbx;
-			chosen_it = it;
-			break;
-		case WP_CAND_HOLD:
-			fallback = sbx;
-			fallback_it = it;
-			break;
-		case WP_CAND_DROP:
-			wp_warm_item_clear(&it);
-			cJSON_Delete(sbx);
-			break;
-		case WP_CAND_KEEP:
-			items_add(&skipped, &it);
-			cJSON_Delete(sbx);
-			break;
-		}
+		bool pending;
+		wp_cand_verdict v = scan_verdict(p, &s, sbx, &it, &pending);
+		scan_offer(&s, v, pending, sbx, &it);
 	}
-	wp_claim_choice_finish(&choice);
-	*pending_network = choice.pending;
-	if (choice.held && !choice.keep_held) {
-		/* nothing Ready: the held fallback is the one */
-		chosen = fallback;
-		chosen_it = fallback_it;
-		fallback = NULL;
-		memset(&fallback_it, 0, sizeof(fallback_it));
-	}
-	if (fallback)
-		items_add(&skipped, &fallback_it);
-	cJSON_Delete(fallback);
-	for (size_t i = 0; i < skipped.n; i++) {
-		wp_warm_queue_push(c->queue, qkey, skipped.items[i].namespace_, skipped.items[i].name,
-		                   skipped.items[i].node_name);
-		wp_warm_item_clear(&skipped.items[i]);
-	}
-	free(skipped.items);
-	cJSON_Delete(tpl);
-	int result = 0;
-	if (chosen) {
-		const char *sname = k8s_obj_name(chosen);
-		bool requeue = true;
-		if (assign_sandbox(p, sname) != 0) {
-			result = -1;
-		} else if (finish_adoption(p, chosen, true, &requeue) != 0) {
-			result = -1;
-		} else {
-			result = 1;
-			obs_set_bound(c, p->key, k8s_obj_uid(p->claim), sname);
-			char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
-			event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
-			free(note);
-			const char *owner = wp_warm_pool_owner(chosen);
-			count_creation(p, template_label(chosen), WP_LAUNCH_TYPE_WARM,
-			               owner ? owner : "none", sbx_ready(chosen) ? "ready" : "not_ready");
-			asb_log(c->logger, ASB_LOG_INFO, "warm sandbox adopted", "claim", p->key,
-			        "sandbox", sname, NULL);
-		}
-		if (result < 0 && requeue)
-			wp_warm_queue_push(c->queue, qkey, chosen_it.namespace_, chosen_it.name,
-			                   chosen_it.node_name);
-		wp_warm_item_clear(&chosen_it);
-		cJSON_Delete(chosen);
-	}
+	scan_finish(c, qkey, &s);
+	*pending_network = s.choice.pending;
+	int result = s.chosen ? adopt_warm(p, qkey, s.chosen, &s.chosen_it) : 0;
 	free(qkey);
 	return result;
 }
@@ -1198,10 +1251,62 @@ static bool recall_bound(pass *p, const char *status_name)
 	return decided;
 }
 
+/* Removes the claim's assigned reference (the annotation, and the legacy
+ * label when that is where it was); a failure is only logged. */
+static void drop_reference(pass *p, bool from_label)
+{
+	if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+	                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
+		asb_log(p->c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
+		        p->key, "error", api_msg(), NULL);
+}
+
+/*
+ * docs/api.md#finding-the-claims-sandbox step 2: the Sandbox that the
+ * claim's reference `aname` names. Returns true when the pass is decided
+ * (p->sbx or p->err set); false to go on, the reference removed when it
+ * names no Sandbox or one this claim cannot have.
+ */
+static bool use_assigned(pass *p, const char *aname, bool from_label)
+{
+	cJSON *sbx = NULL;
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, aname, &sbx) != 0) {
+		if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+		                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
+		    asb_error_last()->code != ASB_ENOTFOUND) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
+			                 "reference: %s", api_msg());
+			return true;
+		}
+		return false;
+	}
+	if (wp_controlled_by_claim(sbx, p->claim)) {
+		if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
+		                                         WP_LABEL_SANDBOX_NAME) != 0)
+			asb_log(p->c->logger, ASB_LOG_WARN, "legacy sandbox-name label migration failed",
+			        "claim", p->key, "error", api_msg(), NULL);
+		pass_set_sbx(p, sbx);
+		ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
+		return true;
+	}
+	bool pool_owned = is_pool_ctrl(sbx);
+	if (pool_owned && wp_claim_candidate_ok(p->claim, sbx, NULL)) {
+		bool requeue;
+		if (finish_adoption(p, sbx, false, &requeue) == 0)
+			obs_set_bound(p->c, p->key, k8s_obj_uid(p->claim), aname);
+		cJSON_Delete(sbx);
+		return true;
+	}
+	bool drop = pool_owned || wp_controlled_by_any_claim(sbx);
+	cJSON_Delete(sbx);
+	if (drop)
+		drop_reference(p, from_label);
+	return false;
+}
+
 /* docs/api.md#finding-the-claims-sandbox getOrCreateSandbox. */
 static void get_or_create(pass *p)
 {
-	wp_claim_controller *c = p->c;
 	cJSON *sbx = NULL;
 	bool from_label;
 	/* 1. the bound name */
@@ -1221,58 +1326,17 @@ static void get_or_create(pass *p)
 		cJSON_Delete(sbx);
 		sbx = NULL;
 	}
-	/* 2. the assigned reference */
+	/* 2. the assigned reference (a copy: writes replace p->claim) */
 	if (assigned) {
 		char *aname = strdup(assigned);
 		if (!aname) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
 			return;
 		}
-		if (io_cached(p, &sbx_resource_sandboxes, p->ns, aname, &sbx) != 0) {
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
-			    asb_error_last()->code != ASB_ENOTFOUND) {
-				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
-				                 "reference: %s", api_msg());
-				free(aname);
-				return;
-			}
-		} else if (wp_controlled_by_claim(sbx, p->claim)) {
-			if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
-			                                         WP_LABEL_SANDBOX_NAME) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "legacy sandbox-name label migration failed",
-				        "claim", p->key, "error", api_msg(), NULL);
-			pass_set_sbx(p, sbx);
-			ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
-			free(aname);
-			return;
-		} else if (is_pool_ctrl(sbx)) {
-			if (wp_claim_candidate_ok(p->claim, sbx, NULL)) {
-				bool requeue;
-				if (finish_adoption(p, sbx, false, &requeue) == 0)
-					obs_set_bound(c, p->key, k8s_obj_uid(p->claim), aname);
-				cJSON_Delete(sbx);
-				free(aname);
-				return;
-			}
-			cJSON_Delete(sbx);
-			sbx = NULL;
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
-				        p->key, "error", api_msg(), NULL);
-		} else if (wp_controlled_by_any_claim(sbx)) {
-			cJSON_Delete(sbx);
-			sbx = NULL;
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
-				        p->key, "error", api_msg(), NULL);
-		} else {
-			cJSON_Delete(sbx);
-			sbx = NULL;
-		}
+		bool decided = use_assigned(p, aname, from_label);
 		free(aname);
+		if (decided)
+			return;
 	}
 	/* 3. the claim's own name */
 	if (io_cached(p, &sbx_resource_sandboxes, p->ns, p->name, &sbx) == 0) {
@@ -1515,6 +1579,51 @@ static int delete_claim(pass *p, bool fg)
 }
 
 /*
+ * The end of a pass that has its Sandbox (or its error): the status, its
+ * write, the first-Ready stamp, and the pass's result and requeue
+ * (docs/api.md#claim-reconcile steps 9-11).
+ */
+static int finish_pass(pass *p, const wp_claim_expiry_plan *exp, bool was_ready,
+                       k8s_reconcile_result *res)
+{
+	wp_claim_controller *c = p->c;
+	cJSON *st = NULL;
+	bool now_expired = false;
+	int rc;
+	if (wp_claim_plan_status(p->claim, p->sbx, &p->err, exp->expired, p->now_ms, &st,
+	                         &now_expired) != 0)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	if (now_expired) {
+		rc = mark_expired(p, st, res);
+		cJSON_Delete(st);
+		return rc;
+	}
+	bool authoritative;
+	rc = write_status(p, st, &authoritative);
+	if (rc) {
+		cJSON_Delete(st);
+		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
+		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
+	}
+	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
+	          p->err.kind == WP_CLAIM_E_TEMPLATE_NOT_FOUND;
+	rc = first_ready(p, was_ready, st, authoritative);
+	cJSON_Delete(st);
+	if (rc && !nf)
+		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
+	if (rc)
+		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
+		        "error", api_msg(), NULL);
+	wp_claim_pass_end end;
+	wp_claim_plan_end(&p->err, exp, p->now_ms, &end);
+	if (end.fail)
+		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
+	res->requeue_after_ms = end.requeue_after_ms;
+	return 0;
+}
+
+/*
  * One pass: the expiry decision, then the Sandbox (get or create, or the
  * Retain cleanup), the status, the first-Ready stamp and the requeue. The
  * decisions are claimplan.h's; this function does the reads and writes.
@@ -1552,39 +1661,7 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		res->requeue_after_ms = p->pending_ms;
 		return 0;
 	}
-	cJSON *st = NULL;
-	bool now_expired = false;
-	if (wp_claim_plan_status(p->claim, p->sbx, &p->err, exp.expired, p->now_ms, &st,
-	                         &now_expired) != 0)
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	if (now_expired) {
-		rc = mark_expired(p, st, res);
-		cJSON_Delete(st);
-		return rc;
-	}
-	bool authoritative;
-	rc = write_status(p, st, &authoritative);
-	if (rc) {
-		cJSON_Delete(st);
-		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
-		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
-	}
-	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
-	          p->err.kind == WP_CLAIM_E_TEMPLATE_NOT_FOUND;
-	rc = first_ready(p, was_ready, st, authoritative);
-	cJSON_Delete(st);
-	if (rc && !nf)
-		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
-		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
-	if (rc)
-		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
-		        "error", api_msg(), NULL);
-	wp_claim_pass_end end;
-	wp_claim_plan_end(&p->err, &exp, p->now_ms, &end);
-	if (end.fail)
-		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
-	res->requeue_after_ms = end.requeue_after_ms;
-	return 0;
+	return finish_pass(p, &exp, was_ready, res);
 }
 
 void wp__claim_controller_set_executor(wp_claim_controller *c, const wp_claim_executor *ex)
