@@ -190,28 +190,23 @@ static char *obs_get_bound(wp_claim_controller *c, const char *key, const char *
 
 /* ---- handlers ---- */
 
-static void enqueue_obj(wp_claim_controller *c, const cJSON *obj)
-{
-	char *key = k8s_obj_key(obj);
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
-}
-
 static void on_claim_add(const cJSON *obj, void *ud)
 {
-	obs_record(ud, obj);
-	enqueue_obj(ud, obj);
+	wp_claim_controller *c = ud;
+	obs_record(c, obj);
+	wp_ctl_enqueue_key(c->ctl, obj);
 }
 
 static void on_claim_update(const cJSON *o, const cJSON *n, void *ud)
 {
 	(void)o;
-	obs_record(ud, n);
-	enqueue_obj(ud, n);
+	on_claim_add(n, ud);
 }
 
-static void on_claim_delete(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
+static void on_claim_delete(const cJSON *obj, void *ud)
+{
+	wp_ctl_enqueue_key(((wp_claim_controller *)ud)->ctl, obj);
+}
 
 static int index_pool_ref(const cJSON *obj, const char **keys, int cap, void *ud)
 {
@@ -236,7 +231,7 @@ static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const ch
 			continue;
 		if (unbound_only && !ju_empty(k8s_obj_str(cl, "status.sandbox.name")))
 			continue;
-		enqueue_obj(c, cl);
+		wp_ctl_enqueue_key(c->ctl, cl);
 	}
 	cJSON_Delete(list);
 }
@@ -264,10 +259,7 @@ static void enqueue_owner_claim(wp_claim_controller *c, const cJSON *sbx)
 	const cJSON *ref = k8s_obj_controller_ref(sbx);
 	if (!is_claim_ref(ref))
 		return;
-	char *key = ju_printf("%s/%s", ju_nz(k8s_obj_namespace(sbx)), ju_nz(ju_str(ref, "name")));
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
+	wp_ctl_enqueue(c->ctl, k8s_obj_namespace(sbx), ju_str(ref, "name"));
 }
 
 static void feed_queue(wp_claim_controller *c, const cJSON *old_obj, const cJSON *new_obj)
@@ -417,10 +409,10 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	                     reconcile_fn, c, opts->logger, opts->metrics)))
 		goto fail;
 	const wp_ctl_handlers sets[] = {
-		{ opts->claims, on_claim_add, on_claim_update, on_claim_delete },
-		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete },
-		{ opts->pools, on_pool_add, on_pool_update, on_pool_delete },
-		{ opts->templates, on_tpl_add, NULL, NULL },
+		{ opts->claims, on_claim_add, on_claim_update, on_claim_delete, NULL },
+		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, NULL },
+		{ opts->pools, on_pool_add, on_pool_update, on_pool_delete, NULL },
+		{ opts->templates, on_tpl_add, NULL, NULL, NULL },
 	};
 	/* Handlers before the informers start (documented contract); a
 	 * failure here leaves earlier handler sets in: the caller must not
@@ -433,11 +425,7 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	*out = c;
 	return 0;
 fail:
-	k8s_controller_free(c->ctl);
-	wp_warm_queue_free(c->queue);
-	wp_domains_free(&c->domains);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	wp_claim_controller_free(c);   /* takes a partly built controller too */
 	return rc;
 }
 

@@ -29,10 +29,23 @@ typedef struct {
 	k8s_on_add_fn on_add;
 	k8s_on_update_fn on_update;
 	k8s_on_delete_fn on_delete;
+	void *userdata;             /* NULL: the `ud` of wp_ctl_add_handlers() */
 } wp_ctl_handlers;
 
+/* Enqueues the "namespace/name" key of `obj` on `ctl` (out of memory: the
+ * key is dropped; the object's next event brings it back). */
+void wp_ctl_enqueue_key(k8s_controller *ctl, const cJSON *obj);
+
+/* Enqueues "ns/name" on `ctl` (same out-of-memory rule). */
+void wp_ctl_enqueue(k8s_controller *ctl, const char *ns, const char *name);
+
+/* The handler set of `inf` that enqueues, on `ctl`, the key of each object
+ * added or deleted and of the new object of each update. */
+wp_ctl_handlers wp_ctl_own_key_handlers(k8s_informer *inf, k8s_controller *ctl);
+
 /*
- * Adds the `n` handler sets, each with userdata `ud`, in order. Returns 0
+ * Adds the `n` handler sets in order, each with its own userdata or else
+ * `ud`. Returns 0
  * or the first failure's code (an informer already started), with the sets
  * before it left in: the caller must not start the informers after that.
  */
