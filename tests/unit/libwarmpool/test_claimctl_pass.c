@@ -4,8 +4,9 @@
  * in-memory store that acts as both the informer caches and the API server
  * (a write is in the cache at once), and that records every API call and
  * event. The tests assert which writes a pass makes and in which order:
- * cold creation, warm adoption, the adoption conflict, expiry, the status
- * written only when it changed, events switched off.
+ * cold creation, warm adoption, the adoption conflict, expiry (Delete,
+ * DeleteForeground, Retain), the status written only when it changed, a
+ * status write lost to a 409, events switched off.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -485,6 +486,54 @@ START_TEST(expired_retain)
 }
 END_TEST
 
+START_TEST(expired_delete_foreground)
+{
+	controller(false);
+	cJSON *claim = fx_load("claim.json");
+	fx_set_json(claim, "spec.lifecycle", "{\"shutdownTime\":\"2020-01-01T00:00:00Z\","
+	            "\"shutdownPolicy\":\"DeleteForeground\"}");
+	add_claim(claim);
+	k8s_reconcile_result res;
+	ck_assert_int_eq(pass(&res), 0);
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("event my-claim ClaimExpired: Deleting Claim (ShutdownPolicy=DeleteForeground)",
+	             "delete sandboxclaims default/my-claim uid=c1a10000-0000-4000-8000-000000000001"
+	             " foreground", NULL);
+}
+END_TEST
+
+/* A 409 on the status write is not an error (the next pass retries), and
+ * the first-Ready stamp waits for an authoritative status. */
+static int conflict_on_status(const char *line)
+{
+	if (strcmp(line, "patch sandboxclaims default/my-claim/status") != 0)
+		return 0;
+	return asb_error_set(ASB_ECONFLICT, 409, "Conflict", "the object has been modified");
+}
+
+START_TEST(status_conflict_swallowed)
+{
+	controller(false);
+	add_claim(fx_load("claim.json"));
+	add_warm();
+	write_hook = conflict_on_status;
+	k8s_reconcile_result res;
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("patch sandboxclaims default/my-claim",
+	             "update sandboxclaims default/my-claim",
+	             "patch sandboxes default/test-pool-abcde",
+	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
+	             "patch sandboxclaims default/my-claim/status",
+	             "get networkpolicies default/my-claim-network-policy", NULL);
+	/* the next pass finds the adopted Sandbox by the claim's reference */
+	write_hook = NULL;
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("patch sandboxclaims default/my-claim/status",
+	             "patch sandboxclaims default/my-claim", NULL);
+	ck_assert_str_eq(claim_str("status.sandbox.name"), "test-pool-abcde");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("claimctl_pass");
@@ -496,6 +545,8 @@ int main(void)
 	tcase_add_test(tc, adoption_conflict);
 	tcase_add_test(tc, expired_delete);
 	tcase_add_test(tc, expired_retain);
+	tcase_add_test(tc, expired_delete_foreground);
+	tcase_add_test(tc, status_conflict_swallowed);
 	suite_add_tcase(s, tc);
 	return fx_main(s);
 }
