@@ -9,7 +9,9 @@
  * Reads come from the informer caches; the authoritative re-reads that
  * docs/api.md#claim-adoption names (claim after a 409 on the adoption Update, Sandbox after a
  * 404/409 on the adoption patch, claim before clearing its reference) go
- * to the API server.
+ * to the API server. Every read and write of a pass goes through the
+ * controller's executor (claimexec.h), so that whole passes run in the
+ * unit tests without one; the decisions themselves are claimplan.h's.
  *
  * The one-warm-Sandbox-one-claim invariant does not rest on the queue (a
  * key may be popped by two workers after a push back raced a re-list):
@@ -26,22 +28,22 @@
 #include <string.h>
 #include <time.h>
 #include "warmpool/claimctl.h"
+#include "asb/map.h"
 #include "warmpool/blueprint.h"
 #include "claim.h"
+#include "claimexec.h"
 #include "claimplan.h"
+#include "ctlbase.h"
 #include "warmqueue.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
 #include "sandbox/namehash.h"
 
 #define INDEX_POOL_REF "claimctl:spec.warmPoolRef.name"
-#define OBS_BUCKETS 1024
 #define ADOPTION_ATTEMPTS 5
 
 /* In-memory first observation of a claim ("ns/name" + UID), docs/api.md#claim-reconcile step 4. */
 typedef struct obs_entry {
-	struct obs_entry *next;
-	char *key;
 	char *uid;
 	int64_t first_ns;     /* wall clock, ns since the epoch */
 	bool np_checked;      /* legacy NetworkPolicy looked at (docs/api.md#claim-reconcile step 2) */
@@ -49,18 +51,17 @@ typedef struct obs_entry {
 } obs_entry;
 
 struct wp_claim_controller {
-	k8s_client *client;
-	k8s_informer *claims, *sandboxes, *pools, *templates;
 	k8s_controller *ctl;
 	wp_warm_queue *queue;
 	asb_logger *logger;
-	k8s_event_recorder *events;
 	bool disable_events;
 	bool disable_obs;
 	wp_domains domains;
 	asb_metric *m_claim, *m_ctrl, *m_client, *m_creation, *m_total;
+	wp_claim_k8s k8s;              /* what the default executor works on */
+	wp_claim_executor ex;          /* every read and write of a pass */
 	pthread_mutex_t lock;          /* guards obs */
-	obs_entry *obs[OBS_BUCKETS];
+	asb_map obs;                   /* "ns/name" -> obs_entry * */
 };
 
 static const double claim_buckets[] = { 100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000,
@@ -77,27 +78,16 @@ static int64_t now_ns(void)
 
 /* ---- first observations ---- */
 
-static unsigned obs_bucket(const char *key)
-{
-	uint32_t h = 0x811c9dc5u;
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x01000193u;
-	return h % OBS_BUCKETS;
-}
-
 /* The entry of `key` (lock held), or NULL. */
 static obs_entry *obs_find(wp_claim_controller *c, const char *key)
 {
-	for (obs_entry *e = c->obs[obs_bucket(key)]; e; e = e->next)
-		if (strcmp(e->key, key) == 0)
-			return e;
-	return NULL;
+	return asb_map_get(&c->obs, key);
 }
 
-static void obs_free(obs_entry *e)
+static void obs_free(void *v)
 {
+	obs_entry *e = v;
 	free(e->bound);
-	free(e->key);
 	free(e->uid);
 	free(e);
 }
@@ -124,12 +114,9 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 	} else if (!e) {
 		e = calloc(1, sizeof(*e));
 		if (e && (e->uid = strdup(uid))) {
-			e->key = key;
-			key = NULL;
 			e->first_ns = now_ns();
-			unsigned b = obs_bucket(e->key);
-			e->next = c->obs[b];
-			c->obs[b] = e;
+			if (asb_map_set(&c->obs, key, e, NULL) < 0)
+				obs_free(e);
 		} else if (e) {
 			free(e);
 		}
@@ -140,17 +127,10 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 
 static void obs_forget(wp_claim_controller *c, const char *key)
 {
+	void *old = NULL;
 	pthread_mutex_lock(&c->lock);
-	obs_entry **pp = &c->obs[obs_bucket(key)];
-	while (*pp) {
-		if (strcmp((*pp)->key, key) == 0) {
-			obs_entry *e = *pp;
-			*pp = e->next;
-			obs_free(e);
-			break;
-		}
-		pp = &(*pp)->next;
-	}
+	if (asb_map_remove(&c->obs, key, &old) == 1)
+		obs_free(old);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -210,28 +190,23 @@ static char *obs_get_bound(wp_claim_controller *c, const char *key, const char *
 
 /* ---- handlers ---- */
 
-static void enqueue_obj(wp_claim_controller *c, const cJSON *obj)
-{
-	char *key = k8s_obj_key(obj);
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
-}
-
 static void on_claim_add(const cJSON *obj, void *ud)
 {
-	obs_record(ud, obj);
-	enqueue_obj(ud, obj);
+	wp_claim_controller *c = ud;
+	obs_record(c, obj);
+	wp_ctl_enqueue_key(c->ctl, obj);
 }
 
 static void on_claim_update(const cJSON *o, const cJSON *n, void *ud)
 {
 	(void)o;
-	obs_record(ud, n);
-	enqueue_obj(ud, n);
+	on_claim_add(n, ud);
 }
 
-static void on_claim_delete(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
+static void on_claim_delete(const cJSON *obj, void *ud)
+{
+	wp_ctl_enqueue_key(((wp_claim_controller *)ud)->ctl, obj);
+}
 
 static int index_pool_ref(const cJSON *obj, const char **keys, int cap, void *ud)
 {
@@ -248,7 +223,7 @@ static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const ch
                                 bool unbound_only)
 {
 	cJSON *list = NULL;
-	if (ju_empty(pool) || k8s_informer_by_index(c->claims, INDEX_POOL_REF, pool, &list) != 0)
+	if (ju_empty(pool) || k8s_informer_by_index(c->k8s.claims, INDEX_POOL_REF, pool, &list) != 0)
 		return;
 	const cJSON *cl;
 	cJSON_ArrayForEach(cl, list) {
@@ -256,7 +231,7 @@ static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const ch
 			continue;
 		if (unbound_only && !ju_empty(k8s_obj_str(cl, "status.sandbox.name")))
 			continue;
-		enqueue_obj(c, cl);
+		wp_ctl_enqueue_key(c->ctl, cl);
 	}
 	cJSON_Delete(list);
 }
@@ -284,10 +259,7 @@ static void enqueue_owner_claim(wp_claim_controller *c, const cJSON *sbx)
 	const cJSON *ref = k8s_obj_controller_ref(sbx);
 	if (!is_claim_ref(ref))
 		return;
-	char *key = ju_printf("%s/%s", ju_nz(k8s_obj_namespace(sbx)), ju_nz(ju_str(ref, "name")));
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
+	wp_ctl_enqueue(c->ctl, k8s_obj_namespace(sbx), ju_str(ref, "name"));
 }
 
 static void feed_queue(wp_claim_controller *c, const cJSON *old_obj, const cJSON *new_obj)
@@ -357,7 +329,7 @@ static void on_tpl_add(const cJSON *obj, void *ud)
 {
 	wp_claim_controller *c = ud;
 	cJSON *pools = NULL;
-	if (k8s_informer_list(c->pools, k8s_obj_namespace(obj), &pools) != 0)
+	if (k8s_informer_list(c->k8s.pools, k8s_obj_namespace(obj), &pools) != 0)
 		return;
 	const cJSON *p;
 	cJSON_ArrayForEach(p, pools)
@@ -379,43 +351,30 @@ static int register_metrics(wp_claim_controller *c, asb_metrics_registry *reg)
 	static const char *const creation_labels[] = { "namespace", "launch_type", "sandbox_template", NULL };
 	static const char *const total_labels[] = { "namespace", "sandbox_template", "launch_type",
 	                                            "warmpool_name", "pod_condition", "created_by", NULL };
-	struct {
-		asb_metric **out;
-		asb_metric_type type;
-		const char *name, *help;
-		const char *const *labels;
-		const double *buckets;
-		size_t nbuckets;
-	} defs[] = {
-		{ &c->m_claim, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_startup_latency_ms",
-		  "End-to-end latency from SandboxClaim creation (webhook first observation) to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_ctrl, ASB_METRIC_HISTOGRAM, "agent_sandbox_claim_controller_startup_latency_ms",
-		  "Latency from the controller's first observation of a SandboxClaim to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_client, ASB_METRIC_HISTOGRAM, "agent_sandbox_client_claim_startup_latency_ms",
-		  "Latency from the client's first request of a SandboxClaim to Ready, in milliseconds.",
-		  hist_labels, claim_buckets, sizeof(claim_buckets) / sizeof(double) },
-		{ &c->m_creation, ASB_METRIC_HISTOGRAM, "agent_sandbox_creation_latency_ms",
-		  "Latency from Sandbox creation to its Ready condition, in milliseconds.",
-		  creation_labels, creation_buckets, sizeof(creation_buckets) / sizeof(double) },
-		{ &c->m_total, ASB_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
-		  "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
-		  total_labels, NULL, 0 },
+	/* the three claim startup histograms differ only by name and help */
+	static const struct { const char *name, *help; } hists[] = {
+		{ "agent_sandbox_claim_startup_latency_ms", "End-to-end latency from SandboxClaim "
+		  "creation (webhook first observation) to Ready, in milliseconds." },
+		{ "agent_sandbox_claim_controller_startup_latency_ms", "Latency from the controller's "
+		  "first observation of a SandboxClaim to Ready, in milliseconds." },
+		{ "agent_sandbox_client_claim_startup_latency_ms", "Latency from the client's first "
+		  "request of a SandboxClaim to Ready, in milliseconds." },
 	};
-	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
-		asb_metric_options mo = ASB_METRIC_OPTIONS_INIT;
-		mo.type = defs[i].type;
-		mo.name = defs[i].name;
-		mo.help = defs[i].help;
-		mo.label_names = defs[i].labels;
-		mo.buckets = defs[i].buckets;
-		mo.nbuckets = defs[i].nbuckets;
-		int rc = asb_metrics_register(defs[i].out, reg, &mo);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	asb_metric **hist_out[] = { &c->m_claim, &c->m_ctrl, &c->m_client };
+	wp_ctl_metric defs[5];
+	for (size_t i = 0; i < 3; i++)
+		defs[i] = (wp_ctl_metric){ hist_out[i], ASB_METRIC_HISTOGRAM, hists[i].name,
+		                           hists[i].help, hist_labels, claim_buckets,
+		                           sizeof(claim_buckets) / sizeof(double) };
+	defs[3] = (wp_ctl_metric){ &c->m_creation, ASB_METRIC_HISTOGRAM,
+	                           "agent_sandbox_creation_latency_ms",
+	                           "Latency from Sandbox creation to its Ready condition, in milliseconds.",
+	                           creation_labels, creation_buckets,
+	                           sizeof(creation_buckets) / sizeof(double) };
+	defs[4] = (wp_ctl_metric){ &c->m_total, ASB_METRIC_COUNTER, "agent_sandbox_claim_creation_total",
+	                           "Sandboxes handed to SandboxClaims (cold creates and warm adoptions).",
+	                           total_labels, NULL, 0 };
+	return wp_ctl_register_metrics(reg, defs, 5);
 }
 
 int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller_options *opts)
@@ -431,16 +390,14 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	wp_claim_controller *c = calloc(1, sizeof(*c));
 	if (!c)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "claim controller: out of memory");
-	c->client = opts->client;
-	c->claims = opts->claims;
-	c->sandboxes = opts->sandboxes;
-	c->pools = opts->pools;
-	c->templates = opts->templates;
+	c->k8s = (wp_claim_k8s){ opts->client, opts->claims, opts->sandboxes, opts->pools,
+	                         opts->templates, opts->events };
+	wp_claim_executor_k8s(&c->ex, &c->k8s);
 	c->logger = opts->logger;
-	c->events = opts->events;
 	c->disable_events = opts->disable_events;
 	c->disable_obs = opts->disable_observability_annotations;
 	pthread_mutex_init(&c->lock, NULL);
+	asb_map_init(&c->obs);
 	int rc = wp_domains_load(opts->allowed_label_domains_file, &c->domains);
 	if (rc)
 		goto fail;
@@ -448,45 +405,33 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 		goto fail;
 	if (opts->metrics && (rc = register_metrics(c, opts->metrics)))
 		goto fail;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxclaim";
-	co.workers = opts->workers > 0 ? opts->workers : 50;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	if ((rc = k8s_controller_new(&c->ctl, &co)))
+	if ((rc = wp_ctl_new(&c->ctl, "sandboxclaim", opts->workers > 0 ? opts->workers : 50,
+	                     reconcile_fn, c, opts->logger, opts->metrics)))
 		goto fail;
+	const wp_ctl_handlers sets[] = {
+		{ opts->claims, on_claim_add, on_claim_update, on_claim_delete, NULL },
+		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, NULL },
+		{ opts->pools, on_pool_add, on_pool_update, on_pool_delete, NULL },
+		{ opts->templates, on_tpl_add, NULL, NULL, NULL },
+	};
 	/* Handlers before the informers start (documented contract); a
 	 * failure here leaves earlier handler sets in: the caller must not
 	 * start the informers after a failed _new(). */
-	if ((rc = k8s_informer_add_index(c->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
-	    (rc = k8s_informer_add_handlers(c->claims, on_claim_add, on_claim_update,
-	                                    on_claim_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->sandboxes, on_sbx_add, on_sbx_update,
-	                                    on_sbx_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->pools, on_pool_add, on_pool_update,
-	                                    on_pool_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->templates, on_tpl_add, NULL, NULL, c))) {
+	if ((rc = k8s_informer_add_index(opts->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
+	    (rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		rc = asb_error_set(rc, 0, NULL, "claim controller: informer already started");
 		goto fail;
 	}
 	*out = c;
 	return 0;
 fail:
-	k8s_controller_free(c->ctl);
-	wp_warm_queue_free(c->queue);
-	wp_domains_free(&c->domains);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	wp_claim_controller_free(c);   /* takes a partly built controller too */
 	return rc;
 }
 
 int wp_claim_controller_start(wp_claim_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "claim controller");
 }
 
 void wp_claim_controller_stop(wp_claim_controller *c)
@@ -502,13 +447,7 @@ void wp_claim_controller_free(wp_claim_controller *c)
 	k8s_controller_free(c->ctl);
 	wp_warm_queue_free(c->queue);
 	wp_domains_free(&c->domains);
-	for (size_t i = 0; i < OBS_BUCKETS; i++) {
-		while (c->obs[i]) {
-			obs_entry *e = c->obs[i];
-			c->obs[i] = e->next;
-			obs_free(e);
-		}
-	}
+	asb_map_clear(&c->obs, obs_free);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -546,10 +485,32 @@ static void event(pass *p, const char *reason, const char *action, const char *n
 	wp_claim_controller *c = p->c;
 	asb_log(c->logger, ASB_LOG_INFO, "claim event", "claim", p->key, "reason", reason,
 	        "note", note, NULL);
-	k8s_event_ref ref;
-	if (c->events && !c->disable_events &&
-	    k8s_event_ref_from(p->claim, WP_API_VERSION, SBX_KIND_CLAIM, &ref) == 0)
-		k8s_event_record(c->events, &ref, NULL, K8S_EVENT_NORMAL, reason, action, note);
+	if (!c->disable_events)
+		c->ex.event(c->ex.userdata, p->claim, reason, action, note);
+}
+
+/* The pass's I/O, through the controller's executor (claimexec.h). */
+static int io_cached(pass *p, const k8s_resource *r, const char *ns, const char *name,
+                     cJSON **out)
+{
+	return p->c->ex.cached(p->c->ex.userdata, r, ns, name, out);
+}
+
+static int io_get(pass *p, const k8s_resource *r, const char *name, cJSON **out)
+{
+	return p->c->ex.get(p->c->ex.userdata, r, p->ns, name, out);
+}
+
+static int io_patch(pass *p, const k8s_resource *r, const char *name, const char *sub,
+                    const cJSON *patch, cJSON **out)
+{
+	return p->c->ex.patch(p->c->ex.userdata, r, p->ns, name, sub, patch, out);
+}
+
+static int io_delete(pass *p, const k8s_resource *r, const char *name,
+                     const k8s_delete_options *opts)
+{
+	return p->c->ex.del(p->c->ex.userdata, r, p->ns, name, opts);
 }
 
 static const char *api_msg(void)
@@ -566,8 +527,7 @@ static int patch_claim_metadata(pass *p, cJSON *md)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
-	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, NULL,
-	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	int rc = io_patch(p, &wp_resource_claims, p->name, NULL, patch, &out);
 	cJSON_Delete(patch);
 	pass_set_claim(p, out);
 	return rc;
@@ -589,8 +549,7 @@ static int patch_claim_annotation(pass *p, const char *k, const char *v, const c
 /* Merge-patches Sandbox ns/name with `patch`; *out (may be NULL) the result. */
 static int patch_sandbox(pass *p, const char *name, const cJSON *patch, cJSON **out)
 {
-	return k8s_client_patch(p->c->client, &sbx_resource_sandboxes, p->ns, name, NULL,
-	                        K8S_PATCH_MERGE, patch, NULL, out);
+	return io_patch(p, &sbx_resource_sandboxes, name, NULL, patch, out);
 }
 
 /* Ensures the launch-type label exists on the bound Sandbox (only adds). */
@@ -623,11 +582,11 @@ static void load_pool_template(pass *p, cJSON **pool, cJSON **tpl)
 	*pool = NULL;
 	*tpl = NULL;
 	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
-	if (ju_empty(pname) || k8s_informer_get(p->c->pools, p->ns, pname, pool) != 0)
+	if (ju_empty(pname) || io_cached(p, &wp_resource_pools, p->ns, pname, pool) != 0)
 		return;
 	const char *tname = k8s_obj_str(*pool, "spec.sandboxTemplateRef.name");
 	if (!ju_empty(tname))
-		k8s_informer_get(p->c->templates, p->ns, tname, tpl);
+		io_cached(p, &wp_resource_templates, p->ns, tname, tpl);
 }
 
 static bool claim_has_apm(const cJSON *claim)
@@ -718,7 +677,7 @@ static const char *assigned_ref(const cJSON *claim, bool *from_label)
 static int clear_reference(pass *p, const char *sbx_name)
 {
 	cJSON *fresh = NULL;
-	int rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+	int rc = io_get(p, &wp_resource_claims, p->name, &fresh);
 	if (rc)
 		return rc == ASB_ENOTFOUND ? 0 : rc;
 	bool ann = ju_str_eq(k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME), sbx_name);
@@ -764,6 +723,64 @@ static const char *pool_template_name(const cJSON *pool, const cJSON *sbx)
 }
 
 /*
+ * After a 404/409 on the adoption patch of `sname`: the authoritative
+ * re-read and what it means (docs/api.md#claim-adoption step 2). Returns 0
+ * when the claim controls it already (p->sbx set), 1 when it is still
+ * pool-owned and adoptable (*fresh, owned: the copy to patch again), -1
+ * otherwise (p->err set; the claim's reference cleared where the Sandbox is
+ * lost to it).
+ */
+static int reread_after_conflict(pass *p, const char *sname, cJSON **fresh_out)
+{
+	cJSON *fresh = NULL;
+	int rc = io_get(p, &sbx_resource_sandboxes, sname, &fresh);
+	if (rc == ASB_ENOTFOUND) {
+		if (clear_reference(p, sname))
+			conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
+			         "failed%s", sname, "");
+		else
+			conflict(p, "adoption write conflict: sandbox %s deleted before adoption "
+			         "completed%s", sname, "");
+		return -1;
+	}
+	if (rc) {
+		wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read sandbox \"%s\": %s",
+		                 sname, api_msg());
+		return -1;
+	}
+	if (wp_controlled_by_claim(fresh, p->claim)) {
+		pass_set_sbx(p, fresh);
+		return 0;
+	}
+	const char *why = NULL;
+	if (!is_pool_ctrl(fresh)) {
+		cJSON_Delete(fresh);
+		if (clear_reference(p, sname))
+			conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+			         "reference cleanup failed%s", sname, "");
+		else
+			conflict(p, "adoption write conflict: sandbox %s is no longer pool-owned and not "
+			         "controlled by claim %s", sname, p->name);
+		return -1;
+	}
+	if (!wp_claim_candidate_ok(p->claim, fresh, &why)) {
+		cJSON_Delete(fresh);
+		if (clear_reference(p, sname)) {
+			conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
+			         "reference cleanup failed%s", sname, "");
+		} else {
+			char *pfx = ju_printf("adoption write conflict: sandbox %s is no longer adoptable "
+			                      "by claim %s", sname, p->name);
+			wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", ju_nz(pfx), why);
+			free(pfx);
+		}
+		return -1;
+	}
+	*fresh_out = fresh;
+	return 1;
+}
+
+/*
  * docs/api.md#claim-adoption step 2 (and docs/api.md#finding-the-claims-sandbox step 2): the Sandbox patch with its 404/409
  * resolution. `sbx` is the pool-owned copy (borrowed). On success p->sbx
  * is the claim-owned Sandbox. Returns 0, or -1 with p->err set; *requeue_key
@@ -803,56 +820,11 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 			goto out;
 		}
 		char *apierr = strdup(api_msg());
-		/* authoritative re-read */
 		cJSON *fresh = NULL;
-		rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, sname, &fresh);
-		if (rc == ASB_ENOTFOUND) {
+		int r = reread_after_conflict(p, sname, &fresh);
+		if (r <= 0) {
 			free(apierr);
-			if (clear_reference(p, sname))
-				conflict(p, "adoption write conflict: sandbox %s deleted and reference cleanup "
-				         "failed%s", sname, "");
-			else
-				conflict(p, "adoption write conflict: sandbox %s deleted before adoption "
-				         "completed%s", sname, "");
-			goto out;
-		}
-		if (rc) {
-			free(apierr);
-			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read sandbox \"%s\": %s",
-			                 sname, api_msg());
-			goto out;
-		}
-		if (wp_controlled_by_claim(fresh, p->claim)) {
-			free(apierr);
-			pass_set_sbx(p, fresh);
-			result = 0;
-			goto out;
-		}
-		const char *why = NULL;
-		bool pool_owned = is_pool_ctrl(fresh);
-		if (!pool_owned) {
-			free(apierr);
-			cJSON_Delete(fresh);
-			if (clear_reference(p, sname))
-				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
-				         "reference cleanup failed%s", sname, "");
-			else
-				conflict(p, "adoption write conflict: sandbox %s is no longer pool-owned and not "
-				         "controlled by claim %s", sname, p->name);
-			goto out;
-		}
-		if (!wp_claim_candidate_ok(p->claim, fresh, &why)) {
-			free(apierr);
-			cJSON_Delete(fresh);
-			if (clear_reference(p, sname)) {
-				conflict(p, "adoption write conflict: sandbox %s lost to another owner and "
-				         "reference cleanup failed%s", sname, "");
-			} else {
-				char *pfx = ju_printf("adoption write conflict: sandbox %s is no longer adoptable "
-				                      "by claim %s", sname, p->name);
-				wp_claim_err_set(&p->err, WP_CLAIM_E_ADOPTION_CONFLICT, "%s: %s", ju_nz(pfx), why);
-				free(pfx);
-			}
+			result = r;
 			goto out;
 		}
 		/* still pool-owned and adoptable: re-patch on the fresh copy */
@@ -890,7 +862,7 @@ static int assign_sandbox(pass *p, const char *sname)
 			return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
 		}
 		cJSON *out = NULL;
-		int rc = k8s_client_update(p->c->client, &wp_resource_claims, p->ns, copy, NULL, &out);
+		int rc = p->c->ex.update(p->c->ex.userdata, &wp_resource_claims, p->ns, copy, &out);
 		cJSON_Delete(copy);
 		if (rc == 0) {
 			pass_set_claim(p, out);
@@ -906,7 +878,7 @@ static int assign_sandbox(pass *p, const char *sname)
 			return -1;
 		}
 		cJSON *fresh = NULL;
-		rc = k8s_client_get(p->c->client, &wp_resource_claims, p->ns, p->name, &fresh);
+		rc = io_get(p, &wp_resource_claims, p->name, &fresh);
 		if (rc == ASB_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
 			cJSON_Delete(fresh);
 			conflict(p, "adoption write conflict: claim %s was deleted and recreated during "
@@ -977,6 +949,144 @@ static void items_add(item_list *l, wp_warm_item *it)
 	memset(it, 0, sizeof(*it));
 }
 
+/* The state of one scan of a pool's warm queue (try_warm()). */
+typedef struct {
+	const char *pname;          /* the claim's pool */
+	wp_claim_choice choice;
+	cJSON *chosen, *fallback;   /* owned */
+	wp_warm_item chosen_it, fallback_it;
+	item_list skipped;          /* pushed back when the scan ends */
+	bool pool_loaded;
+	wp_claim_pool_view view;
+	cJSON *tpl;                 /* the pool's template under Recreate (owned) */
+	char tpl_hash[SBX_NAME_HASH_SIZE];
+} warm_scan;
+
+/* The Recreate view of the claim's pool (its template and hash), read once,
+ * and only when a candidate needs it. */
+static void scan_load_pool(pass *p, warm_scan *s)
+{
+	cJSON *pool = NULL;
+	s->pool_loaded = true;
+	if (io_cached(p, &wp_resource_pools, p->ns, s->pname, &pool) == 0 &&
+	    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"), WP_UPDATE_STRATEGY_RECREATE)) {
+		s->view.recreate = true;
+		const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
+		if (!ju_empty(tn) && io_cached(p, &wp_resource_templates, p->ns, tn, &s->tpl) == 0 &&
+		    wp_blueprint_hash(s->tpl, s->tpl_hash) == 0) {
+			s->view.tpl_known = true;
+			s->view.tpl = s->tpl;
+			s->view.tpl_hash = s->tpl_hash;
+		}
+	}
+	cJSON_Delete(pool);
+}
+
+/* The verdict on candidate `sbx` (item `it`); *pending: it waits for its IPs. */
+static wp_cand_verdict scan_verdict(pass *p, warm_scan *s, const cJSON *sbx, wp_warm_item *it,
+                                    bool *pending)
+{
+	*pending = false;
+	wp_cand_verdict v = wp_claim_cand_precheck(p->claim, sbx);
+	if (v == WP_CAND_ELIGIBLE) {
+		if (!s->pool_loaded)
+			scan_load_pool(p, s);
+		v = wp_claim_cand_verdict(&s->view, sbx, pending);
+	}
+	if (v == WP_CAND_NO_NETWORK) {
+		/* the picker prefers its node once the IPs arrive */
+		const char *node = k8s_obj_str(sbx, "status.nodeName");
+		if (!ju_empty(node)) {
+			char *nd = strdup(node);
+			if (nd) {
+				free(it->node_name);
+				it->node_name = nd;
+			}
+		}
+	}
+	return v;
+}
+
+/* Offers candidate `sbx` (taken) with its item `it` (emptied) to the choice. */
+static void scan_offer(warm_scan *s, wp_cand_verdict v, bool pending, cJSON *sbx,
+                       wp_warm_item *it)
+{
+	switch (wp_claim_choice_offer(&s->choice, v, pending)) {
+	case WP_CAND_TAKE:
+		s->chosen = sbx;
+		s->chosen_it = *it;
+		break;
+	case WP_CAND_HOLD:
+		s->fallback = sbx;
+		s->fallback_it = *it;
+		break;
+	case WP_CAND_DROP:
+		wp_warm_item_clear(it);
+		cJSON_Delete(sbx);
+		break;
+	case WP_CAND_KEEP:
+		items_add(&s->skipped, it);
+		cJSON_Delete(sbx);
+		break;
+	}
+}
+
+/* Ends the scan: the held fallback becomes the choice when nothing was
+ * Ready, the candidates kept go back to the queue `qkey`. */
+static void scan_finish(wp_claim_controller *c, const char *qkey, warm_scan *s)
+{
+	wp_claim_choice_finish(&s->choice);
+	if (s->choice.held && !s->choice.keep_held) {
+		/* nothing Ready: the held fallback is the one */
+		s->chosen = s->fallback;
+		s->chosen_it = s->fallback_it;
+		s->fallback = NULL;
+		memset(&s->fallback_it, 0, sizeof(s->fallback_it));
+	}
+	if (s->fallback)
+		items_add(&s->skipped, &s->fallback_it);
+	cJSON_Delete(s->fallback);
+	for (size_t i = 0; i < s->skipped.n; i++) {
+		wp_warm_queue_push(c->queue, qkey, s->skipped.items[i].namespace_,
+		                   s->skipped.items[i].name, s->skipped.items[i].node_name);
+		wp_warm_item_clear(&s->skipped.items[i]);
+	}
+	free(s->skipped.items);
+	cJSON_Delete(s->tpl);
+}
+
+/* Adopts the chosen `sbx` (taken; `it` its queue item, cleared): the claim
+ * Update, the Sandbox patch, then the event, metric and log. A failed
+ * adoption puts the item back when finish_adoption() allows. Returns 1 or -1. */
+static int adopt_warm(pass *p, const char *qkey, cJSON *sbx, wp_warm_item *it)
+{
+	wp_claim_controller *c = p->c;
+	const char *sname = k8s_obj_name(sbx);
+	bool requeue = true;
+	int result;
+	if (assign_sandbox(p, sname) != 0) {
+		result = -1;
+	} else if (finish_adoption(p, sbx, true, &requeue) != 0) {
+		result = -1;
+	} else {
+		result = 1;
+		obs_set_bound(c, p->key, k8s_obj_uid(p->claim), sname);
+		char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
+		event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
+		free(note);
+		const char *owner = wp_warm_pool_owner(sbx);
+		count_creation(p, template_label(sbx), WP_LAUNCH_TYPE_WARM,
+		               owner ? owner : "none", sbx_ready(sbx) ? "ready" : "not_ready");
+		asb_log(c->logger, ASB_LOG_INFO, "warm sandbox adopted", "claim", p->key,
+		        "sandbox", sname, NULL);
+	}
+	if (result < 0 && requeue)
+		wp_warm_queue_push(c->queue, qkey, it->namespace_, it->name, it->node_name);
+	wp_warm_item_clear(it);
+	cJSON_Delete(sbx);
+	return result;
+}
+
 /*
  * docs/api.md#claim-adoption candidate selection and adoption. Returns 1 adopted (p->sbx set),
  * 0 none adoptable (*pending_network = candidates without IPs), -1 error
@@ -985,125 +1095,25 @@ static void items_add(item_list *l, wp_warm_item *it)
 static int try_warm(pass *p, int *pending_network)
 {
 	wp_claim_controller *c = p->c;
-	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
-	char *qkey = wp_warm_pool_key(p->ns, pname);
+	warm_scan s = { .pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name") };
+	char *qkey = wp_warm_pool_key(p->ns, s.pname);
 	if (!qkey)
 		return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
-	item_list skipped = { 0 };
-	wp_warm_item chosen_it = { 0 }, fallback_it = { 0 };
-	cJSON *chosen = NULL, *fallback = NULL;
-	bool pool_loaded = false;
-	wp_claim_pool_view view = { 0 };
-	cJSON *tpl = NULL;
-	char tpl_hash[SBX_NAME_HASH_SIZE] = "";
-	wp_claim_choice choice = { 0 };
 	*pending_network = 0;
 	wp_warm_item it;
-	while (!choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
+	while (!s.choice.done && wp_warm_queue_pop(c->queue, qkey, &it) == 0) {
 		cJSON *sbx = NULL;
-		if (k8s_informer_get(c->sandboxes, it.namespace_, it.name, &sbx) != 0) {
+		if (io_cached(p, &sbx_resource_sandboxes, it.namespace_, it.name, &sbx) != 0) {
 			wp_warm_item_clear(&it);  /* gone: discard */
 			continue;
 		}
-		bool pending = false;
-		wp_cand_verdict v = wp_claim_cand_precheck(p->claim, sbx);
-		if (v == WP_CAND_ELIGIBLE) {
-			if (!pool_loaded) {
-				/* read once, and only when a candidate needs it */
-				pool_loaded = true;
-				cJSON *pool = NULL;
-				if (k8s_informer_get(c->pools, p->ns, pname, &pool) == 0 &&
-				    ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"),
-				              WP_UPDATE_STRATEGY_RECREATE)) {
-					view.recreate = true;
-					const char *tn = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-					if (!ju_empty(tn) &&
-					    k8s_informer_get(c->templates, p->ns, tn, &tpl) == 0 &&
-					    wp_blueprint_hash(tpl, tpl_hash) == 0) {
-						view.tpl_known = true;
-						view.tpl = tpl;
-						view.tpl_hash = tpl_hash;
-					}
-				}
-				cJSON_Delete(pool);
-			}
-			v = wp_claim_cand_verdict(&view, sbx, &pending);
-		}
-		if (v == WP_CAND_NO_NETWORK) {
-			/* the picker prefers its node once the IPs arrive */
-			const char *node = k8s_obj_str(sbx, "status.nodeName");
-			if (!ju_empty(node)) {
-				char *nd = strdup(node);
-				if (nd) {
-					free(it.node_name);
-					it.node_name = nd;
-				}
-			}
-		}
-		switch (wp_claim_choice_offer(&choice, v, pending)) {
-		case WP_CAND_TAKE:
-			chosen = sbx;
-			chosen_it = it;
-			break;
-		case WP_CAND_HOLD:
-			fallback = sbx;
-			fallback_it = it;
-			break;
-		case WP_CAND_DROP:
-			wp_warm_item_clear(&it);
-			cJSON_Delete(sbx);
-			break;
-		case WP_CAND_KEEP:
-			items_add(&skipped, &it);
-			cJSON_Delete(sbx);
-			break;
-		}
+		bool pending;
+		wp_cand_verdict v = scan_verdict(p, &s, sbx, &it, &pending);
+		scan_offer(&s, v, pending, sbx, &it);
 	}
-	wp_claim_choice_finish(&choice);
-	*pending_network = choice.pending;
-	if (choice.held && !choice.keep_held) {
-		/* nothing Ready: the held fallback is the one */
-		chosen = fallback;
-		chosen_it = fallback_it;
-		fallback = NULL;
-		memset(&fallback_it, 0, sizeof(fallback_it));
-	}
-	if (fallback)
-		items_add(&skipped, &fallback_it);
-	cJSON_Delete(fallback);
-	for (size_t i = 0; i < skipped.n; i++) {
-		wp_warm_queue_push(c->queue, qkey, skipped.items[i].namespace_, skipped.items[i].name,
-		                   skipped.items[i].node_name);
-		wp_warm_item_clear(&skipped.items[i]);
-	}
-	free(skipped.items);
-	cJSON_Delete(tpl);
-	int result = 0;
-	if (chosen) {
-		const char *sname = k8s_obj_name(chosen);
-		bool requeue = true;
-		if (assign_sandbox(p, sname) != 0) {
-			result = -1;
-		} else if (finish_adoption(p, chosen, true, &requeue) != 0) {
-			result = -1;
-		} else {
-			result = 1;
-			obs_set_bound(c, p->key, k8s_obj_uid(p->claim), sname);
-			char *note = ju_printf("Adopted warm pool Sandbox \"%s\"", sname);
-			event(p, "SandboxAdopted", "Adoption", note ? note : "Adopted warm pool Sandbox");
-			free(note);
-			const char *owner = wp_warm_pool_owner(chosen);
-			count_creation(p, template_label(chosen), WP_LAUNCH_TYPE_WARM,
-			               owner ? owner : "none", sbx_ready(chosen) ? "ready" : "not_ready");
-			asb_log(c->logger, ASB_LOG_INFO, "warm sandbox adopted", "claim", p->key,
-			        "sandbox", sname, NULL);
-		}
-		if (result < 0 && requeue)
-			wp_warm_queue_push(c->queue, qkey, chosen_it.namespace_, chosen_it.name,
-			                   chosen_it.node_name);
-		wp_warm_item_clear(&chosen_it);
-		cJSON_Delete(chosen);
-	}
+	scan_finish(c, qkey, &s);
+	*pending_network = s.choice.pending;
+	int result = s.chosen ? adopt_warm(p, qkey, s.chosen, &s.chosen_it) : 0;
 	free(qkey);
 	return result;
 }
@@ -1117,14 +1127,13 @@ static int try_warm(pass *p, int *pending_network)
  * template is really missing (those are requeued slowly).
  * Returns 0 (*out owned), ASB_ENOTFOUND, or the GET's error.
  */
-static int get_ref(pass *p, k8s_informer *inf, const k8s_resource *r, const char *name,
-                   cJSON **out)
+static int get_ref(pass *p, const k8s_resource *r, const char *name, cJSON **out)
 {
 	if (ju_empty(name))
 		return ASB_ENOTFOUND;
-	if (k8s_informer_get(inf, p->ns, name, out) == 0)
+	if (io_cached(p, r, p->ns, name, out) == 0)
 		return 0;
-	int rc = k8s_client_get(p->c->client, r, p->ns, name, out);
+	int rc = io_get(p, r, name, out);
 	if (rc == 0)
 		asb_log(p->c->logger, ASB_LOG_DEBUG, "cache miss, found on the API server", "claim",
 		        p->key, "resource", r->resource, "name", name, NULL);
@@ -1137,7 +1146,7 @@ static void create_cold(pass *p)
 	wp_claim_controller *c = p->c;
 	const char *pname = k8s_obj_str(p->claim, "spec.warmPoolRef.name");
 	cJSON *pool = NULL, *tpl = NULL;
-	int rc = get_ref(p, c->pools, &wp_resource_pools, pname, &pool);
+	int rc = get_ref(p, &wp_resource_pools, pname, &pool);
 	if (rc != 0) {
 		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_POOL_NOT_FOUND,
@@ -1148,7 +1157,7 @@ static void create_cold(pass *p)
 		return;
 	}
 	const char *tname = k8s_obj_str(pool, "spec.sandboxTemplateRef.name");
-	rc = get_ref(p, c->templates, &wp_resource_templates, tname, &tpl);
+	rc = get_ref(p, &wp_resource_templates, tname, &tpl);
 	if (rc != 0) {
 		if (rc == ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_TEMPLATE_NOT_FOUND,
@@ -1162,7 +1171,7 @@ static void create_cold(pass *p)
 	cJSON *want = wp_claim_cold_sandbox(p->claim, tpl, &p->err);
 	if (want) {
 		cJSON *out = NULL;
-		rc = k8s_client_create(c->client, &sbx_resource_sandboxes, p->ns, want, NULL, &out);
+		rc = c->ex.create(c->ex.userdata, &sbx_resource_sandboxes, p->ns, want, &out);
 		if (rc == ASB_EALREADYEXISTS) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_CREATE_PENDING, "sandbox \"%s\" already exists",
 			                 p->name);
@@ -1210,7 +1219,7 @@ static bool recall_bound(pass *p, const char *status_name)
 	if (!name)
 		return false;
 	cJSON *fresh = NULL;
-	int rc = k8s_client_get(p->c->client, &sbx_resource_sandboxes, p->ns, name, &fresh);
+	int rc = io_get(p, &sbx_resource_sandboxes, name, &fresh);
 	bool decided = true;
 	if (rc == 0 && wp_controlled_by_claim(fresh, p->claim)) {
 		asb_log(p->c->logger, ASB_LOG_DEBUG, "bound sandbox not yet in cache", "claim", p->key,
@@ -1230,16 +1239,68 @@ static bool recall_bound(pass *p, const char *status_name)
 	return decided;
 }
 
+/* Removes the claim's assigned reference (the annotation, and the legacy
+ * label when that is where it was); a failure is only logged. */
+static void drop_reference(pass *p, bool from_label)
+{
+	if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+	                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
+		asb_log(p->c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
+		        p->key, "error", api_msg(), NULL);
+}
+
+/*
+ * docs/api.md#finding-the-claims-sandbox step 2: the Sandbox that the
+ * claim's reference `aname` names. Returns true when the pass is decided
+ * (p->sbx or p->err set); false to go on, the reference removed when it
+ * names no Sandbox or one this claim cannot have.
+ */
+static bool use_assigned(pass *p, const char *aname, bool from_label)
+{
+	cJSON *sbx = NULL;
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, aname, &sbx) != 0) {
+		if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
+		                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
+		    asb_error_last()->code != ASB_ENOTFOUND) {
+			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
+			                 "reference: %s", api_msg());
+			return true;
+		}
+		return false;
+	}
+	if (wp_controlled_by_claim(sbx, p->claim)) {
+		if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
+		                                         WP_LABEL_SANDBOX_NAME) != 0)
+			asb_log(p->c->logger, ASB_LOG_WARN, "legacy sandbox-name label migration failed",
+			        "claim", p->key, "error", api_msg(), NULL);
+		pass_set_sbx(p, sbx);
+		ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
+		return true;
+	}
+	bool pool_owned = is_pool_ctrl(sbx);
+	if (pool_owned && wp_claim_candidate_ok(p->claim, sbx, NULL)) {
+		bool requeue;
+		if (finish_adoption(p, sbx, false, &requeue) == 0)
+			obs_set_bound(p->c, p->key, k8s_obj_uid(p->claim), aname);
+		cJSON_Delete(sbx);
+		return true;
+	}
+	bool drop = pool_owned || wp_controlled_by_any_claim(sbx);
+	cJSON_Delete(sbx);
+	if (drop)
+		drop_reference(p, from_label);
+	return false;
+}
+
 /* docs/api.md#finding-the-claims-sandbox getOrCreateSandbox. */
 static void get_or_create(pass *p)
 {
-	wp_claim_controller *c = p->c;
 	cJSON *sbx = NULL;
 	bool from_label;
 	/* 1. the bound name */
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *assigned = assigned_ref(p->claim, &from_label);
-	if (!ju_empty(bound) && k8s_informer_get(c->sandboxes, p->ns, bound, &sbx) != 0) {
+	if (!ju_empty(bound) && io_cached(p, &sbx_resource_sandboxes, p->ns, bound, &sbx) != 0) {
 		free(p->bound_missing);
 		p->bound_missing = strdup(bound);   /* NULL (out of memory): no guard */
 	} else if (!ju_empty(bound)) {
@@ -1253,61 +1314,20 @@ static void get_or_create(pass *p)
 		cJSON_Delete(sbx);
 		sbx = NULL;
 	}
-	/* 2. the assigned reference */
+	/* 2. the assigned reference (a copy: writes replace p->claim) */
 	if (assigned) {
 		char *aname = strdup(assigned);
 		if (!aname) {
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory");
 			return;
 		}
-		if (k8s_informer_get(c->sandboxes, p->ns, aname, &sbx) != 0) {
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0 &&
-			    asb_error_last()->code != ASB_ENOTFOUND) {
-				wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to remove sandbox "
-				                 "reference: %s", api_msg());
-				free(aname);
-				return;
-			}
-		} else if (wp_controlled_by_claim(sbx, p->claim)) {
-			if (from_label && patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, aname,
-			                                         WP_LABEL_SANDBOX_NAME) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "legacy sandbox-name label migration failed",
-				        "claim", p->key, "error", api_msg(), NULL);
-			pass_set_sbx(p, sbx);
-			ensure_launch_type(p, WP_LAUNCH_TYPE_WARM);
-			free(aname);
-			return;
-		} else if (is_pool_ctrl(sbx)) {
-			if (wp_claim_candidate_ok(p->claim, sbx, NULL)) {
-				bool requeue;
-				if (finish_adoption(p, sbx, false, &requeue) == 0)
-					obs_set_bound(c, p->key, k8s_obj_uid(p->claim), aname);
-				cJSON_Delete(sbx);
-				free(aname);
-				return;
-			}
-			cJSON_Delete(sbx);
-			sbx = NULL;
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
-				        p->key, "error", api_msg(), NULL);
-		} else if (wp_controlled_by_any_claim(sbx)) {
-			cJSON_Delete(sbx);
-			sbx = NULL;
-			if (patch_claim_annotation(p, WP_ANNOTATION_SANDBOX_NAME, NULL,
-			                           from_label ? WP_LABEL_SANDBOX_NAME : NULL) != 0)
-				asb_log(c->logger, ASB_LOG_WARN, "cannot remove sandbox reference", "claim",
-				        p->key, "error", api_msg(), NULL);
-		} else {
-			cJSON_Delete(sbx);
-			sbx = NULL;
-		}
+		bool decided = use_assigned(p, aname, from_label);
 		free(aname);
+		if (decided)
+			return;
 	}
 	/* 3. the claim's own name */
-	if (k8s_informer_get(c->sandboxes, p->ns, p->name, &sbx) == 0) {
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, p->name, &sbx) == 0) {
 		if (wp_controlled_by_claim(sbx, p->claim)) {
 			pass_set_sbx(p, sbx);
 			ensure_launch_type(p, WP_LAUNCH_TYPE_COLD);
@@ -1345,7 +1365,7 @@ static void reconcile_expired(pass *p)
 	const char *bound = k8s_obj_str(p->claim, "status.sandbox.name");
 	const char *sname = !ju_empty(bound) ? bound : p->name;
 	cJSON *sbx = NULL;
-	if (k8s_informer_get(p->c->sandboxes, p->ns, sname, &sbx) != 0)
+	if (io_cached(p, &sbx_resource_sandboxes, p->ns, sname, &sbx) != 0)
 		return;
 	if (!wp_controlled_by_claim(sbx, p->claim)) {
 		wp_claim_err_set(&p->err, WP_CLAIM_E_NOT_OWNED,
@@ -1355,7 +1375,7 @@ static void reconcile_expired(pass *p)
 		return;
 	}
 	if (!k8s_obj_is_deleting(sbx)) {
-		int rc = k8s_client_delete(p->c->client, &sbx_resource_sandboxes, p->ns, sname, NULL, NULL);
+		int rc = io_delete(p, &sbx_resource_sandboxes, sname, NULL);
 		if (rc && rc != ASB_ENOTFOUND)
 			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to delete sandbox \"%s\": %s",
 			                 sname, api_msg());
@@ -1390,8 +1410,7 @@ static int write_status(pass *p, const cJSON *st, bool *authoritative)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	}
 	cJSON *out = NULL;
-	int rc = k8s_client_patch(p->c->client, &wp_resource_claims, p->ns, p->name, "status",
-	                          K8S_PATCH_MERGE, patch, NULL, &out);
+	int rc = io_patch(p, &wp_resource_claims, p->name, "status", patch, &out);
 	cJSON_Delete(patch);
 	if (rc == ASB_ECONFLICT) {
 		*authoritative = false;
@@ -1483,11 +1502,10 @@ static void delete_legacy_np(pass *p)
 		return;
 	char *np = ju_printf("%s-network-policy", p->name);
 	cJSON *obj = NULL;
-	if (np && k8s_client_get(p->c->client, &wp_resource_networkpolicies, p->ns, np, &obj) == 0) {
+	if (np && io_get(p, &wp_resource_networkpolicies, np, &obj) == 0) {
 		const cJSON *ref = k8s_obj_controller_ref(obj);
 		if (is_claim_ref(ref) && ju_str_eq(ju_str(ref, "uid"), k8s_obj_uid(p->claim))) {
-			int rc = k8s_client_delete(p->c->client, &wp_resource_networkpolicies, p->ns, np,
-			                           NULL, NULL);
+			int rc = io_delete(p, &wp_resource_networkpolicies, np, NULL);
 			if (rc && rc != ASB_ENOTFOUND)
 				asb_log(p->c->logger, ASB_LOG_WARN, "legacy network policy delete failed",
 				        "claim", p->key, "error", api_msg(), NULL);
@@ -1544,8 +1562,53 @@ static int delete_claim(pass *p, bool fg)
 	k8s_delete_options dopt = K8S_DELETE_OPTIONS_INIT;
 	dopt.propagation_policy = fg ? "Foreground" : NULL;
 	dopt.precondition_uid = k8s_obj_uid(p->claim);
-	int rc = k8s_client_delete(p->c->client, &wp_resource_claims, p->ns, p->name, &dopt, NULL);
+	int rc = io_delete(p, &wp_resource_claims, p->name, &dopt);
 	return rc && rc != ASB_ENOTFOUND ? rc : 0;
+}
+
+/*
+ * The end of a pass that has its Sandbox (or its error): the status, its
+ * write, the first-Ready stamp, and the pass's result and requeue
+ * (docs/api.md#claim-reconcile steps 9-11).
+ */
+static int finish_pass(pass *p, const wp_claim_expiry_plan *exp, bool was_ready,
+                       k8s_reconcile_result *res)
+{
+	wp_claim_controller *c = p->c;
+	cJSON *st = NULL;
+	bool now_expired = false;
+	int rc;
+	if (wp_claim_plan_status(p->claim, p->sbx, &p->err, exp->expired, p->now_ms, &st,
+	                         &now_expired) != 0)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	if (now_expired) {
+		rc = mark_expired(p, st, res);
+		cJSON_Delete(st);
+		return rc;
+	}
+	bool authoritative;
+	rc = write_status(p, st, &authoritative);
+	if (rc) {
+		cJSON_Delete(st);
+		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
+		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
+	}
+	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
+	          p->err.kind == WP_CLAIM_E_TEMPLATE_NOT_FOUND;
+	rc = first_ready(p, was_ready, st, authoritative);
+	cJSON_Delete(st);
+	if (rc && !nf)
+		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
+		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
+	if (rc)
+		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
+		        "error", api_msg(), NULL);
+	wp_claim_pass_end end;
+	wp_claim_plan_end(&p->err, exp, p->now_ms, &end);
+	if (end.fail)
+		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
+	res->requeue_after_ms = end.requeue_after_ms;
+	return 0;
 }
 
 /*
@@ -1586,39 +1649,22 @@ static int do_reconcile(pass *p, k8s_reconcile_result *res)
 		res->requeue_after_ms = p->pending_ms;
 		return 0;
 	}
-	cJSON *st = NULL;
-	bool now_expired = false;
-	if (wp_claim_plan_status(p->claim, p->sbx, &p->err, exp.expired, p->now_ms, &st,
-	                         &now_expired) != 0)
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	if (now_expired) {
-		rc = mark_expired(p, st, res);
-		cJSON_Delete(st);
-		return rc;
-	}
-	bool authoritative;
-	rc = write_status(p, st, &authoritative);
-	if (rc) {
-		cJSON_Delete(st);
-		return asb_error_set(rc, 0, NULL, "claim %s: status write: %s%s%s", p->key, api_msg(),
-		                     p->err.kind ? "; " : "", p->err.kind ? ju_nz(p->err.msg) : "");
-	}
-	bool nf = p->err.kind == WP_CLAIM_E_POOL_NOT_FOUND ||
-	          p->err.kind == WP_CLAIM_E_TEMPLATE_NOT_FOUND;
-	rc = first_ready(p, was_ready, st, authoritative);
-	cJSON_Delete(st);
-	if (rc && !nf)
-		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
-		                     WP_ANNOTATION_CLAIM_FIRST_READY, api_msg());
-	if (rc)
-		asb_log(c->logger, ASB_LOG_WARN, "first-ready stamp failed", "claim", p->key,
-		        "error", api_msg(), NULL);
-	wp_claim_pass_end end;
-	wp_claim_plan_end(&p->err, &exp, p->now_ms, &end);
-	if (end.fail)
-		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
-	res->requeue_after_ms = end.requeue_after_ms;
-	return 0;
+	return finish_pass(p, &exp, was_ready, res);
+}
+
+void wp__claim_controller_set_executor(wp_claim_controller *c, const wp_claim_executor *ex)
+{
+	c->ex = *ex;
+}
+
+wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c)
+{
+	return c->queue;
+}
+
+void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim)
+{
+	obs_record(c, claim);
 }
 
 int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
@@ -1636,7 +1682,7 @@ int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
 		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		goto out;
 	}
-	if (k8s_informer_get(c->claims, p.ns, p.name, &p.claim) != 0) {
+	if (c->ex.cached(c->ex.userdata, &wp_resource_claims, p.ns, p.name, &p.claim) != 0) {
 		obs_forget(c, key);
 		goto out;
 	}

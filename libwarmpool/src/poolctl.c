@@ -16,6 +16,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 #include "jsonutil.h"
+#include "ctlbase.h"
 #include "expectations.h"
 #include "poolplan.h"
 
@@ -134,16 +135,6 @@ static char *controlling_pool_key(const cJSON *sbx)
 	return ju_printf("%s/%s", ju_nz(k8s_obj_namespace(sbx)), ju_str(ref, "name"));
 }
 
-static void on_pool_event(wp_pool_controller *c, const cJSON *pool)
-{
-	char *key = k8s_obj_key(pool);
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
-}
-static void on_pool_add(const cJSON *o, void *ud) { on_pool_event(ud, o); }
-static void on_pool_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; on_pool_event(ud, n); }
-static void on_pool_delete(const cJSON *o, void *ud) { on_pool_event(ud, o); }
 
 /* An orphan carrying a pool label wakes the pools of its namespace whose
  * name hashes to it, so it is adopted (or deleted as stale) without
@@ -162,7 +153,7 @@ static void enqueue_orphan_pool(wp_pool_controller *c, const cJSON *sbx)
 		char ph[SBX_NAME_HASH_SIZE];
 		wp_pool_hash(pool, ph);
 		if (strcmp(ph, h) == 0)
-			on_pool_event(c, pool);
+			wp_ctl_enqueue_key(c->ctl, pool);
 	}
 	cJSON_Delete(pools);
 }
@@ -216,7 +207,7 @@ static int enqueue_pool_of_template(const void *obj, void *ud)
 	tpl_walk *w = ud;
 	const cJSON *pool = obj;   /* the pools informer has no codec */
 	if (ju_str_eq(k8s_obj_namespace(pool), w->ns))
-		on_pool_event(w->c, pool);
+		wp_ctl_enqueue_key(w->c->ctl, pool);
 	return 0;
 }
 
@@ -260,21 +251,18 @@ int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_op
 	int rc = wp_expectations_new(&c->exp, WP_EXPECTATIONS_TIMEOUT_MS);
 	if (rc)
 		goto fail;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxwarmpool";
-	co.workers = opts->workers > 0 ? opts->workers : 1;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	if ((rc = k8s_controller_new(&c->ctl, &co)))
+	if ((rc = wp_ctl_new(&c->ctl, "sandboxwarmpool", opts->workers > 0 ? opts->workers : 1,
+	                     reconcile_fn, c, opts->logger, opts->metrics)))
 		goto fail;
+	const wp_ctl_handlers sets[] = {
+		wp_ctl_own_key_handlers(opts->pools, c->ctl),
+		{ opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, NULL },
+		{ opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete, NULL },
+	};
 	if ((rc = k8s_informer_add_index(opts->pools, IDX_POOL_TEMPLATE, index_pool_template, NULL)) ||
 	    (rc = k8s_informer_add_index(opts->sandboxes, IDX_SANDBOX_POOL, k8s_index_by_label,
 	                                 (void *)SBX_LABEL_WARM_POOL_SANDBOX)) ||
-	    (rc = k8s_informer_add_handlers(opts->pools, on_pool_add, on_pool_update, on_pool_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(opts->sandboxes, on_sbx_add, on_sbx_update, on_sbx_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(opts->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c))) {
+	    (rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		/* Handlers may be in: the caller must not start the informers
 		 * after a failed _new(). */
 		rc = asb_error_set(rc, 0, NULL, "pool controller: informer already started or index taken");
@@ -283,18 +271,13 @@ int wp_pool_controller_new(wp_pool_controller **out, const wp_pool_controller_op
 	*out = c;
 	return 0;
 fail:
-	k8s_controller_free(c->ctl);
-	wp_expectations_free(c->exp);
-	pthread_mutex_destroy(&c->mu);
-	free(c);
+	wp_pool_controller_free(c);   /* takes a partly built controller too */
 	return rc;
 }
 
 int wp_pool_controller_start(wp_pool_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "pool controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "pool controller");
 }
 
 void wp_pool_controller_stop(wp_pool_controller *c)

@@ -14,6 +14,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 #include "jsonutil.h"
+#include "ctlbase.h"
 #include "templatectl_plan.h"
 
 /* ---- the pure part ---- */
@@ -285,18 +286,6 @@ static int reconcile_fn(const char *key, k8s_reconcile_result *res, void *userda
 	return wp_template_controller_reconcile(userdata, key, res);
 }
 
-static void enqueue_obj(wp_template_controller *c, const cJSON *obj)
-{
-	char *key = k8s_obj_key(obj);
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
-}
-
-static void on_tpl_add(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
-static void on_tpl_update(const cJSON *o, const cJSON *n, void *ud) { (void)o; enqueue_obj(ud, n); }
-static void on_tpl_delete(const cJSON *obj, void *ud) { enqueue_obj(ud, obj); }
-
 /* A NetworkPolicy event wakes its controlling SandboxTemplate (any version
  * of the group: old refs may still say v1alpha1, docs/api.md#ownership). */
 static void enqueue_np_owner(wp_template_controller *c, const cJSON *np)
@@ -307,10 +296,7 @@ static void enqueue_np_owner(wp_template_controller *c, const cJSON *np)
 	    !ju_str_eq(ju_api_group(ju_str(ref, "apiVersion"), group, sizeof(group)),
 	               SBX_EXTENSIONS_GROUP))
 		return;
-	char *key = ju_printf("%s/%s", ju_nz(k8s_obj_namespace(np)), ju_nz(ju_str(ref, "name")));
-	if (key)
-		k8s_controller_enqueue(c->ctl, key);
-	free(key);
+	wp_ctl_enqueue(c->ctl, k8s_obj_namespace(np), ju_str(ref, "name"));
 }
 
 static void on_np_add(const cJSON *obj, void *ud) { enqueue_np_owner(ud, obj); }
@@ -338,20 +324,17 @@ int wp_template_controller_new(wp_template_controller **out,
 	c->templates = opts->templates;
 	c->nps = opts->networkpolicies;
 	c->logger = opts->logger;
-	k8s_controller_options co = K8S_CONTROLLER_OPTIONS_INIT;
-	co.name = "sandboxtemplate";
-	co.workers = opts->workers > 0 ? opts->workers : 1;
-	co.reconcile = reconcile_fn;
-	co.userdata = c;
-	co.logger = opts->logger;
-	co.metrics = opts->metrics;
-	int rc = k8s_controller_new(&c->ctl, &co);
+	int rc = wp_ctl_new(&c->ctl, "sandboxtemplate", opts->workers > 0 ? opts->workers : 1,
+	                    reconcile_fn, c, opts->logger, opts->metrics);
 	if (rc) {
 		free(c);
 		return rc;
 	}
-	if ((rc = k8s_informer_add_handlers(c->templates, on_tpl_add, on_tpl_update, on_tpl_delete, c)) ||
-	    (rc = k8s_informer_add_handlers(c->nps, on_np_add, on_np_update, on_np_delete, c))) {
+	const wp_ctl_handlers sets[] = {
+		wp_ctl_own_key_handlers(c->templates, c->ctl),
+		{ c->nps, on_np_add, on_np_update, on_np_delete, NULL },
+	};
+	if ((rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		/* The templates handlers may be in; the caller must not start
 		 * the informers after a failed _new() (documented contract). */
 		k8s_controller_free(c->ctl);
@@ -364,9 +347,7 @@ int wp_template_controller_new(wp_template_controller **out,
 
 int wp_template_controller_start(wp_template_controller *c)
 {
-	/* k8s_controller_start() refuses a second start itself */
-	return c ? k8s_controller_start(c->ctl)
-	         : asb_error_set(ASB_EINVAL, 0, NULL, "template controller: NULL");
+	return wp_ctl_start(c ? c->ctl : NULL, "template controller");
 }
 
 void wp_template_controller_stop(wp_template_controller *c)
