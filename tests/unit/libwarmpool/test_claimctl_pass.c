@@ -144,7 +144,7 @@ static int f_patch(void *ud, const k8s_resource *r, const char *ns, const char *
 		return not_found(r, name);
 	if ((rc = rv_check(o, k8s_obj_str(patch, "metadata.resourceVersion"))))
 		return rc;
-	ck_assert(ju_merge_patch(o, patch));
+	ck_assert(k8s_obj_merge_patch(o, patch));
 	bump_rv(o);
 	if (out)
 		*out = cJSON_Duplicate(o, true);
