@@ -1,11 +1,12 @@
 /*
- * flags.c - parsing and validating the controller's flags (flags.h).
- * Go-style spellings are accepted: --flag=value, --flag value, and for
- * booleans --flag, --flag=true, --flag=false.
+ * flags.c - the controller's command line (flags.h). One asb_flag row per
+ * flag, in --help order, drives both parsing and --help (asb/flags.h).
+ * Spellings are GNU getopt_long()'s, as they always were here:
+ * --flag=value, --flag value, unique prefixes, and for booleans --flag,
+ * --flag=true, --flag=false. Each value is checked as it is set; the checks
+ * across flags are in controller_flags_validate().
  */
-#include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include "asb/duration.h"
+#include "asb/flags.h"
 #include "flags.h"
 
 #define PROG "agent-sandbox-controller"
@@ -43,453 +45,356 @@ void controller_flags_defaults(controller_flags *f)
 	webhook_flags_defaults(&f->webhook);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: " PROG " [flags]\n"
-"\n"
-"Reconciles agents.x-k8s.io Sandboxes: one Pod per Sandbox, an optional\n"
-"headless Service, PVCs from volumeClaimTemplates, suspend/resume and expiry.\n"
-"\n"
-"Flags:\n"
-"  --kubeconfig PATH                 kubeconfig to use; default: $KUBECONFIG, then the\n"
-"                                    in-cluster service account, then ~/.kube/config\n"
-"  --context NAME                    kubeconfig context (default: current-context)\n"
-"  --sandbox-concurrent-workers N    concurrent Sandbox reconciles (default 100)\n"
-"  --cluster-domain DOMAIN           DNS suffix of status.serviceFQDN (default cluster.local)\n"
-"  --leader-elect[=true|false]       run the workers only while holding the Lease\n"
-"                                    a3317529.agent-sandbox.x-k8s.io (default true)\n"
-"  --leader-election-namespace NS    namespace of that Lease (default: the in-cluster\n"
-"                                    namespace; required out of cluster with --leader-elect)\n"
-"  --kube-api-qps Q                  client-side API requests/s; negative: no limit (default -1)\n"
-"  --kube-api-burst N                requests admitted at once before pacing (default 10)\n"
-"  --api-connections N               connections (HTTP/2) sharing non-watch requests (default 1)\n"
-"  --separate-watch-connection[=B]   lists and watches on a connection of their own (default false)\n"
-"  --sandbox-write-behind-window D   coalesce metadata-only patches of owned Pods for up to\n"
-"                                    min(D, 1s) (Go duration: 250ms, 1s, 1m; >= 0;\n"
-"                                    default 0: synchronous)\n"
-"  --metrics-bind-address ADDR       serve /metrics on ADDR (host:port or :port;\n"
-"                                    0 disables; default :8080)\n"
-"  --health-probe-bind-address ADDR  serve /healthz and /readyz on ADDR (same forms;\n"
-"                                    0 disables; default :8081)\n"
-"  --log-format text|json            log line format on stderr (default text)\n"
-"  --log-level error|warn|info|debug minimum level logged (default info)\n"
-"  --cache-label-selectors[=B]       cache only Pods and Services labelled agents.x-k8s.io/sandbox-name-hash (default false)\n"
-"  --zap-devel[=B]                   development mode: debug level unless a level flag is given (default false)\n"
-"  --zap-encoder json|console        same as --log-format json|text (default console)\n"
-"  --zap-log-level debug|info|error|N  same as --log-level; an integer N > 0 means debug (default info)\n"
-"  --zap-stacktrace-level info|error|panic  accepted and ignored: no stack traces are logged (default error)\n"
-"  --zap-time-encoding E             epoch|millis|nanos|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)\n"
-"  --version                         print the version and exit\n"
-"  -h, --help                        print this help and exit\n"
-"\n"
-"Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight\n"
-"finish, the Lease is released, watches close).\n"
-"\n"
-"Extension controllers (SandboxTemplate, SandboxWarmPool, SandboxClaim). The flags\n"
-"below take effect when those run, and are validated either way:\n"
-"  --extensions[=B]                  run the extension controllers (default false)\n"
-"  --sandbox-claim-concurrent-workers N  concurrent SandboxClaim reconciles, > 0 (default 50)\n"
-"  --sandbox-warm-pool-concurrent-workers N  concurrent SandboxWarmPool reconciles, > 0 (default 1)\n"
-"  --sandbox-template-concurrent-workers N  concurrent SandboxTemplate reconciles (default 1)\n"
-"  --sandbox-warm-pool-max-batch-size N  parallel creates/deletes per warm-pool batch, > 0 (default 300)\n"
-"  --sandbox-warm-pool-replenish-delay D  delay replacing members that left a pool (default 0)\n"
-"  --sandbox-warm-pool-max-refill-rate R  refill creates/s per pool, finite, >= 0; 0: unpaced (default 0)\n"
-"  --sandbox-warm-pool-readiness-grace-period D  time a member may stay non-Ready, > 0 (default 5m)\n"
-"  --sandbox-warm-pool-unschedulable-recheck-interval D  requeue of pools with unschedulable members, > 0 (default 1m)\n"
-"  --enable-warm-pool-eviction[=B]   mark warm-pool pods safe to evict (default true)\n"
-"  --disable-claim-events[=B]        no Events from the claim controller (default false)\n"
-"  --disable-claim-observability-annotations[=B]  no first-observed/trace annotations on claims (default false)\n"
-"\n"
-"Accepted for compatibility with upstream's Go controller, without effect (a\n"
-"warning is logged): no OpenTelemetry exporter, no Go runtime to profile.\n"
-"  --enable-tracing[=B]              OpenTelemetry tracing (default false)\n"
-"  --enable-pprof[=B]                Go CPU profile on the metrics server (default false)\n"
-"  --enable-pprof-debug[=B]          Go debug profiles (default false)\n"
-"  --pprof-block-profile-rate N      Go block profile rate in ns (default 1000000)\n"
-"  --pprof-mutex-profile-fraction N  Go mutex profile fraction (default 10)\n"
-"\n"
-"Conversion webhook (agents.x-k8s.io v1alpha1 <-> v1beta1, HTTPS POST /convert):\n"
-"%s", webhook_flags_usage);
-}
+/* ---- setters (asb_flag_set_fn): 0, or -1 with the reason in `why` ---- */
 
-static int bad(const char *flag, const char *value, const char *want)
+static int want(char *why, size_t cap, const char *msg)
 {
-	fprintf(stderr, PROG ": invalid value \"%s\" for --%s: %s\n", value, flag, want);
+	snprintf(why, cap, "%s", msg);
 	return -1;
 }
 
-static int parse_int(const char *flag, const char *s, int min, int *out)
+/* An int of at least the row's min (and at most its max, when set). */
+static int set_int(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
 	char *end;
 	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > INT_MAX) {
-		char want[64];
-		snprintf(want, sizeof(want), "must be an integer >= %d", min);
-		return bad(flag, s, want);
-	}
-	*out = (int)v;
+	long n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < fl->min || n > INT_MAX)
+		return snprintf(why, cap, "must be an integer >= %ld", fl->min), -1;
+	if (fl->max && n > fl->max)
+		return snprintf(why, cap, "must be at most %ld", fl->max), -1;
+	*(int *)((char *)o + fl->off) = (int)n;
 	return 0;
 }
 
-/* A duration flag in whole milliseconds (a fraction rounds up, so a tiny
- * window is not silently 0), at least `min_ms`. */
-static int parse_duration_ms(const char *flag, const char *s, long min_ms, long *out)
-{
-	long ms;
-	if (asb_duration_parse_ms(s, &ms) < 0)
-		return bad(flag, s, "must be a duration such as 250ms, 1s, 1m or 0");
-	if (ms < min_ms) {
-		char want[64];
-		snprintf(want, sizeof(want), "must be >= %ldms", min_ms);
-		return bad(flag, s, want);
-	}
-	*out = ms;
-	return 0;
-}
-
-/* A duration flag that must be > 0 (docs/upstream.md#startup-validation), in milliseconds. */
-static int parse_positive_duration_ms(const char *flag, const char *s, long *out)
+/* A duration in whole milliseconds (a fraction rounds up, so a tiny window
+ * is not silently 0), at least the row's min; a min of 1 or more means the
+ * duration itself must be > 0 (docs/upstream.md#startup-validation). */
+static int set_ms(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
 	int64_t ns;
-	if (asb_duration_parse(s, &ns) == 0 && ns <= 0)
-		return bad(flag, s, "must be a positive duration such as 30s, 5m or 1h");
-	return parse_duration_ms(flag, s, 1, out);
+	long ms;
+	if (fl->min > 0 && asb_duration_parse(v, &ns) == 0 && ns <= 0)
+		return want(why, cap, "must be a positive duration such as 30s, 5m or 1h");
+	if (asb_duration_parse_ms(v, &ms) < 0)
+		return want(why, cap, "must be a duration such as 250ms, 1s, 1m or 0");
+	if (ms < fl->min)
+		return snprintf(why, cap, "must be >= %ldms", fl->min), -1;
+	*(long *)((char *)o + fl->off) = ms;
+	return 0;
 }
 
-/* controller-runtime lower-cases the values of its zap flags (strings.ToLower)
- * before matching them, so `--zap-encoder=JSON` or `--zap-log-level=Debug` in
- * existing manifests work there and must work here. */
-static bool one_of_ci(const char *s, const char *const *set)
+/* A finite number (strtod syntax), or -1. */
+static int parse_finite(const char *v, double *out)
 {
-	for (; *set; set++)
-		if (strcasecmp(s, *set) == 0)
-			return true;
-	return false;
+	char *end;
+	errno = 0;
+	*out = strtod(v, &end);
+	return errno || end == v || *end || !isfinite(*out) ? -1 : 0;
+}
+
+static int set_qps(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	if (parse_finite(v, &((controller_flags *)o)->kube_api_qps) < 0)
+		return want(why, cap, "must be a finite number (negative: no limit)");
+	return 0;
+}
+
+static int set_refill_rate(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)fl;
+	double r;
+	if (parse_finite(v, &r) < 0 || r < 0)
+		return want(why, cap, "must be a finite number >= 0 (0: unpaced)");
+	((controller_flags *)o)->warm_pool_max_refill_rate = r;
+	return 0;
+}
+
+/* A borrowed string that must not be empty. */
+static int set_nonempty(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	if (!*v)
+		return want(why, cap, "must not be empty");
+	*(const char **)((char *)o + fl->off) = v;
+	return 0;
+}
+
+/* The index of `s` in the NULL-terminated `set`, or -1. */
+static int word_index(const char *s, const char *const *set, bool any_case)
+{
+	for (int i = 0; set[i]; i++)
+		if (any_case ? strcasecmp(s, set[i]) == 0 : strcmp(s, set[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* controller-runtime's zap flags: it lower-cases their values
+ * (strings.ToLower) before matching them, so `--zap-encoder=JSON` in
+ * existing manifests works there and must work here. */
+static bool is_zap(const asb_flag *fl)
+{
+	return strncmp(fl->name, "zap-", 4) == 0;
+}
+
+/* --log-format text|json, and --zap-encoder console|json (any case). */
+static int set_format(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	bool zap = is_zap(fl);
+	const char *const words[] = { zap ? "console" : "text", "json", NULL };
+	int i = word_index(v, words, zap);
+	if (i < 0)
+		return want(why, cap, zap ? "use json or console" : "use text or json");
+	((controller_flags *)o)->log_format = i ? ASB_LOG_JSON : ASB_LOG_TEXT;
+	return 0;
 }
 
 /* controller-runtime's --zap-log-level: debug, info, error (any case), or an
- * integer > 0 (a debug verbosity, which is our debug). Returns an asb_log_level
- * or -1. */
+ * integer > 0 (a debug verbosity, which is our debug). Returns an
+ * asb_log_level or -1. */
 static int zap_level(const char *s)
 {
-	if (strcasecmp(s, "debug") == 0)
-		return ASB_LOG_DEBUG;
-	if (strcasecmp(s, "info") == 0)
-		return ASB_LOG_INFO;
-	if (strcasecmp(s, "error") == 0)
-		return ASB_LOG_ERROR;
+	static const int levels[] = { ASB_LOG_DEBUG, ASB_LOG_INFO, ASB_LOG_ERROR };
+	int i = word_index(s, (const char *const[]){ "debug", "info", "error", NULL }, true);
+	if (i >= 0)
+		return levels[i];
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
 	return errno || end == s || *end || v <= 0 ? -1 : ASB_LOG_DEBUG;
 }
 
-static int parse_bool(const char *flag, const char *s, bool *out)
+/* --log-level and --zap-log-level: the last level flag given wins. */
+static int set_level(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
-	if (!s)   /* a bare --flag */
-		return *out = true, 0;
-	return k8s_parse_bool(s, out) == 0 ? 0 : bad(flag, s, "must be true or false");
+	controller_flags *f = o;
+	bool zap = is_zap(fl);
+	if ((f->log_level = zap ? zap_level(v) : asb_log_level_parse(v)) < 0)
+		return want(why, cap, zap ? "use debug, info, error or an integer > 0"
+		                          : "use error, warn, info or debug");
+	f->log_level_set = true;
+	return 0;
+}
+
+/* --zap-stacktrace-level and --zap-time-encoding: validated (any case),
+ * kept, and otherwise ignored. controller-runtime accepts the time encoding
+ * "nanos" (its help text says "nano", which it refuses): both are taken. */
+static int set_zap_word(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	static const char *const levels[] = { "info", "error", "panic", NULL };
+	static const char *const encodings[] = { "epoch", "millis", "nano", "nanos", "iso8601",
+	                                         "rfc3339", "rfc3339nano", NULL };
+	bool time = fl->off == offsetof(controller_flags, zap_time_encoding);
+	if (word_index(v, time ? encodings : levels, true) < 0)
+		return want(why, cap, time ? "use epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano"
+		                           : "use info, error or panic");
+	*(const char **)((char *)o + fl->off) = v;
+	return 0;
+}
+
+/* --webhook-cert-name and --webhook-key-name (stored by the row's kind) are
+ * honoured only when given: note that they were. */
+static int mark_given(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	(void)v, (void)why, (void)cap;
+	webhook_flags *w = &((controller_flags *)o)->webhook;
+	if (fl->off == offsetof(controller_flags, webhook.cert_name))
+		w->cert_name_set = true;
+	else
+		w->key_name_set = true;
+	return 0;
+}
+
+/* ---- the table ---- */
+
+#define OFF(field) offsetof(controller_flags, field)
+/* Rows by kind of value; ARG is the placeholder shown in --help. */
+#define BOOL_FLAG(name_, field_, help_) \
+	ASB_FLAG(name_, ASB_FLAG_BOOL, OFF(field_), "[=B]", help_)
+#define STR_FLAG(name_, field_, arg_, help_) \
+	ASB_FLAG(name_, ASB_FLAG_STRING_REF, OFF(field_), arg_, help_)
+#define NONEMPTY_FLAG(name_, field_, arg_, help_) \
+	ASB_FLAG_FN(name_, ASB_FLAG_CUSTOM, OFF(field_), arg_, help_, set_nonempty)
+/* an int in [min_, max_] (max_ 0: INT_MAX) */
+#define INT_FLAG(name_, field_, min_, max_, help_) \
+	{ .name = (name_), .kind = ASB_FLAG_CUSTOM, .off = OFF(field_), .arg = "N", \
+	  .help = (help_), .set = set_int, .min = (min_), .max = (max_) }
+/* a duration of at least min_ ms */
+#define MS_FLAG(name_, field_, min_, help_) \
+	{ .name = (name_), .kind = ASB_FLAG_CUSTOM, .off = OFF(field_), .arg = "D", \
+	  .help = (help_), .set = set_ms, .min = (min_) }
+#define CUSTOM_FLAG(name_, set_, field_, arg_, help_) \
+	ASB_FLAG_FN(name_, ASB_FLAG_CUSTOM, OFF(field_), arg_, help_, set_)
+
+/* The whole --help text, one row per flag in its order; the (default ...)
+ * of a help text is controller_flags_defaults()'s value. */
+static const asb_flag table[] = {
+	ASB_FLAG_LINE("Usage: " PROG " [flags]"),
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Reconciles agents.x-k8s.io Sandboxes: one Pod per Sandbox, an optional"),
+	ASB_FLAG_LINE("headless Service, PVCs from volumeClaimTemplates, suspend/resume and expiry."),
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Flags:"),
+	NONEMPTY_FLAG("kubeconfig", kubeconfig, "PATH",
+	  "kubeconfig to use; default: $KUBECONFIG, then the\n"
+	  "in-cluster service account, then ~/.kube/config"),
+	NONEMPTY_FLAG("context", context, "NAME", "kubeconfig context (default: current-context)"),
+	INT_FLAG("sandbox-concurrent-workers", sandbox_workers, 1, 0,
+	  "concurrent Sandbox reconciles (default 100)"),
+	NONEMPTY_FLAG("cluster-domain", cluster_domain, "DOMAIN",
+	  "DNS suffix of status.serviceFQDN (default cluster.local)"),
+	ASB_FLAG("leader-elect", ASB_FLAG_BOOL, OFF(leader_elect), "[=true|false]",
+	  "run the workers only while holding the Lease\n"
+	  "a3317529.agent-sandbox.x-k8s.io (default true)"),
+	NONEMPTY_FLAG("leader-election-namespace", leader_election_namespace, "NS",
+	  "namespace of that Lease (default: the in-cluster\n"
+	  "namespace; required out of cluster with --leader-elect)"),
+	CUSTOM_FLAG("kube-api-qps", set_qps, kube_api_qps, "Q",
+	  "client-side API requests/s; negative: no limit (default -1)"),
+	INT_FLAG("kube-api-burst", kube_api_burst, 1, 0,
+	  "requests admitted at once before pacing (default 10)"),
+	INT_FLAG("api-connections", api_connections, 1, 64,
+	  "connections (HTTP/2) sharing non-watch requests (default 1)"),
+	BOOL_FLAG("separate-watch-connection", separate_watch_connection,
+	  "lists and watches on a connection of their own (default false)"),
+	MS_FLAG("sandbox-write-behind-window", sandbox_write_behind_window_ms, 0,
+	  "coalesce metadata-only patches of owned Pods for up to\n"
+	  "min(D, 1s) (Go duration: 250ms, 1s, 1m; >= 0;\ndefault 0: synchronous)"),
+	STR_FLAG("metrics-bind-address", metrics_addr, "ADDR",
+	  "serve /metrics on ADDR (host:port or :port;\n0 disables; default :8080)"),
+	STR_FLAG("health-probe-bind-address", probe_addr, "ADDR",
+	  "serve /healthz and /readyz on ADDR (same forms;\n0 disables; default :8081)"),
+	CUSTOM_FLAG("log-format", set_format, log_format, "text|json",
+	  "log line format on stderr (default text)"),
+	CUSTOM_FLAG("log-level", set_level, log_level, "error|warn|info|debug",
+	  "minimum level logged (default info)"),
+	BOOL_FLAG("cache-label-selectors", cache_label_selectors,
+	  "cache only Pods and Services labelled agents.x-k8s.io/sandbox-name-hash (default false)"),
+	BOOL_FLAG("zap-devel", zap_devel,
+	  "development mode: debug level unless a level flag is given (default false)"),
+	CUSTOM_FLAG("zap-encoder", set_format, log_format, "json|console",
+	  "same as --log-format json|text (default console)"),
+	CUSTOM_FLAG("zap-log-level", set_level, log_level, "debug|info|error|N",
+	  "same as --log-level; an integer N > 0 means debug (default info)"),
+	CUSTOM_FLAG("zap-stacktrace-level", set_zap_word, zap_stacktrace_level, "info|error|panic",
+	  "accepted and ignored: no stack traces are logged (default error)"),
+	CUSTOM_FLAG("zap-time-encoding", set_zap_word, zap_time_encoding, "E",
+	  "epoch|millis|nanos|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)"),
+	ASB_FLAG("version", ASB_FLAG_ACTION, 0, NULL, "print the version and exit"),
+	{ .name = "help", .kind = ASB_FLAG_ACTION, .help = "print this help and exit", .short_opt = 'h' },
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Signals: SIGTERM or SIGINT stop the controller cleanly (reconciles in flight"),
+	ASB_FLAG_LINE("finish, the Lease is released, watches close)."),
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Extension controllers (SandboxTemplate, SandboxWarmPool, SandboxClaim). The flags"),
+	ASB_FLAG_LINE("below take effect when those run, and are validated either way:"),
+	BOOL_FLAG("extensions", extensions, "run the extension controllers (default false)"),
+	INT_FLAG("sandbox-claim-concurrent-workers", sandbox_claim_workers, 1, 0,
+	  "concurrent SandboxClaim reconciles, > 0 (default 50)"),
+	INT_FLAG("sandbox-warm-pool-concurrent-workers", sandbox_warm_pool_workers, 1, 0,
+	  "concurrent SandboxWarmPool reconciles, > 0 (default 1)"),
+	/* not validated > 0 upstream */
+	INT_FLAG("sandbox-template-concurrent-workers", sandbox_template_workers, INT_MIN, 0,
+	  "concurrent SandboxTemplate reconciles (default 1)"),
+	INT_FLAG("sandbox-warm-pool-max-batch-size", warm_pool_max_batch_size, 1, 0,
+	  "parallel creates/deletes per warm-pool batch, > 0 (default 300)"),
+	MS_FLAG("sandbox-warm-pool-replenish-delay", warm_pool_replenish_delay_ms, LONG_MIN,
+	  "delay replacing members that left a pool (default 0)"),
+	CUSTOM_FLAG("sandbox-warm-pool-max-refill-rate", set_refill_rate, warm_pool_max_refill_rate,
+	  "R", "refill creates/s per pool, finite, >= 0; 0: unpaced (default 0)"),
+	MS_FLAG("sandbox-warm-pool-readiness-grace-period", warm_pool_readiness_grace_period_ms, 1,
+	  "time a member may stay non-Ready, > 0 (default 5m)"),
+	MS_FLAG("sandbox-warm-pool-unschedulable-recheck-interval",
+	  warm_pool_unschedulable_recheck_ms, 1,
+	  "requeue of pools with unschedulable members, > 0 (default 1m)"),
+	BOOL_FLAG("enable-warm-pool-eviction", enable_warm_pool_eviction,
+	  "mark warm-pool pods safe to evict (default true)"),
+	BOOL_FLAG("disable-claim-events", disable_claim_events,
+	  "no Events from the claim controller (default false)"),
+	BOOL_FLAG("disable-claim-observability-annotations", disable_claim_observability_annotations,
+	  "no first-observed/trace annotations on claims (default false)"),
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Accepted for compatibility with upstream's Go controller, without effect (a"),
+	ASB_FLAG_LINE("warning is logged): no OpenTelemetry exporter, no Go runtime to profile."),
+	BOOL_FLAG("enable-tracing", enable_tracing, "OpenTelemetry tracing (default false)"),
+	BOOL_FLAG("enable-pprof", enable_pprof, "Go CPU profile on the metrics server (default false)"),
+	BOOL_FLAG("enable-pprof-debug", enable_pprof_debug, "Go debug profiles (default false)"),
+	INT_FLAG("pprof-block-profile-rate", pprof_block_profile_rate, INT_MIN, 0,
+	  "Go block profile rate in ns (default 1000000)"),
+	INT_FLAG("pprof-mutex-profile-fraction", pprof_mutex_profile_fraction, INT_MIN, 0,
+	  "Go mutex profile fraction (default 10)"),
+	ASB_FLAG_LINE(""),
+	ASB_FLAG_LINE("Conversion webhook (agents.x-k8s.io v1alpha1 <-> v1beta1, HTTPS POST /convert):"),
+	/* webhook_flags.h; the port's upper bound is checked with the other webhook flags */
+	BOOL_FLAG("enable-webhook", webhook.enable,
+	  "serve the v1alpha1 <-> v1beta1 conversion webhook (default\n"
+	  "true; with false the CRDs must use conversion strategy None)"),
+	BOOL_FLAG("manage-webhook-certs", webhook.manage_certs,
+	  "keep the serving certificate in the Secret\n"
+	  "agent-sandbox-webhook-certs and patch the CRDs' caBundle\n(default true)"),
+	INT_FLAG("webhook-port", webhook.port, 1, 0, "HTTPS port of the webhook (default 9443)"),
+	STR_FLAG("webhook-cert-dir", webhook.cert_dir, "DIR",
+	  "serving certificate directory\n(default /tmp/k8s-webhook-server/serving-certs)"),
+	ASB_FLAG_FN("webhook-cert-name", ASB_FLAG_STRING_REF, OFF(webhook.cert_name), "NAME",
+	  "certificate file in that directory (default tls.crt;\n"
+	  "honoured only with --manage-webhook-certs=false)", mark_given),
+	ASB_FLAG_FN("webhook-key-name", ASB_FLAG_STRING_REF, OFF(webhook.key_name), "NAME",
+	  "key file in that directory (default tls.key; same rule)", mark_given),
+	STR_FLAG("webhook-service-name", webhook.service_name, "NAME",
+	  "Service of the webhook, in certificate names and the CRD\n"
+	  "conversion config (default agent-sandbox-webhook-service)"),
+	STR_FLAG("webhook-namespace", webhook.namespace_, "NS",
+	  "namespace of that Service and of the Secret\n(default agent-sandbox-system)"),
+	STR_FLAG("webhook-url", webhook.url, "URL",
+	  "local development (not upstream): the CRDs call this https\n"
+	  "URL (e.g. https://127.0.0.1:9443/convert) instead of the\n"
+	  "Service, and a new certificate also names its host"),
+	STR_FLAG("webhook-bind-address", webhook.bind_address, "HOST",
+	  "local development (not upstream): listen on HOST only\n(default: every interface)"),
+	ASB_FLAGS_END,
+};
+
+static void usage(FILE *f)
+{
+	static const asb_flags_layout lay = { .width = 33, .overflow_gap = 2, .show_short = true };
+	asb_flags_usage(f, table, &lay);
+}
+
+/* Says on stderr why asb_flags_parse() refused argv; returns -1. */
+static int refuse(const asb_flags_result *r)
+{
+	if (r->status == ASB_FLAGS_BAD_VALUE)
+		fprintf(stderr, PROG ": invalid value \"%s\" for --%s: %s\n", r->value, r->flag->name,
+		        r->why);
+	else if (r->status == ASB_FLAGS_UNEXPECTED)
+		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", r->word);
+	else if (r->status == ASB_FLAGS_NOMEM)
+		fprintf(stderr, PROG ": out of memory\n");
+	else {  /* unknown, ambiguous, or a value missing or not wanted */
+		fprintf(stderr, PROG ": unknown or incomplete flag \"%s\"\n\n", r->word);
+		usage(stderr);
+	}
+	return -1;
 }
 
 int controller_flags_parse(int argc, char **argv, controller_flags *f)
 {
-	enum { KUBECONFIG = 256, CONTEXT, WORKERS, DOMAIN, LOGFMT, LOGLVL, VERSION, METRICS_ADDR,
-	       PROBE_ADDR, LEADER_ELECT, LEADER_NS, QPS, BURST, API_CONNS, SEP_WATCH,
-	       WRITE_BEHIND,
-	       CACHE_SEL, EXTENSIONS, CLAIM_WORKERS, POOL_WORKERS, TEMPLATE_WORKERS, POOL_BATCH,
-	       POOL_REPLENISH, POOL_REFILL, POOL_GRACE, POOL_RECHECK, POOL_EVICTION, NO_CLAIM_EVENTS,
-	       NO_CLAIM_ANNOTATIONS, TRACING, PPROF, PPROF_DEBUG, PPROF_BLOCK, PPROF_MUTEX, ZAP_DEVEL,
-	       ZAP_ENCODER, ZAP_LEVEL, ZAP_STACK, ZAP_TIME,
-	       WH_ENABLE, WH_MANAGE, WH_PORT, WH_CERT_DIR, WH_CERT_NAME, WH_KEY_NAME, WH_SERVICE,
-	       WH_NAMESPACE, WH_URL, WH_BIND };
-	static const struct option opts[] = {
-		{ "kubeconfig", required_argument, NULL, KUBECONFIG },
-		{ "context", required_argument, NULL, CONTEXT },
-		{ "sandbox-concurrent-workers", required_argument, NULL, WORKERS },
-		{ "cluster-domain", required_argument, NULL, DOMAIN },
-		{ "log-format", required_argument, NULL, LOGFMT },
-		{ "log-level", required_argument, NULL, LOGLVL },
-		{ "version", no_argument, NULL, VERSION },
-		{ "metrics-bind-address", required_argument, NULL, METRICS_ADDR },
-		{ "health-probe-bind-address", required_argument, NULL, PROBE_ADDR },
-		{ "leader-elect", optional_argument, NULL, LEADER_ELECT },
-		{ "leader-election-namespace", required_argument, NULL, LEADER_NS },
-		{ "kube-api-qps", required_argument, NULL, QPS },
-		{ "kube-api-burst", required_argument, NULL, BURST },
-		{ "api-connections", required_argument, NULL, API_CONNS },
-		{ "separate-watch-connection", optional_argument, NULL, SEP_WATCH },
-		{ "sandbox-write-behind-window", required_argument, NULL, WRITE_BEHIND },
-		{ "cache-label-selectors", optional_argument, NULL, CACHE_SEL },
-		{ "extensions", optional_argument, NULL, EXTENSIONS },
-		{ "sandbox-claim-concurrent-workers", required_argument, NULL, CLAIM_WORKERS },
-		{ "sandbox-warm-pool-concurrent-workers", required_argument, NULL, POOL_WORKERS },
-		{ "sandbox-template-concurrent-workers", required_argument, NULL, TEMPLATE_WORKERS },
-		{ "sandbox-warm-pool-max-batch-size", required_argument, NULL, POOL_BATCH },
-		{ "sandbox-warm-pool-replenish-delay", required_argument, NULL, POOL_REPLENISH },
-		{ "sandbox-warm-pool-max-refill-rate", required_argument, NULL, POOL_REFILL },
-		{ "sandbox-warm-pool-readiness-grace-period", required_argument, NULL, POOL_GRACE },
-		{ "sandbox-warm-pool-unschedulable-recheck-interval", required_argument, NULL, POOL_RECHECK },
-		{ "enable-warm-pool-eviction", optional_argument, NULL, POOL_EVICTION },
-		{ "disable-claim-events", optional_argument, NULL, NO_CLAIM_EVENTS },
-		{ "disable-claim-observability-annotations", optional_argument, NULL, NO_CLAIM_ANNOTATIONS },
-		{ "enable-tracing", optional_argument, NULL, TRACING },
-		{ "enable-pprof", optional_argument, NULL, PPROF },
-		{ "enable-pprof-debug", optional_argument, NULL, PPROF_DEBUG },
-		{ "pprof-block-profile-rate", required_argument, NULL, PPROF_BLOCK },
-		{ "pprof-mutex-profile-fraction", required_argument, NULL, PPROF_MUTEX },
-		{ "zap-devel", optional_argument, NULL, ZAP_DEVEL },
-		{ "zap-encoder", required_argument, NULL, ZAP_ENCODER },
-		{ "zap-log-level", required_argument, NULL, ZAP_LEVEL },
-		{ "zap-stacktrace-level", required_argument, NULL, ZAP_STACK },
-		{ "zap-time-encoding", required_argument, NULL, ZAP_TIME },
-		{ "enable-webhook", optional_argument, NULL, WH_ENABLE },
-		{ "manage-webhook-certs", optional_argument, NULL, WH_MANAGE },
-		{ "webhook-port", required_argument, NULL, WH_PORT },
-		{ "webhook-cert-dir", required_argument, NULL, WH_CERT_DIR },
-		{ "webhook-cert-name", required_argument, NULL, WH_CERT_NAME },
-		{ "webhook-key-name", required_argument, NULL, WH_KEY_NAME },
-		{ "webhook-service-name", required_argument, NULL, WH_SERVICE },
-		{ "webhook-namespace", required_argument, NULL, WH_NAMESPACE },
-		{ "webhook-url", required_argument, NULL, WH_URL },
-		{ "webhook-bind-address", required_argument, NULL, WH_BIND },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case KUBECONFIG:
-			if (!*optarg)
-				return bad("kubeconfig", optarg, "must not be empty");
-			f->kubeconfig = optarg;
-			break;
-		case CONTEXT:
-			if (!*optarg)
-				return bad("context", optarg, "must not be empty");
-			f->context = optarg;
-			break;
-		case WORKERS:
-			if (parse_int("sandbox-concurrent-workers", optarg, 1, &f->sandbox_workers) < 0)
-				return -1;
-			break;
-		case DOMAIN:
-			if (!*optarg)
-				return bad("cluster-domain", optarg, "must not be empty");
-			f->cluster_domain = optarg;
-			break;
-		case LOGFMT:
-			if (strcmp(optarg, "text") == 0)
-				f->log_format = ASB_LOG_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				f->log_format = ASB_LOG_JSON;
-			else
-				return bad("log-format", optarg, "use text or json");
-			break;
-		case LOGLVL:
-			if ((f->log_level = asb_log_level_parse(optarg)) < 0)
-				return bad("log-level", optarg, "use error, warn, info or debug");
-			f->log_level_set = true;
-			break;
-		case METRICS_ADDR: f->metrics_addr = optarg; break;
-		case PROBE_ADDR: f->probe_addr = optarg; break;
-		case LEADER_ELECT:
-			if (parse_bool("leader-elect", optarg, &f->leader_elect) < 0)
-				return -1;
-			break;
-		case LEADER_NS:
-			if (!*optarg)
-				return bad("leader-election-namespace", optarg, "must not be empty");
-			f->leader_election_namespace = optarg;
-			break;
-		case QPS: {
-			char *end;
-			errno = 0;
-			double q = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(q))
-				return bad("kube-api-qps", optarg, "must be a finite number (negative: no limit)");
-			f->kube_api_qps = q;
-			break;
-		}
-		case BURST:
-			if (parse_int("kube-api-burst", optarg, 1, &f->kube_api_burst) < 0)
-				return -1;
-			break;
-		case API_CONNS:
-			if (parse_int("api-connections", optarg, 1, &f->api_connections) < 0)
-				return -1;
-			if (f->api_connections > 64)
-				return bad("api-connections", optarg, "must be at most 64");
-			break;
-		case SEP_WATCH:
-			if (parse_bool("separate-watch-connection", optarg, &f->separate_watch_connection) < 0)
-				return -1;
-			break;
-		case WRITE_BEHIND:
-			if (parse_duration_ms("sandbox-write-behind-window", optarg, 0,
-			                      &f->sandbox_write_behind_window_ms) < 0)
-				return -1;
-			break;
-		case CACHE_SEL:
-			if (parse_bool("cache-label-selectors", optarg, &f->cache_label_selectors) < 0)
-				return -1;
-			break;
-		case EXTENSIONS:
-			if (parse_bool("extensions", optarg, &f->extensions) < 0)
-				return -1;
-			break;
-		case POOL_EVICTION:
-			if (parse_bool("enable-warm-pool-eviction", optarg, &f->enable_warm_pool_eviction) < 0)
-				return -1;
-			break;
-		case NO_CLAIM_EVENTS:
-			if (parse_bool("disable-claim-events", optarg, &f->disable_claim_events) < 0)
-				return -1;
-			break;
-		case NO_CLAIM_ANNOTATIONS:
-			if (parse_bool("disable-claim-observability-annotations", optarg, &f->disable_claim_observability_annotations) < 0)
-				return -1;
-			break;
-		case TRACING:
-			if (parse_bool("enable-tracing", optarg, &f->enable_tracing) < 0)
-				return -1;
-			break;
-		case PPROF:
-			if (parse_bool("enable-pprof", optarg, &f->enable_pprof) < 0)
-				return -1;
-			break;
-		case PPROF_DEBUG:
-			if (parse_bool("enable-pprof-debug", optarg, &f->enable_pprof_debug) < 0)
-				return -1;
-			break;
-		case ZAP_DEVEL:
-			if (parse_bool("zap-devel", optarg, &f->zap_devel) < 0)
-				return -1;
-			break;
-		case CLAIM_WORKERS:
-			if (parse_int("sandbox-claim-concurrent-workers", optarg, 1, &f->sandbox_claim_workers) < 0)
-				return -1;
-			break;
-		case POOL_WORKERS:
-			if (parse_int("sandbox-warm-pool-concurrent-workers", optarg, 1,
-			              &f->sandbox_warm_pool_workers) < 0)
-				return -1;
-			break;
-		case TEMPLATE_WORKERS:  /* not validated > 0 upstream */
-			if (parse_int("sandbox-template-concurrent-workers", optarg, INT_MIN,
-			              &f->sandbox_template_workers) < 0)
-				return -1;
-			break;
-		case POOL_BATCH:
-			if (parse_int("sandbox-warm-pool-max-batch-size", optarg, 1, &f->warm_pool_max_batch_size) < 0)
-				return -1;
-			break;
-		case POOL_REPLENISH:
-			if (parse_duration_ms("sandbox-warm-pool-replenish-delay", optarg, LONG_MIN,
-			                      &f->warm_pool_replenish_delay_ms) < 0)
-				return -1;
-			break;
-		case POOL_REFILL: {
-			char *end;
-			errno = 0;
-			double r = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(r) || r < 0)
-				return bad("sandbox-warm-pool-max-refill-rate", optarg,
-				           "must be a finite number >= 0 (0: unpaced)");
-			f->warm_pool_max_refill_rate = r;
-			break;
-		}
-		case POOL_GRACE:
-			if (parse_positive_duration_ms("sandbox-warm-pool-readiness-grace-period", optarg,
-			                               &f->warm_pool_readiness_grace_period_ms) < 0)
-				return -1;
-			break;
-		case POOL_RECHECK:
-			if (parse_positive_duration_ms("sandbox-warm-pool-unschedulable-recheck-interval",
-			                               optarg, &f->warm_pool_unschedulable_recheck_ms) < 0)
-				return -1;
-			break;
-		case PPROF_BLOCK:
-			if (parse_int("pprof-block-profile-rate", optarg, INT_MIN, &f->pprof_block_profile_rate) < 0)
-				return -1;
-			if (f->pprof_block_profile_rate < 0)
-				f->pprof_block_profile_rate = 0;  /* as upstream: negative clamped */
-			break;
-		case PPROF_MUTEX:
-			if (parse_int("pprof-mutex-profile-fraction", optarg, INT_MIN,
-			              &f->pprof_mutex_profile_fraction) < 0)
-				return -1;
-			break;
-		case ZAP_ENCODER:
-			if (strcasecmp(optarg, "console") == 0)
-				f->log_format = ASB_LOG_TEXT;
-			else if (strcasecmp(optarg, "json") == 0)
-				f->log_format = ASB_LOG_JSON;
-			else
-				return bad("zap-encoder", optarg, "use json or console");
-			break;
-		case ZAP_LEVEL:
-			if ((f->log_level = zap_level(optarg)) < 0)
-				return bad("zap-log-level", optarg,
-				           "use debug, info, error or an integer > 0");
-			f->log_level_set = true;
-			break;
-		case ZAP_STACK:
-			if (!one_of_ci(optarg, (const char *const[]){ "info", "error", "panic", NULL }))
-				return bad("zap-stacktrace-level", optarg, "use info, error or panic");
-			f->zap_stacktrace_level = optarg;
-			break;
-		case ZAP_TIME:
-			/* controller-runtime accepts "nanos" (its help text says "nano",
-			 * which it refuses); both are taken here */
-			if (!one_of_ci(optarg, (const char *const[]){ "epoch", "millis", "nano", "nanos",
-			                                              "iso8601", "rfc3339", "rfc3339nano",
-			                                              NULL }))
-				return bad("zap-time-encoding", optarg,
-				           "use epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano");
-			f->zap_time_encoding = optarg;
-			break;
-		case WH_ENABLE:
-			if (parse_bool("enable-webhook", optarg, &f->webhook.enable) < 0)
-				return -1;
-			break;
-		case WH_MANAGE:
-			if (parse_bool("manage-webhook-certs", optarg, &f->webhook.manage_certs) < 0)
-				return -1;
-			break;
-		case WH_PORT:  /* <= 65535 is checked with the other webhook flags */
-			if (parse_int("webhook-port", optarg, 1, &f->webhook.port) < 0)
-				return -1;
-			break;
-		case WH_CERT_DIR: f->webhook.cert_dir = optarg; break;
-		case WH_CERT_NAME: f->webhook.cert_name = optarg; f->webhook.cert_name_set = true; break;
-		case WH_KEY_NAME: f->webhook.key_name = optarg; f->webhook.key_name_set = true; break;
-		case WH_SERVICE: f->webhook.service_name = optarg; break;
-		case WH_NAMESPACE: f->webhook.namespace_ = optarg; break;
-		case WH_URL: f->webhook.url = optarg; break;
-		case WH_BIND: f->webhook.bind_address = optarg; break;
-		case VERSION:
-			printf(PROG " %s\n", AGENT_SANDBOX_VERSION);
-			return 1;
-		case 'h':
+	asb_flags_result r;
+	if (asb_flags_parse(table, ASB_FLAGS_GETOPT, f, argc, argv, NULL, &r) != ASB_OK)
+		return refuse(&r);
+	if (r.status == ASB_FLAGS_ACTION) {  /* --help or --version */
+		if (r.flag->short_opt == 'h')
 			usage(stdout);
-			return 1;
-		default:
-			fprintf(stderr, PROG ": unknown or incomplete flag \"%s\"\n\n", argv[optind - 1]);
-			usage(stderr);
-			return -1;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", argv[optind]);
-		return -1;
+		else
+			printf(PROG " %s\n", AGENT_SANDBOX_VERSION);
+		return 1;
 	}
 	/* controller-runtime: development mode defaults the level to debug */
 	if (f->zap_devel && !f->log_level_set)
 		f->log_level = ASB_LOG_DEBUG;
+	/* as upstream: a negative block profile rate is clamped to 0 */
+	if (f->pprof_block_profile_rate < 0)
+		f->pprof_block_profile_rate = 0;
 	return 0;
 }
 

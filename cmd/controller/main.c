@@ -106,7 +106,6 @@ enum { INF_SANDBOXES, INF_PODS, INF_SERVICES, INF_CORE_COUNT,
 
 /* ---- metrics and probe endpoints ---- */
 
-
 /* agent_sandbox_build_info (docs/api.md#metrics): 1, with the build as const labels. */
 static int register_build_info(asb_metrics_registry *reg)
 {
@@ -307,124 +306,100 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	return wp_claim_controller_new(&lead->claims, &co);
 }
 
-int main(int argc, char **argv)
+/* Everything main() builds, so that each step below can fill its part and
+ * shut_down() can free whatever exists. */
+typedef struct {
+	const controller_flags *f;
+	asb_logger *log;
+	k8s_config *cfg;
+	k8s_client_options client_opts;   /* also the base of the Lease client's */
+	k8s_client *client, *lease_client;
+	k8s_controller *ctrl;
+	sbx_reconciler *rec;
+	informer_set infs;
+	k8s_event_recorder *events;
+	k8s_event_recorder *wp_events[3];  /* template, pool, claim */
+	asb_metrics_registry *metrics;
+	asb_metric *sandboxes_gauge;
+	httpd_health_checks *live, *ready;
+	httpd_server *metrics_srv, *probe_srv;
+	k8s_leader *leader;
+	leading_state lead;
+	webhook *wh;
+	char instance[128];                /* our leader election and Event identity */
+} controller_app;
+
+/* Logs `what` with the last error; returns -1. */
+static int cannot(controller_app *a, const char *what)
 {
-	/* Signals are taken synchronously by the main thread with sigwait():
-	 * block them first thing (a SIGTERM in the first milliseconds must
-	 * still mean a clean exit) and before any thread starts, so that every
-	 * thread inherits the mask. A shell starting us in the background sets
-	 * SIGINT to "ignore", and an ignored signal is discarded even while
-	 * blocked: restore the default dispositions. */
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGUSR1);  /* raised by ourselves when the Lease is lost */
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGUSR1, SIG_DFL);
+	asb_log(a->log, ASB_LOG_ERROR, what, "error", asb_error_last()->message, NULL);
+	return -1;
+}
 
-	controller_flags f;
-	controller_flags_defaults(&f);
-	int pr = controller_flags_parse(argc, argv, &f);
-	if (pr != 0)
-		return pr > 0 ? 0 : 1;
+/* /metrics and the probes, not started yet. Returns 0 or -1 (said). */
+static int setup_endpoints(controller_app *a)
+{
+	if (new_server(&a->metrics_srv, "metrics", a->f->metrics_addr, "--metrics-bind-address",
+	               a->log) < 0 ||
+	    new_server(&a->probe_srv, "health-probe", a->f->probe_addr,
+	               "--health-probe-bind-address", a->log) < 0)
+		return -1;
+	if (asb_metrics_registry_new(&a->metrics) < 0 || register_build_info(a->metrics) < 0 ||
+	    register_sandboxes_gauge(a->metrics, &a->sandboxes_gauge) < 0 ||
+	    httpd_health_checks_new(&a->live) < 0 || httpd_health_checks_new(&a->ready) < 0 ||
+	    httpd_health_checks_add(a->live, "ping", ping, NULL) < 0 ||
+	    httpd_health_checks_add(a->ready, "ping", ping, NULL) < 0 ||
+	    httpd_health_checks_add(a->ready, "informers-synced", informers_synced, &a->infs) < 0 ||
+	    httpd_server_handle_metrics(a->metrics_srv, "/metrics", a->metrics) < 0 ||
+	    httpd_server_handle_health(a->probe_srv, "/healthz", a->live) < 0 ||
+	    httpd_server_handle_health(a->probe_srv, "/readyz", a->ready) < 0)
+		return cannot(a, "cannot set up metrics and probes");
+	return 0;
+}
 
-	asb_logger *log = NULL;
-	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
-		return 1;
-	char invalid[256];
-	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
-		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
-		asb_logger_free(log);
-		return 1;
-	}
-	controller_flags_warnings(&f, log_flag_warning, log);
-	int rc = 1;
-	k8s_config *cfg = NULL;
-	k8s_client *client = NULL, *lease_client = NULL;
-	k8s_controller *ctrl = NULL;
-	sbx_reconciler *rec = NULL;
-	informer_set infs = { { NULL }, f.extensions ? INF_COUNT : INF_CORE_COUNT };
-	k8s_informer **inf = infs.inf;
-	k8s_event_recorder *wp_events[3] = { NULL };  /* template, pool, claim */
-	asb_metrics_registry *metrics = NULL;
-	asb_metric *sandboxes_gauge = NULL;
-	httpd_health_checks *live = NULL, *ready = NULL;
-	httpd_server *metrics_srv = NULL, *probe_srv = NULL;
-	k8s_event_recorder *events = NULL;
-	k8s_leader *leader = NULL;
-	leading_state lead = { 0 };
-	webhook *wh = NULL;
-
-	if (new_server(&metrics_srv, "metrics", f.metrics_addr, "--metrics-bind-address", log) < 0 ||
-	    new_server(&probe_srv, "health-probe", f.probe_addr, "--health-probe-bind-address", log) < 0)
-		goto out;
-	if (asb_metrics_registry_new(&metrics) < 0 || register_build_info(metrics) < 0 ||
-	    register_sandboxes_gauge(metrics, &sandboxes_gauge) < 0 ||
-	    httpd_health_checks_new(&live) < 0 || httpd_health_checks_new(&ready) < 0 ||
-	    httpd_health_checks_add(live, "ping", ping, NULL) < 0 ||
-	    httpd_health_checks_add(ready, "ping", ping, NULL) < 0 ||
-	    httpd_health_checks_add(ready, "informers-synced", informers_synced, &infs) < 0 ||
-	    httpd_server_handle_metrics(metrics_srv, "/metrics", metrics) < 0 ||
-	    httpd_server_handle_health(probe_srv, "/healthz", live) < 0 ||
-	    httpd_server_handle_health(probe_srv, "/readyz", ready) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot set up metrics and probes",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
-
+/* The cluster configuration, the API client and the conversion webhook.
+ * Returns 0 or -1 (said). */
+static int setup_client(controller_app *a)
+{
+	const controller_flags *f = a->f;
 	if (k8s_global_init() < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot initialise libcurl", NULL);
-		goto out;
+		asb_log(a->log, ASB_LOG_ERROR, "cannot initialise libcurl", NULL);
+		return -1;
 	}
-	if (load_config(&f, log, &cfg) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot load cluster configuration",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
+	if (load_config(f, a->log, &a->cfg) < 0)
+		return cannot(a, "cannot load cluster configuration");
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
-	co.logger = log;
-	co.metrics = metrics;
+	co.logger = a->log;
+	co.metrics = a->metrics;
 	co.user_agent = "agent-sandbox-controller/" AGENT_SANDBOX_VERSION;
-	co.qps = f.kube_api_qps;
-	co.burst = f.kube_api_burst;
-	co.api_connections = f.api_connections;
-	co.separate_watch_connection = f.separate_watch_connection;
-	if (k8s_client_new(&client, cfg, &co) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot create API client",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
+	co.qps = f->kube_api_qps;
+	co.burst = f->kube_api_burst;
+	co.api_connections = f->api_connections;
+	co.separate_watch_connection = f->separate_watch_connection;
+	a->client_opts = co;
+	if (k8s_client_new(&a->client, a->cfg, &co) < 0)
+		return cannot(a, "cannot create API client");
 	/* Conversion is served from startup on every replica, leader or not:
 	 * the caches themselves may need it to sync. */
-	if (webhook_start(&wh, &f.webhook, f.cluster_domain, client, log) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot start the conversion webhook",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
+	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->log) < 0)
+		return cannot(a, "cannot start the conversion webhook");
+	return 0;
+}
 
-	k8s_controller_options ko = K8S_CONTROLLER_OPTIONS_INIT;
-	ko.name = "sandbox";
-	ko.workers = f.sandbox_workers;
-	ko.reconcile = reconcile;
-	ko.userdata = &rec;
-	ko.logger = log;
-	ko.metrics = metrics;
-	if (k8s_controller_new(&ctrl, &ko) < 0)
-		goto fail;
-
-	const k8s_resource *resources[INF_COUNT] = {
+/* The Sandbox controller's informers, created in INF_ order. */
+static int setup_informers(controller_app *a)
+{
+	static const k8s_resource *const resources[INF_COUNT] = {
 		&sbx_resource_sandboxes, &k8s_resource_pods, &k8s_resource_services,
 		&wp_resource_templates, &wp_resource_pools, &wp_resource_claims,
 		&wp_resource_networkpolicies,
 	};
-	for (int i = 0; i < infs.n; i++) {
+	k8s_informer **inf = a->infs.inf;
+	for (int i = 0; i < a->infs.n; i++) {
 		k8s_informer_options io = K8S_INFORMER_OPTIONS_INIT;
 		io.resource = resources[i];
-		io.userdata = ctrl;
-		io.logger = log;
+		io.userdata = a->ctrl;
+		io.logger = a->log;
 		if (i == INF_SANDBOXES) {
 			io.on_add = enqueue_self;
 			io.on_update = enqueue_self_update;
@@ -443,161 +418,246 @@ int main(int argc, char **argv)
 			io.codec = sbx_pod_codec();
 		}
 		/* --cache-label-selectors (docs/upstream.md#cache-scoping): only children carrying the tracking label */
-		if ((i == INF_PODS || i == INF_SERVICES) && f.cache_label_selectors)
+		if ((i == INF_PODS || i == INF_SERVICES) && a->f->cache_label_selectors)
 			io.label_selector = SBX_LABEL_NAME_HASH;
-		if (k8s_informer_new(&inf[i], client, &io) < 0)
-			goto fail;
+		if (k8s_informer_new(&inf[i], a->client, &io) < 0)
+			return -1;
 	}
 	if (k8s_informer_add_index(inf[INF_PODS], "sandbox-name-hash", sbx_pod_index_name_hash, NULL) < 0)
-		goto fail;
-	if (asb_metric_add_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]) < 0)
-		goto fail;
+		return -1;
+	return asb_metric_add_collector(a->sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
+}
 
+/* The work queue, the informers, the Sandbox reconciler and (--extensions)
+ * the extension controllers; nothing runs yet. Returns 0 or -1 (said). */
+static int setup_controllers(controller_app *a)
+{
+	const controller_flags *f = a->f;
+	k8s_controller_options ko = K8S_CONTROLLER_OPTIONS_INIT;
+	ko.name = "sandbox";
+	ko.workers = f->sandbox_workers;
+	ko.reconcile = reconcile;
+	ko.userdata = &a->rec;
+	ko.logger = a->log;
+	ko.metrics = a->metrics;
+	if (k8s_controller_new(&a->ctrl, &ko) < 0 || setup_informers(a) < 0)
+		return cannot(a, "cannot start");
+
+	k8s_informer **inf = a->infs.inf;
 	sbx_reconciler_options ro = SBX_RECONCILER_OPTIONS_INIT;
-	ro.client = client;
+	ro.client = a->client;
 	ro.sandboxes = inf[INF_SANDBOXES];
 	ro.pods = inf[INF_PODS];
 	ro.services = inf[INF_SERVICES];
-	ro.cluster_domain = f.cluster_domain;
-	ro.cache_label_selectors = f.cache_label_selectors;
-	ro.write_behind_window_ms = f.sandbox_write_behind_window_ms;
-	ro.logger = log;
-	char instance[128];
-	identity(instance, sizeof(instance));
+	ro.cluster_domain = f->cluster_domain;
+	ro.cache_label_selectors = f->cache_label_selectors;
+	ro.write_behind_window_ms = f->sandbox_write_behind_window_ms;
+	ro.logger = a->log;
+	identity(a->instance, sizeof(a->instance));
 	k8s_event_recorder_options eo = K8S_EVENT_RECORDER_OPTIONS_INIT;
 	eo.reporting_controller = REPORTING_CONTROLLER;
-	eo.reporting_instance = instance;
-	eo.logger = log;
-	if (k8s_event_recorder_new(&events, client, &eo) < 0)
-		goto fail;
-	ro.events = events;
-	if (sbx_reconciler_new(&rec, &ro) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot create the Sandbox reconciler",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
-	lead.ctrl = ctrl;
-	lead.log = log;
-	if (f.extensions && start_extensions(&f, client, inf, metrics, log, instance, wp_events, &lead) < 0) {
-		asb_log(log, ASB_LOG_ERROR, "cannot create the extension controllers",
-		        "error", asb_error_last()->message, NULL);
-		goto out;
-	}
+	eo.reporting_instance = a->instance;
+	eo.logger = a->log;
+	if (k8s_event_recorder_new(&a->events, a->client, &eo) < 0)
+		return cannot(a, "cannot start");
+	ro.events = a->events;
+	if (sbx_reconciler_new(&a->rec, &ro) < 0)
+		return cannot(a, "cannot create the Sandbox reconciler");
+	a->lead.ctrl = a->ctrl;
+	a->lead.log = a->log;
+	if (f->extensions && start_extensions(f, a->client, inf, a->metrics, a->log, a->instance,
+	                                      a->wp_events, &a->lead) < 0)
+		return cannot(a, "cannot create the extension controllers");
+	return 0;
+}
 
+/* Starts the endpoints and the informers. Probes answer while the caches
+ * fill: alive, not ready yet. Returns 0 or -1 (said). */
+static int start_serving(controller_app *a)
+{
 	char workers[16];
-	snprintf(workers, sizeof(workers), "%d", f.sandbox_workers);
-	asb_log(log, ASB_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
-	        "server", k8s_config_server(cfg), "workers", workers,
-	        "clusterDomain", f.cluster_domain, NULL);
-	/* Probes answer while the caches fill: alive, not ready yet. */
-	if (httpd_server_start(metrics_srv) < 0 || httpd_server_start(probe_srv) < 0)
-		goto fail;
-	for (int i = 0; i < infs.n; i++)
-		if (k8s_informer_start(inf[i]) < 0)
-			goto fail;
-	/* Reconciling before the caches are full would create duplicates of
-	 * objects we simply have not seen yet. */
-	for (int i = 0; i < infs.n; i++) {
-		while (k8s_informer_wait_synced(inf[i], 1000) == ASB_ETIMEOUT) {
+	snprintf(workers, sizeof(workers), "%d", a->f->sandbox_workers);
+	asb_log(a->log, ASB_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
+	        "server", k8s_config_server(a->cfg), "workers", workers,
+	        "clusterDomain", a->f->cluster_domain, NULL);
+	if (httpd_server_start(a->metrics_srv) < 0 || httpd_server_start(a->probe_srv) < 0)
+		return cannot(a, "cannot start");
+	for (int i = 0; i < a->infs.n; i++)
+		if (k8s_informer_start(a->infs.inf[i]) < 0)
+			return cannot(a, "cannot start");
+	return 0;
+}
+
+/* Waits for every informer's first list. Reconciling before the caches are
+ * full would create duplicates of objects we simply have not seen yet.
+ * Returns 0, or 1 when a signal came first. */
+static int wait_synced(controller_app *a, const sigset_t *sigs)
+{
+	for (int i = 0; i < a->infs.n; i++) {
+		while (k8s_informer_wait_synced(a->infs.inf[i], 1000) == ASB_ETIMEOUT) {
 			struct timespec zero = { 0, 0 };
-			if (sigtimedwait(&sigs, NULL, &zero) > 0) {
-				asb_log(log, ASB_LOG_INFO, "signal received before caches synced; exiting", NULL);
-				rc = 0;
-				goto out;
+			if (sigtimedwait(sigs, NULL, &zero) > 0) {
+				asb_log(a->log, ASB_LOG_INFO, "signal received before caches synced; exiting", NULL);
+				return 1;
 			}
 		}
 	}
-	if (f.leader_elect) {
-		const char *lease_ns = f.leader_election_namespace;
-		if (!lease_ns && getenv("KUBERNETES_SERVICE_HOST"))
-			lease_ns = k8s_config_namespace(cfg);
-		if (!lease_ns) {
-			asb_log(log, ASB_LOG_ERROR, "cannot find the leader election namespace: not running "
-			        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
-			goto out;
-		}
-		k8s_leader_options lo = K8S_LEADER_OPTIONS_INIT;
-		lo.lease_namespace = lease_ns;
-		lo.lease_name = LEASE_NAME;
-		lo.identity = instance;
-		lo.on_started_leading = started_leading;
-		lo.on_stopped_leading = stopped_leading;
-		lo.on_new_leader = new_leader;
-		lo.userdata = &lead;
-		lo.logger = log;
-		/* its own client: one Lease write (with its retry) must end well
-		 * inside the 10 s renew deadline, whatever the workers are doing */
-		k8s_client_options lco = co;
-		lco.timeout_ms = 4000;
-		lco.max_retries = 1;
-		lco.qps = -1;  /* never throttled behind a burst of reconcile writes */
-		if (k8s_client_new(&lease_client, cfg, &lco) < 0 ||
-		    k8s_leader_new(&leader, lease_client, &lo) < 0 || k8s_leader_start(leader) < 0)
-			goto fail;
-		asb_log(log, ASB_LOG_INFO, "caches synced; waiting for leadership", "lease",
-		        LEASE_NAME, "namespace", lease_ns, "identity", instance, NULL);
-	} else {
-		asb_log(log, ASB_LOG_INFO, "caches synced; starting workers", NULL);
-		if (start_workers(&lead) < 0)
-			goto fail;
+	return 0;
+}
+
+/* --leader-elect: campaign for the Lease (the workers start when it is
+ * won); else start the workers now. Returns 0 or -1 (said). */
+static int start_leading(controller_app *a)
+{
+	const controller_flags *f = a->f;
+	if (!f->leader_elect) {
+		asb_log(a->log, ASB_LOG_INFO, "caches synced; starting workers", NULL);
+		return start_workers(&a->lead) < 0 ? cannot(a, "cannot start") : 0;
 	}
+	const char *lease_ns = f->leader_election_namespace;
+	if (!lease_ns && getenv("KUBERNETES_SERVICE_HOST"))
+		lease_ns = k8s_config_namespace(a->cfg);
+	if (!lease_ns) {
+		asb_log(a->log, ASB_LOG_ERROR, "cannot find the leader election namespace: not running "
+		        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
+		return -1;
+	}
+	k8s_leader_options lo = K8S_LEADER_OPTIONS_INIT;
+	lo.lease_namespace = lease_ns;
+	lo.lease_name = LEASE_NAME;
+	lo.identity = a->instance;
+	lo.on_started_leading = started_leading;
+	lo.on_stopped_leading = stopped_leading;
+	lo.on_new_leader = new_leader;
+	lo.userdata = &a->lead;
+	lo.logger = a->log;
+	/* its own client: one Lease write (with its retry) must end well
+	 * inside the 10 s renew deadline, whatever the workers are doing */
+	k8s_client_options lco = a->client_opts;
+	lco.timeout_ms = 4000;
+	lco.max_retries = 1;
+	lco.qps = -1;  /* never throttled behind a burst of reconcile writes */
+	if (k8s_client_new(&a->lease_client, a->cfg, &lco) < 0 ||
+	    k8s_leader_new(&a->leader, a->lease_client, &lo) < 0 || k8s_leader_start(a->leader) < 0)
+		return cannot(a, "cannot start");
+	asb_log(a->log, ASB_LOG_INFO, "caches synced; waiting for leadership", "lease",
+	        LEASE_NAME, "namespace", lease_ns, "identity", a->instance, NULL);
+	return 0;
+}
+
+/* Builds everything, starts it and waits for SIGTERM/SIGINT or a lost
+ * Lease. Returns the exit status; shut_down() frees what was built. */
+static int run(controller_app *a, const sigset_t *sigs)
+{
+	if (setup_endpoints(a) < 0 || setup_client(a) < 0 || setup_controllers(a) < 0 ||
+	    start_serving(a) < 0)
+		return 1;
+	int synced = wait_synced(a, sigs);
+	if (synced != 0)
+		return synced > 0 ? 0 : 1;
+	if (start_leading(a) < 0)
+		return 1;
 
 	int sig = 0;
-	sigwait(&sigs, &sig);
+	sigwait(sigs, &sig);
 	if (sig == SIGUSR1) {
 		/* as controller-runtime: a lost Lease ends the process, a restart re-elects */
-		asb_log(log, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
-		rc = 1;
-		goto out;
+		asb_log(a->log, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
+		return 1;
 	}
-	asb_log(log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
-	rc = 0;
-	goto out;
-fail:
-	asb_log(log, ASB_LOG_ERROR, "cannot start", "error", asb_error_last()->message, NULL);
-out:
-	/* endpoints first (readiness reads the informers), then the workers
-	 * (they read the caches), then the informers */
-	httpd_server_shutdown(metrics_srv, 5000);
-	httpd_server_shutdown(probe_srv, 5000);
-	httpd_server_free(metrics_srv);
-	httpd_server_free(probe_srv);
-	webhook_free(wh, 5000);
-	if (sandboxes_gauge && inf[INF_SANDBOXES])
-		asb_metric_remove_collector(sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
-	httpd_health_checks_free(live);
-	httpd_health_checks_free(ready);
-	if (ctrl)
-		k8s_controller_stop(ctrl);
-	if (lead.templates)
-		wp_template_controller_stop(lead.templates);
-	if (lead.pools)
-		wp_pool_controller_stop(lead.pools);
-	if (lead.claims)
-		wp_claim_controller_stop(lead.claims);
+	asb_log(a->log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	return 0;
+}
+
+/* Stops and frees what run() built, in reverse: endpoints first (readiness
+ * reads the informers), then the workers (they read the caches), then the
+ * informers. */
+static void shut_down(controller_app *a)
+{
+	k8s_informer **inf = a->infs.inf;
+	httpd_server_shutdown(a->metrics_srv, 5000);
+	httpd_server_shutdown(a->probe_srv, 5000);
+	httpd_server_free(a->metrics_srv);
+	httpd_server_free(a->probe_srv);
+	webhook_free(a->wh, 5000);
+	if (a->sandboxes_gauge && inf[INF_SANDBOXES])
+		asb_metric_remove_collector(a->sandboxes_gauge, sbx_sandboxes_collect, inf[INF_SANDBOXES]);
+	httpd_health_checks_free(a->live);
+	httpd_health_checks_free(a->ready);
+	if (a->ctrl)
+		k8s_controller_stop(a->ctrl);
+	if (a->lead.templates)
+		wp_template_controller_stop(a->lead.templates);
+	if (a->lead.pools)
+		wp_pool_controller_stop(a->lead.pools);
+	if (a->lead.claims)
+		wp_claim_controller_stop(a->lead.claims);
 	/* after the workers: nothing writes once the Lease is released */
-	k8s_leader_free(leader);
-	k8s_client_free(lease_client);
-	for (int i = infs.n - 1; i >= 0; i--)
+	k8s_leader_free(a->leader);
+	k8s_client_free(a->lease_client);
+	for (int i = a->infs.n - 1; i >= 0; i--)
 		k8s_informer_stop(inf[i]);
-	sbx_reconciler_free(rec);
-	if (lead.claims)
-		wp_claim_controller_free(lead.claims);
-	if (lead.pools)
-		wp_pool_controller_free(lead.pools);
-	if (lead.templates)
-		wp_template_controller_free(lead.templates);
-	k8s_event_recorder_free(events);  /* flushes what is queued, bounded */
+	sbx_reconciler_free(a->rec);
+	if (a->lead.claims)
+		wp_claim_controller_free(a->lead.claims);
+	if (a->lead.pools)
+		wp_pool_controller_free(a->lead.pools);
+	if (a->lead.templates)
+		wp_template_controller_free(a->lead.templates);
+	k8s_event_recorder_free(a->events);  /* flushes what is queued, bounded */
 	for (int i = 0; i < 3; i++)
-		k8s_event_recorder_free(wp_events[i]);
-	k8s_controller_free(ctrl);
-	for (int i = 0; i < infs.n; i++)
+		k8s_event_recorder_free(a->wp_events[i]);
+	k8s_controller_free(a->ctrl);
+	for (int i = 0; i < a->infs.n; i++)
 		k8s_informer_free(inf[i]);
-	k8s_client_free(client);
-	k8s_config_free(cfg);
-	asb_metrics_registry_free(metrics);
+	k8s_client_free(a->client);
+	k8s_config_free(a->cfg);
+	asb_metrics_registry_free(a->metrics);
 	k8s_global_cleanup();
-	asb_log(log, ASB_LOG_INFO, "stopped", NULL);
-	asb_logger_free(log);
+	asb_log(a->log, ASB_LOG_INFO, "stopped", NULL);
+}
+
+/* Signals are taken synchronously by the main thread with sigwait(): block
+ * them first thing (a SIGTERM in the first milliseconds must still mean a
+ * clean exit) and before any thread starts, so that every thread inherits
+ * the mask. A shell starting us in the background sets SIGINT to "ignore",
+ * and an ignored signal is discarded even while blocked: restore the
+ * default dispositions. */
+static void block_signals(sigset_t *sigs)
+{
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGTERM);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGUSR1);  /* raised by ourselves when the Lease is lost */
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGUSR1, SIG_DFL);
+}
+
+int main(int argc, char **argv)
+{
+	sigset_t sigs;
+	block_signals(&sigs);
+
+	controller_flags f;
+	controller_flags_defaults(&f);
+	int parsed = controller_flags_parse(argc, argv, &f);
+	if (parsed != 0)
+		return parsed > 0 ? 0 : 1;
+	controller_app a = { .f = &f, .infs.n = f.extensions ? INF_COUNT : INF_CORE_COUNT };
+	if (asb_logger_new(&a.log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
+		return 1;
+	char invalid[256];
+	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
+		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
+		asb_logger_free(a.log);
+		return 1;
+	}
+	controller_flags_warnings(&f, log_flag_warning, a.log);
+
+	int rc = run(&a, &sigs);
+	shut_down(&a);
+	asb_logger_free(a.log);
 	return rc;
 }

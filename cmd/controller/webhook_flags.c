@@ -1,6 +1,6 @@
 /*
  * webhook_flags.c - the conversion webhook's flags (webhook_flags.h):
- * upstream defaults, --help text and the startup checks of
+ * upstream defaults and the startup checks of
  * docs/upstream.md#startup-validation. Pure; linked into the flags unit tests.
  */
 #include <ctype.h>
@@ -25,28 +25,6 @@ void webhook_flags_defaults(webhook_flags *w)
 		.namespace_ = "agent-sandbox-system",
 	};
 }
-
-const char webhook_flags_usage[] =
-"  --enable-webhook[=B]              serve the v1alpha1 <-> v1beta1 conversion webhook (default\n"
-"                                    true; with false the CRDs must use conversion strategy None)\n"
-"  --manage-webhook-certs[=B]        keep the serving certificate in the Secret\n"
-"                                    agent-sandbox-webhook-certs and patch the CRDs' caBundle\n"
-"                                    (default true)\n"
-"  --webhook-port N                  HTTPS port of the webhook (default 9443)\n"
-"  --webhook-cert-dir DIR            serving certificate directory\n"
-"                                    (default /tmp/k8s-webhook-server/serving-certs)\n"
-"  --webhook-cert-name NAME          certificate file in that directory (default tls.crt;\n"
-"                                    honoured only with --manage-webhook-certs=false)\n"
-"  --webhook-key-name NAME           key file in that directory (default tls.key; same rule)\n"
-"  --webhook-service-name NAME       Service of the webhook, in certificate names and the CRD\n"
-"                                    conversion config (default agent-sandbox-webhook-service)\n"
-"  --webhook-namespace NS            namespace of that Service and of the Secret\n"
-"                                    (default agent-sandbox-system)\n"
-"  --webhook-url URL                 local development (not upstream): the CRDs call this https\n"
-"                                    URL (e.g. https://127.0.0.1:9443/convert) instead of the\n"
-"                                    Service, and a new certificate also names its host\n"
-"  --webhook-bind-address HOST       local development (not upstream): listen on HOST only\n"
-"                                    (default: every interface)\n";
 
 /* The message of an invalid value, as flags.c words it. */
 #define bad(flag, value, want) \

@@ -1,8 +1,8 @@
 /*
  * webhook_flags.h - the flags of the conversion webhook (upstream names
  * and defaults, docs/upstream.md#controller-flags and #startup-validation), plus two of ours for
- * running the controller outside a cluster. Parsed by flags.c; used by
- * webhook.c. Pure.
+ * running the controller outside a cluster. Parsed by flags.c (whose table
+ * holds their --help lines); used by webhook.c. Pure.
  */
 #ifndef CONTROLLER_WEBHOOK_FLAGS_H
 #define CONTROLLER_WEBHOOK_FLAGS_H
@@ -42,8 +42,5 @@ int webhook_flags_validate(const webhook_flags *w, char *err, size_t cap);
  * frees), or NULL with a reason in `*why` (static text).
  */
 char *webhook_url_host(const char *url, const char **why);
-
-/** The --help lines of these flags. */
-extern const char webhook_flags_usage[];
 
 #endif

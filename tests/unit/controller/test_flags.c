@@ -334,6 +334,82 @@ START_TEST(startup_warnings)
 }
 END_TEST
 
+/* The flags of the Sandbox controller itself: both value spellings,
+ * getopt's unique prefixes, and what each refuses. */
+START_TEST(core_flag_values)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--kubeconfig", "/k", "--context=c", "--cluster-domain", "d.example",
+	                       "--leader-election-namespace=ns", NULL), 0);
+	ck_assert_str_eq(f.kubeconfig, "/k");
+	ck_assert_str_eq(f.context, "c");
+	ck_assert_str_eq(f.cluster_domain, "d.example");
+	ck_assert_str_eq(f.leader_election_namespace, "ns");
+	ck_assert_int_eq(parse(&f, "--kubeconfig=", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--context=", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--cluster-domain=", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--leader-election-namespace=", NULL), -1);
+
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers", "7", "--kube-api-burst=3",
+	                       "--api-connections=64", "--kube-api-qps=2.5", NULL), 0);
+	ck_assert_int_eq(f.sandbox_workers, 7);
+	ck_assert_int_eq(f.kube_api_burst, 3);
+	ck_assert_int_eq(f.api_connections, 64);
+	ck_assert(f.kube_api_qps == 2.5);
+	ck_assert_int_eq(parse(&f, "--api-connections=65", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--api-connections=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kube-api-burst=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=99999999999", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=inf", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=", NULL), -1);
+
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=1.5ms", NULL), 0);
+	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 2);  /* rounded up */
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=0", NULL), 0);
+	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 0);
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-1ms", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=5", NULL), -1);
+
+	ck_assert_int_eq(parse(&f, "--metrics-bind-address=:9", "--health-probe-bind-address", "0",
+	                       NULL), 0);
+	ck_assert_str_eq(f.metrics_addr, ":9");
+	ck_assert_str_eq(f.probe_addr, "0");
+	ck_assert_int_eq(parse(&f, "--log-format=json", "--log-level", "warn", NULL), 0);
+	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
+	ck_assert_int_eq(f.log_level, ASB_LOG_WARN);
+	ck_assert(f.log_level_set);
+	ck_assert_int_eq(parse(&f, "--log-format=JSON", NULL), -1);  /* exact, unlike --zap-encoder */
+	ck_assert_int_eq(parse(&f, "--log-level=trace", NULL), -1);
+
+	/* unique prefixes, as getopt_long() */
+	ck_assert_int_eq(parse(&f, "--kube-api-b=4", "--sandbox-write=1s", NULL), 0);
+	ck_assert_int_eq(f.kube_api_burst, 4);
+	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 1000);
+	ck_assert_int_eq(parse(&f, "--leader=x", NULL), -1);  /* ambiguous */
+}
+END_TEST
+
+/* --help and --version stop parsing (1); anything not a flag is refused (-1). */
+START_TEST(actions_and_refusals)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "--help", NULL), 1);
+	ck_assert_int_eq(parse(&f, "--version", NULL), 1);
+	ck_assert_int_eq(parse(&f, "--ver", NULL), 1);
+	ck_assert_int_eq(parse(&f, "--bogus", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--bogus", "--help", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kubeconfig", NULL), -1);  /* its value missing */
+	ck_assert_int_eq(parse(&f, "--help=x", NULL), -1);      /* a value not wanted */
+	ck_assert_int_eq(parse(&f, "positional", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--leader-elect", "false", NULL), -1);  /* booleans: =B only */
+	ck_assert_int_eq(parse(&f, "--", "x", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--", NULL), 0);
+	/* last: getopt keeps its place inside "-h" across calls, and the next
+	 * test_argv() reuses the buffer it points into */
+	ck_assert_int_eq(parse(&f, "-h", "--bogus", NULL), 1);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("controller_flags");
@@ -349,6 +425,8 @@ int main(void)
 	tcase_add_test(tc, zap_flags);
 	tcase_add_test(tc, extensions_accepted_by_validation);
 	tcase_add_test(tc, startup_warnings);
+	tcase_add_test(tc, core_flag_values);
+	tcase_add_test(tc, actions_and_refusals);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
