@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "asb/signals.h"
 
 #include "buildinfo.h"
 #include "builddate.h"
@@ -617,22 +618,12 @@ static void shut_down(controller_app *a)
 	asb_log(a->log, ASB_LOG_INFO, "stopped", NULL);
 }
 
-/* Signals are taken synchronously by the main thread with sigwait(): block
- * them first thing (a SIGTERM in the first milliseconds must still mean a
- * clean exit) and before any thread starts, so that every thread inherits
- * the mask. A shell starting us in the background sets SIGINT to "ignore",
- * and an ignored signal is discarded even while blocked: restore the
- * default dispositions. */
+/* Signals are taken synchronously by the main thread with sigwait(),
+ * blocked first thing (asb/signals.h); SIGUSR1 is raised by ourselves when
+ * the Lease is lost. */
 static void block_signals(sigset_t *sigs)
 {
-	sigemptyset(sigs);
-	sigaddset(sigs, SIGTERM);
-	sigaddset(sigs, SIGINT);
-	sigaddset(sigs, SIGUSR1);  /* raised by ourselves when the Lease is lost */
-	pthread_sigmask(SIG_BLOCK, sigs, NULL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGUSR1, SIG_DFL);
+	asb_signals_block_stop(sigs, SIGUSR1);
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "asb/signals.h"
 
 #include "buildinfo.h"
 #include "builddate.h"
@@ -152,15 +153,9 @@ static unsigned cpu_loops(const rt_flags *f)
 
 int main(int argc, char **argv)
 {
-	/* signals are taken by sigwait() on this thread: block them before
-	 * any thread starts so every thread inherits the mask */
+	/* signals are taken by sigwait() on this thread (asb/signals.h) */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGTERM, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
+	asb_signals_block_stop(&sigs, 0);
 	signal(SIGPIPE, SIG_IGN);
 
 	rt_flags f;

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "asb/signals.h"
 
 #include "asb/common.h"
 #include "httpd/exchange.h"
@@ -67,10 +68,7 @@ int main(int argc, char **argv)
 	 * from here on inherits the mask. SIGPIPE: a client gone mid-write is
 	 * an error code, not a death. */
 	sigset_t stop;
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	asb_signals_block_stop(&stop, 0);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Descriptors: the soft limit up to the hard one, as Go's runtime does
