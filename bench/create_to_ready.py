@@ -372,7 +372,21 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
         stop_controller(proc, logf)
         result["exit_code"] = proc.returncode
         request(kc_admin, "DELETE", f"/api/v1/namespaces/{ns}")
+        wait_gone(kc_admin, ns)
     return result
+
+
+def wait_gone(kc, ns, timeout=600):
+    """Waits until namespace `ns` is gone: while it terminates, its Sandboxes
+    are still there, and the next controller would reconcile all of them
+    (failing to create Pods in a terminating namespace) during its own burst."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, _ = request(kc, "GET", f"/api/v1/namespaces/{ns}")
+        if status == 404:
+            return
+        time.sleep(1)
+    log(f"warning: namespace {ns} still terminating after {timeout} s")
 
 
 def wait_room(kc, count, timeout=600):
