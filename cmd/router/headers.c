@@ -205,6 +205,7 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, 
 	if (conn_set_build(&cs, h->headers, h->nheaders) < 0)
 		return rt_reject_set(rej, 500, "Out of memory.");
 	bool v6 = strchr(o->host, ':') != NULL;
+	asb_strbuf_reserve(out, RT_HEAD_ROOM);
 	asb_strbuf_addf(out, "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\n", h->method, h->target,
 	           v6 ? "[" : "", o->host, v6 ? "]" : "", o->port);
 	for (size_t i = 0; i < h->nheaders; i++) {

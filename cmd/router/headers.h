@@ -70,6 +70,10 @@ bool rt_header_value_valid(const char *value);
  * @return 0; -1 with a 400 in `rej` (a field or target that must not be
  *         relayed), or a 500 when out of memory.
  */
+/** Room a head buffer gets at its first use: with the NUL, one 256-byte
+ *  block, where most heads fit (it doubles from there). */
+#define RT_HEAD_ROOM 255
+
 int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, rt_reject *rej);
 
 /**

@@ -8,6 +8,7 @@
 #include "httpd/parser.h"
 #include "asb/map.h"
 #include "asb/strbuf.h"
+#include "headers.h"
 #include "upstream.h"
 
 #define READ_BUF (64 * 1024)
@@ -301,6 +302,8 @@ static int p_field(httpd_parser *hp, const char *at, size_t len)
 {
 	rt_upconn *c = httpd_parser_data(hp);
 	if (c->in_value || !c->nfields) {
+		if (!c->nfields && asb_strbuf_reserve(&c->fields, RT_HEAD_ROOM) < 0)
+			return -1;
 		if (c->nfields && asb_strbuf_add(&c->fields, "", 1) < 0)  /* ends the value */
 			return -1;
 		if (++c->nfields > MAX_RESPONSE_FIELDS)

@@ -32,6 +32,11 @@ static int reserve(asb_strbuf *b, size_t extra)
 	return 0;
 }
 
+int asb_strbuf_reserve(asb_strbuf *b, size_t n)
+{
+	return reserve(b, n);
+}
+
 int asb_strbuf_add(asb_strbuf *b, const char *s, size_t n)
 {
 	if (reserve(b, n) < 0)

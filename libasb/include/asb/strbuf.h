@@ -26,6 +26,14 @@ ASB_EXTERN int asb_strbuf_add(asb_strbuf *b, const char *s, size_t n);
 /** Appends a NUL-terminated string. */
 ASB_EXTERN int asb_strbuf_adds(asb_strbuf *b, const char *s);
 
+/**
+ * Makes room for `n` more bytes (and the NUL) without appending, so that a
+ * caller that knows its usual size allocates once instead of doubling up to
+ * it (a buffer starts at 64 bytes). Does nothing when the room is there.
+ * Returns 0, or -1 once out of memory (sticky, as for the appends).
+ */
+ASB_EXTERN int asb_strbuf_reserve(asb_strbuf *b, size_t n);
+
 /** Appends one byte. */
 ASB_EXTERN int asb_strbuf_addc(asb_strbuf *b, char c);
 
