@@ -151,6 +151,182 @@ static unsigned cpu_loops(const rt_flags *f)
 	return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
 }
 
+/* Everything main() builds, so that each step below fills its part and
+ * shut_down() frees whatever exists. */
+enum { S_HTTP, S_HTTPS, S_METRICS, S_PROBE, S_COUNT };
+typedef struct {
+	rt_flags f;
+	asb_logger *log;
+	k8s_config *cfg;
+	k8s_client *client, *auth_client;
+	asb_metrics_registry *reg;
+	rt_metrics *metrics;
+	rt_authz *authz;
+	rt_reviewq *reviews;
+	rt_cache *cache;
+	rt_proxy *proxy;
+	unsigned char *secret;
+	size_t secret_len;
+	char **audiences;
+	bool global;
+	unsigned loops;
+	httpd_server *srv[S_COUNT];
+} router_app;
+
+/* The logger, the feature warnings and the metrics registry. */
+static int setup_logging(router_app *a)
+{
+	const rt_flags *f = &a->f;
+	if (asb_logger_new(&a->log, stderr, f->log_format, (asb_log_level)f->log_level) < 0)
+		return -1;
+	if (f->enable_tracing || f->enable_otel_metrics)
+		asb_log(a->log, ASB_LOG_WARN, "OpenTelemetry is not supported by this build: tracing and "
+		        "OTLP metrics stay off", NULL);
+	if (f->mtls_mode == RT_MTLS_OPTIONAL)
+		asb_log(a->log, ASB_LOG_WARN, "--mtls-mode=optional: this build's TLS server asks every "
+		        "client for a certificate (as required)", NULL);
+	if (asb_metrics_registry_new(&a->reg) < 0)
+		return -1;
+	rt_build_info bi = { AGENT_SANDBOX_VERSION, AGENT_SANDBOX_GIT_COMMIT, AGENT_SANDBOX_BUILD_DATE,
+	                     COMPILER, "linux/" ARCH };
+	return rt_metrics_new(&a->metrics, a->reg, &bi);
+}
+
+/* The scoped-token secret, and a cluster client only when the cache or
+ * TokenReviews need one (docs/upstream.md#router-configuration). */
+static int setup_clients(router_app *a)
+{
+	const rt_flags *f = &a->f;
+	char err[512];
+	if (f->authz_mode == RT_AUTHZ_SCOPED_TOKEN &&
+	    rt_scoped_secret_load(f->scoped_token_secret_file, &a->secret, &a->secret_len, err,
+	                          sizeof(err)) < 0) {
+		fprintf(stderr, PROG ": %s\n", err);
+		return -1;
+	}
+	if (!f->cache_enabled && f->authz_mode != RT_AUTHZ_TOKENREVIEW)
+		return 0;
+	if (k8s_global_init() < 0)
+		return -1;
+	a->global = true;
+	if (load_config(f, a->log, &a->cfg) < 0) {
+		fprintf(stderr, PROG ": cannot load cluster configuration: %s\n",
+		        asb_error_last()->message);
+		return -1;
+	}
+	if (new_client(&a->client, a->cfg, 30000, 4, a->log, a->reg) < 0 ||
+	    (f->authz_mode == RT_AUTHZ_TOKENREVIEW &&
+	     new_client(&a->auth_client, a->cfg, TOKENREVIEW_TIMEOUT_MS, 1, a->log, NULL) < 0)) {
+		fprintf(stderr, PROG ": cannot build the Kubernetes client: %s\n",
+		        asb_error_last()->message);
+		return -1;
+	}
+	return 0;
+}
+
+/* Authorization, the TokenReview queue and the Sandbox/Pod caches. */
+static int setup_authz_and_cache(router_app *a)
+{
+	const rt_flags *f = &a->f;
+	a->audiences = rt_flags_audiences(&a->f);
+	rt_authz_options ao = {
+		.mode = f->authz_mode, .secret = a->secret, .secret_len = a->secret_len,
+		.client = a->auth_client, .ttl_ms = f->tokenreview_ttl_ms,
+		.cache_size = f->tokenreview_cache_size, .require_token = f->tokenreview_require_token,
+		.audiences = a->audiences, .access_review = f->access_review,
+	};
+	if (rt_authz_new(&a->authz, &ao) < 0)
+		return -1;
+	if (f->authz_mode == RT_AUTHZ_TOKENREVIEW) {
+		rt_reviewq_options qo = { .authz = a->authz, .workers = f->tokenreview_workers,
+		                          .max_pending = f->tokenreview_max_pending,
+		                          .max_per_client = f->tokenreview_max_pending_per_client };
+		if (rt_reviewq_new(&a->reviews, &qo) < 0) {
+			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
+			return -1;
+		}
+	}
+	if (!f->cache_enabled)
+		return 0;
+	if (rt_cache_new(&a->cache, a->client, f->cache_namespace, a->log) < 0 ||
+	    rt_cache_start(a->cache) < 0 ||
+	    rt_cache_wait_synced(a->cache, CACHE_SYNC_TIMEOUT_MS) < 0) {
+		fprintf(stderr, PROG ": the Sandbox and Pod caches did not sync within %d s: check "
+		        "that the router's ServiceAccount may get, list and watch sandboxes and pods "
+		        "(%s)\n", CACHE_SYNC_TIMEOUT_MS / 1000, asb_error_last()->message);
+		return -1;
+	}
+	asb_log(a->log, ASB_LOG_INFO, "caches synced", "namespace",
+	        *f->cache_namespace ? f->cache_namespace : "(all)", NULL);
+	return 0;
+}
+
+/* The proxy and the four listeners, bound before anything is served ready
+ * (docs/upstream.md#router-probes-and-shutdown). */
+static int setup_servers(router_app *a)
+{
+	rt_flags *f = &a->f;
+	httpd_server **srv = a->srv;
+	asb_logger *log = a->log;
+	rt_proxy_options po = { .flags = f, .authz = a->authz, .reviews = a->reviews,
+	                        .cache = a->cache, .metrics = a->metrics,
+	                        .log = log, .access_log = f->access_log ? stderr : NULL };
+	if (rt_proxy_new(&a->proxy, &po) < 0)
+		return -1;
+	unsigned loops = a->loops = cpu_loops(f);
+	if ((*f->http_addr && new_server(&srv[S_HTTP], "proxy", f->http_addr, f, loops, false, log) < 0) ||
+	    (*f->https_addr && new_server(&srv[S_HTTPS], "proxy-tls", f->https_addr, f, loops, true, log) < 0) ||
+	    (*f->metrics_addr && new_server(&srv[S_METRICS], "metrics", f->metrics_addr, f, 1, false, log) < 0) ||
+	    (*f->probe_addr && new_server(&srv[S_PROBE], "health-probe", f->probe_addr, f, 1, false, log) < 0))
+		return -1;
+	if ((srv[S_HTTP] && rt_proxy_attach(a->proxy, srv[S_HTTP]) < 0) ||
+	    (srv[S_HTTPS] && rt_proxy_attach(a->proxy, srv[S_HTTPS]) < 0) ||
+	    (srv[S_METRICS] && httpd_server_handle_metrics(srv[S_METRICS], "/metrics", a->reg) < 0) ||
+	    (srv[S_PROBE] && (httpd_server_route(srv[S_PROBE], NULL, "/healthz", probe_healthz, NULL) < 0 ||
+	                      httpd_server_route(srv[S_PROBE], NULL, "/readyz", probe_readyz, NULL) < 0)))
+		return -1;
+	for (int i = 0; i < S_COUNT; i++)
+		if (srv[i] && httpd_server_start(srv[i]) < 0) {
+			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
+			return -1;
+		}
+	return 0;
+}
+
+/* Drains and frees everything that exists, in the order that keeps each
+ * part's users alive until it goes. */
+static void shut_down(router_app *a)
+{
+	atomic_store(&ready, false);
+	if (a->proxy)
+		rt_proxy_drain(a->proxy);
+	/* the proxy listeners drain first while /readyz answers 503
+	 * "draining" (so endpoints drop this replica), then the rest go */
+	int64_t t0 = k8s_monotonic_ms();
+	shutdown_all(a->srv, S_METRICS, a->f.shutdown_timeout_ms);
+	long left = a->f.shutdown_timeout_ms - (long)(k8s_monotonic_ms() - t0);
+	shutdown_all(a->srv + S_METRICS, S_COUNT - S_METRICS, left > 1000 ? left : 1000);
+	/* the loops have ended: reviews still running come back to nothing, and
+	 * must be done before the servers they would post to are freed */
+	rt_reviewq_free(a->reviews);
+	for (int i = 0; i < S_COUNT; i++)
+		httpd_server_free(a->srv[i]);
+	rt_proxy_free(a->proxy);
+	rt_cache_free(a->cache);
+	rt_authz_free(a->authz);
+	rt_strv_free(a->audiences);
+	free(a->secret);
+	k8s_client_free(a->auth_client);
+	k8s_client_free(a->client);
+	k8s_config_free(a->cfg);
+	if (a->global)
+		k8s_global_cleanup();
+	rt_metrics_free(a->metrics);
+	asb_metrics_registry_free(a->reg);
+	asb_logger_free(a->log);
+	rt_flags_free(&a->f);
+}
+
 int main(int argc, char **argv)
 {
 	/* signals are taken by sigwait() on this thread (asb/signals.h) */
@@ -158,167 +334,37 @@ int main(int argc, char **argv)
 	asb_signals_block_stop(&sigs, 0);
 	signal(SIGPIPE, SIG_IGN);
 
-	rt_flags f;
+	router_app app = { 0 };
+	rt_flags *f = &app.f;
 	char err[512];
-	if (rt_flags_defaults(&f) < 0)
+	if (rt_flags_defaults(f) < 0)
 		return 1;
-	int lr = rt_flags_load(&f, argc, argv, stdout, err, sizeof(err));
-	if (lr != RT_FLAGS_RUN || rt_flags_validate(&f, err, sizeof(err)) < 0) {
+	int lr = rt_flags_load(f, argc, argv, stdout, err, sizeof(err));
+	if (lr != RT_FLAGS_RUN || rt_flags_validate(f, err, sizeof(err)) < 0) {
 		if (lr != RT_FLAGS_EXIT)
 			fprintf(stderr, PROG ": %s\n", err);
-		rt_flags_free(&f);
+		rt_flags_free(f);
 		return lr == RT_FLAGS_EXIT ? 0 : 2;
 	}
 
 	int rc = 1;
-	asb_logger *log = NULL;
-	k8s_config *cfg = NULL;
-	k8s_client *client = NULL, *auth_client = NULL;
-	asb_metrics_registry *reg = NULL;
-	rt_metrics *metrics = NULL;
-	rt_authz *authz = NULL;
-	rt_reviewq *reviews = NULL;
-	rt_cache *cache = NULL;
-	rt_proxy *proxy = NULL;
-	unsigned char *secret = NULL;
-	size_t secret_len = 0;
-	char **audiences = NULL;
-	bool global = false;
-	enum { S_HTTP, S_HTTPS, S_METRICS, S_PROBE, S_COUNT };
-	httpd_server *srv[S_COUNT] = { NULL };
-
-	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
+	if (setup_logging(&app) < 0 || setup_clients(&app) < 0 || setup_authz_and_cache(&app) < 0 ||
+	    setup_servers(&app) < 0)
 		goto out;
-	if (f.enable_tracing || f.enable_otel_metrics)
-		asb_log(log, ASB_LOG_WARN, "OpenTelemetry is not supported by this build: tracing and "
-		        "OTLP metrics stay off", NULL);
-	if (f.mtls_mode == RT_MTLS_OPTIONAL)
-		asb_log(log, ASB_LOG_WARN, "--mtls-mode=optional: this build's TLS server asks every "
-		        "client for a certificate (as required)", NULL);
-
-	if (asb_metrics_registry_new(&reg) < 0)
-		goto out;
-	rt_build_info bi = { AGENT_SANDBOX_VERSION, AGENT_SANDBOX_GIT_COMMIT, AGENT_SANDBOX_BUILD_DATE,
-	                     COMPILER, "linux/" ARCH };
-	if (rt_metrics_new(&metrics, reg, &bi) < 0)
-		goto out;
-
-	if (f.authz_mode == RT_AUTHZ_SCOPED_TOKEN &&
-	    rt_scoped_secret_load(f.scoped_token_secret_file, &secret, &secret_len, err, sizeof(err)) < 0) {
-		fprintf(stderr, PROG ": %s\n", err);
-		goto out;
-	}
-	/* a cluster client only when the cache or TokenReviews need one (docs/upstream.md#router-configuration) */
-	if (f.cache_enabled || f.authz_mode == RT_AUTHZ_TOKENREVIEW) {
-		if (k8s_global_init() < 0)
-			goto out;
-		global = true;
-		if (load_config(&f, log, &cfg) < 0) {
-			fprintf(stderr, PROG ": cannot load cluster configuration: %s\n",
-			        asb_error_last()->message);
-			goto out;
-		}
-		if (new_client(&client, cfg, 30000, 4, log, reg) < 0 ||
-		    (f.authz_mode == RT_AUTHZ_TOKENREVIEW &&
-		     new_client(&auth_client, cfg, TOKENREVIEW_TIMEOUT_MS, 1, log, NULL) < 0)) {
-			fprintf(stderr, PROG ": cannot build the Kubernetes client: %s\n",
-			        asb_error_last()->message);
-			goto out;
-		}
-	}
-	audiences = rt_flags_audiences(&f);
-	rt_authz_options ao = {
-		.mode = f.authz_mode, .secret = secret, .secret_len = secret_len, .client = auth_client,
-		.ttl_ms = f.tokenreview_ttl_ms, .cache_size = f.tokenreview_cache_size,
-		.require_token = f.tokenreview_require_token, .audiences = audiences,
-		.access_review = f.access_review,
-	};
-	if (rt_authz_new(&authz, &ao) < 0)
-		goto out;
-	if (f.authz_mode == RT_AUTHZ_TOKENREVIEW) {
-		rt_reviewq_options qo = { .authz = authz, .workers = f.tokenreview_workers,
-		                          .max_pending = f.tokenreview_max_pending,
-		                          .max_per_client = f.tokenreview_max_pending_per_client };
-		if (rt_reviewq_new(&reviews, &qo) < 0) {
-			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
-			goto out;
-		}
-	}
-
-	if (f.cache_enabled) {
-		if (rt_cache_new(&cache, client, f.cache_namespace, log) < 0 || rt_cache_start(cache) < 0 ||
-		    rt_cache_wait_synced(cache, CACHE_SYNC_TIMEOUT_MS) < 0) {
-			fprintf(stderr, PROG ": the Sandbox and Pod caches did not sync within %d s: check "
-			        "that the router's ServiceAccount may get, list and watch sandboxes and pods "
-			        "(%s)\n", CACHE_SYNC_TIMEOUT_MS / 1000, asb_error_last()->message);
-			goto out;
-		}
-		asb_log(log, ASB_LOG_INFO, "caches synced", "namespace",
-		        *f.cache_namespace ? f.cache_namespace : "(all)", NULL);
-	}
-
-	rt_proxy_options po = { .flags = &f, .authz = authz, .reviews = reviews, .cache = cache,
-	                        .metrics = metrics,
-	                        .log = log, .access_log = f.access_log ? stderr : NULL };
-	if (rt_proxy_new(&proxy, &po) < 0)
-		goto out;
-	unsigned loops = cpu_loops(&f);
-	if ((*f.http_addr && new_server(&srv[S_HTTP], "proxy", f.http_addr, &f, loops, false, log) < 0) ||
-	    (*f.https_addr && new_server(&srv[S_HTTPS], "proxy-tls", f.https_addr, &f, loops, true, log) < 0) ||
-	    (*f.metrics_addr && new_server(&srv[S_METRICS], "metrics", f.metrics_addr, &f, 1, false, log) < 0) ||
-	    (*f.probe_addr && new_server(&srv[S_PROBE], "health-probe", f.probe_addr, &f, 1, false, log) < 0))
-		goto out;
-	if ((srv[S_HTTP] && rt_proxy_attach(proxy, srv[S_HTTP]) < 0) ||
-	    (srv[S_HTTPS] && rt_proxy_attach(proxy, srv[S_HTTPS]) < 0) ||
-	    (srv[S_METRICS] && httpd_server_handle_metrics(srv[S_METRICS], "/metrics", reg) < 0) ||
-	    (srv[S_PROBE] && (httpd_server_route(srv[S_PROBE], NULL, "/healthz", probe_healthz, NULL) < 0 ||
-	                      httpd_server_route(srv[S_PROBE], NULL, "/readyz", probe_readyz, NULL) < 0)))
-		goto out;
-	/* bind everything before serving anything ready (docs/upstream.md#router-probes-and-shutdown) */
-	for (int i = 0; i < S_COUNT; i++)
-		if (srv[i] && httpd_server_start(srv[i]) < 0) {
-			fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
-			goto out;
-		}
 	atomic_store(&ready, true);
 	char lp[16];
-	snprintf(lp, sizeof(lp), "%u", loops);
-	asb_log(log, ASB_LOG_INFO, "sandbox-router ready", "http", f.http_addr, "https", f.https_addr,
-	        "metrics", f.metrics_addr, "probes", f.probe_addr, "loops", lp, "authz",
-	        rt_authz_mode_name(f.authz_mode), "cache", f.cache_enabled ? "true" : "false", NULL);
+	snprintf(lp, sizeof(lp), "%u", app.loops);
+	asb_log(app.log, ASB_LOG_INFO, "sandbox-router ready", "http", f->http_addr, "https",
+	        f->https_addr, "metrics", f->metrics_addr, "probes", f->probe_addr, "loops", lp,
+	        "authz", rt_authz_mode_name(f->authz_mode), "cache",
+	        f->cache_enabled ? "true" : "false", NULL);
 
 	int sig = 0;
 	sigwait(&sigs, &sig);
-	asb_log(log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+	asb_log(app.log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGINT ? "SIGINT" : "SIGTERM",
+	        NULL);
 	rc = 0;
 out:
-	atomic_store(&ready, false);
-	if (proxy)
-		rt_proxy_drain(proxy);
-	/* the proxy listeners drain first while /readyz answers 503
-	 * "draining" (so endpoints drop this replica), then the rest go */
-	int64_t t0 = k8s_monotonic_ms();
-	shutdown_all(srv, S_METRICS, f.shutdown_timeout_ms);
-	long left = f.shutdown_timeout_ms - (long)(k8s_monotonic_ms() - t0);
-	shutdown_all(srv + S_METRICS, S_COUNT - S_METRICS, left > 1000 ? left : 1000);
-	/* the loops have ended: reviews still running come back to nothing, and
-	 * must be done before the servers they would post to are freed */
-	rt_reviewq_free(reviews);
-	for (int i = 0; i < S_COUNT; i++)
-		httpd_server_free(srv[i]);
-	rt_proxy_free(proxy);
-	rt_cache_free(cache);
-	rt_authz_free(authz);
-	rt_strv_free(audiences);
-	free(secret);
-	k8s_client_free(auth_client);
-	k8s_client_free(client);
-	k8s_config_free(cfg);
-	if (global)
-		k8s_global_cleanup();
-	rt_metrics_free(metrics);
-	asb_metrics_registry_free(reg);
-	asb_logger_free(log);
-	rt_flags_free(&f);
+	shut_down(&app);
 	return rc;
 }
