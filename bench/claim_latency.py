@@ -38,6 +38,7 @@ import argparse
 import heapq
 import http.client
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -352,6 +353,119 @@ def phase_sustained(kc, args, proc):
     return res
 
 
+WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
+_SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def write_counts(kc):
+    """The API server's write requests so far, {(verb, group, resource,
+    subresource): count}, from apiserver_request_total on /metrics."""
+    status, body = request(kc, "GET", "/metrics")
+    if status != 200:
+        raise RuntimeError(f"GET /metrics: {status}")
+    out = {}
+    for line in body.decode().splitlines():
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        lab = dict(_LABEL.findall(m.group(1)))
+        if lab.get("verb") not in WRITE_VERBS or lab.get("dry_run"):
+            continue
+        if lab.get("scope") == "namespace" and lab["verb"] == "DELETE":
+            continue  # deletecollection: the namespace controller emptying a namespace
+        k = (lab["verb"], lab.get("group", ""), lab.get("resource", ""), lab.get("subresource", ""))
+        out[k] = out.get(k, 0) + float(m.group(2))
+    return out
+
+
+def not_controllers(k):
+    """Writes that other actors make: the benchmark's claim creates, the
+    scheduler's bindings (its events are taken out by phase_writes), kwok's pod and node
+    status and node leases, the control plane's own leases and
+    EndpointSlices, authn/authz reviews."""
+    verb, group, resource, sub = k
+    return ((group == "extensions.agents.x-k8s.io" and resource == "sandboxclaims" and verb == "POST" and not sub)
+            or (resource == "pods" and sub in ("binding", "status"))
+            or resource in ("nodes", "leases", "endpointslices", "endpoints", "namespaces", "configmaps",
+                            "serviceaccounts")
+            or group in ("authentication.k8s.io", "authorization.k8s.io"))
+
+
+def scheduler_events(kc, ns):
+    """Names of the events the scheduler reported in `ns` (events.k8s.io,
+    the API both the scheduler and our controller write events with)."""
+    status, body = call(kc, "GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events")
+    assert status == 200, body
+    return {e["metadata"]["name"] for e in json.loads(body)["items"]
+            if e.get("reportingController") == "default-scheduler"}
+
+
+def wait_ns_gone(kc, ns, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if call(kc, "GET", f"/api/v1/namespaces/{ns}")[0] == 404:
+            return
+        time.sleep(0.5)
+
+
+def phase_writes(kc, args, proc):
+    """API writes per claim and its replacement: a full pool of `--writes`
+    members, as many claims (10 at a time), until every claim is Ready and
+    the pool is full and Ready again and the API server has seen no write
+    for 3 s; the difference of apiserver_request_total across it."""
+    n = args.writes
+    ns = new_ns(kc, "writes")
+    create(kc, ns, "sandboxtemplates", template())
+    create(kc, ns, "sandboxwarmpools", pool("pool", n))
+    watch = FirstReady(kc, f"{EXT}/namespaces/{ns}/sandboxclaims")
+    watch.start()
+    try:
+        wait_pool_full(kc, ns, "pool", n, args.timeout, proc)
+        time.sleep(3)
+        before, sched0 = write_counts(kc), scheduler_events(kc, ns)
+        names = [f"wr-{i}" for i in range(n)]
+        for i in range(0, n, 10):
+            batch = names[i:i + 10]
+            threads = [threading.Thread(target=create, args=(kc, ns, "sandboxclaims", claim(x, "pool")))
+                       for x in batch]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        if not watch.wait(names, time.monotonic() + args.timeout):
+            raise RuntimeError("writes phase: claims not Ready in time")
+        wait_pool_full(kc, ns, "pool", n, args.timeout, proc)
+        # quiet: no write anywhere for 3 s (status writes trail Ready)
+        prev, deadline = write_counts(kc), time.monotonic() + args.timeout
+        while time.monotonic() < deadline:
+            time.sleep(3)
+            cur = write_counts(kc)
+            if cur == prev:
+                break
+            prev = cur
+        after = prev
+        # the scheduler's events (one POST each) are not the controller's
+        sched = len(scheduler_events(kc, ns) - sched0)
+        warm = sum(launch_of(watch.obj[x]) == "warm" for x in names)
+        diff = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        diff = {k: v for k, v in diff.items() if v > 0}
+        ctl = {k: v for k, v in diff.items() if not not_controllers(k)}
+        ev = ("POST", "events.k8s.io", "events", "")
+        if ev in ctl:
+            ctl[ev] -= sched
+            if ctl[ev] <= 0:
+                del ctl[ev]
+        res = dict(claims=n, warm=warm, total=sum(diff.values()), controller=sum(ctl.values()),
+                   breakdown=sorted(ctl.items(), key=lambda kv: -kv[1]))
+        log(f"writes: {res['controller'] / n:.1f} controller writes per claim ({warm} of {n} warm)")
+    finally:
+        watch.stop = True
+        drop_ns(kc, ns)
+        wait_no_pods(kc, ns)
+    return res
+
+
 # ---------------------------------------------------------------- one controller
 
 def start_controller(cmd, sa_path, logdir, index):
@@ -366,7 +480,19 @@ def start_controller(cmd, sa_path, logdir, index):
     return proc, logf, logpath, shlex.join(cmd)
 
 
+def conversion_none(kubectl, kubeconfig):
+    """CRD conversion strategy None, for a controller run without a
+    conversion webhook (upstream's with --enable-webhook=false);
+    prepare_cluster() puts the webhook back."""
+    for crd in ["sandboxes.agents.x-k8s.io"] + [f"{p}.{GROUP}" for p in EXT_CRDS]:
+        subprocess.run([kubectl, "--kubeconfig", kubeconfig, "patch", "crd", crd, "--type=merge", "-p",
+                        json.dumps({"spec": {"conversion": {"strategy": "None", "webhook": None}}})],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
 def run_one(kc, sa_path, cmd, args, logdir, index):
+    if "--enable-webhook=false" in cmd:
+        conversion_none(args.kubectl, args.kubeconfig)
     proc, logf, logpath, line = start_controller(cmd, sa_path, logdir, index)
     res = {"command": line, "log": logpath}
     try:
@@ -386,11 +512,12 @@ def run_one(kc, sa_path, cmd, args, logdir, index):
         watch.stop = True
         res["warmup_s"] = watch.ready_at["warmup"] - t
         drop_ns(kc, ns)
+        wait_ns_gone(kc, ns)  # its teardown's writes stay out of the writes phase
 
-        res["warm"] = phase_warm(kc, args, proc)
-        res["cold"] = phase_cold(kc, args, proc)
-        res["fill"] = phase_fill(kc, args, proc)
-        res["sustained"] = phase_sustained(kc, args, proc)
+        for ph, fn in (("writes", phase_writes), ("warm", phase_warm), ("cold", phase_cold),
+                       ("fill", phase_fill), ("sustained", phase_sustained)):
+            if ph in args.phases:
+                res[ph] = fn(kc, args, proc)
         cpu, hwm, _ = usage(proc.pid)
         res.update(cpu=cpu, hwm_mib=hwm / 1024, alive=proc.poll() is None)
     except RuntimeError as e:
@@ -492,6 +619,15 @@ def report(results, args, argv, load0, load1):
                   f"{s['throughput']:.1f} Ready/s to the last |")
             if s["errors"]:
                 print(f"#    create errors: {s['errors'][:3]}")
+        if "writes" in r:
+            w = r["writes"]
+            print(f"| API writes, {w['claims']} claims and their refill (apiserver_request_total) | {w['claims']} | "
+                  f"{w['warm']} / {w['claims'] - w['warm']} | - | - | - | all actors {w['total']:.0f} "
+                  f"({w['total'] / w['claims']:.1f} per claim); the controller's {w['controller']:.0f} "
+                  f"(**{w['controller'] / w['claims']:.1f} per claim**) |")
+            print("#    the controller's writes: " + ", ".join(
+                f"{verb} {res_}{'/' + sub if sub else ''} {v / w['claims']:.2f}"
+                for (verb, _g, res_, sub), v in w["breakdown"]) + " (per claim)")
         if "cpu" in r:
             print(f"# controller: peak RSS {r['hwm_mib']:.1f} MiB, CPU {r['cpu']:.1f} s over the whole run")
         if not r.get("alive", False):
@@ -527,6 +663,9 @@ def main(argv):
     ap.add_argument("--duration", type=float, help="sustained phase: seconds of arrivals (default 60)")
     ap.add_argument("--dwell", type=float, default=5, help="sustained phase: a claim is deleted this long after "
                                                            "Ready (default 5)")
+    ap.add_argument("--writes", type=int, help="writes phase: claims against a pool of as many (default 50)")
+    ap.add_argument("--phases", default="writes,warm,cold,fill,sustained",
+                    help="comma-separated phases to run (default writes,warm,cold,fill,sustained)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for a step (default 300)")
     ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
                     help="meson build dir of the default controller command (default: build)")
@@ -543,6 +682,10 @@ def main(argv):
     args.pool = args.pool or (25 if q else max(args.concurrency))
     if args.pool < max(args.concurrency):
         ap.error("--pool must be at least the largest --concurrency")
+    args.writes = args.writes or (10 if q else 50)
+    args.phases = set(args.phases.split(","))
+    if args.phases - {"writes", "warm", "cold", "fill", "sustained"}:
+        ap.error("--phases: unknown phase in " + ",".join(sorted(args.phases)))
     args.cold = args.cold if args.cold is not None else (3 if q else 10)
     args.fill = args.fill or (50 if q else 300)
     args.rate = args.rate or (5 if q else 10)
@@ -552,7 +695,7 @@ def main(argv):
 
     # pods at once: the fill pool, or a full warm pool + a round of claims +
     # its refills, or the sustained pool + claims within dwell + refills
-    pods = max(args.fill, 2 * args.pool + max(args.concurrency),
+    pods = max(args.fill, 2 * args.pool + max(args.concurrency), 2 * args.writes,
                2 * args.pool + int(args.rate * (args.dwell + 10))) + 20
     own_cluster, env, kubeconfig = cluster_for("bench-claims-cluster", 19, pods)
     results = []
@@ -561,7 +704,10 @@ def main(argv):
         logdir = tempfile.mkdtemp(prefix="claim_latency-")
         sa = sa_kubeconfig(kc, kubectl, logdir)
         load0 = os.getloadavg()
+        args.kubectl, args.kubeconfig = kubectl, kubeconfig
         for i, cmd in enumerate(commands):
+            if i:
+                prepare_cluster(kubeconfig, pods)  # the webhook back, if a run took it
             results.append(run_one(kc, sa, cmd, args, logdir, i))
         load1 = os.getloadavg()
     finally:

@@ -245,6 +245,20 @@ static bool is_claim_ref(const cJSON *ref)
 }
 
 /* True when `obj` is controlled by a SandboxWarmPool (any version). */
+/* Sandboxes by the UID of their controller when that is a SandboxClaim:
+ * how a claim finds the Sandbox it adopted, which its own object does not
+ * name until its status is written (docs/api.md#claim-adoption). */
+static int index_claim_controller(const cJSON *obj, const char **keys, int cap, void *ud)
+{
+	(void)ud;
+	const cJSON *ref = k8s_obj_controller_ref(obj);
+	const char *uid = ju_str(ref, "uid");
+	if (cap < 1 || !is_claim_ref(ref) || ju_empty(uid))
+		return 0;
+	keys[0] = uid;
+	return 1;
+}
+
 static bool is_pool_ctrl(const cJSON *obj)
 {
 	const cJSON *ref = k8s_obj_controller_ref(obj);
@@ -418,6 +432,8 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	 * failure here leaves earlier handler sets in: the caller must not
 	 * start the informers after a failed _new(). */
 	if ((rc = k8s_informer_add_index(opts->claims, INDEX_POOL_REF, index_pool_ref, NULL)) ||
+	    (rc = k8s_informer_add_index(opts->sandboxes, WP_CLAIM_INDEX_CONTROLLER,
+	                                 index_claim_controller, NULL)) ||
 	    (rc = wp_ctl_add_handlers(sets, sizeof(sets) / sizeof(sets[0]), c))) {
 		rc = asb_error_set(rc, 0, NULL, "claim controller: informer already started");
 		goto fail;
@@ -676,6 +692,11 @@ static const char *assigned_ref(const cJSON *claim, bool *from_label)
  * server (only the forms that still name it). */
 static int clear_reference(pass *p, const char *sbx_name)
 {
+	/* adoption no longer writes a reference: only claims an older
+	 * controller assigned carry one */
+	if (!ju_str_eq(k8s_obj_annotation(p->claim, WP_ANNOTATION_SANDBOX_NAME), sbx_name) &&
+	    !ju_str_eq(k8s_obj_label(p->claim, WP_LABEL_SANDBOX_NAME), sbx_name))
+		return 0;
 	cJSON *fresh = NULL;
 	int rc = io_get(p, &wp_resource_claims, p->name, &fresh);
 	if (rc)
@@ -847,64 +868,6 @@ out:
 	return result;
 }
 
-/* docs/api.md#claim-adoption step 1: the optimistic-lock Update of the claim naming `sname`. */
-static int assign_sandbox(pass *p, const char *sname)
-{
-	for (int attempt = 0; attempt < ADOPTION_ATTEMPTS; attempt++) {
-		cJSON *copy = cJSON_Duplicate(p->claim, true);
-		cJSON *md = copy ? cJSON_GetObjectItem(copy, "metadata") : NULL;
-		cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
-		/* cached objects may lack apiVersion/kind; a PUT needs them */
-		if (!ann || !ju_set_str(ann, WP_ANNOTATION_SANDBOX_NAME, sname) ||
-		    !ju_set_str(copy, "apiVersion", WP_API_VERSION) ||
-		    !ju_set_str(copy, "kind", SBX_KIND_CLAIM)) {
-			cJSON_Delete(copy);
-			return wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "out of memory"), -1;
-		}
-		cJSON *out = NULL;
-		int rc = p->c->ex.update(p->c->ex.userdata, &wp_resource_claims, p->ns, copy, &out);
-		cJSON_Delete(copy);
-		if (rc == 0) {
-			pass_set_claim(p, out);
-			return 0;
-		}
-		if (rc != ASB_ECONFLICT) {
-			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to assign sandbox \"%s\" to "
-			                 "claim: %s", sname, api_msg());
-			return -1;
-		}
-		if (attempt == ADOPTION_ATTEMPTS - 1) {
-			conflict_api(p, ju_printf("adoption write conflict: claim %s", p->name), api_msg());
-			return -1;
-		}
-		cJSON *fresh = NULL;
-		rc = io_get(p, &wp_resource_claims, p->name, &fresh);
-		if (rc == ASB_ENOTFOUND || (rc == 0 && !ju_str_eq(k8s_obj_uid(fresh), k8s_obj_uid(p->claim)))) {
-			cJSON_Delete(fresh);
-			conflict(p, "adoption write conflict: claim %s was deleted and recreated during "
-			         "adoption%s", p->name, "");
-			return -1;
-		}
-		if (rc) {
-			wp_claim_err_set(&p->err, WP_CLAIM_E_OTHER, "failed to re-read claim: %s", api_msg());
-			return -1;
-		}
-		const char *other = k8s_obj_annotation(fresh, WP_ANNOTATION_SANDBOX_NAME);
-		if (ju_empty(other))
-			other = k8s_obj_label(fresh, WP_LABEL_SANDBOX_NAME);
-		if (!ju_empty(other) && strcmp(other, sname) != 0) {
-			conflict(p, "adoption write conflict: claim %s already assigned sandbox %s",
-			         p->name, other);
-			cJSON_Delete(fresh);
-			return -1;
-		}
-		pass_set_claim(p, fresh);
-		struct timespec ts = { 0, 10 * 1000000L };
-		nanosleep(&ts, NULL);
-	}
-	return -1;
-}
-
 static bool sbx_ready(const cJSON *sbx)
 {
 	return ju_str_eq(ju_str(wp_condition(cJSON_GetObjectItem(sbx, "status"), SBX_CONDITION_READY),
@@ -1055,8 +1018,8 @@ static void scan_finish(wp_claim_controller *c, const char *qkey, warm_scan *s)
 	cJSON_Delete(s->tpl);
 }
 
-/* Adopts the chosen `sbx` (taken; `it` its queue item, cleared): the claim
- * Update, the Sandbox patch, then the event, metric and log. A failed
+/* Adopts the chosen `sbx` (taken; `it` its queue item, cleared): the
+ * Sandbox patch, then the event, metric and log. A failed
  * adoption puts the item back when finish_adoption() allows. Returns 1 or -1. */
 static int adopt_warm(pass *p, const char *qkey, cJSON *sbx, wp_warm_item *it)
 {
@@ -1064,9 +1027,11 @@ static int adopt_warm(pass *p, const char *qkey, cJSON *sbx, wp_warm_item *it)
 	const char *sname = k8s_obj_name(sbx);
 	bool requeue = true;
 	int result;
-	if (assign_sandbox(p, sname) != 0) {
-		result = -1;
-	} else if (finish_adoption(p, sbx, true, &requeue) != 0) {
+	/* One conditional write adopts: the Sandbox patch under its
+	 * resourceVersion names the claim its controller; the claim finds it
+	 * again by that ownerReference (use_controlled()), and clients by the
+	 * status this pass writes. */
+	if (finish_adoption(p, sbx, true, &requeue) != 0) {
 		result = -1;
 	} else {
 		result = 1;
@@ -1292,6 +1257,24 @@ static bool use_assigned(pass *p, const char *aname, bool from_label)
 	return false;
 }
 
+/* docs/api.md#finding-the-claims-sandbox step 3: a Sandbox in the cache
+ * that this claim controls (its UID in the controller ownerReference). */
+static bool use_controlled(pass *p)
+{
+	cJSON *sbx = NULL;
+	if (p->c->ex.controlled(p->c->ex.userdata, p->ns, k8s_obj_uid(p->claim), &sbx) != 0)
+		return false;
+	if (!wp_controlled_by_claim(sbx, p->claim)) {
+		cJSON_Delete(sbx);
+		return false;
+	}
+	bool cold = ju_str_eq(k8s_obj_name(sbx), p->name);
+	pass_set_sbx(p, sbx);
+	obs_set_bound(p->c, p->key, k8s_obj_uid(p->claim), k8s_obj_name(sbx));
+	ensure_launch_type(p, cold ? WP_LAUNCH_TYPE_COLD : WP_LAUNCH_TYPE_WARM);
+	return true;
+}
+
 /* docs/api.md#finding-the-claims-sandbox getOrCreateSandbox. */
 static void get_or_create(pass *p)
 {
@@ -1326,7 +1309,11 @@ static void get_or_create(pass *p)
 		if (decided)
 			return;
 	}
-	/* 3. the claim's own name */
+	/* 3. a Sandbox the claim controls: one it adopted, found by the
+	 * ownerReference adoption wrote */
+	if (use_controlled(p))
+		return;
+	/* 4. the claim's own name */
 	if (io_cached(p, &sbx_resource_sandboxes, p->ns, p->name, &sbx) == 0) {
 		if (wp_controlled_by_claim(sbx, p->claim)) {
 			pass_set_sbx(p, sbx);
@@ -1343,7 +1330,7 @@ static void get_or_create(pass *p)
 	 * show yet: ask the API server before handing out a second one. */
 	if (recall_bound(p, p->bound_missing))
 		return;
-	/* 4.-6. warm */
+	/* 5.-7. warm */
 	if (!wp_claim_forces_cold(p->claim)) {
 		int pending = 0;
 		int r = try_warm(p, &pending);
@@ -1355,7 +1342,7 @@ static void get_or_create(pass *p)
 				return;
 		}
 	}
-	/* 7. cold */
+	/* 8. cold */
 	create_cold(p);
 }
 
@@ -1440,6 +1427,23 @@ static void observe_since(asb_metric *m, const char *const *labels, size_t n, co
 	asb_metric_observe(m, labels, n, (double)d);
 }
 
+/* The metadata of the first-Ready write: claim-first-ready-at `ready`,
+ * and controller-first-observed-at when the claim lacks it (unless
+ * observability annotations are off). NULL when out of memory. */
+static cJSON *stamps(pass *p, const char *ready)
+{
+	cJSON *md = cJSON_CreateObject();
+	cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+	bool obs = !p->c->disable_obs &&
+	           ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED));
+	if (!ann || !ju_set_str(ann, WP_ANNOTATION_CLAIM_FIRST_READY, ready) ||
+	    (obs && !ju_set_str(ann, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, p->first_observed))) {
+		cJSON_Delete(md);
+		return NULL;
+	}
+	return md;
+}
+
 /* docs/api.md#metrics first-Ready recording and the claim-first-ready-at stamp. */
 static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritative)
 {
@@ -1451,9 +1455,8 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 		 * Ready status but not yet our own stamp of the same pass must not
 		 * overwrite the stamp with "unknown" (409, ignored; the next pass
 		 * reads the stamp). */
-		cJSON *md = cJSON_CreateObject();
-		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim))) ||
-		    !ju_set_str(ju_obj(md, "annotations"), WP_ANNOTATION_CLAIM_FIRST_READY, "unknown")) {
+		cJSON *md = stamps(p, "unknown");
+		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim)))) {
 			cJSON_Delete(md);
 			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		}
@@ -1486,8 +1489,10 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	observe_since(c->m_client, hl, 2,
 	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CLIENT_FIRST_REQUESTED), now, true);
 	char buf[48];
-	return patch_claim_annotation(p, WP_ANNOTATION_CLAIM_FIRST_READY,
-	                              wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)), NULL);
+	cJSON *md = stamps(p, wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)));
+	if (!md)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	return patch_claim_metadata(p, md);
 }
 
 /* docs/api.md#claim-reconcile step 2, once per claim UID (not on every pass: nothing creates
@@ -1515,7 +1520,8 @@ static void delete_legacy_np(pass *p)
 	free(np);
 }
 
-/* docs/api.md#claim-reconcile step 4: the controller-first-observed-at stamp. */
+/* docs/api.md#claim-reconcile step 4: the controller-first-observed-at
+ * value of this pass (written by first_ready()). */
 static int stamp_observed(pass *p)
 {
 	const char *have = k8s_obj_annotation(p->claim, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED);
@@ -1534,10 +1540,9 @@ static int stamp_observed(pass *p)
 			ju_set_str(ann, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf);
 		return 0;
 	}
-	int rc = patch_claim_annotation(p, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, buf, NULL);
-	if (rc)
-		return asb_error_set(rc, 0, NULL, "claim %s: stamping %s: %s", p->key,
-		                     WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED, api_msg());
+	/* Persisted with the first-Ready stamp (first_ready()), in the same
+	 * write: until then it only feeds the latency metric, which reads the
+	 * in-memory first observation. */
 	return 0;
 }
 

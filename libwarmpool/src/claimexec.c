@@ -6,6 +6,8 @@
 #include "claimexec.h"
 #include "sandbox/api.h"
 #include "warmpool/api.h"
+#include "jsonutil.h"
+#include "k8s/object.h"
 
 static k8s_informer *informer_of(const wp_claim_k8s *k, const k8s_resource *r)
 {
@@ -30,6 +32,25 @@ static int k_cached(void *ud, const k8s_resource *r, const char *ns, const char 
 	return k8s_informer_get(inf, ns, name, out);
 }
 
+static int k_controlled(void *ud, const char *ns, const char *claim_uid, cJSON **out)
+{
+	wp_claim_k8s *k = ud;
+	cJSON *list = NULL;
+	*out = NULL;
+	int rc = k8s_informer_by_index(k->sandboxes, WP_CLAIM_INDEX_CONTROLLER, claim_uid, &list);
+	if (rc)
+		return rc;
+	cJSON *it;
+	cJSON_ArrayForEach(it, list) {
+		if (ju_str_eq(k8s_obj_namespace(it), ns)) {
+			*out = cJSON_DetachItemViaPointer(list, it);
+			break;
+		}
+	}
+	cJSON_Delete(list);
+	return *out ? 0 : ASB_ENOTFOUND;
+}
+
 static int k_get(void *ud, const k8s_resource *r, const char *ns, const char *name, cJSON **out)
 {
 	return k8s_client_get(((wp_claim_k8s *)ud)->client, r, ns, name, out);
@@ -40,12 +61,6 @@ static int k_patch(void *ud, const k8s_resource *r, const char *ns, const char *
 {
 	return k8s_client_patch(((wp_claim_k8s *)ud)->client, r, ns, name, subresource,
 	                        K8S_PATCH_MERGE, patch, NULL, out);
-}
-
-static int k_update(void *ud, const k8s_resource *r, const char *ns, const cJSON *obj,
-                    cJSON **out)
-{
-	return k8s_client_update(((wp_claim_k8s *)ud)->client, r, ns, obj, NULL, out);
 }
 
 static int k_create(void *ud, const k8s_resource *r, const char *ns, const cJSON *obj,
@@ -71,5 +86,5 @@ static void k_event(void *ud, const cJSON *claim, const char *reason, const char
 
 void wp_claim_executor_k8s(wp_claim_executor *ex, wp_claim_k8s *k)
 {
-	*ex = (wp_claim_executor){ k_cached, k_get, k_patch, k_update, k_create, k_del, k_event, k };
+	*ex = (wp_claim_executor){ k_cached, k_controlled, k_get, k_patch, k_create, k_del, k_event, k };
 }

@@ -30,15 +30,18 @@ typedef struct {
 	/** Cache read (k8s_informer_get()); claims, Sandboxes, pools, templates. */
 	int (*cached)(void *ud, const k8s_resource *r, const char *ns, const char *name,
 	              cJSON **out);
+	/**
+	 * Cache read of a Sandbox in `ns` whose controller ownerReference is
+	 * the SandboxClaim of UID `claim_uid` (the first found); 0 with *out
+	 * owned, or ASB_ENOTFOUND.
+	 */
+	int (*controlled)(void *ud, const char *ns, const char *claim_uid, cJSON **out);
 	/** Authoritative read (k8s_client_get()). */
 	int (*get)(void *ud, const k8s_resource *r, const char *ns, const char *name,
 	           cJSON **out);
 	/** JSON merge patch of `name` (its `subresource` when not NULL); out may be NULL. */
 	int (*patch)(void *ud, const k8s_resource *r, const char *ns, const char *name,
 	             const char *subresource, const cJSON *patch, cJSON **out);
-	/** Update (PUT) of `obj`, optimistic on its resourceVersion. */
-	int (*update)(void *ud, const k8s_resource *r, const char *ns, const cJSON *obj,
-	              cJSON **out);
 	/** Create of `obj`. */
 	int (*create)(void *ud, const k8s_resource *r, const char *ns, const cJSON *obj,
 	              cJSON **out);
@@ -50,6 +53,10 @@ typedef struct {
 	              const char *note);
 	void *userdata;   /**< passed to every callback */
 } wp_claim_executor;
+
+/* The claim controller's index on the Sandbox informer: the UID of a
+ * Sandbox's controller when that is a SandboxClaim. */
+#define WP_CLAIM_INDEX_CONTROLLER "claimctl:controller-claim-uid"
 
 /* What the default executor works on; all borrowed. */
 typedef struct {

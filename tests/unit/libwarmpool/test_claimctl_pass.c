@@ -120,6 +120,22 @@ static int f_cached(void *ud, const k8s_resource *r, const char *ns, const char 
 	return 0;
 }
 
+/* The informer index of Sandboxes by controlling claim UID, over the store. */
+static int f_controlled(void *ud, const char *ns, const char *uid, cJSON **out)
+{
+	(void)ud;
+	for (int i = 0; i < nobjs; i++) {
+		const cJSON *ref = k8s_obj_controller_ref(objs[i].obj);
+		if (objs[i].r == &sbx_resource_sandboxes &&
+		    ju_str_eq(k8s_obj_namespace(objs[i].obj), ns) &&
+		    ju_str_eq(ju_str(ref, "kind"), "SandboxClaim") && ju_str_eq(ju_str(ref, "uid"), uid)) {
+			*out = cJSON_Duplicate(objs[i].obj, true);
+			return 0;
+		}
+	}
+	return ASB_ENOTFOUND;
+}
+
 static int f_get(void *ud, const k8s_resource *r, const char *ns, const char *name, cJSON **out)
 {
 	(void)ud;
@@ -148,26 +164,6 @@ static int f_patch(void *ud, const k8s_resource *r, const char *ns, const char *
 	bump_rv(o);
 	if (out)
 		*out = cJSON_Duplicate(o, true);
-	return 0;
-}
-
-static int f_update(void *ud, const k8s_resource *r, const char *ns, const cJSON *obj,
-                    cJSON **out)
-{
-	(void)ud;
-	record("update %s %s/%s", r->resource, ns, k8s_obj_name(obj));
-	int rc = hook(calls[ncalls - 1]);
-	if (rc)
-		return rc;
-	cJSON *o = stored(r, ns, k8s_obj_name(obj));
-	if (!o)
-		return not_found(r, k8s_obj_name(obj));
-	if ((rc = rv_check(o, k8s_obj_resource_version(obj))))
-		return rc;
-	cJSON *n = cJSON_Duplicate(obj, true);
-	bump_rv(n);
-	put(r, n);
-	*out = cJSON_Duplicate(n, true);
 	return 0;
 }
 
@@ -215,7 +211,7 @@ static void f_event(void *ud, const cJSON *claim, const char *reason, const char
 	record("event %s %s: %s", k8s_obj_name(claim), reason, note);
 }
 
-static const wp_claim_executor recorder = { f_cached, f_get, f_patch, f_update, f_create,
+static const wp_claim_executor recorder = { f_cached, f_controlled, f_get, f_patch, f_create,
                                             f_del, f_event, NULL };
 
 /* ---- the controller: informers that never start, a client to a closed port ---- */
@@ -344,14 +340,15 @@ START_TEST(cold_create_then_steady)
 	add_claim(fx_load("claim.json"));
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), 0);
-	expect_calls("patch sandboxclaims default/my-claim",           /* first observed */
-	             "create sandboxes default/my-claim",
+	expect_calls("create sandboxes default/my-claim",
 	             "event my-claim SandboxProvisioned: Created Sandbox \"my-claim\"",
 	             "patch sandboxclaims default/my-claim/status",
 	             "get networkpolicies default/my-claim-network-policy", NULL);
 	ck_assert_str_eq(claim_str("status.sandbox.name"), "my-claim");
-	ck_assert_ptr_nonnull(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
-	                                         WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED));
+	/* the first observation is written with the first-Ready stamp, not
+	 * in a write of its own */
+	ck_assert_ptr_null(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
+	                                      WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED));
 	/* the next pass finds its Sandbox and the same status: nothing to write,
 	 * and the legacy NetworkPolicy is not looked at again */
 	ck_assert_int_eq(pass(&res), 0);
@@ -365,8 +362,7 @@ START_TEST(events_disabled)
 	add_claim(fx_load("claim.json"));
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), 0);
-	expect_calls("patch sandboxclaims default/my-claim",
-	             "create sandboxes default/my-claim",
+	expect_calls("create sandboxes default/my-claim",
 	             "patch sandboxclaims default/my-claim/status",
 	             "get networkpolicies default/my-claim-network-policy", NULL);
 }
@@ -388,14 +384,17 @@ START_TEST(warm_adoption)
 	add_warm();
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), 0);
-	expect_calls("patch sandboxclaims default/my-claim",       /* first observed */
-	             "update sandboxclaims default/my-claim",      /* the claim names it (CAS) */
-	             "patch sandboxes default/test-pool-abcde",    /* the Sandbox moves to the claim */
+	/* one conditional write adopts: the claim itself is not written first */
+	expect_calls("patch sandboxes default/test-pool-abcde",    /* the Sandbox moves to the claim */
 	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
 	             "patch sandboxclaims default/my-claim/status",
-	             "patch sandboxclaims default/my-claim",       /* claim-first-ready-at */
+	             "patch sandboxclaims default/my-claim",       /* both stamps, one write */
 	             "get networkpolicies default/my-claim-network-policy", NULL);
 	ck_assert_str_eq(claim_str("status.sandbox.name"), "test-pool-abcde");
+	const cJSON *cl = stored(&wp_resource_claims, "default", "my-claim");
+	ck_assert_ptr_nonnull(k8s_obj_annotation(cl, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED));
+	ck_assert_ptr_nonnull(k8s_obj_annotation(cl, WP_ANNOTATION_CLAIM_FIRST_READY));
+	ck_assert_ptr_null(k8s_obj_annotation(cl, WP_ANNOTATION_SANDBOX_NAME));
 	const cJSON *sbx = stored(&sbx_resource_sandboxes, "default", "test-pool-abcde");
 	ck_assert_str_eq(ju_str(k8s_obj_controller_ref(sbx), "kind"), "SandboxClaim");
 	ck_assert_str_eq(ready_reason(), "DependenciesReady");
@@ -427,12 +426,8 @@ START_TEST(adoption_conflict)
 	write_hook = steal_on_sandbox_patch;
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), ASB_ECONFLICT);
-	expect_calls("patch sandboxclaims default/my-claim",
-	             "update sandboxclaims default/my-claim",
-	             "patch sandboxes default/test-pool-abcde",
+	expect_calls("patch sandboxes default/test-pool-abcde",
 	             "get sandboxes default/test-pool-abcde",      /* authoritative re-read */
-	             "get sandboxclaims default/my-claim",         /* fresh claim */
-	             "patch sandboxclaims default/my-claim",       /* reference cleared */
 	             "patch sandboxclaims default/my-claim/status",
 	             "get networkpolicies default/my-claim-network-policy", NULL);
 	ck_assert_ptr_null(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
@@ -451,8 +446,7 @@ START_TEST(expired_delete)
 	k8s_reconcile_result res;
 	/* ClaimExpired first, persisted, with a 1 ms requeue... */
 	ck_assert_int_eq(pass(&res), 0);
-	expect_calls("patch sandboxclaims default/my-claim",
-	             "patch sandboxclaims default/my-claim/status",
+	expect_calls("patch sandboxclaims default/my-claim/status",
 	             "event my-claim ClaimExpired: Claim expired",
 	             "get networkpolicies default/my-claim-network-policy", NULL);
 	ck_assert_int_eq(res.requeue_after_ms, 1);
@@ -519,13 +513,12 @@ START_TEST(status_conflict_swallowed)
 	write_hook = conflict_on_status;
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), 0);
-	expect_calls("patch sandboxclaims default/my-claim",
-	             "update sandboxclaims default/my-claim",
-	             "patch sandboxes default/test-pool-abcde",
+	expect_calls("patch sandboxes default/test-pool-abcde",
 	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
 	             "patch sandboxclaims default/my-claim/status",
 	             "get networkpolicies default/my-claim-network-policy", NULL);
-	/* the next pass finds the adopted Sandbox by the claim's reference */
+	/* the next pass finds the adopted Sandbox by its ownerReference (the
+	 * claim names it nowhere yet) */
 	write_hook = NULL;
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls("patch sandboxclaims default/my-claim/status",
