@@ -24,6 +24,7 @@ void controller_flags_defaults(controller_flags *f)
 	*f = (controller_flags){
 		.cluster_domain = "cluster.local",
 		.sandbox_workers = 100,
+		.sandbox_status_coalesce_window_ms = 500,
 		.log_format = ASB_LOG_TEXT,
 		.log_level = ASB_LOG_INFO,
 		.metrics_addr = ":8080",
@@ -260,6 +261,8 @@ static const asb_flag table[] = {
 	MS_FLAG("sandbox-write-behind-window", sandbox_write_behind_window_ms, 0,
 	  "coalesce metadata-only patches of owned Pods for up to\n"
 	  "min(D, 1s) (Go duration: 250ms, 1s, 1m; >= 0;\ndefault 0: synchronous)"),
+	MS_FLAG("sandbox-status-coalesce-window", sandbox_status_coalesce_window_ms, 0,
+	  "while a Sandbox is not Ready, hold status changes that\nleave it not Ready for up to D, so one write carries\nseveral (Go duration; >= 0; default 500ms; 0: every\nchange at once)"),
 	STR_FLAG("metrics-bind-address", metrics_addr, "ADDR",
 	  "serve /metrics on ADDR (host:port or :port;\n0 disables; default :8080)"),
 	STR_FLAG("health-probe-bind-address", probe_addr, "ADDR",

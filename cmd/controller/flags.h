@@ -29,6 +29,7 @@ typedef struct {
 	bool separate_watch_connection;
 	/** --sandbox-write-behind-window in milliseconds (>= 0; 0: synchronous). */
 	long sandbox_write_behind_window_ms;
+	long sandbox_status_coalesce_window_ms;
 
 	/* --cache-label-selectors: the Pod and Service informers see only
 	 * objects carrying agents.x-k8s.io/sandbox-name-hash (docs/upstream.md#cache-scoping). */

@@ -453,6 +453,7 @@ static int setup_controllers(controller_app *a)
 	ro.cluster_domain = f->cluster_domain;
 	ro.cache_label_selectors = f->cache_label_selectors;
 	ro.write_behind_window_ms = f->sandbox_write_behind_window_ms;
+	ro.status_coalesce_window_ms = f->sandbox_status_coalesce_window_ms;
 	ro.logger = a->log;
 	identity(a->instance, sizeof(a->instance));
 	k8s_event_recorder_options eo = K8S_EVENT_RECORDER_OPTIONS_INIT;

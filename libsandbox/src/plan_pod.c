@@ -415,7 +415,10 @@ void plan_pod(sbx_plan *p)
 	 * pod name it resolves to (reconciler.c) and the "only written if
 	 * empty" rule go by value. */
 	const char *annot = k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_POD_NAME);
-	if (!p->pod && annot) {
+	/* An annotation naming the Sandbox itself while no such pod exists
+	 * stays: the create below would write it again (a warm pool names its
+	 * members' pods when it creates them, saving that write). */
+	if (!p->pod && annot && !ju_str_eq(annot, p->name)) {
 		plan_sandbox_annotation(p, SBX_ANNOTATION_POD_NAME, NULL);
 		annot = NULL;
 	}

@@ -28,6 +28,7 @@
 #include "sandbox/reconciler.h"
 #include "sandbox/reconcile.h"
 #include "sandbox/mutationcache.h"
+#include "asb/map.h"
 #include "sandbox/namehash.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -45,12 +46,17 @@ struct sbx_reconciler {
 	asb_logger *logger;
 	k8s_event_recorder *events;
 	long write_behind_window_ms;
+	long status_coalesce_window_ms;
 	bool cache_label_selectors;  /* children without the tracking label are invisible */
 	/* Pending deferrals: only the Sandboxes whose Pod patch waits right
 	 * now (a few), so a small array; `lock` guards it (workers share it). */
 	pthread_mutex_t lock;
 	deferral *deferrals;
 	size_t n_deferrals, cap_deferrals;
+	/* Sandboxes whose status write is held (status coalescing): those
+	 * coming up right now, by key, with the time of the first held change;
+	 * behind `lock`. */
+	asb_map held;
 	/* Our last write of each Sandbox whose watch event has not arrived
 	 * yet (thread-safe on its own). */
 	sbx_mutation_cache *written;
@@ -118,10 +124,11 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_reconciler_new: missing client, informer "
 		                     "or options version");
-	if (opts->write_behind_window_ms < 0)
+	if (opts->write_behind_window_ms < 0 || opts->status_coalesce_window_ms < 0)
 		return asb_error_set(ASB_EINVAL, 0, NULL,
-		                     "sbx_reconciler_new: write-behind window %ld ms "
-		                     "must be >= 0", opts->write_behind_window_ms);
+		                     "sbx_reconciler_new: write-behind window %ld ms and status "
+		                     "coalesce window %ld ms must be >= 0",
+		                     opts->write_behind_window_ms, opts->status_coalesce_window_ms);
 	sbx_reconciler *r = calloc(1, sizeof(*r));
 	if (!r)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
@@ -132,6 +139,8 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	r->logger = opts->logger;
 	r->events = opts->events;
 	r->write_behind_window_ms = opts->write_behind_window_ms;
+	r->status_coalesce_window_ms = opts->status_coalesce_window_ms;
+	asb_map_init(&r->held);
 	r->cache_label_selectors = opts->cache_label_selectors;
 	pthread_mutex_init(&r->lock, NULL);
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
@@ -154,6 +163,7 @@ void sbx_reconciler_free(sbx_reconciler *r)
 		free(r->deferrals[i].key);
 	free(r->deferrals);
 	sbx_mutation_cache_free(r->written);
+	asb_map_clear(&r->held, free);
 	pthread_mutex_destroy(&r->lock);
 	free(r->cluster_domain);
 	free(r);
@@ -360,6 +370,56 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	b->obs.write_behind_window_ms = r->write_behind_window_ms;
 }
 
+/* ---- status coalescing ---- */
+
+/*
+ * sbx_reconciler_options.status_coalesce_window_ms: how long to hold the
+ * status write of `key` (old -> new status) before writing it, 0 to write
+ * now. A Sandbox coming up changes status two or three times in a few tens
+ * of milliseconds (Pod created, scheduled, Ready): holding the changes
+ * that leave it coming up lets the write that makes it Ready carry them,
+ * one write where upstream makes three. The window runs from the first
+ * held change, so nothing is held longer than the window.
+ */
+static long status_hold_ms(sbx_reconciler *r, const char *key, const cJSON *old_st,
+                           const cJSON *new_st, const sbx_outcome *out)
+{
+	if (r->status_coalesce_window_ms <= 0)
+		return 0;
+	bool hold = !out->error_code && sbx_status_coming_up(old_st) && sbx_status_coming_up(new_st);
+	int64_t now = k8s_monotonic_ms();
+	long left = 0;
+	pthread_mutex_lock(&r->lock);
+	int64_t *since = asb_map_get(&r->held, key);
+	if (hold && !since && (since = malloc(sizeof(*since)))) {
+		*since = now;
+		if (asb_map_set(&r->held, key, since, NULL) != 0) {
+			free(since);   /* out of memory: write now */
+			since = NULL;
+		}
+	}
+	if (hold && since)
+		left = r->status_coalesce_window_ms - (long)(now - *since);
+	if (left <= 0 && since) {
+		void *old = NULL;
+		asb_map_remove(&r->held, key, &old);
+		free(old);
+		left = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return left;
+}
+
+/* Forgets a held status write of `key` (the Sandbox is gone). */
+static void status_hold_forget(sbx_reconciler *r, const char *key)
+{
+	void *old = NULL;
+	pthread_mutex_lock(&r->lock);
+	asb_map_remove(&r->held, key, &old);
+	pthread_mutex_unlock(&r->lock);
+	free(old);
+}
+
 /* ---- the reconcile ---- */
 
 /* Writes the status with a merge patch; NotFound (deleted meanwhile) is
@@ -378,6 +438,7 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 	wo.field_manager = SBX_FIELD_MANAGER;
 	int rc = k8s_client_patch(r->client, &sbx_resource_sandboxes, ns, name,
 	                          "status", K8S_PATCH_MERGE, patch, &wo, written);
+	char *body = asb_log_enabled(r->logger, ASB_LOG_DEBUG) ? cJSON_PrintUnformatted(patch) : NULL;
 	cJSON_Delete(patch);
 	if (rc != 0) {
 		cJSON_Delete(*written);
@@ -385,7 +446,7 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 	}
 	if (rc == 0) {
 		asb_log(r->logger, ASB_LOG_DEBUG, "sandbox status written",
-		        "namespace", ns, "name", name, NULL);
+		        "namespace", ns, "name", name, "patch", body ? body : "", NULL);
 		/* one line per Ready transition, the state a user watches */
 		const cJSON *c, *ready = NULL, *old_ready = NULL;
 		cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(new_status, "conditions"))
@@ -402,6 +463,7 @@ static int write_status(sbx_reconciler *r, const char *ns, const char *name,
 			        "ready", k8s_obj_str(ready, "status"), "reason", k8s_obj_str(ready, "reason"),
 			        "message", k8s_obj_str(ready, "message"), NULL);
 	}
+	free(body);
 	return rc == ASB_ENOTFOUND ? 0 : rc;
 }
 
@@ -458,6 +520,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		sbx_mutation_cache_forget(r->written, key);
 		if (r->write_behind_window_ms > 0)
 			deferral_put(r, key, 0);
+		status_hold_forget(r, key);
 		goto done;
 	}
 	if (rc)
@@ -500,7 +563,15 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 
 	int status_rc = 0;
 	char *status_err = NULL;
-	if (out.status && out.write_status) {
+	long hold_ms = out.status && out.write_status
+	               ? status_hold_ms(r, key, cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
+	                                out.status, &out)
+	               : 0;
+	if (hold_ms > 0) {
+		/* held: the requeue writes it if nothing else comes first */
+		if (!out.requeue_after_ms || out.requeue_after_ms > hold_ms)
+			out.requeue_after_ms = hold_ms;
+	} else if (out.status && out.write_status) {
 		cJSON *written = NULL;
 		status_rc = write_status(r, ns, name,
 		                         cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),

@@ -564,6 +564,13 @@ bool sbx_status_needs_write(const cJSON *old_status, const cJSON *new_status)
 	return !only_node;
 }
 
+bool sbx_status_coming_up(const cJSON *status)
+{
+	const cJSON *c = find_condition(status, SBX_CONDITION_READY);
+	return !c || (ju_str_eq(ju_str(c, "status"), "False") &&
+	              ju_str_eq(ju_str(c, "reason"), SBX_REASON_DEPENDENCIES_NOT_READY));
+}
+
 cJSON *sbx_status_patch(const cJSON *old_status, const cJSON *new_status)
 {
 	cJSON *patch = cJSON_CreateObject();

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "warmpool/poolctl.h"
 #include "warmpool/blueprint.h"
 #include "sandbox/podcache.h"
@@ -481,12 +482,53 @@ typedef struct {
 	const cJSON *body;
 } create_ctx;
 
+/* The API server's generateName alphabet (no vowels, no look-alikes). */
+static const char NAME_ALPHABET[] = "bcdfghjklmnpqrstvwxz2456789";
+
+/*
+ * A member named here rather than by generateName: the same shape of name
+ * (the generateName prefix and 5 random characters), but known before the
+ * create, so the body can carry the agents.x-k8s.io/pod-name annotation the
+ * Sandbox controller would otherwise write in a patch of its own right
+ * after creating the Pod. Returns a new body, or NULL (out of memory).
+ */
+static cJSON *named_member(const cJSON *body)
+{
+	unsigned char r[5];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		return NULL;
+	char suffix[sizeof(r) + 1];
+	for (size_t i = 0; i < sizeof(r); i++)
+		suffix[i] = NAME_ALPHABET[r[i] % (sizeof(NAME_ALPHABET) - 1)];
+	suffix[sizeof(r)] = 0;
+	char *name = ju_printf("%s%s", ju_nz(k8s_obj_str(body, "metadata.generateName")), suffix);
+	cJSON *o = name ? cJSON_Duplicate(body, true) : NULL;
+	cJSON *md = o ? cJSON_GetObjectItemCaseSensitive(o, "metadata") : NULL;
+	cJSON *ann = md ? ju_obj(md, "annotations") : NULL;
+	if (!ann || !ju_set_str(md, "name", name) || !ju_set_str(ann, SBX_ANNOTATION_POD_NAME, name)) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	free(name);
+	return o;
+}
+
 static bool create_job(pass *p, size_t i, void *ud)
 {
 	(void)i;
 	create_ctx *cc = ud;
 	cJSON *made = NULL;
-	int rc = k8s_client_create(p->c->o.client, &sbx_resource_sandboxes, p->ns, cc->body, NULL, &made);
+	int rc = ASB_EALREADYEXISTS;
+	/* a name taken already (1 in 14 million per member) draws again */
+	for (int attempt = 0; attempt < 3 && rc == ASB_EALREADYEXISTS; attempt++) {
+		cJSON *body = named_member(cc->body);
+		if (!body) {
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+			break;
+		}
+		rc = k8s_client_create(p->c->o.client, &sbx_resource_sandboxes, p->ns, body, NULL, &made);
+		cJSON_Delete(body);
+	}
 	if (rc) {
 		pass_fail(p, rc, "create sandbox", k8s_obj_str(cc->body, "metadata.generateName"),
 		          asb_error_last()->message);

@@ -346,6 +346,16 @@ SBX_EXTERN bool sbx_status_needs_write(const cJSON *old_status,
                                        const cJSON *new_status);
 
 /**
+ * Whether a Sandbox with `status` (NULL: none yet) is coming up: no Ready
+ * condition yet, or Ready False with reason DependenciesNotReady (its Pod
+ * is not Ready yet; not an error, not suspended, not expired). The
+ * reconciler may hold a status write between two such statuses for
+ * `--sandbox-status-coalesce-window` (docs/api.md#sandbox-reconcile step 6).
+ * Pure; thread-safe.
+ */
+SBX_EXTERN bool sbx_status_coming_up(const cJSON *status);
+
+/**
  * The JSON merge patch `{"status": {...}}` turning `old_status` into
  * `new_status` for the status subresource: changed and new fields set,
  * vanished ones set to null, lists replaced whole. Caller frees with

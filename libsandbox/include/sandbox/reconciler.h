@@ -74,6 +74,18 @@ typedef struct {
 	 */
 	long write_behind_window_ms;
 	/**
+	 * `--sandbox-status-coalesce-window` in milliseconds (docs/api.md#sandbox-reconcile
+	 * step 6): while a Sandbox is not Ready and a status change would leave it
+	 * not Ready (a Pod being created, scheduled, started), the write waits,
+	 * by a delayed requeue, until the window since the first such held
+	 * change has passed, so that one write carries the changes of the
+	 * window; a change to Ready=True, an error, a suspended Sandbox and a
+	 * Sandbox that is or was Ready are written at once. 0 (the
+	 * zero-initialised value): every change at once, as upstream; the
+	 * controller's default is 500. Negative: EINVAL.
+	 */
+	long status_coalesce_window_ms;
+	/**
 	 * `--cache-label-selectors` (docs/upstream.md#cache-scoping): the Pod and Service
 	 * informers list only objects carrying SBX_LABEL_NAME_HASH. Then a Pod
 	 * or Service without that label is invisible here too, as in
@@ -99,7 +111,8 @@ SBX_EXTERN int sbx_reconciler_options_init(sbx_reconciler_options *opts,
  * outlive it; strings are copied.
  *
  * @return 0; ASB_EINVAL (NULL out/opts, unknown version, a required handle
- *         missing, a negative write-behind window); ASB_ENOMEM.
+ *         missing, a negative write-behind or status coalesce window);
+ *         ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_reconciler_new(sbx_reconciler **out,
                                   const sbx_reconciler_options *opts);

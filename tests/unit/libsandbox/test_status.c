@@ -38,6 +38,32 @@ static void set_pod_condition(cJSON *pod, const char *type, const char *json)
 		cJSON_AddItemToArray(conds, cJSON_Parse(json));
 }
 
+START_TEST(coming_up)
+{
+	/* no status, no Ready yet, or Ready False because the Pod is not Ready */
+	ck_assert(sbx_status_coming_up(NULL));
+	cJSON *st = cJSON_Parse("{\"selector\":\"x\"}");
+	ck_assert(sbx_status_coming_up(st));
+	cJSON_Delete(st);
+	st = cJSON_Parse("{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+	                 "\"reason\":\"DependenciesNotReady\"}]}");
+	ck_assert(sbx_status_coming_up(st));
+	cJSON_Delete(st);
+	/* Ready, an error, a suspended Sandbox: written at once */
+	static const char *const not_up[] = {
+		"{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"DependenciesReady\"}]}",
+		"{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"ReconcilerError\"}]}",
+		"{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\",\"reason\":\"SandboxSuspended\"}]}",
+		"{\"conditions\":[{\"type\":\"Ready\",\"status\":\"Unknown\",\"reason\":\"DependenciesNotReady\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(not_up) / sizeof(not_up[0]); i++) {
+		st = cJSON_Parse(not_up[i]);
+		ck_assert_msg(!sbx_status_coming_up(st), "%s", not_up[i]);
+		cJSON_Delete(st);
+	}
+}
+END_TEST
+
 START_TEST(ready_messages_in_order)
 {
 	cJSON *sb = ready_sandbox();
@@ -349,6 +375,7 @@ int main(void)
 {
 	Suite *s = suite_create("status");
 	TCase *tc = tcase_create("conditions");
+	tcase_add_test(tc, coming_up);
 	tcase_add_test(tc, ready_messages_in_order);
 	tcase_add_test(tc, finished_on_terminal_phase);
 	tcase_add_test(tc, pod_scheduled_is_copied);
