@@ -219,21 +219,32 @@ static int index_pool_ref(const cJSON *obj, const char **keys, int cap, void *ud
 }
 
 /* Enqueues the non-deleting claims of pool ns/pool (only unbound ones when `unbound_only`). */
+typedef struct {
+	wp_claim_controller *c;
+	const char *ns;
+	bool unbound_only;
+} pool_claims_walk;
+
+static int enqueue_claim(const void *obj, void *ud)
+{
+	pool_claims_walk *w = ud;
+	const cJSON *cl = obj;
+	if (!ju_str_eq(k8s_obj_namespace(cl), w->ns) || k8s_obj_is_deleting(cl))
+		return 0;
+	if (w->unbound_only && !ju_empty(k8s_obj_str(cl, "status.sandbox.name")))
+		return 0;
+	wp_ctl_enqueue_key(w->c->ctl, cl);
+	return 0;
+}
+
+/* Enqueues the claims of pool ns/`pool` (unbound ones only, when asked),
+ * read in place from the cache: this runs on every member event. */
 static void enqueue_pool_claims(wp_claim_controller *c, const char *ns, const char *pool,
                                 bool unbound_only)
 {
-	cJSON *list = NULL;
-	if (ju_empty(pool) || k8s_informer_by_index(c->k8s.claims, INDEX_POOL_REF, pool, &list) != 0)
-		return;
-	const cJSON *cl;
-	cJSON_ArrayForEach(cl, list) {
-		if (!ju_str_eq(k8s_obj_namespace(cl), ns) || k8s_obj_is_deleting(cl))
-			continue;
-		if (unbound_only && !ju_empty(k8s_obj_str(cl, "status.sandbox.name")))
-			continue;
-		wp_ctl_enqueue_key(c->ctl, cl);
-	}
-	cJSON_Delete(list);
+	pool_claims_walk w = { c, ns, unbound_only };
+	if (!ju_empty(pool))
+		k8s_informer_read_index(c->k8s.claims, INDEX_POOL_REF, pool, enqueue_claim, &w);
 }
 
 static bool is_claim_ref(const cJSON *ref)

@@ -565,6 +565,108 @@ static void record_event(wp_pool_controller *c, const cJSON *pool, const wp_pool
 		                 reason, SBX_EVENT_ACTION_RECONCILING, plan->event_note);
 }
 
+/*
+ * The members of `pool` (label hash `h`) as a new cJSON array (*out). A
+ * pass looks at every member, and a pool's members change on every
+ * claim, refill and status write, so copying each one whole on every pass
+ * made most of this controller's CPU: a member is copied as a view with
+ * what the plan reads of it (metadata and the Ready condition), and whole
+ * only when the plan may compare its spec with the template (a Recreate
+ * pool, a member the pool does not control) or write it back (launch-type
+ * missing). Returns 0, ASB_EINVAL (no index) or ASB_ENOMEM.
+ */
+typedef struct {
+	const char *ns, *pool_uid;
+	bool recreate;
+	cJSON *out;        /* the array being filled */
+	cJSON *whole;      /* names of the members to copy whole */
+	bool oom;
+} members_read;
+
+static bool member_needs_whole(const members_read *mr, const cJSON *sbx)
+{
+	return mr->recreate || k8s_obj_owner_class(sbx, mr->pool_uid) != K8S_OWNER_THIS ||
+	       !ju_str_eq(k8s_obj_label(sbx, SBX_LABEL_LAUNCH_TYPE), WP_LAUNCH_TYPE_WARM);
+}
+
+/* metadata and status.conditions[type=Ready] of `sbx`, or NULL */
+static cJSON *member_view(const cJSON *sbx)
+{
+	static const char *const meta[] = { "name", "namespace", "uid", "resourceVersion",
+	                                    "creationTimestamp", "deletionTimestamp", "labels",
+	                                    "annotations", "ownerReferences" };
+	cJSON *v = cJSON_CreateObject();
+	cJSON *md = v ? ju_obj(v, "metadata") : NULL;
+	if (!md)
+		goto fail;
+	const cJSON *smd = cJSON_GetObjectItemCaseSensitive(sbx, "metadata");
+	for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(smd, meta[i]);
+		if (f && !ju_set(md, meta[i], cJSON_Duplicate(f, true)))
+			goto fail;
+	}
+	const cJSON *c;
+	cJSON_ArrayForEach(c, k8s_obj_at(sbx, "status.conditions")) {
+		if (!ju_str_eq(ju_str(c, "type"), SBX_CONDITION_READY))
+			continue;
+		cJSON *conds = cJSON_CreateArray(), *st = ju_obj(v, "status");
+		if (!conds || !st || !ju_set(st, "conditions", conds) ||
+		    !cJSON_AddItemToArray(conds, cJSON_Duplicate(c, true)))
+			goto fail;
+		break;
+	}
+	return v;
+fail:
+	cJSON_Delete(v);
+	return NULL;
+}
+
+static int read_member(const void *obj, void *ud)
+{
+	members_read *mr = ud;
+	const cJSON *sbx = obj;
+	if (!ju_str_eq(k8s_obj_namespace(sbx), mr->ns))
+		return 0;   /* a same-named pool's, in another namespace */
+	cJSON *item = member_needs_whole(mr, sbx) ? cJSON_CreateString(ju_nz(k8s_obj_name(sbx)))
+	                                          : member_view(sbx);
+	if (!item || !cJSON_AddItemToArray(cJSON_IsString(item) ? mr->whole : mr->out, item)) {
+		cJSON_Delete(item);
+		mr->oom = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int read_members(wp_pool_controller *c, const cJSON *pool, const char *h, cJSON **out)
+{
+	members_read mr = { k8s_obj_namespace(pool), k8s_obj_uid(pool), wp_pool_recreate(pool),
+	                    cJSON_CreateArray(), cJSON_CreateArray(), false };
+	*out = NULL;
+	int rc = mr.out && mr.whole ? k8s_informer_read_index(c->o.sandboxes, IDX_SANDBOX_POOL, h,
+	                                                      read_member, &mr)
+	                            : ASB_ENOMEM;
+	if (rc == 0 && mr.oom)
+		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
+	const cJSON *n;
+	for (n = rc == 0 ? mr.whole->child : NULL; n; n = n->next) {
+		cJSON *sbx = NULL;
+		if (k8s_informer_get(c->o.sandboxes, mr.ns, n->valuestring, &sbx) != 0)
+			continue;   /* gone meanwhile */
+		if (!cJSON_AddItemToArray(mr.out, sbx)) {
+			cJSON_Delete(sbx);
+			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
+			break;
+		}
+	}
+	cJSON_Delete(mr.whole);
+	if (rc) {
+		cJSON_Delete(mr.out);
+		return rc;
+	}
+	*out = mr.out;
+	return 0;
+}
+
 int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_reconcile_result *res)
 {
 	if (res)
@@ -606,7 +708,7 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 
 	char h[SBX_NAME_HASH_SIZE];
 	wp_pool_hash(pool, h);
-	if ((rc = k8s_informer_by_index(c->o.sandboxes, IDX_SANDBOX_POOL, h, &members)))
+	if ((rc = read_members(c, pool, h, &members)))
 		goto out;
 
 	wp_pool_input in = {
