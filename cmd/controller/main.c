@@ -242,6 +242,13 @@ static void identity(char *buf, size_t cap)
 	         r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
 }
 
+/* wp_pool_controller_options.handouts_pending over the claim controller
+ * (made after the pool controller, so read at call time). */
+static size_t claim_handouts_pending(void *ud)
+{
+	return wp_claim_controller_pending(((leading_state *)ud)->claims);
+}
+
 /*
  * --extensions: one event recorder per controller (each reports under its
  * upstream name) and the three libwarmpool controllers, which register
@@ -289,6 +296,8 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	po.logger = log;
 	po.metrics = metrics;
 	po.events = events[1];
+	po.handouts_pending = claim_handouts_pending;
+	po.handouts_ud = lead;
 	if (wp_pool_controller_new(&lead->pools, &po) < 0)
 		return -1;
 

@@ -23,6 +23,7 @@
  * controller, clears its reference and reports AdoptionConflict.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,7 @@ struct wp_claim_controller {
 	wp_claim_executor ex;          /* every read and write of a pass */
 	pthread_mutex_t lock;          /* guards obs */
 	asb_map obs;                   /* "ns/name" -> obs_entry * */
+	atomic_int running;            /* passes in progress */
 };
 
 static const double claim_buckets[] = { 100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000,
@@ -1683,11 +1685,29 @@ void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim)
 	obs_record(c, claim);
 }
 
+size_t wp_claim_controller_pending(wp_claim_controller *c)
+{
+	if (!c)
+		return 0;
+	int running = atomic_load(&c->running);
+	return k8s_workqueue_len(k8s_controller_queue(c->ctl)) + (size_t)(running > 0 ? running : 0);
+}
+
+static int reconcile_pass(wp_claim_controller *c, const char *key, k8s_reconcile_result *res);
+
 int wp_claim_controller_reconcile(wp_claim_controller *c, const char *key,
                                   k8s_reconcile_result *res)
 {
 	if (!c || !key || !res)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "claim controller: NULL argument");
+	atomic_fetch_add(&c->running, 1);
+	int rc = reconcile_pass(c, key, res);
+	atomic_fetch_sub(&c->running, 1);
+	return rc;
+}
+
+static int reconcile_pass(wp_claim_controller *c, const char *key, k8s_reconcile_result *res)
+{
 	memset(res, 0, sizeof(*res));
 	pass p = { .c = c };
 	int rc = k8s_key_split(key, &p.ns, &p.name);

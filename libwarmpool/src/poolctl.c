@@ -565,6 +565,24 @@ static void record_event(wp_pool_controller *c, const cJSON *pool, const wp_pool
 		                 reason, SBX_EVENT_ACTION_RECONCILING, plan->event_note);
 }
 
+/* Whether this pass's refill waits for pending claim handouts (options
+ * handouts_pending): yes while there are some, for at most
+ * WP_POOL_HANDOUT_WAIT_MS since the first wait (then the refill goes). */
+static bool refill_waits(wp_pool_controller *c, wp_pool_state *st)
+{
+	if (!c->o.handouts_pending || c->o.handouts_pending(c->o.handouts_ud) == 0) {
+		st->handout_wait_ms = 0;
+		return false;
+	}
+	int64_t now = k8s_monotonic_ms();
+	if (!st->handout_wait_ms)
+		st->handout_wait_ms = now;
+	if (now - st->handout_wait_ms < WP_POOL_HANDOUT_WAIT_MS)
+		return true;
+	st->handout_wait_ms = 0;
+	return false;
+}
+
 /*
  * The members of `pool` (label hash `h`) as a new cJSON array (*out). A
  * pass looks at every member, and a pool's members change on every
@@ -763,6 +781,12 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 		record_event(c, pool, &plan);
 
 	long requeue = plan.requeue_after_ms;
+	if (plan.create > 0 && refill_waits(c, &st)) {
+		st.tokens += plan.tokens_granted;     /* not spent: refund */
+		if (!requeue || requeue > WP_POOL_HANDOUT_RECHECK_MS)
+			requeue = WP_POOL_HANDOUT_RECHECK_MS;
+		plan.create = 0;
+	}
 	if (plan.create > 0) {
 		body = wp_pool_member_new(pool, tpl, c->o.enable_eviction);
 		if (!body) {

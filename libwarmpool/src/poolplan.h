@@ -99,6 +99,7 @@ typedef struct {
 	double tokens;              /**< refill token bucket */
 	int64_t tokens_at_ms;       /**< last refill time */
 	bool not_progressing;       /**< the Warning event was emitted */
+	int64_t handout_wait_ms;    /**< monotonic start of a refill waiting for claims; 0: none */
 } wp_pool_state;
 
 /** Event transition of a pass. */

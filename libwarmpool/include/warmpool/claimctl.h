@@ -60,6 +60,13 @@ WP_EXTERN void wp_claim_controller_stop(wp_claim_controller *c);
 /** Frees; NULL accepted. Stop first. */
 WP_EXTERN void wp_claim_controller_free(wp_claim_controller *c);
 /**
+ * The claim passes waiting in the work queue or running now: the
+ * handouts a pool refill should not compete with at the API server
+ * (wp_pool_controller_options.handouts_pending). A count of the moment.
+ * Thread-safe; NULL: 0.
+ */
+WP_EXTERN size_t wp_claim_controller_pending(wp_claim_controller *c);
+/**
  * Reconciles the SandboxClaim `key` ("namespace/name") once
  * (docs/api.md#claim-reconcile). Reads come from the informer caches; writes go to the API server.
  * A pool or template missing from its cache is looked up on the API server

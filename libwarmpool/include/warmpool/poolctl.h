@@ -56,7 +56,23 @@ typedef struct {
 	asb_logger *logger;              /**< borrowed; NULL: silent */
 	asb_metrics_registry *metrics;   /**< borrowed; NULL: none */
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxwarmpool-controller) */
+	/**
+	 * Optional (NULL: refills never wait): the number of claim handouts
+	 * pending right now (wp_claim_controller_pending()), called from the
+	 * pool workers with `handouts_ud`. While it is > 0 a pool's refill
+	 * creates wait, the pool requeued every WP_POOL_HANDOUT_RECHECK_MS, for
+	 * at most WP_POOL_HANDOUT_WAIT_MS from the first wait, so that claims go
+	 * first when both would queue at the API server and a refill is never
+	 * starved. Must be thread-safe and quick.
+	 */
+	size_t (*handouts_pending)(void *ud);
+	void *handouts_ud;
 } wp_pool_controller_options;
+
+/** Requeue delay of a refill waiting for claim handouts, ms. */
+#define WP_POOL_HANDOUT_RECHECK_MS 20
+/** Longest wait of a refill for claim handouts, ms. */
+#define WP_POOL_HANDOUT_WAIT_MS 1000
 
 #define WP_POOL_CONTROLLER_OPTIONS_INIT { .version = WP_POOL_CONTROLLER_OPTIONS_VERSION, \
 	.workers = 1, .max_batch_size = 300, .readiness_grace_ms = 5 * 60 * 1000L, \
