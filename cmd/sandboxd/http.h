@@ -36,6 +36,7 @@ typedef struct {
 	httpd_server *srv;
 	sbxd_run *runs;              /* every live run of this server's loop */
 	sbxd_proc_lingering lingering; /* ended commands' output still held by a background process */
+	sbxd_keeper_pool *keepers;   /* the loop's keepers, made at its first command */
 	bool shutting_down;          /* set on the loop by sbxd_http_begin_shutdown */
 } sbxd_server;
 
@@ -63,9 +64,15 @@ int sbxd_http_runtime_routes(sbxd_daemon *d, httpd_server *s);
 int sbxd_metadata_build(sbxd_daemon *d);
 
 /** Posted to each server's loop at shutdown: every run's tree gets
- *  SIGTERM, then SIGKILL after the grace period, and the drains of ended
- *  commands stop (`ud` is the sbxd_server). */
+ *  SIGTERM, then SIGKILL after the grace period, the drains of ended
+ *  commands stop, and the keeper pool is let go (idle keepers exit;
+ *  `ud` is the sbxd_server). */
 void sbxd_http_begin_shutdown(void *ud);
+
+/** The keeper pool of server `s`'s loop (made at the first call, on that
+ *  loop's thread), in `*out` (borrowed). @return 0; ASB_ESHUTDOWN once
+ *  shutdown began; a sbxd_keeper_pool_new() error. */
+int sbxd_server_keepers(sbxd_server *s, uv_loop_t *loop, sbxd_keeper_pool **out);
 
 /* ---- the process cap ---- */
 

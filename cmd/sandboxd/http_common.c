@@ -149,6 +149,23 @@ void sbxd_http_begin_shutdown(void *ud)
 		if (r->proc)
 			sbxd_proc_terminate(r->proc);
 	sbxd_proc_lingering_stop(&s->lingering);
+	sbxd_keeper_pool_free(s->keepers);
+	s->keepers = NULL;
+}
+
+int sbxd_server_keepers(sbxd_server *s, uv_loop_t *loop, sbxd_keeper_pool **out)
+{
+	*out = NULL;
+	if (s->shutting_down)
+		return asb_error_set(ASB_ESHUTDOWN, 503, NULL, "sandboxd is shutting down");
+	if (!s->keepers) {
+		int rc = sbxd_keeper_pool_new(&s->keepers, loop, (unsigned)s->d->flags->idle_keepers,
+		                              s->d->reaper);
+		if (rc)
+			return rc;
+	}
+	*out = s->keepers;
+	return 0;
 }
 
 /* ---- responses ---- */

@@ -212,7 +212,13 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 		return;
 	}
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
-	o.reaper = d->reaper;
+	rc = sbxd_server_keepers(&d->rest, httpd_exchange_loop(r->ex), &o.keepers);
+	if (rc) {
+		close(cwd);
+		sbxd_cap_release(d);
+		sbxd_respond_k8s_error(r->ex, rc);
+		return;
+	}
 	o.lingering = &d->rest.lingering;
 	o.argv = pr->argv;
 	o.env = pr->env;

@@ -206,7 +206,6 @@ static void exec_body(httpd_exchange *ex, const char *body, size_t len, void *ud
 	r->timeout_s = exec_timeout(d);
 	r->cmd_repr = argv_repr(argv);
 	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
-	o.reaper = d->reaper;
 	o.lingering = &d->runtime.lingering;
 	o.argv = argv;
 	o.cwd_fd = sbxd_root_fd(d->root);
@@ -215,7 +214,9 @@ static void exec_body(httpd_exchange *ex, const char *body, size_t len, void *ud
 	o.chunk_size = 65536;
 	o.max_output_bytes = d->flags->max_output_bytes;
 	o.max_tasks = d->flags->max_tasks;
-	rc = sbxd_proc_spawn(&r->run.proc, httpd_exchange_loop(ex), &o, &exec_cbs, r);
+	rc = sbxd_server_keepers(&d->runtime, httpd_exchange_loop(ex), &o.keepers);
+	if (!rc)
+		rc = sbxd_proc_spawn(&r->run.proc, httpd_exchange_loop(ex), &o, &exec_cbs, r);
 	if (rc) {
 		sbxd_cap_release(d);
 		char why[512];

@@ -1,6 +1,7 @@
 /*
- * keeper.c - the process that keeps one command's tree (keeper.h). It
- * runs in a fork of the threaded daemon, so everything here is a system
+ * keeper.c - the process that keeps its commands' trees (keeper.h), one
+ * job at a time, and the daemon's side of the job socket. The keeper runs
+ * in a fork of the threaded daemon, so everything it does is a system
  * call or plain arithmetic on stack and static buffers: no malloc, no
  * stdio, no opendir.
  */
@@ -10,8 +11,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +32,20 @@
 #define KILL_DEADLINE_MS 5000
 /* pause between SIGKILL rounds, unless a child's end wakes the keeper first */
 #define KILL_ROUND_MS 20
+
+/* Bytes per message on the job socket. */
+#define CHUNK 65536
+#define JOB_MAGIC 0x4a425853u  /* "SXBJ" */
+
+/* The first message of a job; its strings follow (keeper.h). */
+typedef struct {
+	uint32_t magic;
+	uint32_t flags;
+	int64_t max_tasks;
+	uint32_t nstrings;   /* path, argv..., envp... */
+	uint32_t argc;
+	uint64_t strings_len;
+} wire_header;
 
 /* The walk's queue; a keeper is a process of its own, so static is private. */
 static pid_t walk[MAX_WALK];
@@ -210,14 +230,7 @@ int sbxd_keeper_signal_descendants(int sig)
 	return n;
 }
 
-/* ---- the keeper ---- */
-
-static void report(int fd, int32_t kind, int32_t value)
-{
-	sbxd_keeper_msg m = { kind, value };
-	while (write(fd, &m, sizeof(m)) < 0 && errno == EINTR)
-		;
-}
+/* ---- helpers of the keeper ---- */
 
 static void list_fd(long fd, void *ud)
 {
@@ -260,36 +273,284 @@ static void signal_tree(pid_t cmd, bool *group, bool cmd_reaped, int sig)
 	sbxd_keeper_signal_descendants(sig);
 }
 
-_Noreturn void sbxd_keeper_run(int status_fd, pid_t daemon, void (*start)(void *arg),
-                               void *arg)
-{
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	sigaction(SIGCHLD, &sa, NULL);   /* never SIG_IGN: children must be waited for */
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);   /* a daemon gone: the report fails, no more */
-	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	/* the daemon's thread that forked us ends: end the command */
-	prctl(PR_SET_PDEATHSIG, SBXD_KEEPER_KILL, 0, 0, 0);
-	if (getppid() != daemon)
-		_exit(1);  /* gone before the death signal was set up */
-	/* vfork: the keeper is a copy of the whole daemon, and copying its page
-	 * tables once more per command cost a quarter of the command rate.
-	 * start() makes system calls only and ends in execve or _exit, and the
-	 * keeper, suspended meanwhile, reads nothing the child writes. */
-	pid_t cmd = vfork();
-	if (cmd == 0) {
-		start(arg);
-		_exit(127);
-	}
-	if (cmd < 0) {
-		report(status_fd, SBXD_KEEPER_FORK_FAILED, errno);
-		_exit(1);
-	}
-	report(status_fd, SBXD_KEEPER_PID, cmd);
-	close_all_but(status_fd);
+/* ---- the daemon's side ---- */
 
+int sbxd_keeper_send_job(int sock, const sbxd_keeper_job *job, const char *path,
+                         char *const *argv, char *const *envp, const int *fds, int nfds)
+{
+	uint64_t len = strlen(path) + 1;
+	uint32_t argc = 0, n = 1;
+	for (char *const *a = argv; *a; a++, argc++, n++)
+		len += strlen(*a) + 1;
+	for (char *const *e = envp; e && *e; e++, n++)
+		len += strlen(*e) + 1;
+	if (len > SBXD_KEEPER_JOB_MAX || n > SBXD_KEEPER_JOB_MAX_STRINGS + 1)
+		return E2BIG;
+	char *buf = malloc(len);
+	if (!buf)
+		return ENOMEM;
+	size_t at = 0;
+	size_t l = strlen(path) + 1;
+	memcpy(buf, path, l);
+	at += l;
+	for (char *const *a = argv; *a; a++) {
+		l = strlen(*a) + 1;
+		memcpy(buf + at, *a, l);
+		at += l;
+	}
+	for (char *const *e = envp; e && *e; e++) {
+		l = strlen(*e) + 1;
+		memcpy(buf + at, *e, l);
+		at += l;
+	}
+	wire_header h = { JOB_MAGIC, job->flags, job->max_tasks, n, argc, len };
+	size_t first = len < CHUNK - sizeof(h) ? (size_t)len : CHUNK - sizeof(h);
+	struct iovec iov[2] = { { &h, sizeof(h) }, { buf, first } };
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	if (nfds > 0 && nfds <= 8) {
+		m.msg_control = ctl.b;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	int err = 0;
+	ssize_t w;
+	while ((w = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (w < 0)
+		err = errno;
+	for (at = first; !err && at < len;) {
+		size_t k = len - at < CHUNK ? (size_t)(len - at) : CHUNK;
+		while ((w = send(sock, buf + at, k, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+			;
+		if (w < 0)
+			err = errno;
+		else
+			at += (size_t)w;
+	}
+	free(buf);
+	return err;
+}
+
+/* ---- the keeper ---- */
+
+/* A job as received: the first message's buffer, the strings (in it, or
+ * mapped when they did not fit), the pointers into them, the descriptors. */
+static char first_msg[CHUNK] __attribute__((aligned(8)));
+static char *ptrs[SBXD_KEEPER_JOB_MAX_STRINGS + 3];
+
+typedef struct {
+	wire_header h;
+	char *strings;       /* first_msg + sizeof(h), or a mapping of strings_len */
+	bool mapped;
+	char *path;
+	char **argv, **envp;
+	int fds[8];
+	int nfds;
+	int report, in, out, err, tty, cwd;
+} job_t;
+
+static void report(int fd, int32_t kind, int32_t value)
+{
+	sbxd_keeper_msg m = { kind, value };
+	while (write(fd, &m, sizeof(m)) < 0 && errno == EINTR)
+		;
+}
+
+static void close_job_fds(job_t *j)
+{
+	for (int i = 0; i < j->nfds; i++)
+		if (j->fds[i] >= 0 && j->fds[i] != j->report)
+			close(j->fds[i]);
+	j->nfds = 0;
+}
+
+static void job_done(job_t *j)
+{
+	if (j->mapped)
+		munmap(j->strings, j->h.strings_len);
+	j->mapped = false;
+}
+
+/* Splits the strings into path, argv and envp; false when they are not
+ * exactly nstrings NUL-terminated strings. */
+static bool split_strings(job_t *j)
+{
+	uint64_t len = j->h.strings_len;
+	uint32_t n = j->h.nstrings;
+	if (n < 2 || n > SBXD_KEEPER_JOB_MAX_STRINGS + 1 || j->h.argc < 1 || j->h.argc > n - 1 ||
+	    len == 0 || j->strings[len - 1] != '\0')
+		return false;
+	uint32_t k = 0;
+	size_t slot = 0;
+	for (uint64_t i = 0; i < len; i++) {
+		if (i == 0 || j->strings[i - 1] == '\0') {
+			if (k == n)
+				return false;
+			ptrs[slot++] = j->strings + i;
+			k++;
+			if (k == 1 + j->h.argc)
+				ptrs[slot++] = NULL;  /* argv ends, envp starts */
+		}
+	}
+	if (k != n)
+		return false;
+	ptrs[slot] = NULL;
+	j->path = ptrs[0];
+	j->argv = &ptrs[1];
+	j->envp = &ptrs[2 + j->h.argc];
+	return true;
+}
+
+/* Receives the next job. 1: a job; 0: EOF (the daemon closed the socket);
+ * -1: a malformed job (its descriptors closed). */
+static int receive_job(int sock, job_t *j)
+{
+	memset(j, 0, sizeof(*j));
+	for (int i = 0; i < 8; i++)
+		j->fds[i] = -1;
+	j->report = j->in = j->out = j->err = j->tty = j->cwd = -1;
+	union {
+		struct cmsghdr c;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	struct iovec iov = { first_msg, sizeof(first_msg) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b,
+	                    .msg_controllen = sizeof(ctl.b) };
+	ssize_t n;
+	while ((n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n == 0)
+		return 0;
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			for (int i = 0; i < k && j->nfds < 8; i++)
+				memcpy(&j->fds[j->nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		}
+	bool ok = (size_t)n >= sizeof(wire_header) && !(m.msg_flags & (MSG_TRUNC | MSG_CTRUNC));
+	if (ok) {
+		memcpy(&j->h, first_msg, sizeof(j->h));
+		bool pty = j->h.flags & SBXD_KEEPER_JOB_PTY, cwd = j->h.flags & SBXD_KEEPER_JOB_CWD;
+		ok = j->h.magic == JOB_MAGIC && j->h.strings_len <= SBXD_KEEPER_JOB_MAX &&
+		     j->nfds == (pty ? 2 : 4) + (cwd ? 1 : 0);
+		if (ok) {
+			j->report = j->fds[0];
+			if (pty)
+				j->tty = j->in = j->out = j->err = j->fds[1];
+			else
+				j->in = j->fds[1], j->out = j->fds[2], j->err = j->fds[3];
+			if (cwd)
+				j->cwd = j->fds[j->nfds - 1];
+		}
+	}
+	size_t got = ok ? (size_t)n - sizeof(wire_header) : 0;
+	if (ok && got < j->h.strings_len) {
+		void *map = mmap(NULL, j->h.strings_len, PROT_READ | PROT_WRITE,
+		                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ok = map != MAP_FAILED;
+		if (ok) {
+			j->strings = map;
+			j->mapped = true;
+			memcpy(j->strings, first_msg + sizeof(wire_header), got);
+		}
+		while (ok && got < j->h.strings_len) {
+			size_t want = j->h.strings_len - got;
+			ssize_t r = recv(sock, j->strings + got, want < CHUNK ? want : CHUNK, 0);
+			if (r < 0 && errno == EINTR)
+				continue;
+			ok = r > 0;
+			if (ok)
+				got += (size_t)r;
+		}
+	} else if (ok) {
+		ok = got == j->h.strings_len;
+		j->strings = first_msg + sizeof(wire_header);
+	}
+	if (ok && split_strings(j))
+		return 1;
+	job_done(j);
+	for (int i = 0; i < j->nfds; i++)
+		close(j->fds[i]);
+	j->nfds = 0;
+	return -1;
+}
+
+/* Child side, between vfork and exec: system calls only. The keeper set
+ * every signal but SIGPIPE to its default. What fails sends its errno on
+ * the error pipe (wherever it is by then), and the child exits. */
+_Noreturn static void child(const job_t *j, int errpipe)
+{
+	int rc = 0;
+	sigset_t none;
+	sigemptyset(&none);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigaction(SIGPIPE, &dfl, NULL);  /* ignored by the keeper (and the daemon) */
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (setsid() < 0)
+		rc = errno;
+	if (!rc && j->tty >= 0 && ioctl(j->tty, TIOCSCTTY, 0) < 0)
+		rc = errno;
+	/* first: the cwd may be one of the numbers about to be reused */
+	if (!rc && j->cwd >= 0 && fchdir(j->cwd) < 0)
+		rc = errno;
+	/* Move every descriptor we need above 9 first, so that putting them in
+	 * place (0..2, and the error pipe at 3) never overwrites another. */
+	int ep = rc ? -1 : fcntl(errpipe, F_DUPFD_CLOEXEC, 10);
+	int in = rc ? -1 : fcntl(j->in, F_DUPFD, 10);
+	int out = rc ? -1 : fcntl(j->out, F_DUPFD, 10);
+	int err = rc ? -1 : fcntl(j->err, F_DUPFD, 10);
+	if (!rc && (ep < 0 || in < 0 || out < 0 || err < 0))
+		rc = errno;
+	if (ep >= 0)
+		errpipe = ep;
+	if (!rc && (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0))
+		rc = errno;
+	if (!rc && (dup2(ep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
+		rc = errno;
+	if (!rc && j->h.max_tasks > 0) {
+		struct rlimit rl = { (rlim_t)j->h.max_tasks, (rlim_t)j->h.max_tasks };
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+			rc = errno;
+	}
+	if (!rc) {
+		/* everything else goes, except the error pipe (close-on-exec) */
+		syscall(SYS_close_range, 4U, ~0U, 0U);
+		errpipe = 3;
+		execve(j->path, j->argv, j->envp);
+		rc = errno;
+	}
+	ssize_t w = write(errpipe, &rc, sizeof(rc));
+	(void)w;
+	_exit(127);
+}
+
+/* Discards every signal pending from an earlier job (keeper.h). */
+static void drain_signals(void)
+{
+	sigset_t all;
+	sigfillset(&all);
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&all, NULL, &zero) > 0)
+		;
+}
+
+/* Waits for the command's tree as keeper.h says; `*none_left`: no child
+ * of the keeper remains. Returns the command's wait status. */
+static int keep(pid_t cmd, bool *none_left_out)
+{
 	enum { RUNNING, TERMINATING, KILLING } mode = RUNNING;
 	sigset_t wanted;
 	sigemptyset(&wanted);
@@ -297,10 +558,10 @@ _Noreturn void sbxd_keeper_run(int status_fd, pid_t daemon, void (*start)(void *
 	sigaddset(&wanted, SBXD_KEEPER_TERMINATE);
 	sigaddset(&wanted, SBXD_KEEPER_KILL);
 	int status = 0;
-	bool cmd_reaped = false, group = true;
+	bool cmd_reaped = false, group = true, none_left = false;
 	long kill_deadline = 0;
 	for (;;) {
-		bool none_left = false;
+		none_left = false;
 		for (;;) {
 			int st;
 			pid_t r = waitpid(-1, &st, WNOHANG);
@@ -336,7 +597,100 @@ _Noreturn void sbxd_keeper_run(int status_fd, pid_t daemon, void (*start)(void *
 			signal_tree(cmd, &group, cmd_reaped, SIGCONT);  /* a stopped one never sees SIGTERM */
 		}
 	}
+	*none_left_out = none_left;
 	/* not reaped (it survived every SIGKILL round): say it was killed */
-	report(status_fd, SBXD_KEEPER_EXIT, cmd_reaped ? status : SIGKILL);
-	_exit(0);
+	return cmd_reaped ? status : SIGKILL;
+}
+
+/* Whether the keeper has no child left (the command's tree is all gone). */
+static bool no_children(void)
+{
+	siginfo_t si;
+	si.si_pid = 0;
+	/* WNOWAIT: a child that ended stays to be waited for by keep() */
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+}
+
+/* Runs one job; true when the keeper takes another (IDLE was reported). */
+static bool run_job(job_t *j)
+{
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		report(j->report, SBXD_KEEPER_FORK_FAILED, errno);
+		close_job_fds(j);
+		job_done(j);
+		report(j->report, SBXD_KEEPER_IDLE, 0);
+		close(j->report);
+		return true;
+	}
+	/* vfork: no copy of the keeper's page tables per command. child()
+	 * makes system calls only and ends in execve or _exit, and the keeper,
+	 * suspended meanwhile, reads nothing the child writes: the exec's
+	 * outcome comes on the close-on-exec error pipe (valgrind turns vfork
+	 * into fork, so shared memory would not do). */
+	pid_t cmd = vfork();
+	if (cmd == 0)
+		child(j, ep[1]);
+	int fork_err = errno;
+	close(ep[1]);
+	close_job_fds(j);
+	job_done(j);
+	bool again = true;
+	/* the last record and IDLE in one write: the daemon sees the keeper
+	 * free as soon as it sees the command's end */
+	sbxd_keeper_msg last[2] = { { SBXD_KEEPER_FORK_FAILED, fork_err }, { SBXD_KEEPER_IDLE, 0 } };
+	if (cmd >= 0) {
+		int cerr = 0;
+		ssize_t n;
+		while ((n = read(ep[0], &cerr, sizeof(cerr))) < 0 && errno == EINTR)
+			;
+		if (n == (ssize_t)sizeof(cerr)) {
+			while (waitpid(cmd, NULL, 0) < 0 && errno == EINTR)
+				;
+			last[0].kind = SBXD_KEEPER_EXEC_FAILED;
+			last[0].value = cerr ? cerr : EINVAL;
+			again = no_children();
+		} else {
+			report(j->report, SBXD_KEEPER_PID, cmd);
+			last[0].kind = SBXD_KEEPER_EXIT;
+			last[0].value = keep(cmd, &again);
+		}
+	}
+	close(ep[0]);
+	size_t len = again ? sizeof(last) : sizeof(last[0]);
+	while (write(j->report, last, len) < 0 && errno == EINTR)
+		;
+	close(j->report);
+	return again;
+}
+
+_Noreturn void sbxd_keeper_run(int sock, pid_t daemon)
+{
+	/* every disposition to its default, so that a command's child never
+	 * runs one of the daemon's handlers between vfork and exec (the
+	 * keeper takes its signals with sigtimedwait) */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);   /* a daemon gone: the report fails, no more */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	/* the daemon's thread that forked us ends: end the command */
+	prctl(PR_SET_PDEATHSIG, SBXD_KEEPER_KILL, 0, 0, 0);
+	if (getppid() != daemon)
+		_exit(1);  /* gone before the death signal was set up */
+	/* the daemon's sockets and other commands' pipes must not stay open in
+	 * a process that outlives a fork */
+	close_all_but(sock);
+	for (;;) {
+		job_t j;
+		int r = receive_job(sock, &j);
+		if (r <= 0)
+			_exit(r == 0 ? 0 : 1);
+		drain_signals();
+		if (!run_job(&j))
+			_exit(0);
+	}
 }

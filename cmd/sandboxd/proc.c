@@ -1,10 +1,11 @@
 /*
- * proc.c - child processes on a libuv loop (proc.h): a keeper process per
- * command (keeper.c) that forks it into a new session, pipes or a
- * pseudo-terminal polled with uv_poll, the keeper's reports on a pipe of
- * their own, libuv's SIGCHLD watcher for the keeper's end, timers for the
- * timeout, the SIGKILL grace and the output drain, and the drain that goes
- * on after the end for output a background process still holds.
+ * proc.c - child processes on a libuv loop (proc.h): a keeper process
+ * (keeper.c, from the loop's pool, keeperpool.c) that forks each command
+ * into a new session, pipes or a pseudo-terminal polled with uv_poll, the
+ * keeper's reports on a pipe per command (its EOF ends the keeper's part),
+ * timers for the timeout, the SIGKILL grace and the output drain, and the
+ * drain that goes on after the end for output a background process still
+ * holds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 
 #include "asb/common.h"
 #include "keeper.h"
+#include "keeperpool.h"
 #include "proc.h"
 
 extern char **environ;
@@ -69,14 +71,15 @@ struct sbxd_proc {
 	sbxd_proc_callbacks cb;
 	void *ud;
 	pid_t pid;               /* the command */
-	pid_t keeper;            /* its keeper, our child (keeper.h) */
-	sbxd_reaper *reaper;     /* holds a claim on the keeper until it is reaped; may be NULL */
+	sbxd_keeper_pool *pool;  /* the keeper's pool (borrowed) */
+	sbxd_keeper *keeper;     /* its keeper (keeper.h), the pool's; until released */
+	pid_t keeper_pid;
+	bool keeper_idle;        /* the keeper reported SBXD_KEEPER_IDLE: it takes another job */
 	bool pty;
 	chan ch[CH_COUNT];       /* with a pty, ch[CH_OUT] is the master, both ways */
 	uv_poll_t report;        /* the keeper's report pipe */
 	int report_fd;           /* -1 once closed */
 	bool report_open;        /* `report` initialised and not yet closed */
-	uv_signal_t sigchld;     /* SIGCHLD through libuv: the keeper's end, without a global handler of ours */
 	uv_timer_t timeout, grace, drain;
 	unsigned int open_handles;
 	wreq *wq_head, *wq_tail;
@@ -84,7 +87,7 @@ struct sbxd_proc {
 	bool stdin_closed;       /* close requested (or never opened) */
 	bool paused;
 	bool exited;             /* the command's end is known: reported, or the keeper is lost */
-	bool reaped;             /* the keeper was waited for */
+	bool released;           /* the keeper's reports ended (EOF): it was given back */
 	bool done, freed, killing, group_gone;
 	sbxd_proc_lingering *linger_list;  /* borrowed; NULL: no drain after free */
 	bool lingering;          /* on linger_list */
@@ -176,10 +179,10 @@ static void kill_group(sbxd_proc *p, int sig)
  * case something stopped it. */
 static void tell_keeper(sbxd_proc *p, int sig)
 {
-	if (p->reaped)
+	if (p->released)
 		return;
-	kill(p->keeper, SIGCONT);
-	kill(p->keeper, sig);
+	kill(p->keeper_pid, SIGCONT);
+	kill(p->keeper_pid, sig);
 }
 
 static void maybe_finish(sbxd_proc *p)
@@ -395,7 +398,20 @@ static void command_ended(sbxd_proc *p, int status, bool lost)
 	maybe_finish(p);
 }
 
-/* Reads the keeper's records that are there; EOF: it is gone. */
+static void maybe_release(sbxd_proc *p);
+
+/* The keeper is done with this command (its reports reached EOF). */
+static void keeper_released(sbxd_proc *p)
+{
+	if (p->released)
+		return;
+	p->released = true;
+	sbxd_keeper_pool_give_back(p->pool, p->keeper, p->keeper_idle);
+	p->keeper = NULL;
+}
+
+/* Reads the keeper's records that are there; EOF: it is done with the
+ * command (or gone). */
 static void read_report(sbxd_proc *p)
 {
 	while (p->report_fd >= 0) {
@@ -408,34 +424,22 @@ static void read_report(sbxd_proc *p)
 		if (n == (ssize_t)sizeof(m)) {
 			if (m.kind == SBXD_KEEPER_EXIT)
 				command_ended(p, m.value, false);
+			else if (m.kind == SBXD_KEEPER_IDLE)
+				p->keeper_idle = true;
 			continue;
 		}
 		/* EOF (or a torn record, which a pipe never makes) */
 		report_close(p);
 		command_ended(p, 0, true);
+		keeper_released(p);
+		maybe_release(p);
+		return;
 	}
 }
 
 static void on_report(uv_poll_t *h, int status, int events)
 {
 	read_report(h->data);
-}
-
-static void on_sigchld(uv_signal_t *h, int signum)
-{
-	sbxd_proc *p = h->data;
-	int st;
-	pid_t r = waitpid(p->keeper, &st, WNOHANG);
-	if (r == 0 || (r < 0 && errno == EINTR))
-		return;  /* another child of the daemon */
-	uv_signal_stop(&p->sigchld);
-	close_handle((uv_handle_t *)&p->sigchld);
-	p->reaped = true;
-	if (p->reaper)
-		sbxd_reaper_release(p->reaper, p->keeper);
-	/* its last record is in the pipe by now, then EOF */
-	read_report(p);
-	maybe_release(p);
 }
 
 static void on_grace(uv_timer_t *t)
@@ -475,10 +479,10 @@ static void release(sbxd_proc *p)
 	close_handle((uv_handle_t *)&p->grace);
 }
 
-/* Freed by its owner: goes once the keeper is reaped and no drain is left. */
+/* Freed by its owner: goes once the keeper is released and no drain is left. */
 static void maybe_release(sbxd_proc *p)
 {
-	if (p->freed && p->reaped && !p->lingering)
+	if (p->freed && p->released && !p->lingering)
 		release(p);
 }
 
@@ -659,57 +663,6 @@ static char **merge_env(char *const *extra)
 	return v;
 }
 
-/* Child side, between fork and exec: system calls only. */
-static void child(const sbxd_proc_options *o, const char *path, char **envp,
-                  int in_fd, int out_fd, int err_fd, int tty_fd, int errpipe)
-{
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	struct sigaction dfl;
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &dfl, NULL);  /* SIGPIPE ignored by the daemon, too */
-	int rc = 0;
-	if (setsid() < 0)
-		rc = errno;
-	if (!rc && tty_fd >= 0 && ioctl(tty_fd, TIOCSCTTY, 0) < 0)
-		rc = errno;
-	/* first: cwd_fd may be one of the numbers about to be reused */
-	if (!rc && o->cwd_fd >= 0 && fchdir(o->cwd_fd) < 0)
-		rc = errno;
-	/* Move every descriptor we need above 9 first, so that putting them in
-	 * place (0..2, and the error pipe at 3) never overwrites another. */
-	int ep = fcntl(errpipe, F_DUPFD_CLOEXEC, 10);
-	int in = fcntl(in_fd, F_DUPFD, 10);
-	int out = fcntl(out_fd, F_DUPFD, 10);
-	int err = fcntl(err_fd, F_DUPFD, 10);
-	if (!rc && (ep < 0 || in < 0 || out < 0 || err < 0))
-		rc = errno;
-	if (ep >= 0)
-		errpipe = ep;
-	if (!rc && (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0))
-		rc = errno;
-	if (!rc && (dup2(ep, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
-		rc = errno;
-	if (!rc && o->max_tasks > 0) {
-		struct rlimit rl = { (rlim_t)o->max_tasks, (rlim_t)o->max_tasks };
-		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
-			rc = errno;
-	}
-	if (!rc) {
-		/* everything else goes, except the error pipe (close-on-exec) */
-		syscall(SYS_close_range, 4U, ~0U, 0U);
-		errpipe = 3;
-		execve(path, o->argv, envp);
-		rc = errno;
-	}
-	ssize_t w = write(errpipe, &rc, sizeof(rc));
-	(void)w;
-	_exit(127);
-}
-
 static int spawn_error(int err, const char *what)
 {
 	switch (err) {
@@ -758,20 +711,6 @@ static void close_fds(int *fds, int n)
 		}
 }
 
-/* What the command's side of the keeper's fork needs (keeper.h). */
-typedef struct {
-	const sbxd_proc_options *o;
-	const char *path;
-	char **envp;
-	int in, out, err, tty, errpipe;
-} command_start;
-
-static void start_command(void *arg)
-{
-	command_start *c = arg;
-	child(c->o, c->path, c->envp, c->in, c->out, c->err, c->tty, c->errpipe);
-}
-
 /* Reads one keeper record, blocking (only during the spawn, when it is
  * written at once). 0 at EOF. */
 static ssize_t read_record(int fd, sbxd_keeper_msg *m)
@@ -785,9 +724,8 @@ static ssize_t read_record(int fd, sbxd_keeper_msg *m)
 
 /* The spawn's file descriptors, -1 when not open. The parent's ends:
  * [0] stdin write, [1] stdout read, [2] stderr read; the child's: [3]
- * stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] the error pipe; [9],[10]
- * the keeper's reports. */
-enum { SPAWN_FDS = 11 };
+ * stdin, [4] stdout, [5] stderr, [6] tty; [7],[8] the keeper's reports. */
+enum { SPAWN_FDS = 9 };
 
 /* Opens the command's stdio: a pty, or pipes (stdin from /dev/null when
  * not piped). Returns 0 or a spawn_error(). */
@@ -830,40 +768,7 @@ static int open_pipe(int *fds, int i)
 	return 0;
 }
 
-/* Forks the keeper (keeper.h), which forks and execs the command, and
- * registers it with the reaper. Returns 0 with `*keeper` set, or an error. */
-static int start_keeper(const sbxd_proc_options *o, const char *path, char **envp,
-                        const int *fds, pid_t *keeper)
-{
-	int rc = 0;
-	command_start cs = { o, path, envp, fds[3], fds[4], fds[5], o->pty ? fds[6] : -1,
-	                     fds[8] };
-	pid_t self = getpid();
-	/* the keeper starts with every signal blocked: it takes them with
-	 * sigtimedwait, and one sent early must not kill it */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	/* claimed before the reaper can see it (reaper.h) */
-	if (o->reaper)
-		sbxd_reaper_lock(o->reaper);
-	*keeper = fork();
-	if (*keeper == 0)
-		sbxd_keeper_run(fds[10], self, start_command, &cs);
-	if (*keeper < 0)
-		rc = spawn_error(errno, "fork");
-	else if (o->reaper && sbxd_reaper_claim_locked(o->reaper, *keeper) != 0) {
-		kill(*keeper, SBXD_KEEPER_KILL);
-		waitpid(*keeper, NULL, 0);
-		rc = ASB_ENOMEM;
-	}
-	if (o->reaper)
-		sbxd_reaper_unlock(o->reaper);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-/* Closes the child's ends, which belong to the child once it is forked. */
+/* Closes the child's ends, which belong to the keeper once sent. */
 static void close_child_ends(const sbxd_proc_options *o, int *fds)
 {
 	if (o->pty) {
@@ -874,60 +779,92 @@ static void close_child_ends(const sbxd_proc_options *o, int *fds)
 		close_fds(&fds[3], 3);
 	}
 	close_fds(&fds[8], 1);
-	close_fds(&fds[10], 1);
 }
 
-/* Waits for the keeper to say the command's pid (or why there is none),
- * then for the command's exec to succeed (EOF on the error pipe) or fail
- * (errno). On a failure the keeper is waited for and released. */
-static int await_exec(const sbxd_proc_options *o, const int *fds, pid_t keeper,
+/* Sends the job to a keeper of the pool: an idle one, or a new one when
+ * none is (or when the one taken turns out to be gone). */
+static int send_job(const sbxd_proc_options *o, const char *path, char **envp,
+                    const int *fds, sbxd_keeper **out)
+{
+	sbxd_keeper_job job = { 0, o->max_tasks };
+	int send[6], n = 0;
+	send[n++] = fds[8];
+	if (o->pty) {
+		job.flags |= SBXD_KEEPER_JOB_PTY;
+		send[n++] = fds[6];
+	} else {
+		send[n++] = fds[3];
+		send[n++] = fds[4];
+		send[n++] = fds[5];
+	}
+	if (o->cwd_fd >= 0) {
+		job.flags |= SBXD_KEEPER_JOB_CWD;
+		send[n++] = o->cwd_fd;
+	}
+	for (int attempt = 0;; attempt++) {
+		sbxd_keeper *k;
+		int rc = sbxd_keeper_pool_take(o->keepers, &k);
+		if (rc)
+			return rc;
+		int err = sbxd_keeper_send_job(sbxd_keeper_socket(k), &job, path, o->argv, envp,
+		                               send, n);
+		if (!err) {
+			*out = k;
+			return 0;
+		}
+		sbxd_keeper_pool_give_back(o->keepers, k, false);
+		/* an idle keeper may have died (a command can kill it): another */
+		if ((err != EPIPE && err != ECONNRESET && err != ECONNREFUSED) || attempt >= 3)
+			return err == E2BIG
+			       ? asb_error_set(ASB_EINVAL, 400, NULL,
+			                       "command line and environment too long")
+			       : spawn_error(err, "keeper");
+	}
+}
+
+/* Waits for the keeper's first record: the command's pid, or why nothing
+ * runs; on a failure, reads the rest up to the EOF and gives the keeper
+ * back. */
+static int await_exec(const sbxd_proc_options *o, int report_fd, sbxd_keeper *k,
                       pid_t *pid)
 {
-	int rc = 0;
 	sbxd_keeper_msg m = { 0, 0 };
-	ssize_t n = read_record(fds[9], &m);
+	ssize_t n = read_record(report_fd, &m);
 	if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_PID) {
 		*pid = m.value;
-		int cerr = 0;
-		do
-			n = read(fds[7], &cerr, sizeof(cerr));
-		while (n < 0 && errno == EINTR);
-		if (n == (ssize_t)sizeof(cerr))
-			rc = spawn_error(cerr, cerr == ENOENT || cerr == ENOTDIR ? o->argv[0]
-			                 : "exec");
-	} else {
+		return 0;
+	}
+	int rc;
+	if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_EXEC_FAILED)
+		rc = spawn_error(m.value, m.value == ENOENT || m.value == ENOTDIR ? o->argv[0]
+		                 : "exec");
+	else
 		rc = spawn_error(n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_FORK_FAILED
 		                 ? m.value : EAGAIN, "fork");
-	}
-	if (rc) {
-		/* the keeper reports the failed command's end and exits */
-		waitpid(keeper, NULL, 0);
-		if (o->reaper)
-			sbxd_reaper_release(o->reaper, keeper);
-	}
+	bool idle = false;
+	while (read_record(report_fd, &m) == (ssize_t)sizeof(m))
+		idle = idle || m.kind == SBXD_KEEPER_IDLE;
+	sbxd_keeper_pool_give_back(o->keepers, k, idle);
 	return rc;
 }
 
-/* Starts the command: stdio, error and report pipes, the keeper, and the
- * wait for its exec. Leaves the parent's ends ([0..2], [9]) in `fds` on
- * success; closes everything on failure. */
+/* Starts the command: stdio and report pipes, the job to a keeper, and
+ * the wait for its exec. Leaves the parent's ends ([0..2], [7]) in `fds`
+ * on success; closes everything on failure. */
 static int launch(const sbxd_proc_options *o, const char *path, char **envp, int *fds,
-                  pid_t *keeper, pid_t *pid)
+                  sbxd_keeper **keeper, pid_t *pid)
 {
 	int rc = open_stdio(o, fds);
 	if (!rc)
 		rc = open_pipe(fds, 7);
 	if (!rc)
-		rc = open_pipe(fds, 9);
-	if (!rc)
-		rc = start_keeper(o, path, envp, fds, keeper);
+		rc = send_job(o, path, envp, fds, keeper);
 	close_child_ends(o, fds);
 	if (!rc)
-		rc = await_exec(o, fds, *keeper, pid);
-	close_fds(&fds[7], 1);
+		rc = await_exec(o, fds[7], *keeper, pid);
 	if (rc) {
 		close_fds(fds, 3);
-		close_fds(&fds[9], 1);
+		close_fds(&fds[7], 1);
 	}
 	return rc;
 }
@@ -940,10 +877,10 @@ static void attach(sbxd_proc *p, uv_loop_t *loop, const sbxd_proc_options *o,
 	for (int i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-	fcntl(fds[9], F_SETFL, fcntl(fds[9], F_GETFL) | O_NONBLOCK);
+	fcntl(fds[7], F_SETFL, fcntl(fds[7], F_GETFL) | O_NONBLOCK);
 
 	p->loop = loop;
-	p->reaper = o->reaper;
+	p->pool = o->keepers;
 	if (cb)
 		p->cb = *cb;
 	p->ud = ud;
@@ -969,8 +906,8 @@ static void attach(sbxd_proc *p, uv_loop_t *loop, const sbxd_proc_options *o,
 		chan_init(p, &p->ch[CH_ERR], fds[2], true, false, SBXD_STDERR);
 		chan_init(p, &p->ch[CH_IN], fds[0], false, true, SBXD_STDOUT);
 	}
-	p->report_fd = fds[9];
-	if (uv_poll_init(loop, &p->report, fds[9]) == 0) {
+	p->report_fd = fds[7];
+	if (uv_poll_init(loop, &p->report, fds[7]) == 0) {
 		p->report.data = p;
 		p->report_open = true;
 		p->open_handles++;
@@ -987,6 +924,8 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	if (!o || o->version != SBXD_PROC_OPTIONS_VERSION || !o->argv || !o->argv[0] ||
 	    !o->argv[0][0])
 		return asb_error_set(ASB_EINVAL, 400, NULL, "command is required");
+	if (!o->keepers)
+		return asb_error_set(ASB_EINVAL, 500, NULL, "no keeper pool");
 	char *path = NULL;
 	int err = find_executable(o->argv[0], o->env, &path);
 	if (err)
@@ -1003,31 +942,26 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 		free(buf);
 		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	}
-	/* SIGCHLD is watched from before the fork, so an exit is never missed;
-	 * on a failed start the handle's close callback frees `p` */
-	p->freed = true;  /* until spawned: no callbacks, memory with the handle */
 	p->buf = buf;
 	p->chunk = chunk;
 	p->buf_size = buf_size;
 	p->report_fd = -1;
-	uv_signal_init(loop, &p->sigchld);
-	p->sigchld.data = p;
-	p->open_handles = 1;
-	uv_signal_start(&p->sigchld, on_sigchld, SIGCHLD);
 	int fds[SPAWN_FDS];
 	for (int i = 0; i < SPAWN_FDS; i++)
 		fds[i] = -1;
-	pid_t keeper = -1, pid = -1;
+	sbxd_keeper *keeper = NULL;
+	pid_t pid = -1;
 	int rc = launch(o, path, envp, fds, &keeper, &pid);
 	free(path);
 	free(envp);
 	if (rc) {
-		uv_signal_stop(&p->sigchld);
-		close_handle((uv_handle_t *)&p->sigchld);
+		free(buf);
+		free(p);
 		return rc;
 	}
 	p->pid = pid;
 	p->keeper = keeper;
+	p->keeper_pid = sbxd_keeper_pid(keeper);
 	attach(p, loop, o, cb, ud, fds);
 	*out = p;
 	return 0;

@@ -22,14 +22,11 @@
  * AND take the pseudo-terminal as its controlling terminal (TIOCSCTTY),
  * get an RLIMIT_NPROC (the fork-bomb bound) and change to a directory
  * given as a descriptor confined beneath the root, under a keeper; uv_spawn
- * does none of these. The keeper and the child only make system calls
- * before exec (async-signal-safe), the executable is looked up in the
- * parent, and an exec failure travels back through a close-on-exec pipe.
- * The keeper's end is seen through a libuv SIGCHLD watcher started before
- * the fork, followed by waitpid() of that one pid (never -1), so other
- * children of the process are not reaped; the command's own end comes as
- * the keeper's report. (A pidfd would be neater, but valgrind, under which
- * the unit tests run, does not know pidfd_open.)
+ * does none of these. The keeper (from the loop's pool, keeperpool.h) gets
+ * the command as a job on its socket and vforks it; the child only makes
+ * system calls before exec, the executable is looked up in the parent,
+ * and the keeper reports the pid (or why the exec failed), then the
+ * command's end, on a pipe per command whose EOF ends the keeper's part.
  *
  * Threads: every call on the loop's thread; callbacks run there too.
  * Errors: error codes (asb/common.h) with the last-error message.
@@ -43,7 +40,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "reaper.h"
+#include "keeperpool.h"
 
 typedef struct sbxd_proc sbxd_proc;
 
@@ -85,7 +82,7 @@ typedef struct {
 	void (*on_exit)(sbxd_proc *p, const sbxd_exit *ex, void *ud);
 } sbxd_proc_callbacks;
 
-#define SBXD_PROC_OPTIONS_VERSION 2
+#define SBXD_PROC_OPTIONS_VERSION 3
 
 typedef struct {
 	unsigned int version;        /**< SBXD_PROC_OPTIONS_VERSION */
@@ -114,11 +111,9 @@ typedef struct {
 	 *  for this long at most (a background child may keep them open), then
 	 *  report; 0: 100. With or without a timeout. */
 	long drain_ms;
-	/** The daemon's orphan reaper (borrowed; must outlive the process):
-	 *  the keeper is claimed there from fork() until it is waited for, so
-	 *  that the reaper never takes its exit status. NULL: none. */
-	sbxd_reaper *reaper;
-	/* version 2 */
+	/** The loop's keepers (keeperpool.h; borrowed; must outlive the
+	 *  process): the command runs under one of them. Required. */
+	sbxd_keeper_pool *keepers;
 	/** Where the process goes on draining after sbxd_proc_free() when its
 	 *  command ended by itself and a background process still holds the
 	 *  output (borrowed; must outlive it). NULL: the output is closed at
@@ -197,7 +192,7 @@ bool sbxd_proc_is_pty(const sbxd_proc *p);
  * running is killed with its whole tree (SIGKILL to every process, at
  * once). One that ended by itself keeps what it left in the background,
  * and its output is drained on the options' `lingering` list while held.
- * The memory goes once the keeper has been reaped, the drain is over and
+ * The memory goes once the keeper is done with it, the drain is over and
  * the loop handles are closed, so the loop must run on. NULL is accepted.
  */
 void sbxd_proc_free(sbxd_proc *p);

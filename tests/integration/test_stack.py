@@ -94,13 +94,23 @@ class Stack:
         return sdk.SandboxDirectConnectionConfig(api_url=self.url, **kw)
 
 
+# kwok marks a pod Ready at once, with no probe: its sandboxd (started by
+# tools/sandboxd-pods, a Python process on the same two cores) may come up
+# after the claim is Ready, where a kubelet's readiness probe would have held
+# it back. The router's connect retries cover that gap here: 8 of up to 1 s
+# (~6 s) instead of the default 3 (1.4 s), which 100 claims at once on a
+# loaded CI machine outran.
+STAND_IN_RETRIES = ["--upstream-max-retries", "8", "--upstream-retry-max-delay", "1s"]
+
+
 @pytest.fixture(scope="module")
 def stack(kube, extensions_controller, tmp_path_factory):
     logdir = tmp_path_factory.mktemp("stack")
     pods = SandboxdPods(logdir, kube.kubeconfig)
     router = None
     try:
-        router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig])
+        router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig,
+                                 *STAND_IN_RETRIES])
         router.wait_ready()
         yield Stack(pods, router)
     finally:
@@ -211,7 +221,8 @@ def test_gateway_mode(kube, ns, stack, replicas, tmp_path):
                {"status": {"addresses": [{"type": "IPAddress", "value": "127.0.0.78"}]}},
                subresource="status")
     gw = Router(tmp_path, ["--cache-enabled", "--kubeconfig", kube.kubeconfig,
-                           "--http-bind-address", "127.0.0.78:80"], name="gateway-router")
+                           "--http-bind-address", "127.0.0.78:80", *STAND_IN_RETRIES],
+                name="gateway-router")
     try:
         gw.wait_ready()
         setup_pool(kube, ns, replicas)

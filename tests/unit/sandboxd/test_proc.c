@@ -5,7 +5,11 @@
  * whole group that ignores SIGTERM and descendants that left its session,
  * a free that ends them too, background children that outlive a command
  * that exited (answered after a short drain, their output drained after
- * the free), signals, a terminal with resize, and the process cap and ids.
+ * the free), signals, a terminal with resize, and the process cap and ids;
+ * each with keepers reused and with a keeper per command, and the reuse
+ * itself: one keeper for commands that leave nothing behind, another
+ * after one that does, stale signals to an idle keeper discarded, an
+ * idle keeper killed and replaced, a job bigger than one message.
  */
 #include <check.h>
 #include <errno.h>
@@ -97,18 +101,54 @@ static void run_loop_for(uv_loop_t *loop, uint64_t ms)
 	uv_run(loop, UV_RUN_NOWAIT);
 }
 
-/* Frees the process and runs the loop until every handle is closed. */
+/* Every test runs twice: with keepers reused (the daemon's default) and
+ * with a fresh keeper per command (--idle-keepers 0). The pool of the
+ * test's loop is made at its first command. */
+static unsigned int max_idle;
+static sbxd_keeper_pool *pool;
+
+static void setup_pooled(void)
+{
+	max_idle = 4;
+	pool = NULL;
+}
+
+static void setup_fresh(void)
+{
+	max_idle = 0;
+	pool = NULL;
+}
+
+static sbxd_keeper_pool *keepers(uv_loop_t *loop)
+{
+	if (!pool)
+		ck_assert_int_eq(sbxd_keeper_pool_new(&pool, loop, max_idle, NULL), 0);
+	return pool;
+}
+
+/* Lets the pool go, runs the loop until every handle is closed (every
+ * keeper reaped) and closes it. */
+static void close_loop(uv_loop_t *loop)
+{
+	sbxd_keeper_pool_free(pool);
+	pool = NULL;
+	uv_run(loop, UV_RUN_DEFAULT);
+	ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
+/* Frees the process and closes the loop. */
 static void finish(uv_loop_t *loop, sbxd_proc *p)
 {
 	sbxd_proc_free(p);
 	uv_run(loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(loop), 0);
+	close_loop(loop);
 }
 
 static int start(uv_loop_t *loop, run_state *st, sbxd_proc_options *o, char **argv)
 {
 	memset(st, 0, sizeof(*st));
 	o->argv = argv;
+	o->keepers = keepers(loop);
 	return sbxd_proc_spawn(&st->p, loop, o, &cbs, st);
 }
 
@@ -155,7 +195,7 @@ START_TEST(launch_errors)
 	ck_assert_int_eq(start(&loop, &st, &o, empty), ASB_EINVAL);
 	ck_assert_str_eq(asb_error_last()->message, "command is required");
 	uv_run(&loop, UV_RUN_DEFAULT);  /* failed starts close their handles */
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	close_loop(&loop);
 }
 END_TEST
 
@@ -233,6 +273,7 @@ START_TEST(output_bounded_per_stream)
 	st.pause_at = 1000;
 	o.argv = argv;
 	/* paused output past the bound is still drained: the child finishes */
+	o.keepers = keepers(&loop);
 	ck_assert_int_eq(sbxd_proc_spawn(&st.p, &loop, &o, &cbs, &st), 0);
 	wait_exit(&loop, &st);
 	ck_assert_int_eq(st.total[SBXD_STDOUT], 1000);
@@ -385,7 +426,7 @@ START_TEST(background_child_outlives_the_command)
 	while (lingering.count > 0)
 		uv_run(&loop, UV_RUN_ONCE);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	close_loop(&loop);
 	ck_assert(!st.exited || st.ex.exit_code == 0);
 }
 END_TEST
@@ -411,7 +452,7 @@ START_TEST(lingering_stops_at_its_bound_and_on_request)
 	sbxd_proc_lingering_stop(&lingering);
 	ck_assert_uint_eq(lingering.count, 0);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	close_loop(&loop);
 	for (int i = 0; i < 3; i++) {
 		ck_assert(alive_now(bg[i]));  /* stopping a drain ends no process */
 		kill(bg[i], SIGKILL);
@@ -457,6 +498,7 @@ START_TEST(pty_session_with_resize)
 	memset(&st, 0, sizeof(st));
 	st.resize_after = "ready";
 	o.argv = argv;
+	o.keepers = keepers(&loop);
 	ck_assert_int_eq(sbxd_proc_spawn(&st.p, &loop, &o, &cbs, &st), 0);
 	ck_assert(sbxd_proc_is_pty(st.p));
 	wait_exit(&loop, &st);
@@ -484,6 +526,125 @@ START_TEST(resize_without_pty_refused)
 }
 END_TEST
 
+/* Runs `script` with /bin/sh -c to its end on `loop`; its stdout in `st`. */
+static void run_script(uv_loop_t *loop, run_state *st, const char *script, char *const *env)
+{
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	o.env = env;
+	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
+	int rc = start(loop, st, &o, argv);
+	ck_assert_msg(rc == 0, "spawn: %d %s", rc, asb_error_last()->message);
+	wait_exit(loop, st);
+	sbxd_proc_free(st->p);
+	/* the keeper's part ends at its report's EOF */
+	while (pool && max_idle && sbxd_keeper_pool_idle(pool) == 0 && st->ex.exit_code == 0 &&
+	       !strstr(st->out, "bg"))
+		uv_run(loop, UV_RUN_ONCE);
+}
+
+START_TEST(keepers_reused_only_when_nothing_is_left)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	long parents[3];
+	for (int i = 0; i < 3; i++) {
+		run_script(&loop, &st, "echo $PPID", NULL);
+		ck_assert_int_eq(st.ex.exit_code, 0);
+		parents[i] = atol(st.out);
+		ck_assert_int_gt(parents[i], 0);
+		ck_assert_int_ne(parents[i], getpid());  /* a keeper between us and the command */
+	}
+	if (max_idle) {
+		/* one keeper ran all three */
+		ck_assert_int_eq(parents[1], parents[0]);
+		ck_assert_int_eq(parents[2], parents[0]);
+		ck_assert_uint_eq(sbxd_keeper_pool_forked(pool), 1);
+	} else {
+		ck_assert_int_ne(parents[1], parents[0]);
+		ck_assert_int_ne(parents[2], parents[1]);
+		ck_assert_uint_eq(sbxd_keeper_pool_forked(pool), 3);
+	}
+	/* a command that leaves a process behind keeps its keeper: the next
+	 * command gets another one */
+	run_script(&loop, &st, "echo $PPID bg; sleep 0.3 >/dev/null 2>&1 &", NULL);
+	long kept = atol(st.out);
+	run_loop_for(&loop, 50);
+	run_script(&loop, &st, "echo $PPID", NULL);
+	ck_assert_int_ne(atol(st.out), kept);
+	ck_assert_int_gt(atol(st.out), 0);
+	close_loop(&loop);
+}
+END_TEST
+
+START_TEST(stale_signal_to_an_idle_keeper_spares_the_next_command)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	run_script(&loop, &st, "echo $PPID", NULL);
+	pid_t k = (pid_t)atol(st.out);
+	/* what a terminate or a free sent late would leave pending */
+	if (max_idle) {
+		ck_assert_int_eq(kill(k, SIGTERM), 0);
+		ck_assert_int_eq(kill(k, SIGUSR1), 0);
+	}
+	run_script(&loop, &st, "sleep 0.2; echo ok $PPID", NULL);
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	ck_assert_int_eq(st.ex.signal, 0);
+	ck_assert(!st.ex.timed_out);
+	char want[64];
+	snprintf(want, sizeof(want), "ok %ld\n", max_idle ? (long)k : atol(st.out + 3));
+	ck_assert_str_eq(st.out, want);
+	close_loop(&loop);
+}
+END_TEST
+
+START_TEST(idle_keeper_killed_is_replaced)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	run_script(&loop, &st, "echo $PPID", NULL);
+	pid_t k = (pid_t)atol(st.out);
+	if (max_idle) {
+		/* a command may kill its keeper once it is idle */
+		ck_assert_int_eq(kill(k, SIGKILL), 0);
+		run_loop_for(&loop, 50);
+	}
+	run_script(&loop, &st, "echo $PPID", NULL);
+	ck_assert_int_eq(st.ex.exit_code, 0);
+	ck_assert_int_ne(atol(st.out), k);
+	close_loop(&loop);
+}
+END_TEST
+
+START_TEST(job_bigger_than_one_message)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	run_state st;
+	/* 200,000 bytes of environment in two variables (one string may not
+	 * pass 128 KiB at exec): the job goes in several messages */
+	size_t n = 100000;
+	char *big = malloc(n + 5), *big2 = malloc(n + 6);
+	memcpy(big, "BIG=", 4);
+	memset(big + 4, 'x', n);
+	big[n + 4] = '\0';
+	memcpy(big2, "BIG2=", 5);
+	memset(big2 + 5, 'y', n);
+	big2[n + 5] = '\0';
+	char *env[] = { big, big2, "SMALL=after", NULL };
+	for (int i = 0; i < 2; i++) {
+		run_script(&loop, &st, "echo ${#BIG} ${#BIG2} $SMALL", env);
+		ck_assert_str_eq(st.out, "100000 100000 after\n");
+	}
+	free(big2);
+	free(big);
+	close_loop(&loop);
+}
+END_TEST
+
 START_TEST(proctable_cap_and_ids)
 {
 	sbxd_proctable *t;
@@ -506,11 +667,8 @@ START_TEST(proctable_cap_and_ids)
 }
 END_TEST
 
-int main(void)
+static void add_tests(TCase *tc)
 {
-	signal(SIGPIPE, SIG_IGN);  /* as the daemon does; children must not inherit it */
-	Suite *s = suite_create("sandboxd_proc");
-	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, output_and_exit_code);
 	tcase_add_test(tc, launch_errors);
@@ -526,8 +684,25 @@ int main(void)
 	tcase_add_test(tc, signal_and_free_while_running);
 	tcase_add_test(tc, pty_session_with_resize);
 	tcase_add_test(tc, resize_without_pty_refused);
-	tcase_add_test(tc, proctable_cap_and_ids);
-	suite_add_tcase(s, tc);
+	tcase_add_test(tc, keepers_reused_only_when_nothing_is_left);
+	tcase_add_test(tc, stale_signal_to_an_idle_keeper_spares_the_next_command);
+	tcase_add_test(tc, idle_keeper_killed_is_replaced);
+	tcase_add_test(tc, job_bigger_than_one_message);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);  /* as the daemon does; children must not inherit it */
+	Suite *s = suite_create("sandboxd_proc");
+	TCase *pooled = tcase_create("pooled keepers");
+	tcase_add_checked_fixture(pooled, setup_pooled, NULL);
+	add_tests(pooled);
+	tcase_add_test(pooled, proctable_cap_and_ids);
+	suite_add_tcase(s, pooled);
+	TCase *fresh = tcase_create("a keeper per command");
+	tcase_add_checked_fixture(fresh, setup_fresh, NULL);
+	add_tests(fresh);
+	suite_add_tcase(s, fresh);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

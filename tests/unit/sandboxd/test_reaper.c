@@ -94,13 +94,15 @@ START_TEST(watching_keeps_exit_codes_reaps_orphans)
 	ck_assert_int_eq(sbxd_reaper_new(&r, true), 0);
 	uv_loop_t loop;
 	uv_loop_init(&loop);
+	sbxd_keeper_pool *pool;
+	ck_assert_int_eq(sbxd_keeper_pool_new(&pool, &loop, 4, r), 0);
 	for (int i = 0; i < 5; i++) {
 		char script[96];
 		snprintf(script, sizeof(script), "sleep 0.05 >/dev/null 2>&1 & exit %d", 10 + i);
 		char *argv[] = { "/bin/sh", "-c", script, NULL };
 		sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
 		o.argv = argv;
-		o.reaper = r;
+		o.keepers = pool;
 		run_state st = { 0 };
 		sbxd_proc *p;
 		ck_assert_int_eq(sbxd_proc_spawn(&p, &loop, &o, &cbs, &st), 0);
@@ -110,6 +112,11 @@ START_TEST(watching_keeps_exit_codes_reaps_orphans)
 		sbxd_proc_free(p);
 		uv_run(&loop, UV_RUN_DEFAULT);
 	}
+	/* each keeper kept a sleep, so it exited instead of waiting for a
+	 * next job: the pool reaps it, the reaper's thread leaves it alone */
+	ck_assert_uint_eq(sbxd_keeper_pool_forked(pool), 5);
+	sbxd_keeper_pool_free(pool);
+	uv_run(&loop, UV_RUN_DEFAULT);
 	/* the sleeps end, and the reaper's thread waits for them */
 	int left = -1;
 	for (int i = 0; i < 200 && (left = children()) != 0; i++) {
