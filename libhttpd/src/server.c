@@ -205,20 +205,99 @@ unsigned int httpd_server_loops(const httpd_server *s)
 
 /* --- connections: writes ------------------------------------------------------------ */
 
-static void on_write(uv_write_t *w, int status)
+/* One write of a batch is done (or cancelled). */
+static void write_done(httpd__write *wr, int status)
 {
-	httpd__write *wr = (httpd__write *)w;
 	conn *c = wr->c;
 	free(wr->data);
 	c->pending_writes--;
 	if (status < 0) {
-		asb_log(c->srv->log, ASB_LOG_DEBUG, "http write failed", "server", c->srv->name,
-		        "error", uv_strerror(status), NULL);
+		if (status != UV_ECANCELED)
+			asb_log(c->srv->log, ASB_LOG_DEBUG, "http write failed", "server", c->srv->name,
+			        "error", uv_strerror(status), NULL);
 		httpd__conn_close(c, ASB_ETRANSPORT);
 	}
 	if (wr->ex)
 		httpd__exchange_write_done(wr, status);  /* drops wr's reference */
 	free(wr);
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+	for (httpd__write *wr = (httpd__write *)w, *next; wr; wr = next) {
+		next = wr->next;
+		write_done(wr, status);
+	}
+}
+
+/* Writes corked per connection at most, and bytes, before a flush. */
+#define CORK_MAX_WRITES 16
+#define CORK_MAX_BYTES (64 * 1024)
+
+void httpd__conn_flush(conn *c)
+{
+	if (c->cork_n == 0)
+		return;
+	/* TLS records and handshake messages may cork more than the bound
+	 * between two flushes */
+	uv_buf_t small[CORK_MAX_WRITES];
+	uv_buf_t *bufs = c->cork_n <= CORK_MAX_WRITES ? small : malloc(c->cork_n * sizeof(*bufs));
+	httpd__write *first = c->cork_head;
+	unsigned int n = 0;
+	if (bufs)
+		for (httpd__write *wr = first; wr; wr = wr->next)
+			bufs[n++] = uv_buf_init(wr->data, (unsigned int)wr->len);
+	c->cork_head = c->cork_tail = NULL;
+	c->cork_n = 0;
+	c->cork_bytes = 0;
+	/* libuv copies the buffer array; the data stay with the requests */
+	int rc = bufs ? uv_write(&first->req, (uv_stream_t *)&c->tcp, bufs, n, on_write) : UV_ENOMEM;
+	if (bufs != small)
+		free(bufs);
+	if (rc < 0)
+		on_write(&first->req, rc);
+}
+
+/* Drops the corked writes of a connection that closes: cancelled. */
+static void cork_cancel(conn *c)
+{
+	httpd__write *first = c->cork_head;
+	c->cork_head = c->cork_tail = NULL;
+	c->cork_n = 0;
+	c->cork_bytes = 0;
+	if (first)
+		on_write(&first->req, UV_ECANCELED);
+}
+
+static void cork_unlink(conn *c)
+{
+	if (!c->cork_linked)
+		return;
+	for (conn **pp = &c->lp->corked; *pp; pp = &(*pp)->cork_next)
+		if (*pp == c) {
+			*pp = c->cork_next;
+			break;
+		}
+	c->cork_next = NULL;
+	c->cork_linked = false;
+}
+
+static void on_cork_check(uv_check_t *h)
+{
+	loop *lp = h->data;
+	while (lp->corked) {
+		conn *c = lp->corked;
+		lp->corked = c->cork_next;
+		c->cork_next = NULL;
+		c->cork_linked = false;
+		httpd__conn_flush(c);
+	}
+	uv_idle_stop(&lp->cork_idle);
+}
+
+static void on_cork_idle(uv_idle_t *h)
+{
+	(void)h;  /* only there so that the poll does not block */
 }
 
 static int plain_write(conn *c, char *data, size_t len)
@@ -230,12 +309,19 @@ static int plain_write(conn *c, char *data, size_t len)
 	}
 	wr->c = c;
 	wr->data = data;
-	uv_buf_t buf = uv_buf_init(data, (unsigned int)len);
-	int rc = uv_write(&wr->req, (uv_stream_t *)&c->tcp, &buf, 1, on_write);
-	if (rc < 0) {
-		free(data);
-		free(wr);
-		return -1;
+	wr->len = len;
+	if (c->cork_tail)
+		c->cork_tail->next = wr;
+	else
+		c->cork_head = wr;
+	c->cork_tail = wr;
+	c->cork_n++;
+	c->cork_bytes += len;
+	if (!c->cork_linked) {
+		c->cork_linked = true;
+		c->cork_next = c->lp->corked;
+		c->lp->corked = c;
+		uv_idle_start(&c->lp->cork_idle, on_cork_idle);
 	}
 	c->pending_writes++;
 	if (c->wctx) {
@@ -272,6 +358,10 @@ int httpd__conn_send(conn *c, httpd_exchange *ex, char *data, size_t len,
 		last->done = done;
 		last->done_ud = ud;
 	}
+	/* past the cork's bounds: out now (after the bookkeeping above, which
+	 * a failed flush's completions rely on) */
+	if (c->cork_n >= CORK_MAX_WRITES - 2 || c->cork_bytes >= CORK_MAX_BYTES)
+		httpd__conn_flush(c);
 	return 0;
 }
 
@@ -346,6 +436,8 @@ void httpd__conn_close(conn *c, int reason)
 		return;
 	c->state = HTTPD__CONN_CLOSING;
 	c->close_reason = reason ? reason : ASB_ETRANSPORT;
+	cork_unlink(c);
+	cork_cancel(c);
 	if (c->ex)
 		httpd__exchange_end(c->ex, c->close_reason);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
@@ -410,6 +502,9 @@ void httpd__conn_finish(conn *c)
 	if (c->tls)
 		httpd__tls_conn_close_notify(c->tls);
 	c->shutdown_req.data = c;
+	httpd__conn_flush(c);  /* the shutdown follows every write */
+	if (c->state != HTTPD__CONN_LINGER)
+		return;  /* the flush failed and closed it */
 	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
 		httpd__conn_close(c, ASB_ETRANSPORT);
 }
@@ -1139,6 +1234,8 @@ static void maybe_accept_or_finish(loop *lp)
 			lp->finished = true;
 			uv_close((uv_handle_t *)&lp->deadline, on_server_handle_closed);
 			uv_close((uv_handle_t *)&lp->wake, on_server_handle_closed);
+			uv_close((uv_handle_t *)&lp->cork_check, on_server_handle_closed);
+			uv_close((uv_handle_t *)&lp->cork_idle, on_server_handle_closed);
 		}
 		return;
 	}
@@ -1505,6 +1602,13 @@ int httpd_server_start(httpd_server *s)
 		lp->wake.data = lp;
 		uv_timer_init(&lp->uv, &lp->deadline);
 		lp->deadline.data = lp;
+		uv_check_init(&lp->uv, &lp->cork_check);
+		lp->cork_check.data = lp;
+		uv_check_start(&lp->cork_check, on_cork_check);
+		uv_unref((uv_handle_t *)&lp->cork_check);
+		uv_idle_init(&lp->uv, &lp->cork_idle);
+		lp->cork_idle.data = lp;
+		uv_unref((uv_handle_t *)&lp->cork_idle);
 	}
 	int rc = bind_and_listen(s);
 	for (unsigned int i = 0; rc == 0 && i < s->nloops; i++) {

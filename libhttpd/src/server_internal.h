@@ -105,6 +105,12 @@ struct httpd__loop {
 	bool accept_pending;           /* the listener holds a connection we did not take */
 	bool draining;
 	bool finished;                 /* the last handles are closing */
+	/* writes corked in this iteration go out at its check phase, several
+	 * in one writev (a head and the first body bytes in one segment); the
+	 * idle handle keeps the poll from blocking while some wait */
+	uv_check_t cork_check;
+	uv_idle_t cork_idle;
+	httpd__conn *corked;           /* connections with corked writes */
 };
 
 typedef enum { HTTPD__CONN_OPEN, HTTPD__CONN_LINGER, HTTPD__CONN_CLOSING } k8s__conn_state;
@@ -155,13 +161,21 @@ struct httpd__conn {
 	/* write context: plain_write ties the requests it makes to this exchange */
 	httpd_exchange *wctx;
 	struct httpd__write *last_wr;
+	/* writes made but not yet handed to libuv (httpd__conn_flush) */
+	struct httpd__write *cork_head, *cork_tail;
+	unsigned int cork_n;
+	size_t cork_bytes;
+	bool cork_linked;              /* on lp->corked */
+	httpd__conn *cork_next;
 };
 
 /* One queued uv_write. */
 typedef struct httpd__write {
-	uv_write_t req;
+	uv_write_t req;                /* the first of a batch carries the batch's uv_write */
+	struct httpd__write *next;     /* the rest of its batch, in order */
 	httpd__conn *c;
 	char *data;
+	size_t len;
 	httpd_exchange *ex;         /* holds a reference; NULL: not an exchange's */
 	size_t plain_len;              /* bytes of `pending` this request settles */
 	void (*done)(httpd_exchange *ex, void *ud);
@@ -212,6 +226,8 @@ struct httpd_exchange {
 /* server.c, for exchange.c */
 int httpd__loop_post(httpd__loop *lp, void (*fn)(void *), void *ud);
 void httpd__conn_close(httpd__conn *c, int reason);
+/* Hands the connection's corked writes to libuv now (one writev). */
+void httpd__conn_flush(httpd__conn *c);
 void httpd__conn_finish(httpd__conn *c);
 /* Queues `len` bytes of `data` (malloc'd, taken), tied to `ex` (may be NULL). */
 int httpd__conn_send(httpd__conn *c, httpd_exchange *ex, char *data, size_t len,
