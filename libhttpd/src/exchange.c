@@ -86,7 +86,7 @@ void httpd__exchange_end(httpd_exchange *ex, int reason)
 	ex->c = NULL;
 	/* The loop stays up while an exchange is left (nexchanges), so the
 	 * post only fails without memory: then close here, as a last resort. */
-	if (httpd__loop_post(ex->lp, run_close, ex) < 0)
+	if (httpd__loop_defer(ex->lp, run_close, ex) < 0)
 		run_close(ex);
 }
 
@@ -183,7 +183,7 @@ static int post_done(httpd_exchange *ex, void (*done)(httpd_exchange *, void *),
 	pd->done = done;
 	pd->ud = ud;
 	httpd__exchange_ref(ex);
-	int rc = httpd__loop_post(ex->lp, run_done, pd);
+	int rc = httpd__loop_defer(ex->lp, run_done, pd);
 	if (rc < 0) {
 		httpd__exchange_unref(ex);
 		free(pd);

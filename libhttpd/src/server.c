@@ -173,6 +173,46 @@ int httpd__loop_post(loop *lp, void (*fn)(void *), void *ud)
 	return 0;
 }
 
+static void on_cork_idle(uv_idle_t *h);
+
+int httpd__loop_defer(loop *lp, void (*fn)(void *), void *ud)
+{
+	if (lp->calls_closed)  /* written on this thread only */
+		return asb_error_set(ASB_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
+		                     lp->srv->name, lp->index);
+	httpd__call *call = malloc(sizeof(*call));
+	if (!call)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+	call->fn = fn;
+	call->ud = ud;
+	call->next = NULL;
+	if (lp->local_tail)
+		lp->local_tail->next = call;
+	else
+		lp->local = call;
+	lp->local_tail = call;
+	/* the idle handle keeps the poll from blocking, and the loop alive,
+	 * until the check phase ran it */
+	if (!uv_is_active((uv_handle_t *)&lp->cork_idle))
+		uv_idle_start(&lp->cork_idle, on_cork_idle);
+	uv_ref((uv_handle_t *)&lp->cork_idle);
+	return 0;
+}
+
+/* Runs the calls deferred so far on the loop's thread (later ones: the
+ * next iteration). */
+static void run_local(loop *lp)
+{
+	httpd__call *call = lp->local;
+	lp->local = lp->local_tail = NULL;
+	while (call) {
+		httpd__call *next = call->next;
+		call->fn(call->ud);
+		free(call);
+		call = next;
+	}
+}
+
 /* Runs the calls queued so far (later ones wait for the next wake-up). */
 static void run_calls(loop *lp, bool close)
 {
@@ -285,6 +325,7 @@ static void cork_unlink(conn *c)
 static void on_cork_check(uv_check_t *h)
 {
 	loop *lp = h->data;
+	run_local(lp);  /* first: what they write goes out below */
 	while (lp->corked) {
 		conn *c = lp->corked;
 		lp->corked = c->cork_next;
@@ -292,7 +333,10 @@ static void on_cork_check(uv_check_t *h)
 		c->cork_linked = false;
 		httpd__conn_flush(c);
 	}
-	uv_idle_stop(&lp->cork_idle);
+	if (!lp->local) {
+		uv_idle_stop(&lp->cork_idle);
+		uv_unref((uv_handle_t *)&lp->cork_idle);
+	}
 }
 
 static void on_cork_idle(uv_idle_t *h)
@@ -1083,7 +1127,7 @@ void httpd__conn_kick(conn *c)
 {
 	if (c->kick_posted || c->state != HTTPD__CONN_OPEN)
 		return;
-	if (httpd__loop_post(c->lp, on_kick, c) == 0)
+	if (httpd__loop_defer(c->lp, on_kick, c) == 0)
 		c->kick_posted = true;
 	else
 		httpd__conn_close(c, ASB_ENOMEM);
@@ -1567,6 +1611,11 @@ static void loops_destroy(httpd_server *s)
 		uv_walk(&lp->uv, close_all_walk, NULL);
 		uv_run(&lp->uv, UV_RUN_DEFAULT);
 		uv_loop_close(&lp->uv);
+		for (httpd__call *call = lp->local, *next; call; call = next) {
+			next = call->next;
+			free(call);
+		}
+		lp->local = lp->local_tail = NULL;
 		pthread_mutex_destroy(&lp->calls_lock);
 		lp->initialized = false;
 	}

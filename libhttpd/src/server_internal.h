@@ -111,6 +111,7 @@ struct httpd__loop {
 	uv_check_t cork_check;
 	uv_idle_t cork_idle;
 	httpd__conn *corked;           /* connections with corked writes */
+	httpd__call *local, *local_tail; /* deferred on this thread (httpd__loop_defer) */
 };
 
 typedef enum { HTTPD__CONN_OPEN, HTTPD__CONN_LINGER, HTTPD__CONN_CLOSING } k8s__conn_state;
@@ -225,6 +226,9 @@ struct httpd_exchange {
 
 /* server.c, for exchange.c */
 int httpd__loop_post(httpd__loop *lp, void (*fn)(void *), void *ud);
+/* The same from the loop's own thread, without the wake-up (an eventfd
+ * write and read): runs at this iteration's check phase. */
+int httpd__loop_defer(httpd__loop *lp, void (*fn)(void *), void *ud);
 void httpd__conn_close(httpd__conn *c, int reason);
 /* Hands the connection's corked writes to libuv now (one writev). */
 void httpd__conn_flush(httpd__conn *c);
