@@ -44,7 +44,6 @@ typedef struct {
 	int fd;
 	uint64_t off, remaining;
 	bool finished;
-	char *buf;
 } download;
 
 static void dl_pump(download *s);
@@ -60,15 +59,22 @@ static void dl_pump(download *s)
 {
 	while (s->remaining > 0 && httpd_exchange_pending(s->ex) < WRITE_HIGH) {
 		size_t want = s->remaining < READ_CHUNK ? (size_t)s->remaining : READ_CHUNK;
-		ssize_t n = pread(s->fd, s->buf, want, (off_t)s->off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			/* the file shrank or failed under us: the length sent is a lie now */
+		/* a buffer per chunk, handed to the connection: no copy of it */
+		char *buf = malloc(want);
+		if (!buf) {
 			httpd_exchange_abort(s->ex);
 			return;
 		}
-		if (httpd_exchange_write(s->ex, s->buf, (size_t)n, dl_written, s) != 0)
+		ssize_t n;
+		while ((n = pread(s->fd, buf, want, (off_t)s->off)) < 0 && errno == EINTR)
+			;
+		if (n <= 0) {
+			/* the file shrank or failed under us: the length sent is a lie now */
+			free(buf);
+			httpd_exchange_abort(s->ex);
+			return;
+		}
+		if (httpd_exchange_write_owned(s->ex, buf, (size_t)n, dl_written, s) != 0)
 			return;  /* the exchange ended; on_close frees */
 		s->off += (uint64_t)n;
 		s->remaining -= (uint64_t)n;
@@ -85,7 +91,6 @@ static void dl_close(httpd_exchange *ex, int reason, void *ud)
 	sbxd_stall_free(s->stall);
 	sbxd_transfer_release(s->d);
 	close(s->fd);
-	free(s->buf);
 	free(s);
 }
 
@@ -204,11 +209,7 @@ void sbxd_serve_file(sbxd_daemon *d, httpd_exchange *ex, int fd, const struct st
 		return;
 	}
 	download *s = calloc(1, sizeof(*s));
-	if (s)
-		s->buf = malloc(READ_CHUNK);
-	if (!s || !s->buf) {
-		if (s)
-			free(s);
+	if (!s) {
 		sbxd_transfer_release(d);
 		close(fd);
 		sbxd_respond_error(ex, 500, "INTERNAL", "out of memory");

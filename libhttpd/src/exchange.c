@@ -371,8 +371,8 @@ int httpd_exchange_send_head(httpd_exchange *ex, int64_t content_length)
 	return 0;
 }
 
-int httpd_exchange_write(httpd_exchange *ex, const void *data, size_t len,
-                            void (*done)(httpd_exchange *ex, void *ud), void *ud)
+/* The checks of a body write, and its Content-Length accounting. */
+static int write_check(httpd_exchange *ex, const void *data, size_t len)
 {
 	int rc = check_live(ex, "write");
 	if (rc < 0)
@@ -387,6 +387,38 @@ int httpd_exchange_write(httpd_exchange *ex, const void *data, size_t len,
 			                     len, ex->remaining);
 		ex->remaining -= (int64_t)len;
 	}
+	return 0;
+}
+
+int httpd_exchange_write_owned(httpd_exchange *ex, char *data, size_t len,
+                                  void (*done)(httpd_exchange *ex, void *ud), void *ud)
+{
+	if (ex && ex->chunked) {
+		/* the framing goes around the bytes: a copy after all */
+		int rc = httpd_exchange_write(ex, data, len, done, ud);
+		free(data);
+		return rc;
+	}
+	int rc = write_check(ex, data, len);
+	if (rc < 0) {
+		free(data);
+		return rc;
+	}
+	if (ex->head_only) {
+		free(data);
+		return post_done(ex, done, ud);  /* HEAD: the body is not sent */
+	}
+	if (httpd__conn_send(ex->c, ex, data, len, done, ud) < 0)
+		return send_failed(ex, "write");
+	return 0;
+}
+
+int httpd_exchange_write(httpd_exchange *ex, const void *data, size_t len,
+                            void (*done)(httpd_exchange *ex, void *ud), void *ud)
+{
+	int rc = write_check(ex, data, len);
+	if (rc < 0)
+		return rc;
 	if (ex->head_only)
 		return post_done(ex, done, ud);  /* HEAD: the body is not sent */
 	char *buf;

@@ -233,6 +233,16 @@ HTTPD_EXTERN int httpd_exchange_write(httpd_exchange *ex, const void *data, size
                                        void *ud);
 
 /**
+ * As httpd_exchange_write(), but the buffer `data` (from malloc, `len` >
+ * 0 bytes) is handed over, not copied: the library frees it once written,
+ * and on every error too. For bodies read into a buffer of their own (a
+ * file download), one copy less per byte. Same returns.
+ */
+HTTPD_EXTERN int httpd_exchange_write_owned(httpd_exchange *ex, char *data, size_t len,
+                                             void (*done)(httpd_exchange *ex, void *ud),
+                                             void *ud);
+
+/**
  * Bytes of this exchange's response (head, chunk framing, body) queued
  * and not yet written to the socket.
  */
