@@ -148,26 +148,58 @@ static int split_host_port(const char *addr, char **host, int *port)
 
 /* --- posted calls ------------------------------------------------------------------ */
 
-int httpd__loop_post(loop *lp, void (*fn)(void *), void *ud)
+/* A call for a list; NULL (with the error set) without memory. */
+static httpd__call *call_new(void (*fn)(void *), void *ud)
 {
 	httpd__call *call = malloc(sizeof(*call));
-	if (!call)
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+	if (!call) {
+		asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
+		return NULL;
+	}
 	call->fn = fn;
 	call->ud = ud;
 	call->next = NULL;
+	return call;
+}
+
+static void call_append(httpd__call **head, httpd__call **tail, httpd__call *call)
+{
+	if (*tail)
+		(*tail)->next = call;
+	else
+		*head = call;
+	*tail = call;
+}
+
+/* Runs and frees a detached list of calls, in order. */
+static void run_list(httpd__call *call)
+{
+	while (call) {
+		httpd__call *next = call->next;
+		call->fn(call->ud);
+		free(call);
+		call = next;
+	}
+}
+
+static int loop_ended(loop *lp)
+{
+	return asb_error_set(ASB_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
+	                     lp->srv->name, lp->index);
+}
+
+int httpd__loop_post(loop *lp, void (*fn)(void *), void *ud)
+{
+	httpd__call *call = call_new(fn, ud);
+	if (!call)
+		return ASB_ENOMEM;
 	pthread_mutex_lock(&lp->calls_lock);
 	if (lp->calls_closed) {
 		pthread_mutex_unlock(&lp->calls_lock);
 		free(call);
-		return asb_error_set(ASB_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
-		                     lp->srv->name, lp->index);
+		return loop_ended(lp);
 	}
-	if (lp->calls_tail)
-		lp->calls_tail->next = call;
-	else
-		lp->calls = call;
-	lp->calls_tail = call;
+	call_append(&lp->calls, &lp->calls_tail, call);
 	pthread_mutex_unlock(&lp->calls_lock);
 	uv_async_send(&lp->wake);
 	return 0;
@@ -178,19 +210,11 @@ static void on_cork_idle(uv_idle_t *h);
 int httpd__loop_defer(loop *lp, void (*fn)(void *), void *ud)
 {
 	if (lp->calls_closed)  /* written on this thread only */
-		return asb_error_set(ASB_ESHUTDOWN, 0, NULL, "http server %s: loop %u has ended",
-		                     lp->srv->name, lp->index);
-	httpd__call *call = malloc(sizeof(*call));
+		return loop_ended(lp);
+	httpd__call *call = call_new(fn, ud);
 	if (!call)
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "http server: out of memory");
-	call->fn = fn;
-	call->ud = ud;
-	call->next = NULL;
-	if (lp->local_tail)
-		lp->local_tail->next = call;
-	else
-		lp->local = call;
-	lp->local_tail = call;
+		return ASB_ENOMEM;
+	call_append(&lp->local, &lp->local_tail, call);
 	/* the idle handle keeps the poll from blocking, and the loop alive,
 	 * until the check phase ran it */
 	if (!uv_is_active((uv_handle_t *)&lp->cork_idle))
@@ -205,12 +229,7 @@ static void run_local(loop *lp)
 {
 	httpd__call *call = lp->local;
 	lp->local = lp->local_tail = NULL;
-	while (call) {
-		httpd__call *next = call->next;
-		call->fn(call->ud);
-		free(call);
-		call = next;
-	}
+	run_list(call);
 }
 
 /* Runs the calls queued so far (later ones wait for the next wake-up). */
@@ -222,12 +241,7 @@ static void run_calls(loop *lp, bool close)
 	if (close)
 		lp->calls_closed = true;
 	pthread_mutex_unlock(&lp->calls_lock);
-	while (call) {
-		httpd__call *next = call->next;
-		call->fn(call->ud);
-		free(call);
-		call = next;
-	}
+	run_list(call);
 }
 
 int httpd_server_call(httpd_server *s, unsigned int loop_index, void (*fn)(void *ud), void *ud)
