@@ -24,7 +24,7 @@ repository, run with uvicorn) works in /app, which it hard-codes: the
 benchmark creates /app when it is missing and removes what it put there.
 
 Usage: bench/sandboxd.py [--build-dir build] [--seconds 5] [--concurrency 4]
-         [--repeat 3] [--only execute,download,upload]
+         [--repeat 3] [--only execute,download,upload] [--sandboxd-args '...']
          [--upstream-runtime 'CMD ... {port} ...']
          [--upstream-sandboxd 'CMD ... {root} {rest} {grpc} ...']
   e.g. --upstream-runtime '/work/upstream-venv/bin/uvicorn main:app
@@ -185,6 +185,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="execute,download,upload",
                     help="comma-separated phases: execute, download, upload")
+    ap.add_argument("--sandboxd-args", default="",
+                    help="more flags for our sandboxd, e.g. '--idle-keepers 0'")
     ap.add_argument("--upstream-runtime", default="",
                     help="command starting upstream's python-runtime; {port} is replaced")
     ap.add_argument("--upstream-sandboxd", default="",
@@ -213,7 +215,7 @@ def main():
     made_app = False
     app_files = []
     try:
-        procs["ours"], rest, runtime = start(binary, base)
+        procs["ours"], rest, runtime = start(binary, base, *shlex.split(args.sandboxd_args))
         up_rt_port = up_rest = None
         if args.upstream_runtime:
             if not os.path.isdir("/app"):
