@@ -27,6 +27,7 @@ typedef struct {
 	size_t n, max;
 	bool in_value, done, bad;
 	char *url;
+	const char *method;  /* of the first head */
 	size_t requests;
 } head_state;
 
@@ -44,6 +45,8 @@ static char *append(char *s, const char *at, size_t len)
 static int on_url(httpd_parser *p, const char *at, size_t len)
 {
 	head_state *h = httpd_parser_data(p);
+	if (h->done)
+		return 0;  /* a second message in the input: the first head is the request */
 	h->url = append(h->url, at, len);
 	return 0;
 }
@@ -51,6 +54,8 @@ static int on_url(httpd_parser *p, const char *at, size_t len)
 static int on_field(httpd_parser *p, const char *at, size_t len)
 {
 	head_state *h = httpd_parser_data(p);
+	if (h->done)
+		return 0;
 	if (h->in_value || !h->n) {
 		if (h->n == h->max) {
 			h->bad = true;
@@ -68,6 +73,8 @@ static int on_field(httpd_parser *p, const char *at, size_t len)
 static int on_value(httpd_parser *p, const char *at, size_t len)
 {
 	head_state *h = httpd_parser_data(p);
+	if (h->done)
+		return 0;
 	h->in_value = true;
 	h->values[h->n - 1] = append(h->values[h->n - 1], at, len);
 	return 0;
@@ -76,6 +83,8 @@ static int on_value(httpd_parser *p, const char *at, size_t len)
 static int on_headers(httpd_parser *p)
 {
 	head_state *h = httpd_parser_data(p);
+	if (!h->done)
+		h->method = httpd_parser_method(p);
 	h->done = true;
 	h->requests++;
 	return 1;  /* no body: the head is what matters */
@@ -156,7 +165,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		hs[i] = (rt_header){ h.names[i], h.values[i] };
 	const char *q = strchr(h.url, '?');
 	char *path = q ? strndup(h.url, (size_t)(q - h.url)) : strdup(h.url);
-	rt_head head = { .method = httpd_parser_method(&p), .target = h.url,
+	rt_head head = { .method = h.method, .target = h.url,
 	                 .path = path, .headers = hs, .nheaders = h.n, .peer_ip = "10.9.9.9",
 	                 .tls = size & 1 };
 	rt_reject rej;
