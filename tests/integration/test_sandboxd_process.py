@@ -62,6 +62,25 @@ def test_cwd_env_and_execute(sbx):
     assert base64.b64decode(j["stderr"]) == b"y\n"
 
 
+def test_command_cannot_change_the_next_commands_keeper(sbx):
+    """A command may lower its keeper's limits and priority ($PPID runs as
+    the same user); the next command must still start with the daemon's
+    own (a reused keeper would pass them on: --idle-keepers is off by
+    default until keepers are reset between commands)."""
+    def execute(script):
+        r = sbx.session.post(sbx.rest + "/v1/execute",
+                             json={"config": {"command": ["sh", "-c", script]}})
+        assert r.status_code == 200, r.text
+        j = r.json()
+        return j["exitCode"], base64.b64decode(j["stdout"]).decode()
+
+    before = execute("ulimit -n; nice")
+    code, _ = execute("prlimit --pid $PPID --nofile=12:12; renice -n 7 -p $PPID >/dev/null")
+    assert code == 0
+    for _ in range(3):
+        assert execute("ulimit -n; nice") == before
+
+
 def test_launch_errors(sbx):
     r = sbx.start_process({"config": {"command": ["no-such-binary-y"]}})
     assert r.status_code == 404 and r.json()["code"] == "NOT_FOUND"

@@ -577,13 +577,19 @@ START_TEST(keepers_reused_only_when_nothing_is_left)
 }
 END_TEST
 
+/* Starts a loop and runs a first command there: the pid of its keeper. */
+static pid_t first_keeper(uv_loop_t *loop, run_state *st)
+{
+	uv_loop_init(loop);
+	run_script(loop, st, "echo $PPID", NULL);
+	return (pid_t)atol(st->out);
+}
+
 START_TEST(stale_signal_to_an_idle_keeper_spares_the_next_command)
 {
 	uv_loop_t loop;
-	uv_loop_init(&loop);
 	run_state st;
-	run_script(&loop, &st, "echo $PPID", NULL);
-	pid_t k = (pid_t)atol(st.out);
+	pid_t k = first_keeper(&loop, &st);
 	/* what a terminate or a free sent late would leave pending */
 	if (max_idle) {
 		ck_assert_int_eq(kill(k, SIGTERM), 0);
@@ -603,10 +609,8 @@ END_TEST
 START_TEST(idle_keeper_killed_is_replaced)
 {
 	uv_loop_t loop;
-	uv_loop_init(&loop);
 	run_state st;
-	run_script(&loop, &st, "echo $PPID", NULL);
-	pid_t k = (pid_t)atol(st.out);
+	pid_t k = first_keeper(&loop, &st);
 	if (max_idle) {
 		/* a command may kill its keeper once it is idle */
 		ck_assert_int_eq(kill(k, SIGKILL), 0);
