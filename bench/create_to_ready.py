@@ -314,7 +314,32 @@ def pct(sorted_vals, p):
 
 # ---------------------------------------------------------------- one controller
 
-def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
+def settled_rss(pid, step=1.0, most=15.0):
+    """VmRSS (KiB) of pid's tree once it stops moving: two readings `step`
+    apart within 0.5 % (or after `most` seconds), so a checkpoint reads what
+    the cache keeps, not a burst's passing buffers."""
+    last, t_end = usage(pid)[2], time.monotonic() + most
+    while time.monotonic() < t_end:
+        time.sleep(step)
+        cur = usage(pid)[2]
+        if abs(cur - last) <= 0.005 * max(last, 1):
+            return cur
+        last = cur
+    return last
+
+
+def count_rate_spans(started, stages):
+    """Per stage, the time from its first to its last create call started."""
+    spans, prev = [], 0
+    for upto in stages:
+        ts = [started[n] for n in (f"sb-{i:05d}" for i in range(prev, upto)) if n in started]
+        if ts:
+            spans.append(max(max(ts) - min(ts), 1e-9))
+        prev = upto
+    return spans
+
+
+def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, checkpoints=None):
     ns = f"bench-c2r-{index}-{uuid.uuid4().hex[:6]}"
     status, body = request(kc_admin, "POST", "/api/v1/namespaces",
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -351,22 +376,32 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index):
         result["warmup_s"] = watch.ready_at["warmup"] - t
         cpu0, _, _ = usage(proc.pid)
 
-        names = [f"sb-{i:05d}" for i in range(count)]
-        log(f"creating {count} Sandboxes at {rate}/s in {ns}")
-        started, errors, t0 = create_paced(kc_admin, ns, names, rate)
-        created_by = max(started.values()) if started else t0
-        done = watch.wait(list(started), t0 + count / rate + timeout)
+        # in stages when memory checkpoints are asked: create up to each,
+        # wait for all Ready, let the controller settle, read its VmRSS
+        stages = sorted(set(c for c in (checkpoints or []) if c < count)) + [count]
+        started, errors, span, mem, done, prev = {}, [], 0.0, [], True, 0
+        for upto in stages:
+            names = [f"sb-{i:05d}" for i in range(prev, upto)]
+            log(f"creating {len(names)} Sandboxes at {rate}/s in {ns} ({upto} in all)")
+            st, err, t0 = create_paced(kc_admin, ns, names, rate)
+            started.update(st)
+            errors += err
+            done = watch.wait(list(st), t0 + len(names) / rate + timeout) and done
+            span += max((watch.ready_at[n] for n in st if n in watch.ready_at), default=t0) - t0
+            if checkpoints:
+                mem.append((upto, settled_rss(proc.pid)))
+                log(f"{upto} Sandboxes: controller RSS {mem[-1][1] / 1024:.1f} MiB")
+            prev = upto
         cpu1, hwm, rss = usage(proc.pid)
         alive = proc.poll() is None
         lat = sorted((watch.ready_at[n] - started[n]) * 1000 for n in started if n in watch.ready_at)
-        last = max((watch.ready_at[n] for n in started if n in watch.ready_at), default=t0)
         result.update(
             created=len(started), create_errors=errors, ready=len(lat), complete=done and not errors,
-            create_rate=len(started) / max(created_by - t0, 1e-9),
+            create_rate=len(started) / max(sum(count_rate_spans(started, stages)), 1e-9),
             p50=pct(lat, 50), p90=pct(lat, 90), p99=pct(lat, 99), max=lat[-1] if lat else float("nan"),
-            throughput=len(lat) / max(last - t0, 1e-9), span_s=last - t0,
+            throughput=len(lat) / max(span, 1e-9), span_s=span,
             cpu_total=cpu1, cpu_burst=cpu1 - cpu0, hwm_mib=hwm / 1024, rss_mib=rss / 1024,
-            alive=alive)
+            memory=mem, alive=alive)
         watch.stop = True
     finally:
         stop_controller(proc, logf)
@@ -505,9 +540,22 @@ def main(argv):
     ap.add_argument("--rate", type=float, default=50, help="creates per second (default 50)")
     ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
                     help="meson build dir of the default controller command (default: build)")
+    ap.add_argument("--memory-at", default="",
+                    help="comma-separated Sandbox counts (e.g. 1000,5000): create in stages up to each, "
+                         "read the controller's settled RSS there and print KiB per Sandbox between them; "
+                         "the last one sets --count")
     ap.add_argument("--timeout", type=float, default=300,
                     help="seconds to wait for the last Ready after the last scheduled create (default 300)")
     args = ap.parse_args(own)
+    checkpoints = []
+    if args.memory_at:
+        try:
+            checkpoints = sorted(int(x) for x in args.memory_at.split(",") if x.strip())
+        except ValueError:
+            ap.error("--memory-at takes comma-separated integers")
+        if not checkpoints or checkpoints[0] < 1:
+            ap.error("--memory-at counts must be >= 1")
+        args.count = checkpoints[-1]
     if args.count < 1 or args.rate <= 0:
         ap.error("--count must be >= 1 and --rate > 0")
     if not commands:
@@ -540,7 +588,7 @@ def main(argv):
         load0 = os.getloadavg()
         for i, cmd in enumerate(commands):
             wait_room(kc, args.count)
-            results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i))
+            results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i, checkpoints))
         load1 = os.getloadavg()
     finally:
         if own_cluster:
@@ -557,6 +605,19 @@ def main(argv):
         print(f"| {i} | {r['created']} | {r['ready']} | {r['create_rate']:.1f} | {r['p50']:.0f} | {r['p90']:.0f} | "
               f"{r['p99']:.0f} | {r['max']:.0f} | {r['throughput']:.1f} | {r['hwm_mib']:.1f} | "
               f"{r['cpu_burst']:.2f} | {r['cpu_total']:.2f} | {r['exit_code']} |")
+    if checkpoints:
+        print("# controller RSS once settled (VmRSS, the process tree), and its growth per Sandbox between checkpoints")
+        print("| # | " + " | ".join(f"RSS MiB at {c}" for c in checkpoints) + " | KiB per Sandbox (slope) |")
+        print("|---|" + "---|" * (len(checkpoints) + 1))
+        for i, r in enumerate(results):
+            m = r.get("memory") or []
+            slopes = [f"{(b[1] - a[1]) / max(b[0] - a[0], 1):.2f} ({a[0]}->{b[0]})" for a, b in zip(m, m[1:])]
+            print(f"| {i} | " + " | ".join(f"{v / 1024:.1f}" for _, v in m) + f" | {'; '.join(slopes) or '-'} |")
+        slopes = [(r["memory"][-1][1] - r["memory"][0][1]) / max(r["memory"][-1][0] - r["memory"][0][0], 1)
+                  if len(r.get("memory") or []) >= 2 else None for r in results]
+        if len(slopes) > 1 and slopes[0]:
+            print("# slope of each command over #0's: " +
+                  ", ".join(f"#{i} {s / slopes[0]:.2f}x" for i, s in enumerate(slopes) if i and s is not None))
     for i, r in enumerate(results):
         print(f"# {i}: {r['command']}  (log {r['log']}; warm-up Sandbox Ready in {r['warmup_s']:.2f} s)")
         if not r["complete"]:

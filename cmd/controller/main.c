@@ -31,6 +31,7 @@
 #include "asb/metrics.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
+#include "sandbox/cache.h"
 #include "sandbox/metrics.h"
 #include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
@@ -152,6 +153,7 @@ static int ping(void *ud)
 typedef struct {
 	k8s_informer *inf[INF_COUNT];
 	int n;  /* INF_CORE_COUNT, or INF_COUNT with --extensions */
+	k8s_packer *packer;  /* the codec of the packed caches (sandbox/cache.h) */
 } informer_set;
 
 /* Readiness: every informer has listed once (`ud` is the informer_set). */
@@ -255,6 +257,7 @@ static size_t claim_handouts_pending(void *ud)
  * their handlers on the informers now, before these start.
  */
 static int start_extensions(const controller_flags *f, k8s_client *client, k8s_informer **inf,
+                            const k8s_packer *packer,
                             asb_metrics_registry *metrics, asb_logger *log, const char *instance,
                             k8s_event_recorder *events[3], leading_state *lead)
 {
@@ -286,6 +289,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	po.sandboxes = inf[INF_SANDBOXES];
 	po.templates = inf[INF_TEMPLATES];
 	po.pods = inf[INF_PODS];
+	po.sandbox_packer = packer;
 	po.workers = f->sandbox_warm_pool_workers;
 	po.max_batch_size = f->warm_pool_max_batch_size;
 	po.replenish_delay_ms = f->warm_pool_replenish_delay_ms;
@@ -405,6 +409,8 @@ static int setup_informers(controller_app *a)
 		&wp_resource_networkpolicies,
 	};
 	k8s_informer **inf = a->infs.inf;
+	if (sbx_packer_new(&a->infs.packer) < 0)
+		return -1;
 	for (int i = 0; i < a->infs.n; i++) {
 		k8s_informer_options io = K8S_INFORMER_OPTIONS_INIT;
 		io.resource = resources[i];
@@ -426,6 +432,14 @@ static int setup_informers(controller_app *a)
 			/* diet, then cached as compact structs (podcache.h) */
 			io.transform = sbx_pod_transform;
 			io.codec = sbx_pod_codec();
+		} else {
+			/* nothing reads managedFields from a cache; the kinds
+			 * read through listers only are cached packed
+			 * (sandbox/cache.h); pools and claims are read in place
+			 * as cJSON (k8s_informer_read_index) */
+			io.transform = k8s_transform_strip_managed_fields;
+			if (i != INF_POOLS && i != INF_CLAIMS)
+				io.codec = k8s_packer_codec(a->infs.packer);
 		}
 		/* --cache-label-selectors (docs/upstream.md#cache-scoping): only children carrying the tracking label */
 		if ((i == INF_PODS || i == INF_SERVICES) && a->f->cache_label_selectors)
@@ -476,7 +490,8 @@ static int setup_controllers(controller_app *a)
 		return cannot(a, "cannot create the Sandbox reconciler");
 	a->lead.ctrl = a->ctrl;
 	a->lead.log = a->log;
-	if (f->extensions && start_extensions(f, a->client, inf, a->metrics, a->log, a->instance,
+	if (f->extensions && start_extensions(f, a->client, inf, a->infs.packer, a->metrics, a->log,
+	                                      a->instance,
 	                                      a->wp_events, &a->lead) < 0)
 		return cannot(a, "cannot create the extension controllers");
 	return 0;
@@ -621,6 +636,7 @@ static void shut_down(controller_app *a)
 	k8s_controller_free(a->ctrl);
 	for (int i = 0; i < a->infs.n; i++)
 		k8s_informer_free(inf[i]);
+	k8s_packer_free(a->infs.packer);
 	k8s_client_free(a->client);
 	k8s_config_free(a->cfg);
 	asb_metrics_registry_free(a->metrics);

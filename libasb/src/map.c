@@ -1,6 +1,7 @@
 /*
  * map.c - string-keyed hash map, see map.h. Chained buckets keep removal
- * simple; the table doubles when count reaches the bucket count.
+ * simple; the table (4 buckets at first) doubles when count reaches the
+ * bucket count.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,8 @@ int asb_map_has(const asb_map *m, const char *key)
 
 static int grow(asb_map *m)
 {
-	size_t n = m->nbuckets ? m->nbuckets * 2 : 16;
+	/* small first: many maps (an informer index's sets) hold one entry */
+	size_t n = m->nbuckets ? m->nbuckets * 2 : 4;
 	asb_map_entry **b = calloc(n, sizeof(*b));
 	if (!b)
 		return -1;

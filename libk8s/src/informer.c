@@ -224,6 +224,14 @@ int k8s_index_by_label(const cJSON *obj, const char **keys, int cap, void *ud)
 
 /* ---- cache and index maintenance (informer thread, write lock held) ---- */
 
+cJSON *k8s_transform_strip_managed_fields(cJSON *obj, void *userdata)
+{
+	(void)userdata;
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "metadata"),
+	                                        "managedFields");
+	return obj;
+}
+
 static void set_free(void *v)
 {
 	asb_map_clear(v, NULL);

@@ -596,6 +596,7 @@ static bool refill_waits(wp_pool_controller *c, wp_pool_state *st)
 typedef struct {
 	const char *ns, *pool_uid;
 	bool recreate;
+	const k8s_packer *packer;   /* the cache's values are packed; NULL: cJSON */
 	cJSON *out;        /* the array being filled */
 	cJSON *whole;      /* names of the members to copy whole */
 	bool oom;
@@ -639,26 +640,55 @@ fail:
 	return NULL;
 }
 
+/* Of a packed member, what member_view() reads: its metadata and
+ * status.conditions, unpacked alone (NULL when out of memory). */
+static cJSON *member_parts(const k8s_packer *pk, const k8s_packed *p)
+{
+	cJSON *v = cJSON_CreateObject();
+	cJSON *md = k8s_packer_unpack_at(pk, p, "metadata");
+	cJSON *conds = k8s_packer_unpack_at(pk, p, "status.conditions");
+	if (!v) {
+		cJSON_Delete(md);
+		cJSON_Delete(conds);
+		return NULL;
+	}
+	/* ju_set() takes the item even when it fails */
+	bool md_ok = !md || ju_set(v, "metadata", md);
+	bool conds_ok = !conds || ju_set(ju_obj(v, "status"), "conditions", conds);
+	if (!md_ok || !conds_ok) {
+		cJSON_Delete(v);
+		return NULL;
+	}
+	return v;
+}
+
 static int read_member(const void *obj, void *ud)
 {
 	members_read *mr = ud;
-	const cJSON *sbx = obj;
-	if (!ju_str_eq(k8s_obj_namespace(sbx), mr->ns))
-		return 0;   /* a same-named pool's, in another namespace */
-	cJSON *item = member_needs_whole(mr, sbx) ? cJSON_CreateString(ju_nz(k8s_obj_name(sbx)))
-	                                          : member_view(sbx);
-	if (!item || !cJSON_AddItemToArray(cJSON_IsString(item) ? mr->whole : mr->out, item)) {
-		cJSON_Delete(item);
+	cJSON *parts = mr->packer ? member_parts(mr->packer, obj) : NULL;
+	const cJSON *sbx = mr->packer ? parts : obj;
+	if (!sbx) {
 		mr->oom = true;
 		return 1;
 	}
-	return 0;
+	cJSON *item = NULL;
+	if (!ju_str_eq(k8s_obj_namespace(sbx), mr->ns))
+		goto out;   /* a same-named pool's, in another namespace */
+	item = member_needs_whole(mr, sbx) ? cJSON_CreateString(ju_nz(k8s_obj_name(sbx)))
+	                                   : member_view(sbx);
+	if (!item || !cJSON_AddItemToArray(cJSON_IsString(item) ? mr->whole : mr->out, item)) {
+		cJSON_Delete(item);
+		mr->oom = true;
+	}
+out:
+	cJSON_Delete(parts);
+	return mr->oom;
 }
 
 static int read_members(wp_pool_controller *c, const cJSON *pool, const char *h, cJSON **out)
 {
 	members_read mr = { k8s_obj_namespace(pool), k8s_obj_uid(pool), wp_pool_recreate(pool),
-	                    cJSON_CreateArray(), cJSON_CreateArray(), false };
+	                    c->o.sandbox_packer, cJSON_CreateArray(), cJSON_CreateArray(), false };
 	*out = NULL;
 	int rc = mr.out && mr.whole ? k8s_informer_read_index(c->o.sandboxes, IDX_SANDBOX_POOL, h,
 	                                                      read_member, &mr)

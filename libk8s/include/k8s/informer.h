@@ -41,6 +41,14 @@ typedef struct k8s_informer k8s_informer;
  */
 typedef cJSON *(*k8s_transform_fn)(cJSON *obj, void *userdata);
 
+/**
+ * A ready-made transform (k8s_transform_fn): deletes metadata.managedFields
+ * (server-side apply's bookkeeping, often half of an object's size, which
+ * controllers never read from a cache) and returns `obj`. `userdata`
+ * unused. Pure; thread-safe on distinct objects.
+ */
+K8S_EXTERN cJSON *k8s_transform_strip_managed_fields(cJSON *obj, void *userdata);
+
 /** Add handler; `obj` is borrowed for the duration of the call. */
 typedef void (*k8s_on_add_fn)(const cJSON *obj, void *userdata);
 /** Update handler; both objects borrowed. Also called on resync with old == new. */

@@ -24,6 +24,7 @@
 #include "k8s/controller.h"
 #include "k8s/events.h"
 #include "k8s/informer.h"
+#include "k8s/packed.h"
 #include "asb/log.h"
 #include "asb/metrics.h"
 #include "warmpool/api.h"
@@ -67,6 +68,12 @@ typedef struct {
 	 */
 	size_t (*handouts_pending)(void *ud);
 	void *handouts_ud;
+	/**
+	 * Optional; borrowed: the packer whose codec (k8s_packer_codec()) the
+	 * `sandboxes` informer caches with, so that members are read in place
+	 * from their packed form. NULL: that informer caches cJSON trees.
+	 */
+	const k8s_packer *sandbox_packer;
 } wp_pool_controller_options;
 
 /** Requeue delay of a refill waiting for claim handouts, ms. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "k8s/informer.h"
+#include "k8s/packed.h"
 #include "k8s/object.h"
 #include "informer_internal.h"
 
@@ -460,6 +461,47 @@ START_TEST(options_versions_and_codec_checks)
 }
 END_TEST
 
+static const char *PACKED_POD =
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p1\",\"namespace\":\"ns\","
+	"\"resourceVersion\":\"7\",\"labels\":{\"team\":\"red\"}},"
+	"\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"ports\":[{\"containerPort\":80}]}]},"
+	"\"status\":{\"phase\":\"Running\",\"podIP\":\"10.0.0.1\"}}";
+
+/* k8s_packer_codec(): the cache holds packed objects and gives them back exactly */
+START_TEST(packed_codec_caches_objects_exactly)
+{
+	k8s_packer *pk = NULL;
+	ck_assert_int_eq(k8s_packer_new(&pk, NULL, 0), 0);
+	k8s_informer_options o = K8S_INFORMER_OPTIONS_INIT;
+	o.resource = &k8s_resource_pods;
+	o.codec = k8s_packer_codec(pk);
+	k8s_informer *inf = NULL;
+	ck_assert_int_eq(k8s_informer_new(&inf, client, &o), 0);
+	cJSON *sb = cJSON_Parse(PACKED_POD);
+	k8s__informer_apply(inf, K8S_WATCH_ADDED, cJSON_Duplicate(sb, 1));
+	cJSON *got = NULL;
+	ck_assert_int_eq(k8s_informer_get(inf, "ns", "p1", &got), 0);
+	ck_assert(cJSON_Compare(sb, got, 1));
+	cJSON_Delete(got);
+	/* a relist with the same resourceVersion keeps it; a newer one replaces it */
+	cJSON *items = cJSON_CreateArray();
+	cJSON *newer = cJSON_Duplicate(sb, 1);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(newer, "metadata"), "resourceVersion",
+	                          cJSON_CreateString("8"));
+	cJSON_AddItemToArray(items, newer);
+	k8s__informer_replace(inf, items, "8");
+	cJSON_Delete(items);
+	ck_assert_int_eq(k8s_informer_get(inf, "ns", "p1", &got), 0);
+	ck_assert_str_eq(k8s_obj_resource_version(got), "8");
+	cJSON_Delete(got);
+	k8s__informer_apply(inf, K8S_WATCH_DELETED, cJSON_Duplicate(sb, 1));
+	ck_assert_int_eq(k8s_informer_get(inf, "ns", "p1", &got), ASB_ENOTFOUND);
+	cJSON_Delete(sb);
+	k8s_informer_free(inf);
+	k8s_packer_free(pk);
+}
+END_TEST
+
 /* Per test (in the forked child, so no client thread is inherited across
  * the fork): a client the informers never use, pointed at nothing. */
 static void client_setup(void)
@@ -497,6 +539,7 @@ int main(void)
 	tcase_add_test(tc, codec_after_transform_and_decode_failure);
 	tcase_add_test(tc, without_codec_read_gives_the_cjson_object);
 	tcase_add_test(tc, options_versions_and_codec_checks);
+	tcase_add_test(tc, packed_codec_caches_objects_exactly);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
