@@ -339,7 +339,15 @@ def count_rate_spans(started, stages):
     return spans
 
 
-def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, checkpoints=None):
+def controller_pid(pid):
+    """The deepest process of pid's tree (the controller under `env` or a
+    wrapper), for --checkpoint-command."""
+    tree = descendants(pid)
+    return tree[-1] if tree else pid
+
+
+def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, checkpoints=None,
+            checkpoint_command=None):
     ns = f"bench-c2r-{index}-{uuid.uuid4().hex[:6]}"
     status, body = request(kc_admin, "POST", "/api/v1/namespaces",
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -391,6 +399,10 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, chec
             if checkpoints:
                 mem.append((upto, settled_rss(proc.pid)))
                 log(f"{upto} Sandboxes: controller RSS {mem[-1][1] / 1024:.1f} MiB")
+                if checkpoint_command:
+                    # e.g. gdb -p {pid} -batch -ex 'call (void)malloc_stats()'
+                    subprocess.run(checkpoint_command.replace("{pid}", str(controller_pid(proc.pid)))
+                                   .replace("{count}", str(upto)), shell=True)
             prev = upto
         cpu1, hwm, rss = usage(proc.pid)
         alive = proc.poll() is None
@@ -544,6 +556,10 @@ def main(argv):
                     help="comma-separated Sandbox counts (e.g. 1000,5000): create in stages up to each, "
                          "read the controller's settled RSS there and print KiB per Sandbox between them; "
                          "the last one sets --count")
+    ap.add_argument("--checkpoint-command", default="",
+                    help="shell command run at each --memory-at checkpoint once RSS is read; {pid} is the "
+                         "controller's pid, {count} the checkpoint (e.g. gdb -p {pid} -batch -ex "
+                         "'call (void)malloc_stats()', which prints the heap to the controller's log)")
     ap.add_argument("--timeout", type=float, default=300,
                     help="seconds to wait for the last Ready after the last scheduled create (default 300)")
     args = ap.parse_args(own)
@@ -588,7 +604,8 @@ def main(argv):
         load0 = os.getloadavg()
         for i, cmd in enumerate(commands):
             wait_room(kc, args.count)
-            results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i, checkpoints))
+            results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i, checkpoints,
+                                   args.checkpoint_command))
         load1 = os.getloadavg()
     finally:
         if own_cluster:

@@ -41,6 +41,7 @@
 #include "warmpool/templatectl.h"
 
 #include "flags.h"
+#include "heap.h"
 #include "webhook.h"
 
 /* Upstream's leader election ID, so that our controller and the Go one
@@ -289,7 +290,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	po.sandboxes = inf[INF_SANDBOXES];
 	po.templates = inf[INF_TEMPLATES];
 	po.pods = inf[INF_PODS];
-	po.sandbox_packer = packer;
+	po.packer = packer;
 	po.workers = f->sandbox_warm_pool_workers;
 	po.max_batch_size = f->warm_pool_max_batch_size;
 	po.replenish_delay_ms = f->warm_pool_replenish_delay_ms;
@@ -428,19 +429,13 @@ static int setup_informers(controller_app *a)
 			io.on_update = enqueue_owner_update;
 			io.on_delete = enqueue_owner;
 		}
-		if (i == INF_PODS) {
-			/* diet, then cached as compact structs (podcache.h) */
-			io.transform = sbx_pod_transform;
-			io.codec = sbx_pod_codec();
-		} else {
-			/* nothing reads managedFields from a cache; the kinds
-			 * read through listers only are cached packed
-			 * (sandbox/cache.h); pools and claims are read in place
-			 * as cJSON (k8s_informer_read_index) */
-			io.transform = k8s_transform_strip_managed_fields;
-			if (i != INF_POOLS && i != INF_CLAIMS)
-				io.codec = k8s_packer_codec(a->infs.packer);
-		}
+		/* Pods: the diet (podcache.h); the others: no managedFields,
+		 * which nothing reads from a cache. All are cached packed
+		 * (sandbox/cache.h) but pools and claims, which their
+		 * controllers read in place as cJSON (k8s_informer_read_index). */
+		io.transform = i == INF_PODS ? sbx_pod_transform : k8s_transform_strip_managed_fields;
+		if (i != INF_POOLS && i != INF_CLAIMS)
+			io.codec = k8s_packer_codec(a->infs.packer);
 		/* --cache-label-selectors (docs/upstream.md#cache-scoping): only children carrying the tracking label */
 		if ((i == INF_PODS || i == INF_SERVICES) && a->f->cache_label_selectors)
 			io.label_selector = SBX_LABEL_NAME_HASH;
@@ -584,8 +579,15 @@ static int run(controller_app *a, const sigset_t *sigs)
 	if (start_leading(a) < 0)
 		return 1;
 
-	int sig = 0;
-	sigwait(sigs, &sig);
+	/* the heap as the initial LISTs left it, then every period */
+	heap_trim();
+	int sig;
+	do {
+		struct timespec period = { HEAP_TRIM_PERIOD_MS / 1000, 0 };
+		sig = sigtimedwait(sigs, NULL, &period);
+		if (sig < 0)
+			heap_trim();
+	} while (sig < 0);
 	if (sig == SIGUSR1) {
 		/* as controller-runtime: a lost Lease ends the process, a restart re-elects */
 		asb_log(a->log, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
@@ -654,6 +656,7 @@ static void block_signals(sigset_t *sigs)
 
 int main(int argc, char **argv)
 {
+	heap_limit_arenas();
 	sigset_t sigs;
 	block_signals(&sigs);
 

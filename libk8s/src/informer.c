@@ -16,6 +16,7 @@
  */
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,7 +43,7 @@ typedef struct {
 	char *name;
 	k8s_index_fn fn;
 	void *userdata;
-	asb_map values;  /* index value -> asb_map* (set of object keys) */
+	asb_map values;  /* index value -> set of object keys (see idx_set below) */
 } index_def;
 
 struct k8s_informer {
@@ -232,10 +233,92 @@ cJSON *k8s_transform_strip_managed_fields(cJSON *obj, void *userdata)
 	return obj;
 }
 
+/*
+ * An index value's set of object keys: most values index one object (a
+ * Sandbox's name hash, an owner's UID), so a set of one is its key itself,
+ * strdup'd and tagged in the pointer's low bit (malloc's pointers are
+ * aligned); from the second key on, an asb_map of the keys. A map left
+ * with one key by removals stays a map.
+ */
+static bool set_is_one(const void *v)
+{
+	return ((uintptr_t)v & 1) != 0;
+}
+
+static char *set_one_key(const void *v)
+{
+	return (char *)((uintptr_t)v & ~(uintptr_t)1);
+}
+
 static void set_free(void *v)
 {
+	if (set_is_one(v)) {
+		free(set_one_key(v));
+		return;
+	}
 	asb_map_clear(v, NULL);
 	free(v);
+}
+
+typedef struct {
+	const void *set;   /* NULL: empty */
+	size_t bucket;
+	asb_map_entry *it;
+	bool done;
+} set_iter;
+
+/* The next key of the set, or NULL at the end. */
+static const char *set_next(set_iter *i)
+{
+	if (!i->set || i->done)
+		return NULL;
+	if (set_is_one(i->set)) {
+		i->done = true;
+		return set_one_key(i->set);
+	}
+	return asb_map_next(i->set, &i->bucket, &i->it) ? i->it->key : NULL;
+}
+
+static void set_remove(index_def *d, const char *value, const char *key)
+{
+	void *set = asb_map_get(&d->values, value);
+	if (!set)
+		return;
+	if (set_is_one(set) ? strcmp(set_one_key(set), key) == 0
+	                    : (asb_map_remove(set, key, NULL), asb_map_count(set) == 0)) {
+		asb_map_remove(&d->values, value, NULL);
+		set_free(set);
+	}
+}
+
+/* Out of memory leaves the key out of the index (as it always has). */
+static void set_add(index_def *d, const char *value, const char *key)
+{
+	void *set = asb_map_get(&d->values, value);
+	if (!set) {
+		char *k = strdup(key);
+		if (k && asb_map_set(&d->values, value, (void *)((uintptr_t)k | 1), NULL) < 0)
+			free(k);
+		return;
+	}
+	if (!set_is_one(set)) {
+		asb_map_set(set, key, (void *)1, NULL);
+		return;
+	}
+	char *one = set_one_key(set);
+	if (strcmp(one, key) == 0)
+		return;
+	asb_map *m = calloc(1, sizeof(*m));
+	if (!m)
+		return;
+	asb_map_init(m);
+	if (asb_map_set(m, one, (void *)1, NULL) < 0 || asb_map_set(m, key, (void *)1, NULL) < 0) {
+		asb_map_clear(m, NULL);
+		free(m);
+		return;
+	}
+	asb_map_set(&d->values, value, m, NULL);   /* an existing key: cannot fail */
+	free(one);
 }
 
 static void index_update(k8s_informer *inf, const char *key,
@@ -247,33 +330,13 @@ static void index_update(k8s_informer *inf, const char *key,
 		int n;
 		if (old_obj) {
 			n = d->fn(old_obj, vals, MAX_INDEX_VALUES, d->userdata);
-			for (int j = 0; j < n; j++) {
-				asb_map *set = asb_map_get(&d->values, vals[j]);
-				if (set) {
-					asb_map_remove(set, key, NULL);
-					if (asb_map_count(set) == 0) {
-						asb_map_remove(&d->values, vals[j], NULL);
-						set_free(set);
-					}
-				}
-			}
+			for (int j = 0; j < n; j++)
+				set_remove(d, vals[j], key);
 		}
 		if (new_obj) {
 			n = d->fn(new_obj, vals, MAX_INDEX_VALUES, d->userdata);
-			for (int j = 0; j < n; j++) {
-				asb_map *set = asb_map_get(&d->values, vals[j]);
-				if (!set) {
-					set = calloc(1, sizeof(*set));
-					if (!set)
-						continue;
-					asb_map_init(set);
-					if (asb_map_set(&d->values, vals[j], set, NULL) < 0) {
-						free(set);
-						continue;
-					}
-				}
-				asb_map_set(set, key, (void *)1, NULL);
-			}
+			for (int j = 0; j < n; j++)
+				set_add(d, vals[j], key);
 		}
 	}
 }
@@ -803,11 +866,10 @@ int k8s_informer_read_index(k8s_informer *inf, const char *index, const char *va
 		return ASB_EINVAL;
 	int rc = 0;
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	asb_map *set = asb_map_get(&d->values, value);
-	size_t b = 0;
-	asb_map_entry *it = NULL;
-	while (rc == 0 && set && asb_map_next(set, &b, &it)) {
-		const void *o = asb_map_get(&inf->cache, it->key);
+	set_iter si = { .set = asb_map_get(&d->values, value) };
+	const char *key;
+	while (rc == 0 && (key = set_next(&si))) {
+		const void *o = asb_map_get(&inf->cache, key);
 		if (o)
 			rc = fn(o, userdata);
 	}
@@ -865,12 +927,11 @@ int k8s_informer_by_index(k8s_informer *inf, const char *index, const char *valu
 	if (!arr)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_rwlock_rdlock(&inf->cache_lock);
-	asb_map *set = asb_map_get(&d->values, value);
-	size_t b = 0;
-	asb_map_entry *it = NULL;
+	set_iter si = { .set = asb_map_get(&d->values, value) };
+	const char *key;
 	bool oom = false;
-	while (!oom && set && asb_map_next(set, &b, &it)) {
-		const void *v = asb_map_get(&inf->cache, it->key);
+	while (!oom && (key = set_next(&si))) {
+		const void *v = asb_map_get(&inf->cache, key);
 		if (!v)
 			continue;
 		cJSON *o = value_copy(inf, v);

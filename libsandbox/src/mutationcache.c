@@ -2,23 +2,27 @@
  * mutationcache.c - read-your-own-writes for Sandboxes, see mutationcache.h.
  *
  * An asb_map from key to record behind one mutex. Records are small (the
- * last written object and a few resourceVersions) and short-lived.
+ * last written object, packed, and a few resourceVersions) and
+ * short-lived; but while the informer lags, as under a burst, there is one
+ * per Sandbox written, hence packed (sandbox/cache.h).
  */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "asb/map.h"
+#include "sandbox/cache.h"
 #include "sandbox/mutationcache.h"
 #include "k8s/object.h"
 
 typedef struct entry {
-	cJSON *obj;                                        /* last written */
+	k8s_packed *obj;                                   /* last written */
 	char *superseded[SBX_MUTATION_CACHE_MAX_SUPERSEDED]; /* oldest first */
 	size_t n;
 } entry;
 
 struct sbx_mutation_cache {
+	k8s_packer *packer;     /* immutable */
 	pthread_mutex_t lock;   /* guards everything below */
 	asb_map entries;        /* key -> entry * */
 };
@@ -54,7 +58,7 @@ static void entry_free(void *value)
 		return;
 	for (size_t i = 0; i < e->n; i++)
 		free(e->superseded[i]);
-	cJSON_Delete(e->obj);
+	k8s_packed_free(e->obj);
 	free(e);
 }
 
@@ -73,6 +77,10 @@ int sbx_mutation_cache_new(sbx_mutation_cache **out)
 	sbx_mutation_cache *c = calloc(1, sizeof(*c));
 	if (!c)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	if (sbx_packer_new(&c->packer) != 0) {
+		free(c);
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	asb_map_init(&c->entries);
 	*out = c;
@@ -85,6 +93,7 @@ void sbx_mutation_cache_free(sbx_mutation_cache *c)
 		return;
 	asb_map_clear(&c->entries, entry_free);
 	pthread_mutex_destroy(&c->lock);
+	k8s_packer_free(c->packer);
 	free(c);
 }
 
@@ -97,10 +106,10 @@ int sbx_mutation_cache_resolve(sbx_mutation_cache *c, const char *key, cJSON **o
 	entry *e = asb_map_get(&c->entries, key);
 	if (e && *obj &&
 	    sbx_mutation_choose(k8s_obj_resource_version(*obj),
-	                        k8s_obj_resource_version(e->obj),
+	                        k8s_packed_resource_version(e->obj),
 	                        (const char *const *)e->superseded, e->n) ==
 	            SBX_READ_REMEMBERED) {
-		cJSON *copy = cJSON_Duplicate(e->obj, true);
+		cJSON *copy = k8s_packer_unpack(c->packer, e->obj);
 		if (copy) {
 			cJSON_Delete(*obj);
 			*obj = copy;
@@ -141,7 +150,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 			rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 			goto out;
 		}
-	} else if (!same_str(base_rv, k8s_obj_resource_version(e->obj))) {
+	} else if (!same_str(base_rv, k8s_packed_resource_version(e->obj))) {
 		/* not a continuation of our chain: start anew */
 		for (size_t i = 0; i < e->n; i++)
 			free(e->superseded[i]);
@@ -163,8 +172,15 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 		}
 		e->superseded[e->n++] = s;
 	}
-	cJSON_Delete(e->obj);
-	e->obj = result;
+	k8s_packed *packed = NULL;
+	rc = k8s_packer_pack(c->packer, result, &packed);
+	cJSON_Delete(result);
+	if (rc != 0) {
+		drop_locked(c, key);   /* forgetting is safe: reads fall back to the informer */
+		goto out;
+	}
+	k8s_packed_free(e->obj);
+	e->obj = packed;
 	if (e->n == 0)   /* nothing superseded: nothing to remember */
 		drop_locked(c, key);
 out:

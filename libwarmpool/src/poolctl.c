@@ -329,20 +329,41 @@ static bool deletion_pending_cb(void *ud, const char *uid)
 	return wp_expectations_deletion_pending(p->c->exp, p->key, uid, k8s_monotonic_ms());
 }
 
+static bool unschedulable(const char *status, const char *reason)
+{
+	return ju_str_eq(status, "False") && ju_str_eq(reason, "Unschedulable");
+}
+
 static int pod_unschedulable_read(const void *obj, void *ud)
 {
-	(void)ud;
+	const k8s_packer *pk = ud;
+	if (pk) {
+		/* packed: its deletionTimestamp and conditions, unpacked alone */
+		cJSON *del = k8s_packer_unpack_at(pk, obj, "metadata.deletionTimestamp");
+		cJSON *conds = del ? NULL : k8s_packer_unpack_at(pk, obj, "status.conditions");
+		int yes = 0;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, conds)
+			if (ju_str_eq(ju_str(c, "type"), SBX_CONDITION_POD_SCHEDULED)) {
+				yes = unschedulable(ju_str(c, "status"), ju_str(c, "reason"));
+				break;
+			}
+		cJSON_Delete(del);
+		cJSON_Delete(conds);
+		return yes;
+	}
 	const sbx_pod *pod = obj;
 	if (pod->deletion_timestamp)
 		return 0;
 	const sbx_pod_condition *cond = sbx_pod_condition_get(pod, SBX_CONDITION_POD_SCHEDULED);
-	return cond && ju_str_eq(cond->status, "False") && ju_str_eq(cond->reason, "Unschedulable");
+	return cond && unschedulable(cond->status, cond->reason);
 }
 
 static bool pod_unschedulable_cb(void *ud, const char *ns, const char *name)
 {
 	pass *p = ud;
-	return k8s_informer_read(p->c->o.pods, ns, name, pod_unschedulable_read, NULL) == 1;
+	return k8s_informer_read(p->c->o.pods, ns, name, pod_unschedulable_read,
+	                         (void *)p->c->o.packer) == 1;
 }
 
 /* Deletes member `m` with its expectation recorded first; NotFound is
@@ -688,7 +709,7 @@ out:
 static int read_members(wp_pool_controller *c, const cJSON *pool, const char *h, cJSON **out)
 {
 	members_read mr = { k8s_obj_namespace(pool), k8s_obj_uid(pool), wp_pool_recreate(pool),
-	                    c->o.sandbox_packer, cJSON_CreateArray(), cJSON_CreateArray(), false };
+	                    c->o.packer, cJSON_CreateArray(), cJSON_CreateArray(), false };
 	*out = NULL;
 	int rc = mr.out && mr.whole ? k8s_informer_read_index(c->o.sandboxes, IDX_SANDBOX_POOL, h,
 	                                                      read_member, &mr)

@@ -4,13 +4,18 @@
  * (with details.causes folded into the message) under several HTTP codes,
  * read with every object accessor of k8s/object.h, and, as a Pod, put
  * through the informer's diet and the compact Pod codec (podcache.h),
- * whose round trip must give the diet back: a difference aborts.
+ * whose round trip must give the diet back, and packed (k8s/packed.h) as
+ * the controller caches Sandboxes and Pods, whose round trip must print
+ * the same text, with the same resourceVersion and every part reached by
+ * k8s_packer_unpack_at() as k8s_obj_at() finds it: a difference aborts.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "k8s/object.h"
+#include "k8s/packed.h"
+#include "sandbox/cache.h"
 #include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
 #include "status.h"
@@ -81,6 +86,49 @@ static void pod_codec(const cJSON *o)
 	cJSON_Delete(diet);
 }
 
+static bool same_text(const cJSON *a, const cJSON *b)
+{
+	char *x = cJSON_PrintUnformatted(a), *y = cJSON_PrintUnformatted(b);
+	bool same = (!x && !y) || (x && y && strcmp(x, y) == 0);
+	free(x);
+	free(y);
+	return same;
+}
+
+/* Packed and back (an out-of-memory NULL is no difference). */
+static void packed(const cJSON *o)
+{
+	static k8s_packer *pk;
+	if (!pk && sbx_packer_new(&pk) != 0)
+		return;
+	k8s_packed *p = NULL;
+	if (k8s_packer_pack(pk, o, &p) != 0)
+		return;
+	cJSON *back = k8s_packer_unpack(pk, p);
+	if (back && !same_text(o, back)) {
+		fprintf(stderr, "packed round trip differs\n");
+		abort();
+	}
+	const char *rv = k8s_packed_resource_version(p), *want = k8s_obj_resource_version(o);
+	if ((rv == NULL) != (want == NULL) || (rv && strcmp(rv, want) != 0)) {
+		fprintf(stderr, "packed resourceVersion differs\n");
+		abort();
+	}
+	static const char *const paths[] = { "metadata", "status.conditions", "spec", "metadata.name",
+	                                     "", "a..b", "status" };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		const cJSON *at = *paths[i] ? k8s_obj_at(o, paths[i]) : o;
+		cJSON *part = k8s_packer_unpack_at(pk, p, paths[i]);
+		if (part ? !at || !same_text(at, part) : at && back) {
+			fprintf(stderr, "packed part %s differs\n", paths[i]);
+			abort();
+		}
+		cJSON_Delete(part);
+	}
+	cJSON_Delete(back);
+	k8s_packed_free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const int codes[] = { 400, 404, 409, 410, 422, 429, 500, 503, 504, 418 };
@@ -105,6 +153,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		k8s__status_record_json(inner ? inner : o, 410, NULL);
 		accessors(o);
 		pod_codec(o);
+		packed(o);
 		if (inner) {
 			accessors(inner);
 			pod_codec(inner);

@@ -10,7 +10,8 @@
  * (on the pools informer by spec.sandboxTemplateRef.name, on the Sandboxes
  * informer by the warm-pool-sandbox label; names prefixed "wp-pool:") and
  * handlers on the pools, Sandboxes and templates informers; the Pod
- * informer is only read, and must cache sbx_pod structs (sbx_pod_codec()).
+ * informer is only read, and must cache sbx_pod structs (sbx_pod_codec()),
+ * or packed objects of `packer`.
  * Per-pool memory (expectations, replenish/refill state, the
  * not-progressing flag) lives in the controller and is dropped when a pass
  * finds the pool gone or deleting. Events: WarmPoolNotProgressing /
@@ -45,7 +46,8 @@ typedef struct {
 	k8s_informer *sandboxes;         /**< required; borrowed; Sandboxes (not started) */
 	k8s_informer *templates;         /**< required; borrowed; SandboxTemplates (not started) */
 	/** Required; borrowed; the Pod informer (compact sbx_pod cache,
-	 *  sandbox/podcache.h), read for the unschedulable test of docs/api.md#stuck-and-unschedulable-members. */
+	 *  sandbox/podcache.h, or packed by `packer`), read for the
+	 *  unschedulable test of docs/api.md#stuck-and-unschedulable-members. */
 	k8s_informer *pods;
 	int workers;                     /**< `--sandbox-warm-pool-concurrent-workers`; default 1 */
 	int max_batch_size;              /**< `--sandbox-warm-pool-max-batch-size`; default 300 */
@@ -70,10 +72,11 @@ typedef struct {
 	void *handouts_ud;
 	/**
 	 * Optional; borrowed: the packer whose codec (k8s_packer_codec()) the
-	 * `sandboxes` informer caches with, so that members are read in place
-	 * from their packed form. NULL: that informer caches cJSON trees.
+	 * `sandboxes` and `pods` informers cache with, so that members and
+	 * their Pods are read in place from their packed form. NULL: the
+	 * `sandboxes` informer caches cJSON trees and `pods` sbx_pod structs.
 	 */
-	const k8s_packer *sandbox_packer;
+	const k8s_packer *packer;
 } wp_pool_controller_options;
 
 /** Requeue delay of a refill waiting for claim handouts, ms. */

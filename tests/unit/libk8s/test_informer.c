@@ -210,6 +210,59 @@ START_TEST(codec_update_hands_old_and_new_and_moves_indexes)
 }
 END_TEST
 
+/* An index value of one object, then of many, then one again, then none:
+ * every object listed once at each step (a set of one is stored apart). */
+static int count_read(const void *v, void *ud)
+{
+	(void)v;
+	(*(int *)ud)++;
+	return 0;
+}
+
+static int read_count(k8s_informer *inf, const char *index, const char *value)
+{
+	int n = 0;
+	ck_assert_int_eq(k8s_informer_read_index(inf, index, value, count_read, &n), 0);
+	return n;
+}
+
+START_TEST(index_sets_of_one_and_many)
+{
+	toy_stats st = { 0 };
+	seen s = { 0 };
+	k8s_informer *inf = toy_informer(&st, &s, true);
+	k8s__informer_apply(inf, K8S_WATCH_ADDED, cm("a", "one", "10", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "red"), 1);
+	ck_assert_int_eq(read_count(inf, "team", "red"), 1);
+	/* the same object again (a resync-like update): still one */
+	k8s__informer_apply(inf, K8S_WATCH_MODIFIED, cm("a", "one", "11", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "red"), 1);
+	k8s__informer_apply(inf, K8S_WATCH_ADDED, cm("a", "two", "12", "red"));
+	k8s__informer_apply(inf, K8S_WATCH_ADDED, cm("a", "three", "13", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "red"), 3);
+	ck_assert_int_eq(read_count(inf, "team", "red"), 3);
+	k8s__informer_apply(inf, K8S_WATCH_DELETED, cm("a", "one", "14", "red"));
+	k8s__informer_apply(inf, K8S_WATCH_DELETED, cm("a", "two", "15", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "red"), 1);
+	cJSON *arr = NULL;
+	ck_assert_int_eq(k8s_informer_by_index(inf, "team", "red", &arr), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(arr->child, "metadata"), "name")->valuestring,
+	                 "three");
+	cJSON_Delete(arr);
+	/* an object moving from a value of its own to one with another object */
+	k8s__informer_apply(inf, K8S_WATCH_ADDED, cm("a", "four", "16", "blue"));
+	k8s__informer_apply(inf, K8S_WATCH_MODIFIED, cm("a", "four", "17", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "blue"), 0);
+	ck_assert_int_eq(index_size(inf, "team", "red"), 2);
+	k8s__informer_apply(inf, K8S_WATCH_DELETED, cm("a", "three", "18", "red"));
+	k8s__informer_apply(inf, K8S_WATCH_DELETED, cm("a", "four", "19", "red"));
+	ck_assert_int_eq(index_size(inf, "team", "red"), 0);
+	ck_assert_int_eq(read_count(inf, "team", "red"), 0);
+	ck_assert_int_eq(index_size(inf, "namespace", "a"), 0);
+	k8s_informer_free(inf);
+}
+END_TEST
+
 START_TEST(codec_delete_clears_cache_and_indexes)
 {
 	toy_stats st = { 0 };
@@ -533,6 +586,7 @@ int main(void)
 	tcase_add_test(tc, codec_store_get_and_read);
 	tcase_add_test(tc, codec_update_hands_old_and_new_and_moves_indexes);
 	tcase_add_test(tc, codec_delete_clears_cache_and_indexes);
+	tcase_add_test(tc, index_sets_of_one_and_many);
 	tcase_add_test(tc, codec_list_by_namespace_and_index);
 	tcase_add_test(tc, codec_relist_skips_unchanged_and_deletes_vanished);
 	tcase_add_test(tc, codec_relist_without_resource_version_accessor);
