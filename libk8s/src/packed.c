@@ -104,14 +104,6 @@ static int find_word(const k8s_packer *pk, const char *s)
 	return hit ? (int)(hit - pk->words) : -1;
 }
 
-static bool have_word(const k8s_packer *pk, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(pk->words[i], s) == 0)
-			return true;
-	return false;
-}
-
 static cJSON *codec_encode(const void *v, void *ud);
 static int codec_decode(const cJSON *obj, void **out, void *ud);
 static void codec_free(void *v, void *ud);
@@ -134,11 +126,8 @@ int k8s_packer_new(k8s_packer **out, const char *const *words, size_t nwords)
 	_Static_assert(sizeof(builtin_words) / sizeof(builtin_words[0]) + K8S_PACKER_MAX_WORDS
 	               <= MAX_DICT, "the dictionary's references are one byte");
 	for (size_t i = 0; i < nb; i++)
-		if (!have_word(pk, builtin_words[i], pk->nwords))
-			pk->words[pk->nwords++] = builtin_words[i];
+		pk->words[pk->nwords++] = builtin_words[i];
 	for (size_t i = 0; i < nwords; i++) {
-		if (have_word(pk, words[i], pk->nwords))
-			continue;
 		char *w = strdup(words[i]);
 		if (!w) {
 			k8s_packer_free(pk);
@@ -147,7 +136,13 @@ int k8s_packer_new(k8s_packer **out, const char *const *words, size_t nwords)
 		pk->owned[pk->nowned++] = w;
 		pk->words[pk->nwords++] = w;
 	}
+	/* sorted, each word once (a reference is its index) */
 	qsort(pk->words, pk->nwords, sizeof(pk->words[0]), cmp_word);
+	size_t n = 0;
+	for (size_t i = 0; i < pk->nwords; i++)
+		if (n == 0 || strcmp(pk->words[n - 1], pk->words[i]) != 0)
+			pk->words[n++] = pk->words[i];
+	pk->nwords = n;
 	pk->codec = (k8s_object_codec){ codec_decode, codec_encode, codec_free, codec_rv, pk };
 	*out = pk;
 	return 0;
@@ -384,19 +379,36 @@ static const char *get_word(reader *r)
 	return r->pk->words[i];
 }
 
+/* Reads a node's tag and key (NULL: none); false when malformed. */
+static bool read_head(reader *r, unsigned char *tag, const char **key)
+{
+	*key = NULL;
+	if (!get_byte(r, tag))
+		return false;
+	switch (*tag >> 4) {
+	case K_NONE: return true;
+	case K_WORD: return (*key = get_word(r)) != NULL;
+	case K_INLINE: return (*key = get_cstr(r)) != NULL;
+	default: return false;
+	}
+}
+
+static bool get_double(reader *r, double *d)
+{
+	if ((size_t)(r->end - r->p) < sizeof(*d))
+		return false;
+	memcpy(d, r->p, sizeof(*d));
+	r->p += sizeof(*d);
+	return true;
+}
+
 /* One node (and its children) into `parent` (NULL: returned as the root). */
 static cJSON *unpack_node(reader *r, cJSON *parent, int depth)
 {
 	unsigned char tag;
-	if (depth > CJSON_NESTING_LIMIT || !get_byte(r, &tag))
+	const char *key;
+	if (depth > CJSON_NESTING_LIMIT || !read_head(r, &tag, &key))
 		return NULL;
-	const char *key = NULL;
-	switch (tag >> 4) {
-	case K_NONE: break;
-	case K_WORD: key = get_word(r); if (!key) return NULL; break;
-	case K_INLINE: key = get_cstr(r); if (!key) return NULL; break;
-	default: return NULL;
-	}
 	cJSON *n = NULL;
 	uint64_t u = 0;
 	const char *s;
@@ -411,10 +423,8 @@ static cJSON *unpack_node(reader *r, cJSON *parent, int depth)
 		break;
 	case T_DOUBLE: {
 		double d;
-		if ((size_t)(r->end - r->p) < sizeof(d))
+		if (!get_double(r, &d))
 			return NULL;
-		memcpy(&d, r->p, sizeof(d));
-		r->p += sizeof(d);
 		n = cJSON_CreateNumber(d);
 		break;
 	}
@@ -456,20 +466,6 @@ static cJSON *unpack_node(reader *r, cJSON *parent, int depth)
 	return n;
 }
 
-/* Reads a node's tag and key (NULL: none); false when malformed. */
-static bool read_head(reader *r, unsigned char *tag, const char **key)
-{
-	*key = NULL;
-	if (!get_byte(r, tag))
-		return false;
-	switch (*tag >> 4) {
-	case K_NONE: return true;
-	case K_WORD: return (*key = get_word(r)) != NULL;
-	case K_INLINE: return (*key = get_cstr(r)) != NULL;
-	default: return false;
-	}
-}
-
 /* Skips the value of a node whose head was read (children and all). */
 static bool skip_value(reader *r, unsigned char tag, int depth)
 {
@@ -477,11 +473,10 @@ static bool skip_value(reader *r, unsigned char tag, int depth)
 	switch (tag & 0x0f) {
 	case T_NULL: case T_FALSE: case T_TRUE: return true;
 	case T_INT: return get_varint(r, &u);
-	case T_DOUBLE:
-		if ((size_t)(r->end - r->p) < sizeof(double))
-			return false;
-		r->p += sizeof(double);
-		return true;
+	case T_DOUBLE: {
+		double d;
+		return get_double(r, &d);
+	}
 	case T_STR: case T_RAW: return get_cstr(r) != NULL;
 	case T_WORD: return get_word(r) != NULL;
 	case T_ARRAY: case T_OBJECT:
@@ -511,11 +506,7 @@ cJSON *k8s_packer_unpack_at(const k8s_packer *pk, const k8s_packed *p, const cha
 		const char *key;
 		uint64_t count;
 		/* the current node must be an object: find its first member `seg` */
-		const unsigned char *at = r.p;
-		if (!get_byte(&r, &tag) || (tag & 0x0f) != T_OBJECT)
-			return NULL;
-		r.p = at;
-		if (!read_head(&r, &tag, &key) || !get_varint(&r, &count))
+		if (!read_head(&r, &tag, &key) || (tag & 0x0f) != T_OBJECT || !get_varint(&r, &count))
 			return NULL;
 		bool found = false;
 		for (uint64_t i = 0; i < count && !found; i++) {
@@ -536,8 +527,7 @@ cJSON *k8s_packer_unpack_at(const k8s_packer *pk, const k8s_packed *p, const cha
 			seg++;
 	}
 	/* r.p is at the node's head: unpacked alone, it comes without its key */
-	cJSON *n = unpack_node(&r, NULL, 0);
-	return n;
+	return unpack_node(&r, NULL, 0);
 }
 
 cJSON *k8s_packer_unpack(const k8s_packer *pk, const k8s_packed *p)

@@ -13,6 +13,7 @@
 #include "asb/map.h"
 #include "sandbox/cache.h"
 #include "sandbox/mutationcache.h"
+#include "k8s/informer.h"
 #include "k8s/object.h"
 
 typedef struct entry {
@@ -130,8 +131,7 @@ int sbx_mutation_cache_wrote(sbx_mutation_cache *c, const char *key,
 		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "sbx_mutation_cache_wrote: NULL cache, key or result");
 	}
-	cJSON_DeleteItemFromObjectCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(result, "metadata"), "managedFields");
+	k8s_transform_strip_managed_fields(result, NULL);
 	const char *new_rv = k8s_obj_resource_version(result);
 	int rc = 0;
 

@@ -629,20 +629,29 @@ static bool member_needs_whole(const members_read *mr, const cJSON *sbx)
 	       !ju_str_eq(k8s_obj_label(sbx, SBX_LABEL_LAUNCH_TYPE), WP_LAUNCH_TYPE_WARM);
 }
 
+static const char *const view_meta[] = { "name", "namespace", "uid", "resourceVersion",
+                                         "creationTimestamp", "deletionTimestamp", "labels",
+                                         "annotations", "ownerReferences" };
+
+static bool view_meta_key(const char *k)
+{
+	for (size_t i = 0; k && i < sizeof(view_meta) / sizeof(view_meta[0]); i++)
+		if (strcmp(k, view_meta[i]) == 0)
+			return true;
+	return false;
+}
+
 /* metadata and status.conditions[type=Ready] of `sbx`, or NULL */
 static cJSON *member_view(const cJSON *sbx)
 {
-	static const char *const meta[] = { "name", "namespace", "uid", "resourceVersion",
-	                                    "creationTimestamp", "deletionTimestamp", "labels",
-	                                    "annotations", "ownerReferences" };
 	cJSON *v = cJSON_CreateObject();
 	cJSON *md = v ? ju_obj(v, "metadata") : NULL;
 	if (!md)
 		goto fail;
 	const cJSON *smd = cJSON_GetObjectItemCaseSensitive(sbx, "metadata");
-	for (size_t i = 0; i < sizeof(meta) / sizeof(meta[0]); i++) {
-		const cJSON *f = cJSON_GetObjectItemCaseSensitive(smd, meta[i]);
-		if (f && !ju_set(md, meta[i], cJSON_Duplicate(f, true)))
+	for (size_t i = 0; i < sizeof(view_meta) / sizeof(view_meta[0]); i++) {
+		const cJSON *f = cJSON_GetObjectItemCaseSensitive(smd, view_meta[i]);
+		if (f && !ju_set(md, view_meta[i], cJSON_Duplicate(f, true)))
 			goto fail;
 	}
 	const cJSON *c;
@@ -659,6 +668,31 @@ static cJSON *member_view(const cJSON *sbx)
 fail:
 	cJSON_Delete(v);
 	return NULL;
+}
+
+/* member_view() of a tree of member_parts() made in place, no copy: the
+ * metadata members the view keeps, the first Ready condition alone. */
+static cJSON *view_in_place(cJSON *parts)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(parts, "metadata");
+	for (cJSON *f = md ? md->child : NULL, *next; f; f = next) {
+		next = f->next;
+		if (!view_meta_key(f->string))
+			cJSON_Delete(cJSON_DetachItemViaPointer(md, f));
+	}
+	cJSON *conds = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(parts, "status"), "conditions");
+	bool ready = false;
+	for (cJSON *c = conds ? conds->child : NULL, *next; c; c = next) {
+		next = c->next;
+		if (ready || !ju_str_eq(ju_str(c, "type"), SBX_CONDITION_READY))
+			cJSON_Delete(cJSON_DetachItemViaPointer(conds, c));
+		else
+			ready = true;
+	}
+	if (!ready)
+		cJSON_DeleteItemFromObjectCaseSensitive(parts, "status");
+	return parts;
 }
 
 /* Of a packed member, what member_view() reads: its metadata and
@@ -695,8 +729,14 @@ static int read_member(const void *obj, void *ud)
 	cJSON *item = NULL;
 	if (!ju_str_eq(k8s_obj_namespace(sbx), mr->ns))
 		goto out;   /* a same-named pool's, in another namespace */
-	item = member_needs_whole(mr, sbx) ? cJSON_CreateString(ju_nz(k8s_obj_name(sbx)))
-	                                   : member_view(sbx);
+	if (member_needs_whole(mr, sbx)) {
+		item = cJSON_CreateString(ju_nz(k8s_obj_name(sbx)));
+	} else if (parts) {
+		item = view_in_place(parts);   /* already a copy: made the view itself */
+		parts = NULL;
+	} else {
+		item = member_view(sbx);
+	}
 	if (!item || !cJSON_AddItemToArray(cJSON_IsString(item) ? mr->whole : mr->out, item)) {
 		cJSON_Delete(item);
 		mr->oom = true;
