@@ -5,9 +5,13 @@
  * /v1/metadata. Also the streamed file download shared with the
  * python-runtime's /download (sbxd_serve_file).
  *
- * Downloads and uploads stream: a download reads 128 KiB at a time and
- * waits while more than 256 KiB is queued for the socket (the kernel's
- * socket buffers hold more; 1024 stalled downloads hold 400 MiB at most); an upload goes
+ * Downloads and uploads stream: a download goes out by sendfile(2) in
+ * ranges of 256 KiB, at most two queued (each one done is progress for
+ * --stall-timeout), with no copy through user space; a small file (128
+ * KiB or less, which goes out with the head in one write) or a TLS
+ * connection reads 128 KiB at a time and waits while more than 256 KiB is
+ * queued for the socket (the kernel's socket buffers hold more; 1024
+ * stalled downloads hold 400 MiB at most); an upload goes
  * through http_upload.c. Each holds a transfer slot (http.h) and is cut
  * by --stall-timeout when its client stops reading or sending.
  */
@@ -34,6 +38,8 @@
 #define FILES_PREFIX "/v1/files/"
 #define READ_CHUNK (128 * 1024)
 #define WRITE_HIGH (256 * 1024)
+#define FILE_RANGE (256 * 1024)
+#define FILE_HIGH (2 * FILE_RANGE)
 
 /* ---- downloads ---- */
 
@@ -44,6 +50,7 @@ typedef struct {
 	int fd;
 	uint64_t off, remaining;
 	bool finished;
+	bool by_sendfile;
 } download;
 
 static void dl_pump(download *s);
@@ -57,6 +64,13 @@ static void dl_written(httpd_exchange *ex, void *ud)
 
 static void dl_pump(download *s)
 {
+	while (s->by_sendfile && s->remaining > 0 && httpd_exchange_pending(s->ex) < FILE_HIGH) {
+		size_t want = s->remaining < FILE_RANGE ? (size_t)s->remaining : FILE_RANGE;
+		if (httpd_exchange_write_file(s->ex, s->fd, s->off, want, dl_written, s) != 0)
+			return;  /* the exchange ended; on_close frees */
+		s->off += want;
+		s->remaining -= want;
+	}
 	while (s->remaining > 0 && httpd_exchange_pending(s->ex) < WRITE_HIGH) {
 		size_t want = s->remaining < READ_CHUNK ? (size_t)s->remaining : READ_CHUNK;
 		/* a buffer per chunk, handed to the connection: no copy of it */
@@ -226,6 +240,7 @@ void sbxd_serve_file(sbxd_daemon *d, httpd_exchange *ex, int fd, const struct st
 	httpd_exchange_set_timeout(ex, 0);
 	if (httpd_exchange_send_head(ex, (int64_t)len) != 0)
 		return;
+	s->by_sendfile = len > READ_CHUNK && httpd_exchange_can_write_file(ex);
 	dl_pump(s);
 }
 

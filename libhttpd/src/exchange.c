@@ -413,6 +413,30 @@ int httpd_exchange_write_owned(httpd_exchange *ex, char *data, size_t len,
 	return 0;
 }
 
+bool httpd_exchange_can_write_file(httpd_exchange *ex)
+{
+	return ex && !ex->ended && ex->c && !ex->is_tls && ex->head_sent && !ex->finished &&
+	       !ex->chunked && !ex->tunnel && !ex->no_body;
+}
+
+int httpd_exchange_write_file(httpd_exchange *ex, int fd, uint64_t offset, size_t len,
+                                 void (*done)(httpd_exchange *ex, void *ud), void *ud)
+{
+	int rc = check_live(ex, "write_file");
+	if (rc < 0)
+		return rc;
+	if (fd < 0 || !httpd_exchange_can_write_file(ex))
+		return asb_error_set(ASB_EINVAL, 0, NULL,
+		                     "http exchange write_file: needs a file, a head sent with a length, plain HTTP and no tunnel");
+	if ((rc = write_check(ex, &fd, len)) < 0)
+		return rc;
+	if (ex->head_only)
+		return post_done(ex, done, ud);  /* HEAD: the body is not sent */
+	if (httpd__conn_send_file(ex->c, ex, fd, offset, len, done, ud) < 0)
+		return send_failed(ex, "write_file");
+	return 0;
+}
+
 int httpd_exchange_write(httpd_exchange *ex, const void *data, size_t len,
                             void (*done)(httpd_exchange *ex, void *ud), void *ud)
 {

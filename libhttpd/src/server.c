@@ -30,6 +30,8 @@
  * Bytes move through a `transport`: plain TCP, or TLS (tls.c),
  * which decrypts in on_read and encrypts in write.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -39,7 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <uv.h>
 #include "httpd/parser.h"
 #include "httpd/server.h"
@@ -276,12 +280,28 @@ static void write_done(httpd__write *wr, int status)
 	free(wr);
 }
 
-static void on_write(uv_write_t *w, int status)
+/* Completes a batch of writes, in order (or cancels them). */
+static void batch_done(httpd__write *first, int status)
 {
-	for (httpd__write *wr = (httpd__write *)w, *next; wr; wr = next) {
+	for (httpd__write *wr = first, *next; wr; wr = next) {
 		next = wr->next;
 		write_done(wr, status);
 	}
+}
+
+static void cork_link(conn *c);
+static void sf_begin(conn *c);
+static void conn_shutdown(conn *c);
+
+static void on_write(uv_write_t *w, int status)
+{
+	conn *c = ((httpd__write *)w)->c;
+	c->batches_inflight--;
+	batch_done((httpd__write *)w, status);
+	/* a file waits for every byte queued before it */
+	if (c->state != HTTPD__CONN_CLOSING && c->batches_inflight == 0 && c->cork_head &&
+	    c->cork_head->is_file)
+		cork_link(c);
 }
 
 /* Writes corked per connection at most, and bytes, before a flush. */
@@ -290,37 +310,62 @@ static void on_write(uv_write_t *w, int status)
 
 void httpd__conn_flush(conn *c)
 {
-	if (c->cork_n == 0)
-		return;
+	if (c->cork_n == 0 || c->sf)
+		return;  /* a file being sent: what follows it waits */
+	if (c->cork_head->is_file) {
+		if (c->batches_inflight == 0)
+			sf_begin(c);
+		return;  /* else on_write starts it once the batches before it are out */
+	}
+	/* the writes up to the first file, in one writev */
+	httpd__write *first = c->cork_head, *last = first;
+	unsigned int n = 1;
+	size_t bytes = first->len;
+	while (last->next && !last->next->is_file) {
+		last = last->next;
+		n++;
+		bytes += last->len;
+	}
+	c->cork_head = last->next;
+	if (!c->cork_head)
+		c->cork_tail = NULL;
+	last->next = NULL;
+	c->cork_n -= n;
+	c->cork_bytes -= bytes;
 	/* TLS records and handshake messages may cork more than the bound
 	 * between two flushes */
 	uv_buf_t small[CORK_MAX_WRITES];
-	uv_buf_t *bufs = c->cork_n <= CORK_MAX_WRITES ? small : malloc(c->cork_n * sizeof(*bufs));
-	httpd__write *first = c->cork_head;
-	unsigned int n = 0;
+	uv_buf_t *bufs = n <= CORK_MAX_WRITES ? small : malloc(n * sizeof(*bufs));
+	unsigned int i = 0;
 	if (bufs)
 		for (httpd__write *wr = first; wr; wr = wr->next)
-			bufs[n++] = uv_buf_init(wr->data, (unsigned int)wr->len);
-	c->cork_head = c->cork_tail = NULL;
-	c->cork_n = 0;
-	c->cork_bytes = 0;
+			bufs[i++] = uv_buf_init(wr->data, (unsigned int)wr->len);
 	/* libuv copies the buffer array; the data stay with the requests */
 	int rc = bufs ? uv_write(&first->req, (uv_stream_t *)&c->tcp, bufs, n, on_write) : UV_ENOMEM;
 	if (bufs != small)
 		free(bufs);
-	if (rc < 0)
-		on_write(&first->req, rc);
+	if (rc < 0) {
+		batch_done(first, rc);
+		return;
+	}
+	c->batches_inflight++;
+	if (c->shutdown_wanted && !c->cork_head && c->state == HTTPD__CONN_LINGER)
+		conn_shutdown(c);  /* after the last writes, which libuv now holds */
 }
 
-/* Drops the corked writes of a connection that closes: cancelled. */
+/* Drops the corked writes of a connection that closes, and the file
+ * being sent: cancelled. */
 static void cork_cancel(conn *c)
 {
-	httpd__write *first = c->cork_head;
+	httpd__write *first = c->cork_head, *sf = c->sf;
 	c->cork_head = c->cork_tail = NULL;
 	c->cork_n = 0;
 	c->cork_bytes = 0;
+	c->sf = NULL;
+	if (sf)
+		write_done(sf, UV_ECANCELED);
 	if (first)
-		on_write(&first->req, UV_ECANCELED);
+		batch_done(first, UV_ECANCELED);
 }
 
 static void cork_unlink(conn *c)
@@ -358,29 +403,29 @@ static void on_cork_idle(uv_idle_t *h)
 	(void)h;  /* only there so that the poll does not block */
 }
 
-static int plain_write(conn *c, char *data, size_t len)
+/* Flushes the connection at this iteration's check phase. */
+static void cork_link(conn *c)
 {
-	httpd__write *wr = calloc(1, sizeof(*wr));
-	if (!wr) {
-		free(data);
-		return -1;
-	}
+	if (c->cork_linked)
+		return;
+	c->cork_linked = true;
+	c->cork_next = c->lp->corked;
+	c->lp->corked = c;
+	uv_idle_start(&c->lp->cork_idle, on_cork_idle);
+}
+
+/* Appends a write to the cork, tied to the exchange being written for. */
+static void cork_append(conn *c, httpd__write *wr)
+{
 	wr->c = c;
-	wr->data = data;
-	wr->len = len;
 	if (c->cork_tail)
 		c->cork_tail->next = wr;
 	else
 		c->cork_head = wr;
 	c->cork_tail = wr;
 	c->cork_n++;
-	c->cork_bytes += len;
-	if (!c->cork_linked) {
-		c->cork_linked = true;
-		c->cork_next = c->lp->corked;
-		c->lp->corked = c;
-		uv_idle_start(&c->lp->cork_idle, on_cork_idle);
-	}
+	c->cork_bytes += wr->len;
+	cork_link(c);
 	c->pending_writes++;
 	if (c->wctx) {
 		/* part of an exchange's write: it learns when this one is out */
@@ -389,6 +434,18 @@ static int plain_write(conn *c, char *data, size_t len)
 		wr->ex->writes_inflight++;
 		c->last_wr = wr;
 	}
+}
+
+static int plain_write(conn *c, char *data, size_t len)
+{
+	httpd__write *wr = calloc(1, sizeof(*wr));
+	if (!wr) {
+		free(data);
+		return -1;
+	}
+	wr->data = data;
+	wr->len = len;
+	cork_append(c, wr);
 	return 0;
 }
 
@@ -420,6 +477,183 @@ int httpd__conn_send(conn *c, httpd_exchange *ex, char *data, size_t len,
 	 * a failed flush's completions rely on) */
 	if (c->cork_n >= CORK_MAX_WRITES - 2 || c->cork_bytes >= CORK_MAX_BYTES)
 		httpd__conn_flush(c);
+	return 0;
+}
+
+/* --- connections: files by sendfile(2) ---------------------------------------------- */
+
+/* Bytes one connection sends from files per loop iteration before the
+ * others get their turn. */
+#define SF_BUDGET (4u << 20)
+#define SF_COPY_BYTES (64 * 1024)
+
+static void sf_run(conn *c);
+
+static void on_sf_poll(uv_poll_t *h, int status, int events)
+{
+	(void)events;
+	conn *c = h->data;
+	uv_poll_stop(h);
+	if (!c->sf || c->state == HTTPD__CONN_CLOSING)
+		return;
+	if (status < 0) {
+		httpd__write *wr = c->sf;
+		c->sf = NULL;
+		write_done(wr, status);
+		return;
+	}
+	sf_run(c);
+}
+
+/* Waits until the socket takes bytes again. 0, or a libuv error. */
+static int sf_wait(conn *c)
+{
+	if (!c->sf_poll_init) {
+		uv_os_fd_t sock;
+		int rc = uv_fileno((uv_handle_t *)&c->tcp, &sock);
+		if (rc < 0)
+			return rc;
+		/* libuv watches the socket's own descriptor (reads); epoll keys
+		 * on the descriptor, so a duplicate can be watched for writes */
+		int fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			return uv_translate_sys_error(errno);
+		if ((rc = uv_poll_init_socket(&c->lp->uv, &c->sf_poll, fd)) < 0) {
+			close(fd);
+			return rc;
+		}
+		c->sf_poll.data = c;
+		c->sf_fd = fd;
+		c->sf_poll_init = true;
+		c->open_handles++;
+	}
+	return uv_poll_start(&c->sf_poll, UV_WRITABLE, on_sf_poll);
+}
+
+/* Copies up to `n` bytes of the file to the socket through user space:
+ * for files sendfile(2) refuses. As sendfile: bytes sent, 0 at the end
+ * of the file, -1 with errno. */
+static ssize_t sf_copy(int sock, httpd__write *wr, size_t n)
+{
+	char buf[SF_COPY_BYTES];
+	if (n > sizeof(buf))
+		n = sizeof(buf);
+	ssize_t r = pread(wr->file_fd, buf, n, (off_t)wr->file_off);
+	if (r <= 0)
+		return r;
+	/* what the socket does not take now is read again next time */
+	return send(sock, buf, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Starts sending the file at the cork's head: every write before it is out. */
+static void sf_begin(conn *c)
+{
+	httpd__write *wr = c->cork_head;
+	c->cork_head = wr->next;
+	if (!c->cork_head)
+		c->cork_tail = NULL;
+	wr->next = NULL;
+	c->cork_n--;
+	c->sf = wr;
+	sf_run(c);
+}
+
+/* Sends from the current file until the socket is full, the budget is
+ * spent or the queued files end; then waits, or hands the writes queued
+ * behind them to the next flush. */
+static void sf_run(conn *c)
+{
+	uv_os_fd_t sock;
+	int status = uv_fileno((uv_handle_t *)&c->tcp, &sock);
+	size_t budget = SF_BUDGET;
+	while (status == 0) {
+		httpd__write *wr = c->sf;
+		while (wr->file_left > 0 && budget > 0) {
+			size_t n = wr->file_left < budget ? (size_t)wr->file_left : budget;
+			ssize_t r;
+			if (!wr->file_copy) {
+				off_t off = (off_t)wr->file_off;
+				r = sendfile(sock, wr->file_fd, &off, n);
+				if (r < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+					wr->file_copy = true;  /* not a file sendfile reads: copy it */
+					continue;
+				}
+			} else {
+				r = sf_copy(sock, wr, n);
+			}
+			if (r > 0) {
+				wr->file_off += (uint64_t)r;
+				wr->file_left -= (uint64_t)r;
+				budget -= (size_t)r;
+			} else if (r == 0) {
+				status = UV_EIO;  /* the file ended before the bytes promised */
+				break;
+			} else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				break;
+			} else if (errno != EINTR) {
+				status = uv_translate_sys_error(errno);
+				break;
+			}
+		}
+		if (status < 0)
+			break;
+		if (wr->file_left > 0) {
+			/* socket full, or others' turn (the socket is writable: next iteration) */
+			if ((status = sf_wait(c)) < 0)
+				break;
+			return;
+		}
+		c->sf = NULL;
+		write_done(wr, 0);  /* its done callback may queue more */
+		if (c->state == HTTPD__CONN_CLOSING || !c->cork_head)
+			break;
+		if (!c->cork_head->is_file || budget == 0) {
+			cork_link(c);
+			break;
+		}
+		wr = c->cork_head;  /* the next range, at once */
+		c->cork_head = wr->next;
+		if (!c->cork_head)
+			c->cork_tail = NULL;
+		wr->next = NULL;
+		c->cork_n--;
+		c->sf = wr;
+	}
+	if (status < 0 && c->sf) {
+		httpd__write *wr = c->sf;
+		c->sf = NULL;
+		write_done(wr, status);  /* closes the connection */
+		return;
+	}
+	if (c->shutdown_wanted && !c->sf && !c->cork_head && c->state == HTTPD__CONN_LINGER)
+		conn_shutdown(c);
+}
+
+int httpd__conn_send_file(conn *c, httpd_exchange *ex, int fd, uint64_t offset, size_t len,
+                             void (*done)(httpd_exchange *, void *), void *ud)
+{
+	if (c->state != HTTPD__CONN_OPEN || c->tls)
+		return -1;
+	httpd__write *wr = calloc(1, sizeof(*wr));
+	if (!wr) {
+		httpd__conn_close(c, ASB_ETRANSPORT);
+		return -1;
+	}
+	wr->is_file = true;
+	wr->file_fd = fd;
+	wr->file_off = offset;
+	wr->file_left = len;
+	c->wctx = ex;
+	c->last_wr = NULL;
+	cork_append(c, wr);
+	c->wctx = NULL;
+	c->last_wr = NULL;
+	if (ex) {
+		ex->pending += len;
+		wr->plain_len = len;
+		wr->done = done;
+		wr->done_ud = ud;
+	}
 	return 0;
 }
 
@@ -470,6 +704,8 @@ static void conn_free(conn *c)
 	httpd__request_reset(&c->req);
 	httpd__tls_conn_free(c->tls);
 	asb_strbuf_free(&c->in);
+	if (c->sf_fd >= 0)
+		close(c->sf_fd);
 	free(c);
 	maybe_accept_or_finish(lp);
 }
@@ -500,6 +736,8 @@ void httpd__conn_close(conn *c, int reason)
 		httpd__exchange_end(c->ex, c->close_reason);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
+	if (c->sf_poll_init)
+		uv_close((uv_handle_t *)&c->sf_poll, on_conn_handle_closed);  /* sf_fd: conn_free */
 }
 
 static void on_timer(uv_timer_t *t)
@@ -563,6 +801,17 @@ void httpd__conn_finish(conn *c)
 	httpd__conn_flush(c);  /* the shutdown follows every write */
 	if (c->state != HTTPD__CONN_LINGER)
 		return;  /* the flush failed and closed it */
+	if (c->sf || c->cork_head) {
+		c->shutdown_wanted = true;  /* after the file being sent and what follows it */
+		return;
+	}
+	conn_shutdown(c);
+}
+
+/* Shuts the write side down once libuv wrote what it holds. */
+static void conn_shutdown(conn *c)
+{
+	c->shutdown_wanted = false;
 	if (uv_shutdown(&c->shutdown_req, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
 		httpd__conn_close(c, ASB_ETRANSPORT);
 }
@@ -1217,6 +1466,7 @@ static void accept_one(loop *lp)
 	c->srv = s;
 	c->lp = lp;
 	c->tp = &plain_transport;
+	c->sf_fd = -1;
 	uv_tcp_init(&lp->uv, &c->tcp);
 	uv_timer_init(&lp->uv, &c->timer);
 	c->tcp.data = c;

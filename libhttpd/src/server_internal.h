@@ -168,6 +168,16 @@ struct httpd__conn {
 	size_t cork_bytes;
 	bool cork_linked;              /* on lp->corked */
 	httpd__conn *cork_next;
+	unsigned int batches_inflight; /* uv_writes handed to libuv, not completed */
+	/* a file range (httpd_exchange_write_file) goes out by sendfile(2) once
+	 * every write before it has: `sf` is the one being sent; while the
+	 * socket is full a duplicate of its descriptor (sf_fd) is polled for
+	 * writability, libuv watching the socket itself for reads */
+	struct httpd__write *sf;
+	uv_poll_t sf_poll;
+	int sf_fd;                     /* -1 until the first wait */
+	bool sf_poll_init;
+	bool shutdown_wanted;          /* conn_finish came while a file was queued */
 };
 
 /* One queued uv_write. */
@@ -181,6 +191,11 @@ typedef struct httpd__write {
 	size_t plain_len;              /* bytes of `pending` this request settles */
 	void (*done)(httpd_exchange *ex, void *ud);
 	void *done_ud;
+	/* a file range instead of data: borrowed descriptor, bytes left */
+	bool is_file;
+	bool file_copy;                /* the file cannot be sent by sendfile: pread + write */
+	int file_fd;
+	uint64_t file_off, file_left;
 } httpd__write;
 
 struct httpd_exchange {
@@ -236,6 +251,10 @@ void httpd__conn_finish(httpd__conn *c);
 /* Queues `len` bytes of `data` (malloc'd, taken), tied to `ex` (may be NULL). */
 int httpd__conn_send(httpd__conn *c, httpd_exchange *ex, char *data, size_t len,
                         void (*done)(httpd_exchange *, void *), void *ud);
+/* Queues `len` bytes of the file `fd` from `offset` (the descriptor is
+ * borrowed until done), tied to `ex`; plain connections only. */
+int httpd__conn_send_file(httpd__conn *c, httpd_exchange *ex, int fd, uint64_t offset,
+                             size_t len, void (*done)(httpd_exchange *, void *), void *ud);
 /* Re-evaluates the connection soon (after a pause lifts, an exchange ends): never re-entrant. */
 void httpd__conn_kick(httpd__conn *c);
 /* Starts the connection's exchange timer (0: none). */

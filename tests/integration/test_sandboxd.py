@@ -193,6 +193,25 @@ def test_files_ranges_and_conditional(sbx):
     assert r.status_code == 304 and r.content == b""
 
 
+def test_files_big_range_sent_from_the_file(sbx):
+    """A file past 128 KiB goes out by sendfile in 256 KiB ranges: a range
+    that starts and ends inside them, the whole file, and a suffix range
+    are the file's bytes, on one kept-alive connection."""
+    data = os.urandom(3 * MB + 12345)
+    with open(os.path.join(sbx.root, "big-range.bin"), "wb") as f:
+        f.write(data)
+    url = sbx.rest + "/v1/files/big-range.bin"
+    r = sbx.session.get(url, headers={"Range": "bytes=300001-2900000"})
+    assert r.status_code == 206 and r.content == data[300001:2900001]
+    assert r.headers["Content-Range"] == f"bytes 300001-2900000/{len(data)}"
+    r = sbx.session.get(url)
+    assert r.status_code == 200 and r.content == data
+    r = sbx.session.get(url, headers={"Range": "bytes=-200000"})
+    assert r.status_code == 206 and r.content == data[-200000:]
+    r = requests.get(sbx.runtime + "/download/big-range.bin")
+    assert r.status_code == 200 and r.content == data
+
+
 def test_files_put_errors(sbx):
     r = sbx.session.put(sbx.rest + "/v1/files/x.txt?mode=644", data=b"x")
     assert r.status_code == 400

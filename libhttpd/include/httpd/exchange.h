@@ -243,6 +243,35 @@ HTTPD_EXTERN int httpd_exchange_write_owned(httpd_exchange *ex, char *data, size
                                              void *ud);
 
 /**
+ * True when httpd_exchange_write_file() can send this response's body:
+ * a plain (not TLS) connection, the head sent with a Content-Length (or
+ * delimited by the connection's close), not a tunnel, not finished.
+ */
+HTTPD_EXTERN bool httpd_exchange_can_write_file(httpd_exchange *ex);
+
+/**
+ * Queues `len` (> 0) body bytes of the file `fd` from byte `offset`,
+ * sent by sendfile(2) from the page cache to the socket with no copy
+ * through user space once every byte queued before them is out (files
+ * sendfile refuses are copied through a 64 KiB buffer instead). The
+ * descriptor is borrowed: keep it open until `done` runs or the exchange
+ * ends (on_close); the file's offset is not used or moved (pread
+ * semantics). `done(ex, ud)` runs on the loop when the last byte has
+ * been handed to the socket; writes queued after this one follow it. A
+ * file that ends before `offset + len` cuts the connection (the length
+ * announced cannot be kept). A connection sends at most 4 MiB from files
+ * per loop iteration, then lets the others go.
+ * @return 0; ASB_EINVAL (httpd_exchange_can_write_file() false, fd < 0,
+ *         len 0, more bytes than the Content-Length announced); an ended
+ *         exchange's code; ASB_ETRANSPORT (out of memory or the
+ *         connection failed: it is closed and the exchange ended).
+ */
+HTTPD_EXTERN int httpd_exchange_write_file(httpd_exchange *ex, int fd, uint64_t offset,
+                                            size_t len,
+                                            void (*done)(httpd_exchange *ex, void *ud),
+                                            void *ud);
+
+/**
  * Bytes of this exchange's response (head, chunk framing, body) queued
  * and not yet written to the socket.
  */

@@ -7,6 +7,7 @@
 #include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/pk.h>
@@ -306,6 +307,23 @@ static void hang_handler(httpd_exchange *ex, void *ud)
 		httpd_exchange_end_on_client_eof(ex);
 }
 
+/* Holds the exchange until the test thread posts held_answer. */
+static httpd_exchange *held;           /* loop thread only */
+
+static void held_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	httpd_exchange_on_close(ex, closed, NULL);
+	held = ex;
+}
+
+static void held_answer(void *ud)
+{
+	if (!held || httpd_exchange_respond(held, 200, "text/plain", "held", 4) != 0)
+		atomic_fetch_add(&st.bad, 1);
+	held = NULL;
+}
+
 /* Answers at once without reading the body. */
 static void early_handler(httpd_exchange *ex, void *ud)
 {
@@ -360,6 +378,124 @@ static void which_loop(httpd_exchange *ex, void *ud)
 
 /* --- fixtures -------------------------------------------------------------------- */
 
+/* --- handlers: files by sendfile ------------------------------------------------------ */
+
+#define FILE_BYTES (6u * 1024 * 1024)
+#define FILE_SKIP 4097u                /* the first range starts here */
+#define FILE_SECOND (300u * 1024)      /* the second range: the file's first bytes */
+static char file_path[200];
+
+static unsigned char file_byte(uint64_t i)
+{
+	return (unsigned char)(i * 7 + i / 251);
+}
+
+/* What /file sends: "head:", the file from FILE_SKIP, "-mid-", the file's
+ * first FILE_SECOND bytes, ":tail". */
+static unsigned char file_body_byte(uint64_t i)
+{
+	const uint64_t a = 5, b = a + FILE_BYTES - FILE_SKIP, c = b + 5, d = c + FILE_SECOND;
+	if (i < a)
+		return (unsigned char)"head:"[i];
+	if (i < b)
+		return file_byte(FILE_SKIP + i - a);
+	if (i < c)
+		return (unsigned char)"-mid-"[i - b];
+	if (i < d)
+		return file_byte(i - c);
+	return (unsigned char)":tail"[i - d];
+}
+#define FILE_BODY_BYTES (5u + FILE_BYTES - FILE_SKIP + 5u + FILE_SECOND + 5u)
+
+static void file_done(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.dones, 1);
+}
+
+static void file_close(httpd_exchange *ex, int reason, void *ud)
+{
+	close((int)(intptr_t)ud);
+	closed(ex, reason, NULL);
+}
+
+static int file_open(httpd_exchange *ex, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		atomic_fetch_add(&st.bad, 1);
+	else
+		httpd_exchange_on_close(ex, file_close, (void *)(intptr_t)fd);
+	return fd;
+}
+
+static void file_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	int fd = file_open(ex, file_path);
+	if (fd < 0) {
+		httpd_exchange_abort(ex);
+		return;
+	}
+	if (httpd_exchange_can_write_file(ex) ||
+	    httpd_exchange_write_file(ex, fd, 0, 1, NULL, NULL) != ASB_EINVAL)
+		atomic_fetch_add(&st.bad, 1);  /* no head yet */
+	httpd_exchange_send_head(ex, FILE_BODY_BYTES);
+	if (!httpd_exchange_can_write_file(ex)) {
+		/* TLS: the caller must copy */
+		if (httpd_exchange_write_file(ex, fd, 0, 1, NULL, NULL) != ASB_EINVAL)
+			atomic_fetch_add(&st.bad, 1);
+		httpd_exchange_abort(ex);
+		return;
+	}
+	if (httpd_exchange_write(ex, "head:", 5, NULL, NULL) != 0 ||
+	    httpd_exchange_write_file(ex, fd, FILE_SKIP, FILE_BYTES - FILE_SKIP, file_done, NULL) != 0 ||
+	    httpd_exchange_write(ex, "-mid-", 5, NULL, NULL) != 0 ||
+	    httpd_exchange_write_file(ex, -1, 0, 1, NULL, NULL) != ASB_EINVAL ||
+	    httpd_exchange_write_file(ex, fd, 0, 0, NULL, NULL) != ASB_EINVAL ||
+	    httpd_exchange_write_file(ex, fd, 0, FILE_BODY_BYTES, NULL, NULL) != ASB_EINVAL ||  /* past it */
+	    httpd_exchange_write_file(ex, fd, 0, FILE_SECOND, file_done, NULL) != 0 ||
+	    httpd_exchange_write(ex, ":tail", 5, NULL, NULL) != 0 ||
+	    httpd_exchange_finish(ex) != 0)
+		atomic_fetch_add(&st.bad, 1);
+}
+
+/* Promises more bytes than the file has. */
+static void file_short_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	int fd = file_open(ex, file_path);
+	if (fd < 0) {
+		httpd_exchange_abort(ex);
+		return;
+	}
+	httpd_exchange_send_head(ex, FILE_BYTES + 100);
+	if (httpd_exchange_write_file(ex, fd, 0, FILE_BYTES + 100, file_done, NULL) != 0 ||
+	    httpd_exchange_finish(ex) != 0)
+		atomic_fetch_add(&st.bad, 1);
+}
+
+/* A file sendfile(2) refuses (procfs): copied through the buffer. */
+static void file_proc_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	int fd = file_open(ex, "/proc/self/auxv");
+	if (fd < 0) {
+		httpd_exchange_abort(ex);
+		return;
+	}
+	char buf[8192];
+	ssize_t n = pread(fd, buf, sizeof(buf), 0);
+	if (n <= 0) {
+		atomic_fetch_add(&st.bad, 1);
+		httpd_exchange_abort(ex);
+		return;
+	}
+	httpd_exchange_send_head(ex, n);
+	if (httpd_exchange_write_file(ex, fd, 0, (size_t)n, file_done, NULL) != 0 ||
+	    httpd_exchange_finish(ex) != 0)
+		atomic_fetch_add(&st.bad, 1);
+}
+
 static char dir[] = "/tmp/k8s-exchange-test-XXXXXX";
 static char cert_path[160], key_path[160], ca_path[160];
 static k8s_cert_bundle bundle;
@@ -412,9 +548,13 @@ static void start_server(unsigned int loops, bool tls, bool mtls)
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/thread", thread_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/endless", endless_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/hang", hang_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/held", held_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, NULL, "/early/*", early_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/tunnel", tunnel_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/which", which_loop, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file", file_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-short", file_short_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-proc", file_proc_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/x", NULL, NULL), ASB_EINVAL);
 	ck_assert_int_eq(httpd_server_call(srv, 0, (void (*)(void *))free, NULL), ASB_EINVAL);
 	ck_assert_int_eq(httpd_server_start(srv), 0);
@@ -429,6 +569,7 @@ static void setup(void)
 	snprintf(cert_path, sizeof(cert_path), "%s/tls.crt", dir);
 	snprintf(key_path, sizeof(key_path), "%s/tls.key", dir);
 	snprintf(ca_path, sizeof(ca_path), "%s/ca.crt", dir);
+	snprintf(file_path, sizeof(file_path), "%s/data.bin", dir);
 }
 
 static void teardown(void)
@@ -439,7 +580,8 @@ static void teardown(void)
 		k8s_cert_bundle_dispose(&bundle);
 	have_bundle = false;
 	char path[200];
-	const char *files[] = { "tls.crt", "tls.key", "ca.crt", "client.crt", "client.key", NULL };
+	const char *files[] = { "tls.crt", "tls.key", "ca.crt", "client.crt", "client.key",
+	                        "data.bin", NULL };
 	for (int i = 0; files[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
 		unlink(path);
@@ -1064,6 +1206,200 @@ START_TEST(ambiguous_framing_is_refused)
 }
 END_TEST
 
+/* --- tests: files by sendfile -------------------------------------------------------- */
+
+static void make_data_file(void)
+{
+	FILE *f = fopen(file_path, "wb");
+	ck_assert_ptr_nonnull(f);
+	for (uint64_t i = 0; i < FILE_BYTES; i++)
+		fputc(file_byte(i), f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+typedef struct {
+	uint64_t got, bad_at;
+	bool bad;
+} body_check;
+
+static size_t check_body(char *p, size_t size, size_t n, void *ud)
+{
+	body_check *b = ud;
+	for (size_t i = 0; i < size * n; i++, b->got++)
+		if (!b->bad && (b->got >= FILE_BODY_BYTES || (unsigned char)p[i] != file_body_byte(b->got))) {
+			b->bad = true;
+			b->bad_at = b->got;
+		}
+	return size * n;
+}
+
+START_TEST(file_ranges_between_writes_keep_their_order_on_a_kept_alive_connection)
+{
+	make_data_file();
+	start_server(1, false, false);
+	char url[96];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/file", port);
+	CURL *h = curl_easy_init();
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, check_body);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)WAIT_MS * 3);
+	for (int round = 0; round < 2; round++) {
+		body_check b = { 0 };
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+		ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+		long status = 0, connects = -1;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+		ck_assert_int_eq(status, 200);
+		ck_assert_msg(!b.bad, "body differs at byte %llu", (unsigned long long)b.bad_at);
+		ck_assert_uint_eq(b.got, FILE_BODY_BYTES);
+		ck_assert_int_eq(connects, round == 0 ? 1 : 0);  /* the second one reused it */
+		ck_assert(wait_for(&st.closes, round + 1));
+		ck_assert_int_eq(atomic_load(&st.last_reason), 0);
+	}
+	ck_assert_int_eq(atomic_load(&st.dones), 4);
+	/* HEAD: no body, done callbacks still run */
+	curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+	curl_easy_cleanup(h);
+	ck_assert(wait_for(&st.closes, 3));
+	ck_assert(wait_for(&st.dones, 6));
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
+START_TEST(file_to_a_slow_reader_waits_for_the_socket)
+{
+	make_data_file();
+	start_server(1, false, false);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int small = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	send_str(fd, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n");
+	/* the head, then reads in small steps with pauses: the socket fills up */
+	static char buf[1 << 16];
+	size_t have = 0, head_end = 0;
+	while (!head_end) {
+		ssize_t n = recv(fd, buf + have, 512, 0);
+		ck_assert_int_gt(n, 0);
+		have += (size_t)n;
+		for (size_t i = 3; i < have; i++)
+			if (memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
+				head_end = i + 1;
+				break;
+			}
+	}
+	ck_assert_ptr_nonnull(strstr(buf, "Content-Length: "));
+	body_check b = { 0 };
+	check_body(buf + head_end, 1, have - head_end, &b);
+	for (int i = 0; i < 20; i++) {
+		usleep(10000);
+		ssize_t n = recv(fd, buf, 2048, 0);
+		ck_assert_int_gt(n, 0);
+		check_body(buf, 1, (size_t)n, &b);
+	}
+	while (b.got < FILE_BODY_BYTES) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ck_assert_int_eq(poll(&p, 1, WAIT_MS), 1);
+		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		ck_assert_int_gt(n, 0);
+		check_body(buf, 1, (size_t)n, &b);
+	}
+	ck_assert_msg(!b.bad, "body differs at byte %llu", (unsigned long long)b.bad_at);
+	ck_assert_uint_eq(b.got, FILE_BODY_BYTES);
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.last_reason), 0);
+	/* the connection goes on */
+	send_str(fd, "GET /length HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert(read_until(fd, buf, sizeof(buf), "hello world"));
+	close(fd);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
+START_TEST(client_gone_mid_file_closes_once)
+{
+	make_data_file();
+	start_server(1, false, false);
+	int fd = connect_raw();
+	send_str(fd, "GET /file HTTP/1.1\r\nHost: x\r\n\r\n");
+	static char buf[8192];
+	ck_assert(read_until(fd, buf, sizeof(buf), "\r\n\r\n"));
+	close(fd);  /* unread bytes: the kernel resets the connection */
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.last_reason), ASB_ETRANSPORT);
+	usleep(50000);
+	ck_assert_int_eq(atomic_load(&st.closes), 1);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
+START_TEST(file_shorter_than_promised_cuts_the_connection)
+{
+	make_data_file();
+	start_server(1, false, false);
+	char url[96];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/file-short", port);
+	CURL *h = curl_easy_init();
+	body_check b = { 0 };
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, check_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
+	CURLcode rc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	ck_assert_int_eq(rc, CURLE_PARTIAL_FILE);
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.last_reason), ASB_ETRANSPORT);
+	ck_assert_int_eq(atomic_load(&st.dones), 0);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
+START_TEST(file_sendfile_refuses_is_copied)
+{
+	start_server(1, false, false);
+	reply r;
+	get("/file-proc", &r);
+	ck_assert_int_eq(r.status, 200);
+	char want[8192];
+	int fd = open("/proc/self/auxv", O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = read(fd, want, sizeof(want));
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	ck_assert_uint_eq(r.len, (size_t)n);
+	ck_assert(memcmp(r.body, want, (size_t)n) == 0);
+	ck_assert(wait_for(&st.dones, 1));
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
+START_TEST(file_over_tls_is_refused_for_a_copy)
+{
+	make_data_file();
+	start_server(1, true, false);
+	char url[96];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/file", port);
+	CURL *h = curl_easy_init();
+	body_check b = { 0 };
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CAINFO, ca_path);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, check_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)WAIT_MS);
+	CURLcode rc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	ck_assert_int_ne(rc, CURLE_OK);  /* the handler aborted */
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.calls), 1);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
 START_TEST(shutdown_cuts_open_exchanges_and_runs_on_close)
 {
 	start_server(2, false, false);
@@ -1097,13 +1433,26 @@ START_TEST(shutdown_lets_a_finishing_exchange_finish)
 {
 	start_server(1, false, false);
 	int fd = connect_raw();
-	send_str(fd, "GET /timer HTTP/1.1\r\nHost: x\r\n\r\n");
+	send_str(fd, "GET /held HTTP/1.1\r\nHost: x\r\n\r\n");
 	ck_assert(wait_for(&st.calls, 1));
-	/* the timer answers 20 ms into a shutdown with a 5 s deadline */
+	/* a shutdown with a 5 s deadline; once the listener is closed (the
+	 * drain began), the held exchange answers */
 	pthread_t t;
 	pthread_create(&t, NULL, shutdown_main, srv);
+	bool draining = false;
+	for (int i = 0; i < WAIT_MS / 5 && !draining; i++) {
+		int probe = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		draining = connect(probe, (struct sockaddr *)&a, sizeof(a)) != 0;
+		close(probe);
+		if (!draining)
+			usleep(5000);
+	}
+	ck_assert(draining);
+	ck_assert_int_eq(httpd_server_call(srv, 0, held_answer, NULL), 0);
 	char buf[4096];
-	ck_assert(read_until(fd, buf, sizeof(buf), "timer"));
+	ck_assert(read_until(fd, buf, sizeof(buf), "held"));
 	ck_assert_ptr_nonnull(strstr(buf, "Connection: close\r\n"));
 	ck_assert(eof_within(fd));
 	close(fd);
@@ -1111,6 +1460,7 @@ START_TEST(shutdown_lets_a_finishing_exchange_finish)
 	ck_assert_int_eq(atomic_load(&shutdown_rc), 0);
 	ck_assert_int_eq(atomic_load(&st.closes), 1);
 	ck_assert_int_eq(atomic_load(&st.last_reason), 0);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
 }
 END_TEST
 
@@ -1136,6 +1486,12 @@ int main(void)
 	tcase_add_test(tc, two_loops_serve_concurrent_clients);
 	tcase_add_test(tc, mtls_requires_a_client_certificate_from_the_ca);
 	tcase_add_test(tc, ambiguous_framing_is_refused);
+	tcase_add_test(tc, file_ranges_between_writes_keep_their_order_on_a_kept_alive_connection);
+	tcase_add_test(tc, file_to_a_slow_reader_waits_for_the_socket);
+	tcase_add_test(tc, client_gone_mid_file_closes_once);
+	tcase_add_test(tc, file_shorter_than_promised_cuts_the_connection);
+	tcase_add_test(tc, file_sendfile_refuses_is_copied);
+	tcase_add_test(tc, file_over_tls_is_refused_for_a_copy);
 	tcase_add_test(tc, shutdown_cuts_open_exchanges_and_runs_on_close);
 	tcase_add_test(tc, shutdown_lets_a_finishing_exchange_finish);
 	suite_add_tcase(s, tc);
