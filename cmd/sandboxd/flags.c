@@ -35,7 +35,7 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 		.max_processes = 64,
 		.max_output_bytes = 8u << 20,
 		.max_tasks = 0,
-		.idle_keepers = 0,
+		.idle_keepers = 8,
 		.kill_grace_ms = 2000,
 		.max_upload_bytes = 0,
 		.log_format = ASB_LOG_TEXT,
@@ -234,7 +234,7 @@ static const asb_flag table[] = {
 	  "have at once, bounds fork bombs (default 0: inherited;\nno effect for root)"),
 	RANGED("idle-keepers", set_int, idle_keepers, "N", 0, 1024,
 	  "keepers kept for the next commands, per API; they\n"
-	  "count as tasks (default 0: a fresh keeper per\ncommand; reuse is not yet safe, docs/sandboxd.md)"),
+	  "count as tasks (default 8; 0: a fresh keeper per\ncommand)"),
 	RANGED("kill-grace", set_ms, kill_grace_ms, "D", 1, 0,
 	  "SIGTERM to SIGKILL delay at a timeout (default 2s)"),
 	ASB_FLAG_FN("max-upload-bytes", ASB_FLAG_CUSTOM, 0, "SIZE",

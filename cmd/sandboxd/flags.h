@@ -27,7 +27,7 @@ typedef struct {
 	int max_processes;              /**< --max-processes, default 64 */
 	uint64_t max_output_bytes;      /**< --max-output-bytes per stream, default 8 MiB */
 	long max_tasks;                 /**< --max-tasks (RLIMIT_NPROC of children), 0: inherited */
-	int idle_keepers;               /**< --idle-keepers per API, default 0: a keeper per command */
+	int idle_keepers;               /**< --idle-keepers per API, default 8; 0: a keeper per command */
 	long kill_grace_ms;             /**< --kill-grace, default 2s */
 	uint64_t max_upload_bytes;      /**< --max-upload-bytes, 0: unbounded */
 	asb_log_format log_format;      /**< --log-format text|json */

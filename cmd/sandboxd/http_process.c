@@ -55,6 +55,8 @@ typedef struct {
 	sbxd_answer answer;      /* Execute's, streamed from out and err (http_answer.h) */
 	uv_timer_t *keepalive;   /* its own allocation: closed asynchronously */
 	sbxd_stall *stall;       /* --stall-timeout on the events or the answer */
+	char *argv0;             /* for the log line of its start */
+	bool pty;
 } proc_req;
 
 static void keepalive_closed(uv_handle_t *h)
@@ -71,6 +73,7 @@ static void req_free(proc_req *r)
 	sbxd_answer_clear(&r->answer);
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
+	free(r->argv0);
 	free(r);
 }
 
@@ -155,7 +158,11 @@ static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	sbxd_answer_send(a, r->ex, true);
 }
 
-static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev };
+static void on_started(sbxd_proc *p, int rc, void *ud);
+
+/* the exec's outcome comes asynchronously: the loop serves other requests
+ * while a keeper starts the command */
+static const sbxd_proc_callbacks callbacks = { on_output, on_exit_ev, on_started };
 
 /*
  * An empty event ("{}", a StartResponse with no field set) on a quiet
@@ -243,11 +250,28 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	sbxd_run_link(&r->run);
 	/* the process's own timeout bounds it, not the server's request timeout */
 	httpd_exchange_set_timeout(r->ex, 0);
+	r->argv0 = strdup(pr->argv[0]);
+	r->pty = pr->pty;
+	/* on_started goes on once the exec's outcome is known */
+}
+
+/* The command runs (rc 0), or could not start: answer the error. */
+static void on_started(sbxd_proc *p, int rc, void *ud)
+{
+	proc_req *r = ud;
+	sbxd_daemon *d = r->d;
+	const sandboxd_flags *f = d->flags;
+	if (rc) {
+		sbxd_respond_k8s_error(r->ex, rc);  /* on_close comes later */
+		sbxd_run_release(&r->run);  /* the process and its slot */
+		return;
+	}
+	const char *argv0 = r->argv0 ? r->argv0 : "";
 	char pid[16];
 	snprintf(pid, sizeof(pid), "%d", (int)sbxd_proc_pid(r->run.proc));
 	if (!r->streaming) {
 		asb_log(d->log, ASB_LOG_INFO, "process started", "api", "execute", "pid", pid,
-		        "command", pr->argv[0], NULL);
+		        "command", argv0, NULL);
 		return;
 	}
 	pthread_mutex_lock(&d->cap_lock);
@@ -256,7 +280,7 @@ static void start(proc_req *r, sbxd_proc_request *pr)
 	char id[16];
 	snprintf(id, sizeof(id), "%d", r->run.id);
 	asb_log(d->log, ASB_LOG_INFO, "process started", "api", "start", "process_id", id, "pid",
-	        pid, "command", pr->argv[0], "pty", pr->pty ? "true" : "false", NULL);
+	        pid, "command", argv0, "pty", r->pty ? "true" : "false", NULL);
 	if (r->run.id < 0) {
 		r->run.id = 0;
 		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");

@@ -49,6 +49,7 @@ typedef struct {
 	sbxd_bytes out, err;
 	double timeout_s;
 	char *cmd_repr;          /* Python's repr of the argv, for the timeout message */
+	char *argv0;             /* for a start error's message */
 	sbxd_answer answer;      /* streamed from out and err (http_answer.h) */
 	sbxd_stall *stall;       /* --stall-timeout on the answer */
 	char tail[32];
@@ -62,6 +63,7 @@ static void exec_free(exec_req *r)
 	sbxd_bytes_free(&r->out);
 	sbxd_bytes_free(&r->err);
 	free(r->cmd_repr);
+	free(r->argv0);
 	free(r);
 }
 
@@ -120,7 +122,32 @@ static void exec_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	sbxd_answer_send(a, r->ex, false);
 }
 
-static const sbxd_proc_callbacks exec_cbs = { exec_output, exec_exit };
+/* The answer when the command cannot start, in Python's words where
+ * upstream's runtime has them. */
+static void exec_start_failed(httpd_exchange *ex, int rc, const char *argv0)
+{
+	char why[512];
+	int err = rc == ASB_ENOTFOUND ? 2 : rc == ASB_EFORBIDDEN ? 13 : 0;
+	if (err)
+		snprintf(why, sizeof(why), "[Errno %d] %s: '%s'", err,
+		         err == 2 ? "No such file or directory" : "Permission denied", argv0);
+	else
+		snprintf(why, sizeof(why), "%s", asb_error_last()->message);
+	exec_failed(ex, why);
+}
+
+/* The exec's outcome, asynchronously: the loop serves other requests
+ * while a keeper starts the command. */
+static void exec_start(sbxd_proc *p, int rc, void *ud)
+{
+	exec_req *r = ud;
+	if (!rc)
+		return;
+	exec_start_failed(r->ex, rc, r->argv0 ? r->argv0 : "");  /* on_close comes later */
+	sbxd_run_release(&r->run);  /* the process and its slot */
+}
+
+static const sbxd_proc_callbacks exec_cbs = { exec_output, exec_exit, exec_start };
 
 /* SANDBOX_EXEC_TIMEOUT_SECONDS, read at each request as upstream does. */
 static double exec_timeout(sbxd_daemon *d)
@@ -219,17 +246,11 @@ static void exec_body(httpd_exchange *ex, const char *body, size_t len, void *ud
 		rc = sbxd_proc_spawn(&r->run.proc, httpd_exchange_loop(ex), &o, &exec_cbs, r);
 	if (rc) {
 		sbxd_cap_release(d);
-		char why[512];
-		int err = rc == ASB_ENOTFOUND ? 2 : rc == ASB_EFORBIDDEN ? 13 : 0;
-		if (err)
-			snprintf(why, sizeof(why), "[Errno %d] %s: '%s'", err,
-			         err == 2 ? "No such file or directory" : "Permission denied", argv[0]);
-		else
-			snprintf(why, sizeof(why), "%s", asb_error_last()->message);
+		exec_start_failed(ex, rc, argv[0]);
 		sbxd_shlex_free(argv);
-		exec_failed(ex, why);
 		return;
 	}
+	r->argv0 = strdup(argv[0]);
 	sbxd_shlex_free(argv);
 	r->run.srv = &d->runtime;
 	sbxd_run_link(&r->run);

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -271,6 +272,49 @@ static void signal_tree(pid_t cmd, bool *group, bool cmd_reaped, int sig)
 	if (*group && kill(-cmd, sig) < 0 && errno == ESRCH && cmd_reaped)
 		*group = false;  /* gone for good: its id may be reused from now on */
 	sbxd_keeper_signal_descendants(sig);
+}
+
+/* ---- what a command may change in its keeper ---- */
+
+/* Attributes of the keeper that its commands inherit and that another
+ * process of the same user can change: a command can change them in its
+ * keeper ($PPID) for the commands after it. Compared after each job with
+ * what the keeper started with; a keeper changed is not reused. */
+typedef struct {
+	struct rlimit lim[RLIM_NLIMITS];
+	int nice;
+	int policy;
+	struct sched_param param;
+	long ioprio;
+	long affinity_len;
+	unsigned char affinity[128];   /* 1024 CPUs; more: the length is -1 both times */
+	long oom_len;
+	char oom[16];                  /* oom_score_adj, as the file says it */
+} attrs;
+
+static attrs baseline, now_attrs;
+static int oom_fd = -1;            /* /proc/self/oom_score_adj, kept open */
+
+static void read_attrs(attrs *a)
+{
+	memset(a, 0, sizeof(*a));
+	for (int r = 0; r < RLIM_NLIMITS; r++)
+		getrlimit(r, &a->lim[r]);
+	errno = 0;
+	a->nice = getpriority(PRIO_PROCESS, 0);
+	if (errno)
+		a->nice = 1000;
+	a->policy = sched_getscheduler(0);
+	sched_getparam(0, &a->param);
+	a->ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
+	a->affinity_len = syscall(SYS_sched_getaffinity, 0, sizeof(a->affinity), a->affinity);
+	a->oom_len = oom_fd >= 0 ? (long)pread(oom_fd, a->oom, sizeof(a->oom), 0) : -1;
+}
+
+static bool attrs_unchanged(void)
+{
+	read_attrs(&now_attrs);
+	return memcmp(&now_attrs, &baseline, sizeof(baseline)) == 0;
 }
 
 /* ---- the daemon's side ---- */
@@ -614,6 +658,9 @@ static bool no_children(void)
 /* Runs one job; true when the keeper takes another (IDLE was reported). */
 static bool run_job(job_t *j)
 {
+	/* first: a keeper that ends before this record never started the job,
+	 * so the daemon may give it to another; after it, never */
+	report(j->report, SBXD_KEEPER_TAKEN, 0);
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		report(j->report, SBXD_KEEPER_FORK_FAILED, errno);
@@ -657,6 +704,8 @@ static bool run_job(job_t *j)
 		}
 	}
 	close(ep[0]);
+	if (again && !attrs_unchanged())
+		again = false;  /* the command changed its keeper: a fresh one for the next */
 	size_t len = again ? sizeof(last) : sizeof(last[0]);
 	while (write(j->report, last, len) < 0 && errno == EINTR)
 		;
@@ -684,6 +733,8 @@ _Noreturn void sbxd_keeper_run(int sock, pid_t daemon)
 	/* the daemon's sockets and other commands' pipes must not stay open in
 	 * a process that outlives a fork */
 	close_all_but(sock);
+	oom_fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	read_attrs(&baseline);
 	for (;;) {
 		job_t j;
 		int r = receive_job(sock, &j);

@@ -26,7 +26,12 @@
  * (sbxd_keeper_send_job): the command's path, argv and environment, its
  * descriptors (SCM_RIGHTS) and the write end of a report pipe of its own.
  * A keeper takes a next job only when the last one left nothing behind
- * (no child of its own remains): a command that leaves background
+ * (no child of its own remains) and left the keeper as it started: its
+ * resource limits, nice value, scheduling policy, CPU affinity, I/O
+ * priority and oom_score_adj, which a command inherits and which a
+ * process of the same user (the command, whose parent the keeper is) may
+ * change; a keeper changed exits after its report, as one whose command
+ * left something behind. A command that leaves background
  * processes keeps its keeper, which then exits once it has reported, so
  * that they are reparented further up (to sandboxd when it is PID 1 or a
  * subreaper, else to init) as before. Signals the daemon sent for an
@@ -67,7 +72,8 @@
 
 /** What a record on a job's report pipe says. */
 enum {
-	SBXD_KEEPER_PID = 1,          /**< value: the command's pid (first record) */
+	SBXD_KEEPER_TAKEN = 6,        /**< the job was received whole (first record) */
+	SBXD_KEEPER_PID = 1,          /**< value: the command's pid (after TAKEN) */
 	SBXD_KEEPER_EXIT = 2,         /**< value: the command's wait status */
 	SBXD_KEEPER_FORK_FAILED = 3,  /**< value: fork()'s errno; nothing runs */
 	SBXD_KEEPER_EXEC_FAILED = 4,  /**< value: the errno of the child's setup or execve; nothing runs */

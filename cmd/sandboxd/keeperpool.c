@@ -3,8 +3,10 @@
  * keeper not yet reaped, a stack of the idle ones, one SIGCHLD watcher.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,7 +23,18 @@ struct sbxd_keeper {
 	pid_t pid;
 	int sock;                   /* daemon's end; -1 once closed */
 	bool idle, busy, reaped;
+	bool fresh;                 /* forked by the take that handed it out */
+	bool reusable;              /* forked while the daemon's heap was small */
 };
+
+/* A keeper is a copy of the daemon: the pages the daemon changes after
+ * the fork stay with the keeper (a big answer's buffers, freed in the
+ * daemon, live on in every keeper forked while they existed). One forked
+ * while the daemon's anonymous memory is more than this above what it was
+ * when the pool was made serves one command only, so that an idle keeper
+ * holds at most about this much beyond the daemon's start. (Relative, so
+ * that a sanitizer's or valgrind's own memory does not count.) */
+#define REUSE_MAX_GROWTH_BYTES (8u << 20)
 
 struct sbxd_keeper_pool {
 	uv_loop_t *loop;
@@ -30,6 +43,7 @@ struct sbxd_keeper_pool {
 	unsigned int max_idle, n_idle;
 	sbxd_keeper *all, *idle;
 	uint64_t forked;
+	uint64_t anon_base;         /* the daemon's anonymous memory at the pool's start */
 	bool closing;
 };
 
@@ -73,28 +87,55 @@ static void remove_idle(sbxd_keeper_pool *pool, sbxd_keeper *k)
 		}
 }
 
+/* Reaps `k` if it has ended (true); an idle one leaves the pool then. */
+static bool reap(sbxd_keeper_pool *pool, sbxd_keeper *k)
+{
+	if (k->reaped)
+		return true;
+	int st;
+	pid_t r;
+	while ((r = waitpid(k->pid, &st, WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return false;
+	k->reaped = true;
+	if (pool->reaper)
+		sbxd_reaper_release(pool->reaper, k->pid);
+	close_socket(k);
+	if (k->idle)
+		remove_idle(pool, k);
+	if (!k->busy)
+		unlink_keeper(pool, k);  /* a busy one goes at its give-back */
+	return true;
+}
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
 	sbxd_keeper_pool *pool = h->data;
 	for (sbxd_keeper *k = pool->all, *next; k; k = next) {
 		next = k->next;
-		if (k->reaped)
-			continue;
-		int st;
-		pid_t r;
-		while ((r = waitpid(k->pid, &st, WNOHANG)) < 0 && errno == EINTR)
-			;
-		if (r == 0)
-			continue;
-		k->reaped = true;
-		if (pool->reaper)
-			sbxd_reaper_release(pool->reaper, k->pid);
-		close_socket(k);
-		if (k->idle)
-			remove_idle(pool, k);
-		if (!k->busy)
-			unlink_keeper(pool, k);  /* a busy one goes at its give-back */
+		if (!k->reaped)
+			reap(pool, k);
 	}
+}
+
+/* The daemon's resident anonymous memory in bytes (statm: resident less
+ * file-backed and shared pages); 0 when unknown. */
+static uint64_t anon_bytes(void)
+{
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[128];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	unsigned long long size, resident, shared;
+	if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || shared > resident)
+		return 0;
+	return (uint64_t)(resident - shared) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 int sbxd_keeper_pool_new(sbxd_keeper_pool **out, uv_loop_t *loop, unsigned int max_idle,
@@ -106,6 +147,7 @@ int sbxd_keeper_pool_new(sbxd_keeper_pool **out, uv_loop_t *loop, unsigned int m
 		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
 	pool->loop = loop;
 	pool->max_idle = max_idle;
+	pool->anon_base = max_idle > 0 ? anon_bytes() : 0;
 	pool->reaper = reaper;
 	uv_signal_init(loop, &pool->sigchld);
 	pool->sigchld.data = pool;
@@ -152,6 +194,7 @@ static int fork_keeper(sbxd_keeper_pool *pool, sbxd_keeper **out)
 		                     "keeper socket: %s", strerror(e));
 	}
 	pid_t self = getpid();
+	k->reusable = pool->max_idle > 0 && anon_bytes() <= pool->anon_base + REUSE_MAX_GROWTH_BYTES;
 	/* the keeper starts with every signal blocked: it takes them with
 	 * sigtimedwait, and one sent early must not kill it */
 	sigset_t all, old;
@@ -200,14 +243,20 @@ int sbxd_keeper_pool_take(sbxd_keeper_pool *pool, sbxd_keeper **out)
 	*out = NULL;
 	if (pool->closing)
 		return asb_error_set(ASB_ESHUTDOWN, 503, NULL, "sandboxd is shutting down");
-	sbxd_keeper *k = pool->idle;
+	sbxd_keeper *k;
+	/* an idle one that has ended (a command can kill it) is reaped here
+	 * rather than handed out: the SIGCHLD watcher may not have run yet */
+	while ((k = pool->idle) && reap(pool, k))
+		;
 	if (k) {
 		remove_idle(pool, k);
 		kill(k->pid, SIGCONT);
+		k->fresh = false;
 	} else {
 		int rc = fork_keeper(pool, &k);
 		if (rc)
 			return rc;
+		k->fresh = true;
 	}
 	k->busy = true;
 	*out = k;
@@ -221,7 +270,8 @@ void sbxd_keeper_pool_give_back(sbxd_keeper_pool *pool, sbxd_keeper *k, bool reu
 		unlink_keeper(pool, k);
 		return;
 	}
-	if (reusable && !pool->closing && pool->n_idle < pool->max_idle && k->sock >= 0) {
+	if (reusable && k->reusable && !pool->closing && pool->n_idle < pool->max_idle &&
+	    k->sock >= 0) {
 		k->idle = true;
 		k->next_idle = pool->idle;
 		pool->idle = k;
@@ -241,6 +291,16 @@ pid_t sbxd_keeper_pid(const sbxd_keeper *k)
 int sbxd_keeper_socket(const sbxd_keeper *k)
 {
 	return k->sock;
+}
+
+bool sbxd_keeper_fresh(const sbxd_keeper *k)
+{
+	return k->fresh;
+}
+
+bool sbxd_keeper_reaped(const sbxd_keeper *k)
+{
+	return k->reaped;
 }
 
 unsigned int sbxd_keeper_pool_idle(const sbxd_keeper_pool *pool)

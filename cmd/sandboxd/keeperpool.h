@@ -45,8 +45,8 @@ int sbxd_keeper_pool_new(sbxd_keeper_pool **out, uv_loop_t *loop, unsigned int m
 void sbxd_keeper_pool_free(sbxd_keeper_pool *pool);
 
 /**
- * An idle keeper (woken with SIGCONT, in case something stopped it), or
- * a new one forked now. The caller sends it one job (sbxd_keeper_socket)
+ * An idle keeper (woken with SIGCONT, in case something stopped it; idle
+ * ones that have ended are reaped and skipped), or a new one forked now. The caller sends it one job (sbxd_keeper_socket)
  * and gives it back with sbxd_keeper_pool_give_back() once the job's
  * reports reached EOF.
  * @return 0; ASB_ETOOMANYREQUESTS (fork said EAGAIN); ASB_ENOMEM;
@@ -57,8 +57,12 @@ int sbxd_keeper_pool_take(sbxd_keeper_pool *pool, sbxd_keeper **out);
 /**
  * Gives a keeper back after its job. `reusable`: it reported
  * SBXD_KEEPER_IDLE (it waits for another job): kept idle unless the pool
- * holds max_idle already or was freed, else its socket is closed and it
- * exits. Otherwise it exits by itself; either way it is reaped later.
+ * holds max_idle already or was freed, or the keeper was forked while the
+ * daemon's resident anonymous memory was over 8 MiB above its level when
+ * the pool was made (the pages the daemon changed or freed since stay
+ * with the keeper: an idle keeper holds at most about that much), else
+ * its socket is closed and it exits. Otherwise it exits by itself; either
+ * way it is reaped later.
  */
 void sbxd_keeper_pool_give_back(sbxd_keeper_pool *pool, sbxd_keeper *k, bool reusable);
 
@@ -67,6 +71,18 @@ pid_t sbxd_keeper_pid(const sbxd_keeper *k);
 
 /** The daemon's end of the keeper's job socket (keeper.h). */
 int sbxd_keeper_socket(const sbxd_keeper *k);
+
+/**
+ * True when `k` was forked by the take that handed it out (it ran no job
+ * before): a job it cannot take is not worth another try.
+ */
+bool sbxd_keeper_fresh(const sbxd_keeper *k);
+
+/**
+ * True once the pool reaped `k` (it ended): its pid may belong to another
+ * process now, so it must not be signalled.
+ */
+bool sbxd_keeper_reaped(const sbxd_keeper *k);
 
 /** Keepers idle now. */
 unsigned int sbxd_keeper_pool_idle(const sbxd_keeper_pool *pool);

@@ -89,6 +89,8 @@ struct sbxd_proc {
 	bool exited;             /* the command's end is known: reported, or the keeper is lost */
 	bool released;           /* the keeper's reports ended (EOF): it was given back */
 	bool done, freed, killing, group_gone;
+	bool starting;           /* async start: the job is taken, the pid not known yet */
+	char *argv0;             /* for a start error's message (async start) */
 	sbxd_proc_lingering *linger_list;  /* borrowed; NULL: no drain after free */
 	bool lingering;          /* on linger_list */
 	sbxd_proc *lprev, *lnext;
@@ -103,6 +105,7 @@ static void unref(sbxd_proc *p)
 {
 	if (--p->open_handles == 0 && p->freed) {
 		free(p->buf);
+		free(p->argv0);
 		free(p);
 	}
 }
@@ -166,8 +169,8 @@ static bool outputs_open(const sbxd_proc *p)
  * recycled id is never signalled. */
 static void kill_group(sbxd_proc *p, int sig)
 {
-	if (p->group_gone)
-		return;
+	if (p->group_gone || p->pid <= 0)
+		return;  /* gone, or not started yet */
 	if (kill(-p->pid, sig) < 0 && errno == ESRCH) {
 		p->group_gone = true;
 		if (!p->exited)
@@ -179,8 +182,8 @@ static void kill_group(sbxd_proc *p, int sig)
  * case something stopped it. */
 static void tell_keeper(sbxd_proc *p, int sig)
 {
-	if (p->released)
-		return;
+	if (p->released || sbxd_keeper_reaped(p->keeper))
+		return;  /* gone: its pid may be another process's now */
 	kill(p->keeper_pid, SIGCONT);
 	kill(p->keeper_pid, sig);
 }
@@ -346,7 +349,8 @@ static void chan_update(chan *c)
 		return;
 	sbxd_proc *p = c->p;
 	int ev = 0;
-	if (c->readable && !c->eof) {
+	/* no output before the start is told: the caller answers on_start first */
+	if (c->readable && !c->eof && !p->starting) {
 		bool over = c->discard || (p->max_out && c->delivered >= p->max_out);
 		if (!p->paused || over)
 			ev |= UV_READABLE;
@@ -399,6 +403,26 @@ static void command_ended(sbxd_proc *p, int status, bool lost)
 }
 
 static void maybe_release(sbxd_proc *p);
+static int start_error(const char *argv0, ssize_t n, const sbxd_keeper_msg *m);
+
+/* The exec's outcome, read asynchronously (on_start): the pid, then the
+ * output flows; or why nothing runs, and no on_exit comes. */
+static void started(sbxd_proc *p, ssize_t n, const sbxd_keeper_msg *m)
+{
+	p->starting = false;
+	int rc = 0;
+	if (n == (ssize_t)sizeof(*m) && m->kind == SBXD_KEEPER_PID) {
+		p->pid = m->value;
+	} else {
+		rc = start_error(p->argv0, n, m);
+		p->exited = p->done = true;
+		p->exit.exit_code = -1;
+	}
+	for (int i = 0; i < CH_COUNT; i++)
+		chan_update(&p->ch[i]);
+	if (p->cb.on_start && !p->freed)
+		p->cb.on_start(p, rc, p->ud);
+}
 
 /* The keeper is done with this command (its reports reached EOF). */
 static void keeper_released(sbxd_proc *p)
@@ -422,13 +446,17 @@ static void read_report(sbxd_proc *p)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		if (n == (ssize_t)sizeof(m)) {
-			if (m.kind == SBXD_KEEPER_EXIT)
+			if (p->starting)
+				started(p, n, &m);
+			else if (m.kind == SBXD_KEEPER_EXIT)
 				command_ended(p, m.value, false);
 			else if (m.kind == SBXD_KEEPER_IDLE)
 				p->keeper_idle = true;
 			continue;
 		}
 		/* EOF (or a torn record, which a pipe never makes) */
+		if (p->starting)
+			started(p, 0, NULL);  /* the keeper ended before the exec's outcome */
 		report_close(p);
 		command_ended(p, 0, true);
 		keeper_released(p);
@@ -801,7 +829,7 @@ static int send_job(const sbxd_proc_options *o, const char *path, char **envp,
 		job.flags |= SBXD_KEEPER_JOB_CWD;
 		send[n++] = o->cwd_fd;
 	}
-	for (int attempt = 0;; attempt++) {
+	for (;;) {
 		sbxd_keeper *k;
 		int rc = sbxd_keeper_pool_take(o->keepers, &k);
 		if (rc)
@@ -812,9 +840,12 @@ static int send_job(const sbxd_proc_options *o, const char *path, char **envp,
 			*out = k;
 			return 0;
 		}
+		bool fresh = sbxd_keeper_fresh(k);
 		sbxd_keeper_pool_give_back(o->keepers, k, false);
-		/* an idle keeper may have died (a command can kill it): another */
-		if ((err != EPIPE && err != ECONNRESET && err != ECONNREFUSED) || attempt >= 3)
+		/* an idle keeper may have died (a command can kill it): the next
+		 * idle one, or a fresh one, whose failure is the answer (each try
+		 * takes one keeper out of the pool, so this ends) */
+		if ((err != EPIPE && err != ECONNRESET && err != ECONNREFUSED) || fresh)
 			return err == E2BIG
 			       ? asb_error_set(ASB_EINVAL, 400, NULL,
 			                       "command line and environment too long")
@@ -822,25 +853,44 @@ static int send_job(const sbxd_proc_options *o, const char *path, char **envp,
 	}
 }
 
-/* Waits for the keeper's first record: the command's pid, or why nothing
- * runs; on a failure, reads the rest up to the EOF and gives the keeper
- * back. */
-static int await_exec(const sbxd_proc_options *o, int report_fd, sbxd_keeper *k,
-                      pid_t *pid)
+/* Why nothing runs, from the keeper's record after TAKEN (`n` bytes of
+ * `m` read; 0: EOF). */
+static int start_error(const char *argv0, ssize_t n, const sbxd_keeper_msg *m)
 {
+	if (n == (ssize_t)sizeof(*m) && m->kind == SBXD_KEEPER_EXEC_FAILED)
+		return spawn_error(m->value, m->value == ENOENT || m->value == ENOTDIR ? argv0 : "exec");
+	return spawn_error(n == (ssize_t)sizeof(*m) && m->kind == SBXD_KEEPER_FORK_FAILED
+	                   ? m->value : EAGAIN, "fork");
+}
+
+/* Waits for the keeper's first records: TAKEN, then (`wait_pid`) the
+ * command's pid, or why nothing runs; on a failure, reads the rest up to
+ * the EOF and gives the keeper back. `*lost`: a reused keeper ended
+ * before it took the job (killed while idle, its end closing), so nothing
+ * ran and another keeper may run it. Without `wait_pid`, *pid is -1 and
+ * the rest comes through the report poll (async start). */
+static int await_exec(const sbxd_proc_options *o, int report_fd, sbxd_keeper *k,
+                      bool wait_pid, pid_t *pid, bool *lost)
+{
+	*lost = false;
+	*pid = -1;
 	sbxd_keeper_msg m = { 0, 0 };
 	ssize_t n = read_record(report_fd, &m);
+	bool taken = n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_TAKEN;
+	if (taken && !wait_pid)
+		return 0;
+	if (taken)
+		n = read_record(report_fd, &m);
 	if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_PID) {
 		*pid = m.value;
 		return 0;
 	}
-	int rc;
-	if (n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_EXEC_FAILED)
-		rc = spawn_error(m.value, m.value == ENOENT || m.value == ENOTDIR ? o->argv[0]
-		                 : "exec");
-	else
-		rc = spawn_error(n == (ssize_t)sizeof(m) && m.kind == SBXD_KEEPER_FORK_FAILED
-		                 ? m.value : EAGAIN, "fork");
+	if (!taken && n == 0 && !sbxd_keeper_fresh(k)) {
+		*lost = true;
+		sbxd_keeper_pool_give_back(o->keepers, k, false);
+		return 0;
+	}
+	int rc = start_error(o->argv[0], n, &m);
 	bool idle = false;
 	while (read_record(report_fd, &m) == (ssize_t)sizeof(m))
 		idle = idle || m.kind == SBXD_KEEPER_IDLE;
@@ -850,18 +900,27 @@ static int await_exec(const sbxd_proc_options *o, int report_fd, sbxd_keeper *k,
 
 /* Starts the command: stdio and report pipes, the job to a keeper, and
  * the wait for its exec. Leaves the parent's ends ([0..2], [7]) in `fds`
- * on success; closes everything on failure. */
+ * on success; closes everything on failure. The child's stdio ends stay
+ * open until a keeper took the job, so that a lost keeper's job can go to
+ * the next one (with a report pipe of its own: the lost one's EOF). */
 static int launch(const sbxd_proc_options *o, const char *path, char **envp, int *fds,
-                  sbxd_keeper **keeper, pid_t *pid)
+                  bool wait_pid, sbxd_keeper **keeper, pid_t *pid)
 {
 	int rc = open_stdio(o, fds);
 	if (!rc)
 		rc = open_pipe(fds, 7);
-	if (!rc)
+	while (!rc) {
 		rc = send_job(o, path, envp, fds, keeper);
+		close_fds(&fds[8], 1);  /* the keeper's now: its end makes the EOF */
+		bool lost = false;
+		if (!rc)
+			rc = await_exec(o, fds[7], *keeper, wait_pid, pid, &lost);
+		if (rc || !lost)
+			break;
+		close_fds(&fds[7], 1);
+		rc = open_pipe(fds, 7);
+	}
 	close_child_ends(o, fds);
-	if (!rc)
-		rc = await_exec(o, fds[7], *keeper, pid);
 	if (rc) {
 		close_fds(fds, 3);
 		close_fds(&fds[7], 1);
@@ -946,20 +1005,30 @@ int sbxd_proc_spawn(sbxd_proc **out, uv_loop_t *loop, const sbxd_proc_options *o
 	p->chunk = chunk;
 	p->buf_size = buf_size;
 	p->report_fd = -1;
+	bool async = cb && cb->on_start;
+	if (async && !(p->argv0 = strdup(o->argv[0]))) {
+		free(path);
+		free(envp);
+		free(p);
+		free(buf);
+		return asb_error_set(ASB_ENOMEM, 500, NULL, "out of memory");
+	}
 	int fds[SPAWN_FDS];
 	for (int i = 0; i < SPAWN_FDS; i++)
 		fds[i] = -1;
 	sbxd_keeper *keeper = NULL;
 	pid_t pid = -1;
-	int rc = launch(o, path, envp, fds, &keeper, &pid);
+	int rc = launch(o, path, envp, fds, !async, &keeper, &pid);
 	free(path);
 	free(envp);
 	if (rc) {
 		free(buf);
+		free(p->argv0);
 		free(p);
 		return rc;
 	}
 	p->pid = pid;
+	p->starting = async;
 	p->keeper = keeper;
 	p->keeper_pid = sbxd_keeper_pid(keeper);
 	attach(p, loop, o, cb, ud, fds);

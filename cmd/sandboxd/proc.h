@@ -80,6 +80,19 @@ typedef struct {
 	 *  background process, collected for drain_ms). Called once; `p` stays
 	 *  valid until sbxd_proc_free(). */
 	void (*on_exit)(sbxd_proc *p, const sbxd_exit *ex, void *ud);
+	/** Optional. Set: sbxd_proc_spawn() returns once a keeper took the
+	 *  job, without waiting for the exec (the loop serves others
+	 *  meanwhile), and this runs once the exec's outcome is known: `rc` 0,
+	 *  the command runs (sbxd_proc_pid() is valid from here, output and
+	 *  on_exit follow); else a code sbxd_proc_spawn() would have returned
+	 *  (ASB_ENOTFOUND, ASB_EFORBIDDEN, ASB_ETOOMANYREQUESTS, ASB_ERROR,
+	 *  ASB_ENOMEM, with the last-error message), nothing runs, no other
+	 *  callback follows and the caller frees `p`. Until then no output is
+	 *  delivered, sbxd_proc_pid() is -1 and sbxd_proc_signal() does
+	 *  nothing; sbxd_proc_terminate() and sbxd_proc_free() work (the
+	 *  command is ended as soon as it runs). NULL: sbxd_proc_spawn()
+	 *  waits for the exec. */
+	void (*on_start)(sbxd_proc *p, int rc, void *ud);
 } sbxd_proc_callbacks;
 
 #define SBXD_PROC_OPTIONS_VERSION 3
@@ -181,7 +194,7 @@ int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows);
 /** True once on_exit has been called. */
 bool sbxd_proc_done(const sbxd_proc *p);
 
-/** The command's OS pid (also its process group id). */
+/** The command's OS pid (also its process group id); -1 before on_start. */
 pid_t sbxd_proc_pid(const sbxd_proc *p);
 
 /** Whether it runs on a terminal. */

@@ -163,7 +163,9 @@ const char *httpd__reason_phrase(int status)
 	case 200: return "OK";
 	case 201: return "Created";
 	case 202: return "Accepted";
+	case 203: return "Non-Authoritative Information";
 	case 204: return "No Content";
+	case 206: return "Partial Content";
 	case 301: return "Moved Permanently";
 	case 302: return "Found";
 	case 304: return "Not Modified";
@@ -177,6 +179,7 @@ const char *httpd__reason_phrase(int status)
 	case 410: return "Gone";
 	case 413: return "Request Entity Too Large";
 	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
 	case 422: return "Unprocessable Entity";
 	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";

@@ -312,6 +312,12 @@ void httpd__conn_flush(conn *c)
 {
 	if (c->cork_n == 0 || c->sf)
 		return;  /* a file being sent: what follows it waits */
+	if (c->sf_running) {
+		/* from a done callback inside sf_run (a finish, say): it goes on
+		 * from there, and what is queued goes at the check phase */
+		cork_link(c);
+		return;
+	}
 	if (c->cork_head->is_file) {
 		if (c->batches_inflight == 0)
 			sf_begin(c);
@@ -566,6 +572,7 @@ static void sf_run(conn *c)
 	uv_os_fd_t sock;
 	int status = uv_fileno((uv_handle_t *)&c->tcp, &sock);
 	size_t budget = SF_BUDGET;
+	c->sf_running = true;
 	while (status == 0) {
 		httpd__write *wr = c->sf;
 		while (wr->file_left > 0 && budget > 0) {
@@ -599,15 +606,15 @@ static void sf_run(conn *c)
 			break;
 		if (wr->file_left > 0) {
 			/* socket full, or others' turn (the socket is writable: next iteration) */
-			if ((status = sf_wait(c)) < 0)
-				break;
-			return;
+			status = sf_wait(c);
+			break;
 		}
 		c->sf = NULL;
-		write_done(wr, 0);  /* its done callback may queue more */
+		write_done(wr, 0);  /* its done callback may queue more, or finish */
 		if (c->state == HTTPD__CONN_CLOSING || !c->cork_head)
 			break;
-		if (!c->cork_head->is_file || budget == 0) {
+		if (!c->cork_head->is_file || c->batches_inflight > 0 || budget == 0) {
+			/* writes first, or bytes still with libuv before the next range */
 			cork_link(c);
 			break;
 		}
@@ -619,6 +626,7 @@ static void sf_run(conn *c)
 		c->cork_n--;
 		c->sf = wr;
 	}
+	c->sf_running = false;
 	if (status < 0 && c->sf) {
 		httpd__write *wr = c->sf;
 		c->sf = NULL;

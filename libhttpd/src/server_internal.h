@@ -177,6 +177,7 @@ struct httpd__conn {
 	uv_poll_t sf_poll;
 	int sf_fd;                     /* -1 until the first wait */
 	bool sf_poll_init;
+	bool sf_running;               /* inside sf_run: a done callback's flush defers */
 	bool shutdown_wanted;          /* conn_finish came while a file was queued */
 };
 

@@ -63,10 +63,11 @@ def test_cwd_env_and_execute(sbx):
 
 
 def test_command_cannot_change_the_next_commands_keeper(sbx):
-    """A command may lower its keeper's limits and priority ($PPID runs as
-    the same user); the next command must still start with the daemon's
-    own (a reused keeper would pass them on: --idle-keepers is off by
-    default until keepers are reset between commands)."""
+    """A command may change what its keeper's next commands inherit ($PPID
+    runs as the same user): limits, nice, scheduling policy, CPU affinity,
+    I/O priority, oom_score_adj. A keeper reused (--idle-keepers, default 8)
+    is compared after each command with what it started with, and a changed
+    one is not reused: the next commands start with the daemon's own."""
     def execute(script):
         r = sbx.session.post(sbx.rest + "/v1/execute",
                              json={"config": {"command": ["sh", "-c", script]}})
@@ -74,11 +75,83 @@ def test_command_cannot_change_the_next_commands_keeper(sbx):
         j = r.json()
         return j["exitCode"], base64.b64decode(j["stdout"]).decode()
 
-    before = execute("ulimit -n; nice")
-    code, _ = execute("prlimit --pid $PPID --nofile=12:12; renice -n 7 -p $PPID >/dev/null")
-    assert code == 0
-    for _ in range(3):
-        assert execute("ulimit -n; nice") == before
+    probe = ("ulimit -n; nice; cat /proc/self/oom_score_adj; chrt -p $$ | cut -d: -f2; "
+             "ionice; grep Cpus_allowed_list /proc/self/status")
+    before = execute(probe)
+    assert before[0] == 0
+    changes = ["prlimit --pid $PPID --nofile=12:12",
+               "renice -n 7 -p $PPID >/dev/null",
+               "echo 500 > /proc/$PPID/oom_score_adj",
+               "chrt -b -p 0 $PPID",
+               "ionice -c 3 -p $PPID",
+               "taskset -p -c 0 $PPID >/dev/null"]
+    if os.cpu_count() == 1:
+        changes.pop()  # one CPU: an affinity cannot change
+    for change in changes:
+        code, _ = execute(change)
+        assert code == 0, change
+        for _ in range(2):
+            assert execute(probe) == before, f"after {change!r}"
+
+
+def test_dead_idle_keepers_are_replaced(tmp_path):
+    """Idle keepers killed (a command can kill them: they run as the same
+    user) are reaped and replaced: the next commands run, however many died."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--idle-keepers=8"])
+    try:
+        def run(cmd):
+            return s.session.post(s.rest + "/v1/execute",
+                                  json={"config": {"command": ["sh", "-c", cmd]}})
+        # eight at once: eight keepers, idle after
+        threads = [threading.Thread(target=run, args=("sleep 0.3",)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        deadline = time.time() + 5
+        while len(_idle_keepers(s.pid)) < 8 and time.time() < deadline:
+            time.sleep(0.05)
+        idle = _idle_keepers(s.pid)
+        assert len(idle) == 8, idle
+        for pid in idle:
+            os.kill(int(pid), signal.SIGKILL)
+        for _ in range(4):
+            r = run("echo alive")
+            assert r.status_code == 200, r.text
+            assert base64.b64decode(r.json()["stdout"]) == b"alive\n"
+        assert not (idle & _idle_keepers(s.pid))
+    finally:
+        assert s.stop() == 0, s.text()
+
+
+def test_keeper_forked_beside_a_big_answer_is_not_kept(tmp_path):
+    """A keeper is a copy of the daemon: one forked while the daemon holds a
+    big answer (20 MiB of output here) would keep those pages while idle,
+    so it serves one command only. Keepers forked while the daemon is small
+    are kept."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--idle-keepers=8", "--max-output-bytes=32Mi"])
+    try:
+        big = {}
+
+        def hold():
+            big["r"] = s.session.post(s.rest + "/v1/execute", json={"config": {
+                "command": ["sh", "-c", f"head -c {20 * MB} /dev/zero; sleep 2"]}})
+        t = threading.Thread(target=hold)
+        t.start()
+        time.sleep(1)  # its output is in the daemon by now; it sleeps
+        r = requests.post(s.rest + "/v1/execute", json={"config": {"command": ["true"]}})
+        assert r.status_code == 200 and r.json()["exitCode"] == 0
+        time.sleep(0.3)
+        # the second keeper (forked beside 20 MiB) exited; the first is busy
+        assert _idle_keepers(s.pid) == set()
+        t.join()
+        assert big["r"].status_code == 200
+        deadline = time.time() + 5
+        while len(_idle_keepers(s.pid)) < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        assert len(_idle_keepers(s.pid)) == 1  # the first, forked small, is kept
+    finally:
+        assert s.stop() == 0, s.text()
 
 
 def test_launch_errors(sbx):

@@ -496,6 +496,89 @@ static void file_proc_handler(httpd_exchange *ex, void *ud)
 		atomic_fetch_add(&st.bad, 1);
 }
 
+/* Like a download pump: each range's done callback queues the next range
+ * (bare: two in flight, as sandboxd does) or a 64 KiB write and the next
+ * range (blocks: the write must go out before the range), and the one
+ * that queues the last range finishes at once (inside a file's
+ * completion, ranges still queued, on a connection that closes after the
+ * answer). */
+#define CHAIN_N 20
+#define CHAIN_BLOCK (64u * 1024)
+#define CHAIN_RANGE (256u * 1024)
+#define CHAIN_BODY_BYTES ((uint64_t)CHAIN_N * (CHAIN_BLOCK + CHAIN_RANGE))
+#define CHAIN_BARE_BYTES ((uint64_t)CHAIN_N * CHAIN_RANGE)
+
+typedef struct {
+	int fd;
+	int next;
+	bool blocks;    /* false (/file-chain-bare): ranges only, as sandboxd's downloads */
+} chain;
+
+static unsigned char chain_block_byte(uint64_t seg, uint64_t j)
+{
+	return (unsigned char)(0xa5 ^ seg ^ (j >> 8));
+}
+
+static unsigned char chain_body_byte(uint64_t i, bool blocks)
+{
+	if (!blocks)
+		return file_byte(i);
+	uint64_t seg = i / (CHAIN_BLOCK + CHAIN_RANGE), in = i % (CHAIN_BLOCK + CHAIN_RANGE);
+	return in < CHAIN_BLOCK ? chain_block_byte(seg, in)
+	                        : file_byte(seg * CHAIN_RANGE + in - CHAIN_BLOCK);
+}
+
+static void chain_close(httpd_exchange *ex, int reason, void *ud)
+{
+	chain *ch = ud;
+	close(ch->fd);
+	free(ch);
+	closed(ex, reason, NULL);
+}
+
+static void chain_queue(httpd_exchange *ex, chain *ch);
+
+static void chain_done(httpd_exchange *ex, void *ud)
+{
+	chain *ch = ud;
+	atomic_fetch_add(&st.dones, 1);
+	if (ch->next < CHAIN_N)
+		chain_queue(ex, ch);
+}
+
+static void chain_queue(httpd_exchange *ex, chain *ch)
+{
+	static unsigned char block[CHAIN_BLOCK];
+	int i = ch->next++;
+	for (uint64_t j = 0; j < CHAIN_BLOCK; j++)
+		block[j] = chain_block_byte((uint64_t)i, j);
+	if ((ch->blocks && httpd_exchange_write(ex, block, CHAIN_BLOCK, NULL, NULL) != 0) ||
+	    httpd_exchange_write_file(ex, ch->fd, (uint64_t)i * CHAIN_RANGE, CHAIN_RANGE, chain_done,
+	                              ch) != 0)
+		atomic_fetch_add(&st.bad, 1);
+	if (ch->next == CHAIN_N && httpd_exchange_finish(ex) != 0)
+		atomic_fetch_add(&st.bad, 1);
+}
+
+static void file_chain_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	chain *ch = calloc(1, sizeof(*ch));
+	ch->fd = open(file_path, O_RDONLY | O_CLOEXEC);
+	if (ch->fd < 0) {
+		atomic_fetch_add(&st.bad, 1);
+		free(ch);
+		httpd_exchange_abort(ex);
+		return;
+	}
+	ch->blocks = ud == NULL;
+	httpd_exchange_on_close(ex, chain_close, ch);
+	httpd_exchange_send_head(ex, (int64_t)(ch->blocks ? CHAIN_BODY_BYTES : CHAIN_BARE_BYTES));
+	chain_queue(ex, ch);
+	if (!ch->blocks)
+		chain_queue(ex, ch);  /* two ranges in flight; with blocks, one pair */
+}
+
 static char dir[] = "/tmp/k8s-exchange-test-XXXXXX";
 static char cert_path[160], key_path[160], ca_path[160];
 static k8s_cert_bundle bundle;
@@ -555,6 +638,9 @@ static void start_server(unsigned int loops, bool tls, bool mtls)
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file", file_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-short", file_short_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-proc", file_proc_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-chain", file_chain_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/file-chain-bare", file_chain_handler,
+	                                           (void *)1), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/x", NULL, NULL), ASB_EINVAL);
 	ck_assert_int_eq(httpd_server_call(srv, 0, (void (*)(void *))free, NULL), ASB_EINVAL);
 	ck_assert_int_eq(httpd_server_start(srv), 0);
@@ -1320,6 +1406,71 @@ START_TEST(file_to_a_slow_reader_waits_for_the_socket)
 }
 END_TEST
 
+/* A slow reader of a closing connection: the ranges chained from done
+ * callbacks, with writes between them, arrive whole and in order, then EOF. */
+static void chain_read(const char *request, bool slow, bool blocks)
+{
+	const uint64_t want = blocks ? CHAIN_BODY_BYTES : CHAIN_BARE_BYTES;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int small = 4096;
+	if (slow)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	send_str(fd, request);
+	static char buf[32768 + 1];
+	char head[4096];
+	size_t hlen = 0;
+	uint64_t got = 0, bad_at = 0;
+	bool bad = false, in_body = false;
+	for (int reads = 0;; reads++) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ck_assert_int_eq(poll(&p, 1, WAIT_MS), 1);
+		ssize_t n = recv(fd, buf, 32768, 0);
+		ck_assert_int_ge(n, 0);
+		if (n == 0)
+			break;
+		size_t at = 0;
+		while (!in_body && at < (size_t)n) {
+			ck_assert_uint_lt(hlen, sizeof(head) - 1);
+			head[hlen++] = buf[at++];
+			head[hlen] = '\0';
+			in_body = hlen >= 4 && memcmp(head + hlen - 4, "\r\n\r\n", 4) == 0;
+		}
+		for (; at < (size_t)n; at++, got++)
+			if (!bad && (got >= want || (unsigned char)buf[at] != chain_body_byte(got, blocks))) {
+				bad = true;
+				bad_at = got;
+			}
+		if (slow && reads % 4 == 0)
+			usleep(500);
+	}
+	close(fd);
+	ck_assert_ptr_nonnull(strstr(head, "Connection: close\r\n"));
+	ck_assert_msg(!bad, "body differs at byte %llu", (unsigned long long)bad_at);
+	ck_assert_uint_eq(got, want);
+}
+
+START_TEST(file_ranges_chained_from_done_callbacks_on_a_closing_connection)
+{
+	make_data_file();
+	start_server(1, false, false);
+	for (int i = 0; i < 12; i++) {
+		bool blocks = i < 6;
+		char req[128];
+		snprintf(req, sizeof(req), i % 2 ? "GET /file-chain%s HTTP/1.0\r\n\r\n"
+		         : "GET /file-chain%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		         blocks ? "" : "-bare");
+		chain_read(req, i % 6 >= 2, blocks);
+		ck_assert(wait_for(&st.closes, i + 1));
+		ck_assert_int_eq(atomic_load(&st.last_reason), 0);
+	}
+	ck_assert_int_eq(atomic_load(&st.dones), 12 * CHAIN_N);
+	ck_assert_int_eq(atomic_load(&st.bad), 0);
+}
+END_TEST
+
 START_TEST(client_gone_mid_file_closes_once)
 {
 	make_data_file();
@@ -1488,6 +1639,7 @@ int main(void)
 	tcase_add_test(tc, ambiguous_framing_is_refused);
 	tcase_add_test(tc, file_ranges_between_writes_keep_their_order_on_a_kept_alive_connection);
 	tcase_add_test(tc, file_to_a_slow_reader_waits_for_the_socket);
+	tcase_add_test(tc, file_ranges_chained_from_done_callbacks_on_a_closing_connection);
 	tcase_add_test(tc, client_gone_mid_file_closes_once);
 	tcase_add_test(tc, file_shorter_than_promised_cuts_the_connection);
 	tcase_add_test(tc, file_sendfile_refuses_is_copied);

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -63,7 +64,39 @@ static void on_exit_cb(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	st->ex = *ex;
 }
 
-static const sbxd_proc_callbacks cbs = { on_output, on_exit_cb };
+static const sbxd_proc_callbacks cbs = { on_output, on_exit_cb, NULL };
+
+/* Async start (on_start): what it said, and whether output came before. */
+typedef struct {
+	run_state run;
+	bool started;
+	int rc;
+	pid_t pid;
+	size_t out_before;
+} async_state;
+
+static void on_start_cb(sbxd_proc *p, int rc, void *ud)
+{
+	async_state *a = ud;
+	a->started = true;
+	a->rc = rc;
+	a->pid = sbxd_proc_pid(p);
+	a->out_before = a->run.out_len + a->run.err_len;
+}
+
+static void async_output(sbxd_proc *p, sbxd_stream s, const char *d, size_t n, void *ud)
+{
+	async_state *a = ud;
+	ck_assert_msg(a->started, "output before on_start");
+	on_output(p, s, d, n, &a->run);
+}
+
+static void async_exit(sbxd_proc *p, const sbxd_exit *ex, void *ud)
+{
+	on_exit_cb(p, ex, &((async_state *)ud)->run);
+}
+
+static const sbxd_proc_callbacks async_cbs = { async_output, async_exit, on_start_cb };
 
 static void guard(uv_timer_t *t)
 {
@@ -77,6 +110,18 @@ static void wait_exit(uv_loop_t *loop, run_state *st)
 	uv_timer_init(loop, &t);
 	uv_timer_start(&t, guard, 10000, 0);
 	while (!st->exited)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
+}
+
+/* Runs the loop until on_start (10 s guard). */
+static void wait_start(uv_loop_t *loop, async_state *a)
+{
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	uv_timer_start(&t, guard, 10000, 0);
+	while (!a->started)
 		uv_run(loop, UV_RUN_ONCE);
 	uv_close((uv_handle_t *)&t, NULL);
 	uv_run(loop, UV_RUN_NOWAIT);
@@ -536,10 +581,16 @@ static void run_script(uv_loop_t *loop, run_state *st, const char *script, char 
 	ck_assert_msg(rc == 0, "spawn: %d %s", rc, asb_error_last()->message);
 	wait_exit(loop, st);
 	sbxd_proc_free(st->p);
-	/* the keeper's part ends at its report's EOF */
+	/* the keeper's part ends at its report's EOF (10 s guard: a keeper
+	 * that is not kept fails the test instead of hanging it) */
+	uv_timer_t t;
+	uv_timer_init(loop, &t);
+	uv_timer_start(&t, guard, 10000, 0);
 	while (pool && max_idle && sbxd_keeper_pool_idle(pool) == 0 && st->ex.exit_code == 0 &&
 	       !strstr(st->out, "bg"))
 		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	uv_run(loop, UV_RUN_NOWAIT);
 }
 
 START_TEST(keepers_reused_only_when_nothing_is_left)
@@ -649,6 +700,96 @@ START_TEST(job_bigger_than_one_message)
 }
 END_TEST
 
+START_TEST(async_start_then_output_and_exit)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	async_state a;
+	memset(&a, 0, sizeof(a));
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "/bin/sh", "-c", "echo hi; exit 4", NULL };
+	o.argv = argv;
+	o.keepers = keepers(&loop);
+	ck_assert_int_eq(sbxd_proc_spawn(&a.run.p, &loop, &o, &async_cbs, &a), 0);
+	ck_assert(!a.started);  /* returned before the exec */
+	ck_assert_int_eq(sbxd_proc_pid(a.run.p), -1);
+	ck_assert_int_eq(sbxd_proc_signal(a.run.p, SIGTERM), 0);  /* nothing yet */
+	wait_start(&loop, &a);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_int_gt(a.pid, 0);
+	ck_assert_uint_eq(a.out_before, 0);
+	wait_exit(&loop, &a.run);
+	ck_assert_str_eq(a.run.out, "hi\n");
+	ck_assert_int_eq(a.run.ex.exit_code, 4);
+	finish(&loop, a.run.p);
+}
+END_TEST
+
+START_TEST(async_start_failure_comes_to_on_start_only)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	/* executable, but no format the kernel runs: only the exec finds out */
+	char tmpl[] = "/tmp/sbxd-noformat-XXXXXX";
+	int fd = mkstemp(tmpl);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "\x7f\x01\x02garbage", 10), 10);
+	fchmod(fd, 0755);
+	close(fd);
+	for (int round = 0; round < 2; round++) {  /* the keeper takes the next job */
+		async_state a;
+		memset(&a, 0, sizeof(a));
+		sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+		char *argv[] = { tmpl, NULL };
+		o.argv = argv;
+		o.keepers = keepers(&loop);
+		ck_assert_int_eq(sbxd_proc_spawn(&a.run.p, &loop, &o, &async_cbs, &a), 0);
+		wait_start(&loop, &a);
+		ck_assert_int_eq(a.rc, ASB_ERROR);
+		ck_assert_ptr_nonnull(strstr(asb_error_last()->message, "exec"));
+		ck_assert_int_eq(a.pid, -1);
+		run_loop_for(&loop, 50);
+		ck_assert(!a.run.exited);  /* no on_exit after a failed start */
+		sbxd_proc_free(a.run.p);
+	}
+	unlink(tmpl);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	close_loop(&loop);
+}
+END_TEST
+
+START_TEST(async_free_before_the_start_kills_the_command)
+{
+	uv_loop_t loop;
+	uv_loop_init(&loop);
+	char dir[] = "/tmp/sbxd-async-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char pidfile[64], script[160];
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
+	snprintf(script, sizeof(script), "echo $$ > %s; exec sleep 30", pidfile);
+	async_state a;
+	memset(&a, 0, sizeof(a));
+	sbxd_proc_options o = SBXD_PROC_OPTIONS_INIT;
+	char *argv[] = { "/bin/sh", "-c", script, NULL };
+	o.argv = argv;
+	o.keepers = keepers(&loop);
+	ck_assert_int_eq(sbxd_proc_spawn(&a.run.p, &loop, &o, &async_cbs, &a), 0);
+	sbxd_proc_free(a.run.p);  /* before on_start */
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ck_assert(!a.started && !a.run.exited);  /* no callback after free */
+	FILE *f = fopen(pidfile, "r");
+	int pid = 0;
+	if (f) {
+		ck_assert_int_eq(fscanf(f, "%d", &pid), 1);
+		fclose(f);
+		ck_assert(!alive(pid));  /* it ran, and was killed */
+	}
+	unlink(pidfile);
+	rmdir(dir);
+	close_loop(&loop);
+}
+END_TEST
+
 START_TEST(proctable_cap_and_ids)
 {
 	sbxd_proctable *t;
@@ -692,6 +833,9 @@ static void add_tests(TCase *tc)
 	tcase_add_test(tc, stale_signal_to_an_idle_keeper_spares_the_next_command);
 	tcase_add_test(tc, idle_keeper_killed_is_replaced);
 	tcase_add_test(tc, job_bigger_than_one_message);
+	tcase_add_test(tc, async_start_then_output_and_exit);
+	tcase_add_test(tc, async_start_failure_comes_to_on_start_only);
+	tcase_add_test(tc, async_free_before_the_start_kills_the_command);
 }
 
 int main(void)

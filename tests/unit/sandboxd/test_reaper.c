@@ -68,7 +68,7 @@ static void on_exit_cb(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 	st->ex = *ex;
 }
 
-static const sbxd_proc_callbacks cbs = { NULL, on_exit_cb };
+static const sbxd_proc_callbacks cbs = { NULL, on_exit_cb, NULL };
 
 /* Children of this process, zombies included (/proc). */
 static int children(void)
