@@ -551,8 +551,8 @@ static ssize_t sf_copy(int sock, httpd__write *wr, size_t n)
 	return send(sock, buf, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Starts sending the file at the cork's head: every write before it is out. */
-static void sf_begin(conn *c)
+/* Makes the file range at the cork's head the one being sent. */
+static void sf_take_head(conn *c)
 {
 	httpd__write *wr = c->cork_head;
 	c->cork_head = wr->next;
@@ -561,6 +561,12 @@ static void sf_begin(conn *c)
 	wr->next = NULL;
 	c->cork_n--;
 	c->sf = wr;
+}
+
+/* Starts sending the file at the cork's head: every write before it is out. */
+static void sf_begin(conn *c)
+{
+	sf_take_head(c);
 	sf_run(c);
 }
 
@@ -618,13 +624,7 @@ static void sf_run(conn *c)
 			cork_link(c);
 			break;
 		}
-		wr = c->cork_head;  /* the next range, at once */
-		c->cork_head = wr->next;
-		if (!c->cork_head)
-			c->cork_tail = NULL;
-		wr->next = NULL;
-		c->cork_n--;
-		c->sf = wr;
+		sf_take_head(c);  /* the next range, at once */
 	}
 	c->sf_running = false;
 	if (status < 0 && c->sf) {
