@@ -278,8 +278,10 @@ static void signal_tree(pid_t cmd, bool *group, bool cmd_reaped, int sig)
 
 /* Attributes of the keeper that its commands inherit and that another
  * process of the same user can change: a command can change them in its
- * keeper ($PPID) for the commands after it. Compared after each job with
- * what the keeper started with; a keeper changed is not reused. */
+ * keeper ($PPID) for the commands after it, and any command in an idle
+ * keeper. Compared with what the keeper started with before each job (a
+ * keeper changed exits without taking it: the daemon gives the job to
+ * another) and after it (a keeper changed is not reused). */
 typedef struct {
 	struct rlimit lim[RLIM_NLIMITS];
 	int nice;
@@ -288,12 +290,24 @@ typedef struct {
 	long ioprio;
 	long affinity_len;
 	unsigned char affinity[128];   /* 1024 CPUs; more: the length is -1 both times */
-	long oom_len;
+	long sched_attr_rc;
+	uint32_t sched_attr[14];       /* struct sched_attr (56 bytes): custom slices, uclamp */
+	long timerslack;
+	long keyring;                  /* the session keyring's id (a key joined into it) */
+	long oom_len, coredump_len, cgroup_len;
 	char oom[16];                  /* oom_score_adj, as the file says it */
+	char coredump[24];             /* coredump_filter */
+	char cgroup[512];              /* /proc/self/cgroup (its first 512 bytes) */
 } attrs;
 
 static attrs baseline, now_attrs;
-static int oom_fd = -1;            /* /proc/self/oom_score_adj, kept open */
+/* /proc/self files kept open (the keeper closed everything else) */
+static int oom_fd = -1, coredump_fd = -1, cgroup_fd = -1;
+
+static long read_file(int fd, char *buf, size_t cap)
+{
+	return fd >= 0 ? (long)pread(fd, buf, cap, 0) : -1;
+}
 
 static void read_attrs(attrs *a)
 {
@@ -308,7 +322,14 @@ static void read_attrs(attrs *a)
 	sched_getparam(0, &a->param);
 	a->ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, 0);
 	a->affinity_len = syscall(SYS_sched_getaffinity, 0, sizeof(a->affinity), a->affinity);
-	a->oom_len = oom_fd >= 0 ? (long)pread(oom_fd, a->oom, sizeof(a->oom), 0) : -1;
+	a->sched_attr_rc = syscall(SYS_sched_getattr, 0, a->sched_attr,
+	                           (unsigned)sizeof(a->sched_attr), 0U);
+	a->timerslack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	a->keyring = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */,
+	                     -3 /* KEY_SPEC_SESSION_KEYRING */, 0);
+	a->oom_len = read_file(oom_fd, a->oom, sizeof(a->oom));
+	a->coredump_len = read_file(coredump_fd, a->coredump, sizeof(a->coredump));
+	a->cgroup_len = read_file(cgroup_fd, a->cgroup, sizeof(a->cgroup));
 }
 
 static bool attrs_unchanged(void)
@@ -734,12 +755,16 @@ _Noreturn void sbxd_keeper_run(int sock, pid_t daemon)
 	 * a process that outlives a fork */
 	close_all_but(sock);
 	oom_fd = open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+	coredump_fd = open("/proc/self/coredump_filter", O_RDONLY | O_CLOEXEC);
+	cgroup_fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 	read_attrs(&baseline);
 	for (;;) {
 		job_t j;
 		int r = receive_job(sock, &j);
 		if (r <= 0)
 			_exit(r == 0 ? 0 : 1);
+		if (!attrs_unchanged())
+			_exit(0);  /* changed while idle: no TAKEN, the daemon gives the job to another */
 		drain_signals();
 		if (!run_job(&j))
 			_exit(0);

@@ -27,11 +27,14 @@
  * descriptors (SCM_RIGHTS) and the write end of a report pipe of its own.
  * A keeper takes a next job only when the last one left nothing behind
  * (no child of its own remains) and left the keeper as it started: its
- * resource limits, nice value, scheduling policy, CPU affinity, I/O
- * priority and oom_score_adj, which a command inherits and which a
- * process of the same user (the command, whose parent the keeper is) may
- * change; a keeper changed exits after its report, as one whose command
- * left something behind. A command that leaves background
+ * resource limits, nice value, scheduling policy and attributes, CPU
+ * affinity, I/O priority, timer slack, session keyring, cgroup,
+ * oom_score_adj and coredump_filter, which a command inherits and which a
+ * process of the same user (the command, whose parent the keeper is, or
+ * another command) may change. A keeper changed by its command exits
+ * after its report, as one whose command left something behind; one
+ * changed while idle exits when it receives the next job, before its
+ * TAKEN record, and the daemon gives the job to another keeper. A command that leaves background
  * processes keeps its keeper, which then exits once it has reported, so
  * that they are reparented further up (to sandboxd when it is PID 1 or a
  * subreaper, else to init) as before. Signals the daemon sent for an

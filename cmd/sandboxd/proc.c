@@ -413,6 +413,11 @@ static void started(sbxd_proc *p, ssize_t n, const sbxd_keeper_msg *m)
 	int rc = 0;
 	if (n == (ssize_t)sizeof(*m) && m->kind == SBXD_KEEPER_PID) {
 		p->pid = m->value;
+	} else if (n == 0) {
+		/* the keeper ended after TAKEN without a word (the command may
+		 * have killed it): the command may have run, so it is not a
+		 * failed start (a client would retry it) but a command whose end
+		 * is unknown, as when the keeper is lost after the pid */
 	} else {
 		rc = start_error(p->argv0, n, m);
 		p->exited = p->done = true;
@@ -890,6 +895,8 @@ static int await_exec(const sbxd_proc_options *o, int report_fd, sbxd_keeper *k,
 		sbxd_keeper_pool_give_back(o->keepers, k, false);
 		return 0;
 	}
+	if (taken && n == 0)
+		return 0;  /* ended after TAKEN: the command may have run; its end is unknown (pid -1) */
 	int rc = start_error(o->argv[0], n, &m);
 	bool idle = false;
 	while (read_record(report_fd, &m) == (ssize_t)sizeof(m))

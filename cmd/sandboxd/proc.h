@@ -84,7 +84,9 @@ typedef struct {
 	 *  job, without waiting for the exec (the loop serves others
 	 *  meanwhile), and this runs once the exec's outcome is known: `rc` 0,
 	 *  the command runs (sbxd_proc_pid() is valid from here, output and
-	 *  on_exit follow); else a code sbxd_proc_spawn() would have returned
+	 *  on_exit follow; the pid is -1 when the keeper ended after taking
+	 *  the job without a word, the command killing it say: the command
+	 *  may have run, and on_exit says exit_code -1); else a code sbxd_proc_spawn() would have returned
 	 *  (ASB_ENOTFOUND, ASB_EFORBIDDEN, ASB_ETOOMANYREQUESTS, ASB_ERROR,
 	 *  ASB_ENOMEM, with the last-error message), nothing runs, no other
 	 *  callback follows and the caller frees `p`. Until then no output is
@@ -194,7 +196,8 @@ int sbxd_proc_resize(sbxd_proc *p, unsigned short cols, unsigned short rows);
 /** True once on_exit has been called. */
 bool sbxd_proc_done(const sbxd_proc *p);
 
-/** The command's OS pid (also its process group id); -1 before on_start. */
+/** The command's OS pid (also its process group id); -1 before on_start,
+ *  or when its keeper ended before reporting it. */
 pid_t sbxd_proc_pid(const sbxd_proc *p);
 
 /** Whether it runs on a terminal. */

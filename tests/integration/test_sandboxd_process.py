@@ -84,7 +84,13 @@ def test_command_cannot_change_the_next_commands_keeper(sbx):
                "echo 500 > /proc/$PPID/oom_score_adj",
                "chrt -b -p 0 $PPID",
                "ionice -c 3 -p $PPID",
+               "echo 0x7f > /proc/$PPID/coredump_filter",
                "taskset -p -c 0 $PPID >/dev/null"]
+    probe += "; cat /proc/self/coredump_filter"
+    if os.geteuid() == 0:  # another process's timer slack needs CAP_SYS_NICE
+        changes.insert(0, "echo 12345 > /proc/$PPID/timerslack_ns")
+        probe += "; cat /proc/self/timerslack_ns"
+    before = execute(probe)
     if os.cpu_count() == 1:
         changes.pop()  # one CPU: an affinity cannot change
     for change in changes:
@@ -92,6 +98,60 @@ def test_command_cannot_change_the_next_commands_keeper(sbx):
         assert code == 0, change
         for _ in range(2):
             assert execute(probe) == before, f"after {change!r}"
+
+
+def test_idle_keepers_changed_by_another_process_are_not_used(tmp_path):
+    """Idle keepers reniced and limited by another process of the user (a
+    command running beside them could do it): each finds itself changed at
+    its next job, exits before taking it, and the job goes to another
+    keeper, so every command still starts with the daemon's own."""
+    s = Sandboxd(tmp_path / "root", tmp_path, args=["--idle-keepers=8"])
+    try:
+        def run(cmd):
+            r = s.session.post(s.rest + "/v1/execute",
+                               json={"config": {"command": ["sh", "-c", cmd]}})
+            assert r.status_code == 200, r.text
+            return base64.b64decode(r.json()["stdout"]).decode()
+        before = run("nice; ulimit -n")
+        threads = [threading.Thread(target=run, args=("sleep 0.3",)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        deadline = time.time() + 5
+        while len(_idle_keepers(s.pid)) < 4 and time.time() < deadline:
+            time.sleep(0.05)
+        idle = _idle_keepers(s.pid)
+        assert len(idle) >= 4, idle
+        import resource
+        for pid in idle:
+            os.setpriority(os.PRIO_PROCESS, int(pid), 12)
+            resource.prlimit(int(pid), resource.RLIMIT_NOFILE, (50, 50))
+        for _ in range(6):
+            assert run("nice; ulimit -n") == before
+        assert not (idle & _idle_keepers(s.pid))  # the changed ones are gone
+    finally:
+        assert s.stop() == 0, s.text()
+
+
+def test_command_that_kills_its_keeper_is_not_a_failed_start(sbx):
+    """A command whose first act is to kill its keeper ($PPID) has run: it
+    is answered as a command whose end is unknown (exit -1), never as a
+    start that failed (429, which a client would retry, running it twice)."""
+    marker = os.path.join(sbx.root, "killed-keeper-runs")
+    runs = 30
+    for _ in range(runs):
+        r = sbx.session.post(sbx.rest + "/v1/execute", json={"config": {"command": [
+            "sh", "-c", f"kill -9 $PPID; echo x >> {marker}"]}})
+        assert r.status_code == 200, r.text
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        with open(marker) as f:
+            if len(f.read().split()) == runs:
+                break
+        time.sleep(0.05)
+    with open(marker) as f:
+        assert len(f.read().split()) == runs
 
 
 def test_dead_idle_keepers_are_replaced(tmp_path):
