@@ -318,6 +318,7 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
 	co.logger = log;
 	co.metrics = metrics;
 	co.events = events[2];
+	co.networkpolicies = inf[INF_NETPOLS];
 	return wp_claim_controller_new(&lead->claims, &co);
 }
 
@@ -473,6 +474,11 @@ static int setup_controllers(controller_app *a)
 	ro.write_behind_window_ms = f->sandbox_write_behind_window_ms;
 	ro.status_coalesce_window_ms = f->sandbox_status_coalesce_window_ms;
 	ro.logger = a->log;
+	if (f->extensions) {
+		/* the claim controller is made below; read at call time */
+		ro.handouts_pending = claim_handouts_pending;
+		ro.handouts_ud = &a->lead;
+	}
 	identity(a->instance, sizeof(a->instance));
 	k8s_event_recorder_options eo = K8S_EVENT_RECORDER_OPTIONS_INIT;
 	eo.reporting_controller = REPORTING_CONTROLLER;

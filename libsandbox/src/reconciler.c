@@ -48,6 +48,8 @@ struct sbx_reconciler {
 	long write_behind_window_ms;
 	long status_coalesce_window_ms;
 	bool cache_label_selectors;  /* children without the tracking label are invisible */
+	size_t (*handouts_pending)(void *ud);   /* NULL: nothing yields */
+	void *handouts_ud;
 	/* Pending deferrals: only the Sandboxes whose Pod patch waits right
 	 * now (a few), so a small array; `lock` guards it (workers share it). */
 	pthread_mutex_t lock;
@@ -142,6 +144,8 @@ int sbx_reconciler_new(sbx_reconciler **out, const sbx_reconciler_options *opts)
 	r->status_coalesce_window_ms = opts->status_coalesce_window_ms;
 	asb_map_init(&r->held);
 	r->cache_label_selectors = opts->cache_label_selectors;
+	r->handouts_pending = opts->handouts_pending;
+	r->handouts_ud = opts->handouts_ud;
 	pthread_mutex_init(&r->lock, NULL);
 	r->cluster_domain = strdup(opts->cluster_domain ? opts->cluster_domain
 	                                                : SBX_DEFAULT_CLUSTER_DOMAIN);
@@ -280,13 +284,20 @@ static char *last_message(void)
 	return strdup(asb_error_last()->message);
 }
 
-/* The Pod by name: cache first, then the API (the cache may lag). */
+/* The Pod by name: cache first, then the API (the cache may lag behind a
+ * Pod an earlier pass made). A Sandbox without a status has had no pass
+ * that wrote one: its Pod, if any, comes from a create of moments ago,
+ * and a create that meets it gets AlreadyExists and reads it then, so
+ * the GET (a 404 for every new Sandbox, a pool's refill included) is
+ * not made. */
 static void read_pod(sbx_reconciler *r, observed_buf *b, const char *ns,
                      const char *name)
 {
 	if (k8s_informer_get(r->pods, ns, name, &b->pod) == 0)
 		return;
 	b->pod = NULL;
+	if (k8s_obj_is_zero(cJSON_GetObjectItemCaseSensitive(b->sandbox, "status")))
+		return;
 	int rc = k8s_client_get(r->client, &k8s_resource_pods, ns, name, &b->pod);
 	if (rc == 0 && hidden_by_scope(r, SBX_OBJ_POD, b->pod)) {
 		cJSON_Delete(b->pod);
@@ -370,6 +381,30 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	b->obs.write_behind_window_ms = r->write_behind_window_ms;
 }
 
+/* A copy of status `st` without its observedGeneration and its
+ * conditions' (NULL: out of memory). */
+static cJSON *without_generations(const cJSON *st)
+{
+	cJSON *c = st ? cJSON_Duplicate(st, true) : cJSON_CreateObject();
+	if (!c)
+		return NULL;
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "observedGeneration");
+	cJSON *cond;
+	cJSON_ArrayForEach(cond, cJSON_GetObjectItemCaseSensitive(c, "conditions"))
+		cJSON_DeleteItemFromObjectCaseSensitive(cond, "observedGeneration");
+	return c;
+}
+
+/* Whether `new_st` differs from `old_st` in observedGeneration fields only. */
+static bool generation_only(const cJSON *old_st, const cJSON *new_st)
+{
+	cJSON *a = without_generations(old_st), *b = without_generations(new_st);
+	bool same = a && b && k8s_obj_semantic_equal(a, b);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	return same;
+}
+
 /* ---- status coalescing ---- */
 
 /*
@@ -382,11 +417,17 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
  * held change, so nothing is held longer than the window.
  */
 static long status_hold_ms(sbx_reconciler *r, const char *key, const cJSON *old_st,
-                           const cJSON *new_st, const sbx_outcome *out)
+                           const cJSON *new_st, const sbx_outcome *out, bool yield)
 {
-	if (r->status_coalesce_window_ms <= 0)
+	bool coming = r->status_coalesce_window_ms > 0 && !out->error_code &&
+	              sbx_status_coming_up(old_st) && sbx_status_coming_up(new_st);
+	/* yielding to claim hand-outs: a write that only acknowledges a new
+	 * generation (SBX_YIELD_MAX_MS at most) */
+	bool gen_only = !coming && yield && !out->error_code && generation_only(old_st, new_st);
+	bool hold = coming || gen_only;
+	long window = coming ? r->status_coalesce_window_ms : SBX_YIELD_MAX_MS;
+	if (r->status_coalesce_window_ms <= 0 && !r->handouts_pending)
 		return 0;
-	bool hold = !out->error_code && sbx_status_coming_up(old_st) && sbx_status_coming_up(new_st);
 	int64_t now = k8s_monotonic_ms();
 	long left = 0;
 	pthread_mutex_lock(&r->lock);
@@ -399,7 +440,9 @@ static long status_hold_ms(sbx_reconciler *r, const char *key, const cJSON *old_
 		}
 	}
 	if (hold && since)
-		left = r->status_coalesce_window_ms - (long)(now - *since);
+		left = window - (long)(now - *since);
+	if (gen_only && left > SBX_YIELD_RECHECK_MS)
+		left = SBX_YIELD_RECHECK_MS;
 	if (left <= 0 && since) {
 		void *old = NULL;
 		asb_map_remove(&r->held, key, &old);
@@ -518,7 +561,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	if (rc == ASB_ENOTFOUND || (rc == 0 && k8s_obj_is_deleting(b.sandbox))) {
 		rc = 0;   /* gone, or going: GC removes the children */
 		sbx_mutation_cache_forget(r->written, key);
-		if (r->write_behind_window_ms > 0)
+		if (r->write_behind_window_ms > 0 || r->handouts_pending)
 			deferral_put(r, key, 0);
 		status_hold_forget(r, key);
 		goto done;
@@ -527,7 +570,13 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		goto done;
 
 	read_observed(r, &b, ns, name);
-	if (r->write_behind_window_ms > 0)
+	/* claims first (sbx_reconciler_options.handouts_pending): the Pod's
+	 * metadata patch waits as a write-behind does */
+	bool yield = r->handouts_pending && r->handouts_pending(r->handouts_ud) > 0;
+	if (yield && b.obs.write_behind_window_ms < SBX_YIELD_MAX_MS)
+		b.obs.write_behind_window_ms = SBX_YIELD_MAX_MS;
+	bool deferrals = r->write_behind_window_ms > 0 || r->handouts_pending;
+	if (deferrals)
 		b.obs.pod_patch_deferred_since_ms = deferral_get(r, key);
 	rc = sbx_plan_new(&plan, &b.obs);
 	if (rc)
@@ -541,11 +590,16 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		rc = sbx_plan_outcome(plan, k8s_now_ms(), &out);
 	if (rc)
 		goto done;
-	if (r->write_behind_window_ms > 0) {
+	if (deferrals) {
 		if (out.pod_patch_deferred_since_ms && !b.obs.pod_patch_deferred_since_ms)
 			asb_log(r->logger, ASB_LOG_DEBUG, "pod metadata patch deferred",
-			        "sandbox", key, NULL);
+			        "sandbox", key, "yielding to claims", yield ? "true" : "false", NULL);
 		deferral_put(r, key, out.pod_patch_deferred_since_ms);
+		/* a yield ends with the backlog: look again soon, not at the window's end */
+		if (yield && out.pod_patch_deferred_since_ms &&
+		    r->write_behind_window_ms < SBX_YIELD_RECHECK_MS &&
+		    (!out.requeue_after_ms || out.requeue_after_ms > SBX_YIELD_RECHECK_MS))
+			out.requeue_after_ms = SBX_YIELD_RECHECK_MS;
 	}
 
 	if (out.multiple_pods_event) {
@@ -565,7 +619,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	char *status_err = NULL;
 	long hold_ms = out.status && out.write_status
 	               ? status_hold_ms(r, key, cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
-	                                out.status, &out)
+	                                out.status, &out, yield)
 	               : 0;
 	if (hold_ms > 0) {
 		/* held: the requeue writes it if nothing else comes first */

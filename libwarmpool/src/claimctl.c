@@ -42,6 +42,15 @@
 
 #define INDEX_POOL_REF "claimctl:spec.warmPoolRef.name"
 #define ADOPTION_ATTEMPTS 5
+/* A Sandbox this controller bound a claim to less than BIND_CACHE_WAIT_MS
+ * ago but that the Sandbox cache does not show yet is looked for there
+ * again after BIND_CACHE_RECHECK_MS; older, it is read from the API server. */
+#define BIND_CACHE_WAIT_MS 3000
+#define BIND_CACHE_RECHECK_MS 100
+/* Under a backlog of claim passes the first-Ready stamp waits (it only
+ * guards the latency metrics), at most this long after the first Ready. */
+#define STAMP_DEFER_MAX_MS 5000
+#define STAMP_RECHECK_MS 1000
 
 /* In-memory first observation of a claim ("ns/name" + UID), docs/api.md#claim-reconcile step 4. */
 typedef struct obs_entry {
@@ -49,6 +58,9 @@ typedef struct obs_entry {
 	int64_t first_ns;     /* wall clock, ns since the epoch */
 	bool np_checked;      /* legacy NetworkPolicy looked at (docs/api.md#claim-reconcile step 2) */
 	char *bound;          /* Sandbox this controller bound the claim to, or NULL */
+	int64_t bound_ms;     /* monotonic time of that binding */
+	int64_t ready_ns;     /* first Ready recorded in the metrics here (wall clock, ns), or 0 */
+	bool stamped;         /* the first-Ready stamp written by this controller */
 } obs_entry;
 
 struct wp_claim_controller {
@@ -112,6 +124,8 @@ static void obs_record(wp_claim_controller *c, const cJSON *claim)
 			e->np_checked = false;
 			free(e->bound);
 			e->bound = NULL;
+			e->ready_ns = 0;
+			e->stamped = false;
 		}
 	} else if (!e) {
 		e = calloc(1, sizeof(*e));
@@ -172,22 +186,59 @@ static void obs_set_bound(wp_claim_controller *c, const char *key, const char *u
 	if (e && ju_str_eq(e->uid, uid)) {
 		free(e->bound);
 		e->bound = v;
+		e->bound_ms = k8s_monotonic_ms();
 		v = NULL;
 	}
 	pthread_mutex_unlock(&c->lock);
 	free(v);
 }
 
-/* A copy of the remembered bound Sandbox name (caller frees), or NULL. */
-static char *obs_get_bound(wp_claim_controller *c, const char *key, const char *uid)
+/* A copy of the remembered bound Sandbox name (caller frees), or NULL;
+ * *age_ms (may be NULL) receives how long ago the binding was made. */
+static char *obs_get_bound(wp_claim_controller *c, const char *key, const char *uid,
+                           int64_t *age_ms)
 {
 	char *v = NULL;
 	pthread_mutex_lock(&c->lock);
 	obs_entry *e = obs_find(c, key);
-	if (e && ju_str_eq(e->uid, uid) && e->bound)
+	if (e && ju_str_eq(e->uid, uid) && e->bound) {
 		v = strdup(e->bound);
+		if (age_ms)
+			*age_ms = k8s_monotonic_ms() - e->bound_ms;
+	}
 	pthread_mutex_unlock(&c->lock);
 	return v;
+}
+
+/* The first-Ready bookkeeping of key+uid: *ready_ns (0: not recorded
+ * here) and *stamped. */
+static void obs_get_ready(wp_claim_controller *c, const char *key, const char *uid,
+                          int64_t *ready_ns, bool *stamped)
+{
+	*ready_ns = 0;
+	*stamped = false;
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && ju_str_eq(e->uid, uid)) {
+		*ready_ns = e->ready_ns;
+		*stamped = e->stamped;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Records the first-Ready metrics time (ready_ns > 0) and/or the stamp written. */
+static void obs_set_ready(wp_claim_controller *c, const char *key, const char *uid,
+                          int64_t ready_ns, bool stamped)
+{
+	pthread_mutex_lock(&c->lock);
+	obs_entry *e = obs_find(c, key);
+	if (e && ju_str_eq(e->uid, uid)) {
+		if (ready_ns > 0)
+			e->ready_ns = ready_ns;
+		if (stamped)
+			e->stamped = true;
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- handlers ---- */
@@ -418,7 +469,7 @@ int wp_claim_controller_new(wp_claim_controller **out, const wp_claim_controller
 	if (!c)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "claim controller: out of memory");
 	c->k8s = (wp_claim_k8s){ opts->client, opts->claims, opts->sandboxes, opts->pools,
-	                         opts->templates, opts->events };
+	                         opts->templates, opts->events, opts->networkpolicies };
 	wp_claim_executor_k8s(&c->ex, &c->k8s);
 	c->logger = opts->logger;
 	c->disable_events = opts->disable_events;
@@ -489,7 +540,9 @@ typedef struct {
 	cJSON *claim;         /* latest known copy; replaced by what writes return */
 	cJSON *sbx;           /* the Sandbox the claim is bound to (owned), or NULL */
 	wp_claim_err err;
-	long pending_ms;      /* > 0: warm candidates pending network */
+	long pending_ms;      /* > 0: requeue after it, no status write (warm candidates
+	                       * pending network, a binding the cache does not show yet) */
+	bool stamp_deferred;  /* the first-Ready stamp waits for the claim backlog */
 	int64_t now_ms;
 	char first_observed[48];  /* the controller-first-observed-at value of this pass */
 	char *bound_missing;  /* status.sandbox.name the Sandbox cache did not have */
@@ -1191,7 +1244,19 @@ static int64_t claim_age_ms(pass *p)
  */
 static bool recall_bound(pass *p, const char *status_name)
 {
-	char *name = obs_get_bound(p->c, p->key, k8s_obj_uid(p->claim));
+	int64_t age_ms = -1;
+	char *name = obs_get_bound(p->c, p->key, k8s_obj_uid(p->claim), &age_ms);
+	if (name && age_ms >= 0 && age_ms < BIND_CACHE_WAIT_MS) {
+		/* Our own write of moments ago (this pass runs on the event of
+		 * the status write that followed it): the Sandbox cache will
+		 * show it shortly. Look again then, without a GET per claim of
+		 * a burst at an API server that is busy with the burst. */
+		asb_log(p->c->logger, ASB_LOG_DEBUG, "bound sandbox not yet in cache, rechecking",
+		        "claim", p->key, "sandbox", name, NULL);
+		free(name);
+		p->pending_ms = BIND_CACHE_RECHECK_MS;
+		return true;
+	}
 	if (!name && status_name && !(name = strdup(status_name)))
 		return false;
 	if (!name)
@@ -1457,23 +1522,61 @@ static cJSON *stamps(pass *p, const char *ready)
 	return md;
 }
 
-/* docs/api.md#metrics first-Ready recording and the claim-first-ready-at stamp. */
+/* Writes the first-Ready stamp `ready_ns` (wall clock, ns), or defers it
+ * (p->stamp_deferred) while other claim passes wait, so a burst's
+ * hand-outs do not queue behind it at the API server; at most
+ * STAMP_DEFER_MAX_MS after the first Ready. */
+static int write_stamp(pass *p, int64_t ready_ns)
+{
+	wp_claim_controller *c = p->c;
+	if (wp_claim_controller_pending(c) > 1 &&
+	    now_ns() - ready_ns < (int64_t)STAMP_DEFER_MAX_MS * 1000000) {
+		p->stamp_deferred = true;
+		return 0;
+	}
+	char buf[48];
+	cJSON *md = stamps(p, wp_format_rfc3339nano(ready_ns, buf, sizeof(buf)));
+	if (!md)
+		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
+	int rc = patch_claim_metadata(p, md);
+	if (rc == 0)
+		obs_set_ready(c, p->key, k8s_obj_uid(p->claim), 0, true);
+	return rc;
+}
+
+/*
+ * docs/api.md#metrics first-Ready recording and the claim-first-ready-at
+ * stamp. The metrics are recorded once per claim: the stamp guards that
+ * across restarts, memory (obs_entry.ready_ns, .stamped) within this
+ * process, so a pass whose cache has our Ready status but not yet our
+ * stamp neither records again nor backfills over it.
+ */
 static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritative)
 {
 	wp_claim_controller *c = p->c;
 	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CLAIM_FIRST_READY)))
 		return 0;
+	const char *uid = k8s_obj_uid(p->claim);
+	int64_t ready_ns;
+	bool stamped;
+	obs_get_ready(c, p->key, uid, &ready_ns, &stamped);
+	if (stamped)
+		return 0;
+	if (ready_ns > 0)
+		return write_stamp(p, ready_ns);
 	if (was_ready) {
-		/* Backfill under the resourceVersion read: a cache that has our
-		 * Ready status but not yet our own stamp of the same pass must not
-		 * overwrite the stamp with "unknown" (409, ignored; the next pass
-		 * reads the stamp). */
+		/* Ready before this controller saw it (a restart, or a stamp that
+		 * failed): arm the guard with "unknown", under the resourceVersion
+		 * read, so a lagging cache cannot overwrite a real stamp (409,
+		 * ignored; the next pass reads the stamp). */
 		cJSON *md = stamps(p, "unknown");
 		if (!md || !ju_set_str(md, "resourceVersion", ju_nz(k8s_obj_resource_version(p->claim)))) {
 			cJSON_Delete(md);
 			return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 		}
 		int rc = patch_claim_metadata(p, md);
+		if (rc == 0)
+			obs_set_ready(c, p->key, uid, 0, true);
 		return rc == ASB_ECONFLICT || rc == ASB_ENOTFOUND ? 0 : rc;
 	}
 	bool now_ready = ju_str_eq(ju_str(wp_condition(st, SBX_CONDITION_READY), "status"), "True");
@@ -1501,11 +1604,9 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	}
 	observe_since(c->m_client, hl, 2,
 	              k8s_obj_annotation(p->claim, WP_ANNOTATION_CLIENT_FIRST_REQUESTED), now, true);
-	char buf[48];
-	cJSON *md = stamps(p, wp_format_rfc3339nano(now_ns(), buf, sizeof(buf)));
-	if (!md)
-		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	return patch_claim_metadata(p, md);
+	int64_t t = now_ns();
+	obs_set_ready(c, p->key, uid, t, false);
+	return write_stamp(p, t);
 }
 
 /* docs/api.md#claim-reconcile step 2, once per claim UID (not on every pass: nothing creates
@@ -1520,7 +1621,12 @@ static void delete_legacy_np(pass *p)
 		return;
 	char *np = ju_printf("%s-network-policy", p->name);
 	cJSON *obj = NULL;
-	if (np && io_get(p, &wp_resource_networkpolicies, np, &obj) == 0) {
+	/* from the cache when there is one: nothing creates these any more, so
+	 * a cache that lags behind a new one does not matter */
+	int grc = np ? io_cached(p, &wp_resource_networkpolicies, p->ns, np, &obj) : ASB_ENOMEM;
+	if (grc == ASB_EINVAL)
+		grc = io_get(p, &wp_resource_networkpolicies, np, &obj);
+	if (grc == 0) {
 		const cJSON *ref = k8s_obj_controller_ref(obj);
 		if (is_claim_ref(ref) && ju_str_eq(ju_str(ref, "uid"), k8s_obj_uid(p->claim))) {
 			int rc = io_delete(p, &wp_resource_networkpolicies, np, NULL);
@@ -1626,6 +1732,9 @@ static int finish_pass(pass *p, const wp_claim_expiry_plan *exp, bool was_ready,
 	if (end.fail)
 		return asb_error_set(end.fail, 0, NULL, "claim %s: %s", p->key, ju_nz(p->err.msg));
 	res->requeue_after_ms = end.requeue_after_ms;
+	if (p->stamp_deferred &&
+	    (res->requeue_after_ms <= 0 || res->requeue_after_ms > STAMP_RECHECK_MS))
+		res->requeue_after_ms = STAMP_RECHECK_MS;
 	return 0;
 }
 
@@ -1683,6 +1792,11 @@ wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c)
 void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim)
 {
 	obs_record(c, claim);
+}
+
+k8s_controller *wp__claim_controller_ctl(wp_claim_controller *c)
+{
+	return c->ctl;
 }
 
 size_t wp_claim_controller_pending(wp_claim_controller *c)

@@ -19,6 +19,8 @@ static k8s_informer *informer_of(const wp_claim_k8s *k, const k8s_resource *r)
 		return k->pools;
 	if (r == &wp_resource_templates)
 		return k->templates;
+	if (r == &wp_resource_networkpolicies)
+		return k->networkpolicies;
 	return NULL;
 }
 

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include "k8s/client.h"
 #include "k8s/events.h"
+#include "k8s/controller.h"
 #include "k8s/informer.h"
 #include "warmpool/claimctl.h"
 #include "warmqueue.h"
@@ -27,7 +28,8 @@
  * Called from the controller's workers concurrently: thread-safe.
  */
 typedef struct {
-	/** Cache read (k8s_informer_get()); claims, Sandboxes, pools, templates. */
+	/** Cache read (k8s_informer_get()); claims, Sandboxes, pools, templates,
+	 * NetworkPolicies; ASB_EINVAL for a resource without a cache. */
 	int (*cached)(void *ud, const k8s_resource *r, const char *ns, const char *name,
 	              cJSON **out);
 	/**
@@ -63,6 +65,7 @@ typedef struct {
 	k8s_client *client;
 	k8s_informer *claims, *sandboxes, *pools, *templates;
 	k8s_event_recorder *events;   /* NULL: no events recorded */
+	k8s_informer *networkpolicies; /* NULL: not cached (cached() answers ASB_EINVAL) */
 } wp_claim_k8s;
 
 /* Fills `ex` with the informer/client/recorder executor over `k` (which
@@ -75,5 +78,8 @@ void wp_claim_executor_k8s(wp_claim_executor *ex, wp_claim_k8s *k);
 void wp__claim_controller_set_executor(wp_claim_controller *c, const wp_claim_executor *ex);
 wp_warm_queue *wp__claim_controller_queue(wp_claim_controller *c);
 void wp__claim_controller_observe(wp_claim_controller *c, const cJSON *claim);
+/* The controller's k8s_controller (its work queue makes a backlog for
+ * wp_claim_controller_pending()). */
+k8s_controller *wp__claim_controller_ctl(wp_claim_controller *c);
 
 #endif

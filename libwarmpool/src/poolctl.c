@@ -586,9 +586,9 @@ static void record_event(wp_pool_controller *c, const cJSON *pool, const wp_pool
 		                 reason, SBX_EVENT_ACTION_RECONCILING, plan->event_note);
 }
 
-/* Whether this pass's refill waits for pending claim handouts (options
- * handouts_pending): yes while there are some, for at most
- * WP_POOL_HANDOUT_WAIT_MS since the first wait (then the refill goes). */
+/* Whether this pass's refill and status write wait for pending claim
+ * handouts (options handouts_pending): yes while there are some, for at
+ * most WP_POOL_HANDOUT_WAIT_MS since the first wait (then they go). */
 static bool refill_waits(wp_pool_controller *c, wp_pool_state *st)
 {
 	if (!c->o.handouts_pending || c->o.handouts_pending(c->o.handouts_ud) == 0) {
@@ -872,11 +872,16 @@ int wp_pool_controller_reconcile(wp_pool_controller *c, const char *key, k8s_rec
 		record_event(c, pool, &plan);
 
 	long requeue = plan.requeue_after_ms;
-	if (plan.create > 0 && refill_waits(c, &st)) {
+	/* Claims first: the refill and the status write (which no hand-out
+	 * waits for, and which a burst would otherwise write once per claim)
+	 * wait for the pending hand-outs. */
+	if ((plan.create > 0 || plan.status_patch) && refill_waits(c, &st)) {
 		st.tokens += plan.tokens_granted;     /* not spent: refund */
 		if (!requeue || requeue > WP_POOL_HANDOUT_RECHECK_MS)
 			requeue = WP_POOL_HANDOUT_RECHECK_MS;
 		plan.create = 0;
+		cJSON_Delete(plan.status_patch);
+		plan.status_patch = NULL;
 	}
 	if (plan.create > 0) {
 		body = wp_pool_member_new(pool, tpl, c->o.enable_eviction);

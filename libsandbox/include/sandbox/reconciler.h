@@ -95,7 +95,25 @@ typedef struct {
 	 * adoptable object is never adopted (the create fails AlreadyExists).
 	 */
 	bool cache_label_selectors;
+	/**
+	 * Optional (NULL: nothing yields): the number of claim hand-outs
+	 * pending right now (wp_claim_controller_pending()), called from the
+	 * reconcile workers with `handouts_ud`; must be thread-safe and quick.
+	 * While it is > 0, the writes a claim does not wait for yield to the
+	 * claims at the API server: the metadata patch of an owned Pod and a
+	 * status write that changes nothing but observedGeneration (a claim's
+	 * adoption of a Ready Sandbox makes both) wait, the Sandbox requeued
+	 * every SBX_YIELD_RECHECK_MS, for at most SBX_YIELD_MAX_MS from the
+	 * first wait, then are written whatever the backlog.
+	 */
+	size_t (*handouts_pending)(void *ud);
+	void *handouts_ud;
 } sbx_reconciler_options;
+
+/** Requeue delay of a write yielding to claim hand-outs, ms. */
+#define SBX_YIELD_RECHECK_MS 100
+/** Longest wait of a write yielding to claim hand-outs, ms. */
+#define SBX_YIELD_MAX_MS 1000
 
 #define SBX_RECONCILER_OPTIONS_INIT { .version = SBX_RECONCILER_OPTIONS_VERSION }
 

@@ -47,6 +47,12 @@ typedef struct {
 	asb_logger *logger;              /**< borrowed; NULL: silent */
 	asb_metrics_registry *metrics;   /**< borrowed; NULL: none; the claim histograms and counter of docs/api.md#metrics */
 	k8s_event_recorder *events;      /**< borrowed; NULL: none (reporting controller sandboxclaim-controller) */
+	/**
+	 * Borrowed; NULL: none. NetworkPolicies (not started): the legacy
+	 * per-claim NetworkPolicy (docs/api.md#claim-reconcile step 2) is
+	 * looked up there; without it, with a GET per claim.
+	 */
+	k8s_informer *networkpolicies;
 } wp_claim_controller_options;
 
 #define WP_CLAIM_CONTROLLER_OPTIONS_INIT { .version = WP_CLAIM_CONTROLLER_OPTIONS_VERSION, .workers = 50 }

@@ -63,7 +63,7 @@ typedef struct {
 	 * Optional (NULL: refills never wait): the number of claim handouts
 	 * pending right now (wp_claim_controller_pending()), called from the
 	 * pool workers with `handouts_ud`. While it is > 0 a pool's refill
-	 * creates wait, the pool requeued every WP_POOL_HANDOUT_RECHECK_MS, for
+	 * creates and its status write wait, the pool requeued every WP_POOL_HANDOUT_RECHECK_MS, for
 	 * at most WP_POOL_HANDOUT_WAIT_MS from the first wait, so that claims go
 	 * first when both would queue at the API server and a refill is never
 	 * starved. Must be thread-safe and quick.

@@ -11,11 +11,13 @@
 #include <check.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 #include "warmpool/claimctl.h"
 #include "sandbox/api.h"
 #include "k8s/common.h"
 #include "k8s/config.h"
 #include "k8s/object.h"
+#include "k8s/workqueue.h"
 #include "claimexec.h"
 #include "jsonutil.h"
 #include "fixture.h"
@@ -342,8 +344,7 @@ START_TEST(cold_create_then_steady)
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls("create sandboxes default/my-claim",
 	             "event my-claim SandboxProvisioned: Created Sandbox \"my-claim\"",
-	             "patch sandboxclaims default/my-claim/status",
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             "patch sandboxclaims default/my-claim/status", NULL);
 	ck_assert_str_eq(claim_str("status.sandbox.name"), "my-claim");
 	/* the first observation is written with the first-Ready stamp, not
 	 * in a write of its own */
@@ -363,8 +364,7 @@ START_TEST(events_disabled)
 	k8s_reconcile_result res;
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls("create sandboxes default/my-claim",
-	             "patch sandboxclaims default/my-claim/status",
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             "patch sandboxclaims default/my-claim/status", NULL);
 }
 END_TEST
 
@@ -389,7 +389,7 @@ START_TEST(warm_adoption)
 	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
 	             "patch sandboxclaims default/my-claim/status",
 	             "patch sandboxclaims default/my-claim",       /* both stamps, one write */
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             NULL);
 	ck_assert_str_eq(claim_str("status.sandbox.name"), "test-pool-abcde");
 	const cJSON *cl = stored(&wp_resource_claims, "default", "my-claim");
 	ck_assert_ptr_nonnull(k8s_obj_annotation(cl, WP_ANNOTATION_CONTROLLER_FIRST_OBSERVED));
@@ -400,6 +400,95 @@ START_TEST(warm_adoption)
 	ck_assert_str_eq(ready_reason(), "DependenciesReady");
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls(NULL);
+}
+END_TEST
+
+/* With other claim passes waiting, the first-Ready stamp is not written in
+ * the pass that hands the Sandbox out: the pass requeues itself, and a pass
+ * without a backlog writes the stamp with the time the first Ready was
+ * recorded, not its own; a pass whose cache has the Ready status but not
+ * the stamp neither backfills "unknown" over it nor writes it twice. */
+START_TEST(stamp_waits_for_the_backlog)
+{
+	controller(false);
+	add_claim(fx_load("claim.json"));
+	add_warm();
+	k8s_controller_enqueue(wp__claim_controller_ctl(ctl), "default/another-claim");
+	ck_assert_uint_ge(wp_claim_controller_pending(ctl), 1);
+	k8s_reconcile_result res;
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("patch sandboxes default/test-pool-abcde",
+	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
+	             "patch sandboxclaims default/my-claim/status", NULL);
+	ck_assert_str_eq(ready_reason(), "DependenciesReady");
+	ck_assert_int_gt(res.requeue_after_ms, 0);
+	ck_assert_int_le(res.requeue_after_ms, 1000);
+	ck_assert_ptr_null(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
+	                                      WP_ANNOTATION_CLAIM_FIRST_READY));
+	/* still a backlog: still deferred, and no "unknown" backfill although
+	 * the stored claim is Ready without a stamp */
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls(NULL);
+	/* the backlog gone: the stamp, once */
+	k8s_workqueue *q = k8s_controller_queue(wp__claim_controller_ctl(ctl));
+	char *k = NULL;
+	ck_assert_int_eq(k8s_workqueue_get(q, &k), 0);
+	k8s_workqueue_done(q, k);
+	free(k);
+	ck_assert_uint_eq(wp_claim_controller_pending(ctl), 0);
+	usleep(2000);
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("patch sandboxclaims default/my-claim", NULL);
+	const char *stamp = k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
+	                                       WP_ANNOTATION_CLAIM_FIRST_READY);
+	ck_assert_ptr_nonnull(stamp);
+	ck_assert_str_ne(stamp, "unknown");
+	int64_t stamped_ms = 0;
+	ck_assert_int_eq(k8s_time_parse(stamp, &stamped_ms), 0);
+	ck_assert_int_lt(k8s_now_ms() - stamped_ms, 60000);
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls(NULL);
+}
+END_TEST
+
+/* A NetworkPolicy <claim>-network-policy that the claim controls (made by an
+ * old controller) is deleted after the pass; one that another owner
+ * controls is left alone. Both are read from the cache, not the API. */
+START_TEST(legacy_network_policy_deleted_if_the_claims)
+{
+	controller(false);
+	add_claim(fx_load("claim.json"));
+	cJSON *np = cJSON_Parse("{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+	                        "\"metadata\":{\"name\":\"my-claim-network-policy\",\"namespace\":\"default\","
+	                        "\"ownerReferences\":[{\"apiVersion\":\"extensions.agents.x-k8s.io/v1beta1\","
+	                        "\"kind\":\"SandboxClaim\",\"name\":\"my-claim\","
+	                        "\"uid\":\"c1a10000-0000-4000-8000-000000000001\",\"controller\":true}]}}");
+	ck_assert_ptr_nonnull(np);
+	ck_assert_str_eq(k8s_obj_uid(stored(&wp_resource_claims, "default", "my-claim")),
+	                 "c1a10000-0000-4000-8000-000000000001");
+	put(&wp_resource_networkpolicies, np);
+	k8s_reconcile_result res;
+	ck_assert_int_eq(pass(&res), 0);
+	ck_assert_int_ge(ncalls, 1);
+	ck_assert_str_eq(calls[ncalls - 1], "delete networkpolicies default/my-claim-network-policy");
+	for (int i = 0; i < ncalls; i++)
+		ck_assert_msg(strncmp(calls[i], "get ", 4) != 0, "unexpected %s", calls[i]);
+	forget_calls();
+
+	/* another claim of the same name (new UID): its NetworkPolicy is another owner's */
+	teardown();
+	setup();
+	controller(false);
+	add_claim(fx_load("claim.json"));
+	np = cJSON_Parse("{\"apiVersion\":\"networking.k8s.io/v1\",\"kind\":\"NetworkPolicy\","
+	                 "\"metadata\":{\"name\":\"my-claim-network-policy\",\"namespace\":\"default\","
+	                 "\"ownerReferences\":[{\"apiVersion\":\"extensions.agents.x-k8s.io/v1beta1\","
+	                 "\"kind\":\"SandboxClaim\",\"name\":\"my-claim\",\"uid\":\"0ther\","
+	                 "\"controller\":true}]}}");
+	put(&wp_resource_networkpolicies, np);
+	ck_assert_int_eq(pass(&res), 0);
+	for (int i = 0; i < ncalls; i++)
+		ck_assert_msg(strncmp(calls[i], "delete networkpolicies", 22) != 0, "unexpected %s", calls[i]);
 }
 END_TEST
 
@@ -428,8 +517,7 @@ START_TEST(adoption_conflict)
 	ck_assert_int_eq(pass(&res), ASB_ECONFLICT);
 	expect_calls("patch sandboxes default/test-pool-abcde",
 	             "get sandboxes default/test-pool-abcde",      /* authoritative re-read */
-	             "patch sandboxclaims default/my-claim/status",
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             "patch sandboxclaims default/my-claim/status", NULL);
 	ck_assert_ptr_null(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
 	                                      WP_ANNOTATION_SANDBOX_NAME));
 	ck_assert_str_eq(ready_reason(), "AdoptionConflict");
@@ -447,8 +535,7 @@ START_TEST(expired_delete)
 	/* ClaimExpired first, persisted, with a 1 ms requeue... */
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls("patch sandboxclaims default/my-claim/status",
-	             "event my-claim ClaimExpired: Claim expired",
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             "event my-claim ClaimExpired: Claim expired", NULL);
 	ck_assert_int_eq(res.requeue_after_ms, 1);
 	ck_assert_str_eq(ready_reason(), "ClaimExpired");
 	/* ...then the claim goes, guarded by its UID; no Sandbox is made */
@@ -515,8 +602,7 @@ START_TEST(status_conflict_swallowed)
 	ck_assert_int_eq(pass(&res), 0);
 	expect_calls("patch sandboxes default/test-pool-abcde",
 	             "event my-claim SandboxAdopted: Adopted warm pool Sandbox \"test-pool-abcde\"",
-	             "patch sandboxclaims default/my-claim/status",
-	             "get networkpolicies default/my-claim-network-policy", NULL);
+	             "patch sandboxclaims default/my-claim/status", NULL);
 	/* the next pass finds the adopted Sandbox by its ownerReference (the
 	 * claim names it nowhere yet) */
 	write_hook = NULL;
@@ -535,6 +621,8 @@ int main(void)
 	tcase_add_test(tc, cold_create_then_steady);
 	tcase_add_test(tc, events_disabled);
 	tcase_add_test(tc, warm_adoption);
+	tcase_add_test(tc, stamp_waits_for_the_backlog);
+	tcase_add_test(tc, legacy_network_policy_deleted_if_the_claims);
 	tcase_add_test(tc, adoption_conflict);
 	tcase_add_test(tc, expired_delete);
 	tcase_add_test(tc, expired_retain);
