@@ -44,9 +44,10 @@
 #define ADOPTION_ATTEMPTS 5
 /* A Sandbox this controller bound a claim to less than BIND_CACHE_WAIT_MS
  * ago but that the Sandbox cache does not show yet is looked for there
- * again after BIND_CACHE_RECHECK_MS; older, it is read from the API server. */
+ * when its event arrives (an owner change enqueues the claim), at the
+ * latest after BIND_CACHE_RECHECK_MS; older, it is read from the API server. */
 #define BIND_CACHE_WAIT_MS 3000
-#define BIND_CACHE_RECHECK_MS 100
+#define BIND_CACHE_RECHECK_MS 1000
 /* Under a backlog of claim passes the first-Ready stamp waits (it only
  * guards the latency metrics), at most this long after the first Ready. */
 #define STAMP_DEFER_MAX_MS 5000

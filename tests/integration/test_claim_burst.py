@@ -16,6 +16,10 @@ docs/api.md#cold-start, #pod-management):
 - every Sandbox has exactly one Pod, controlled by it, named by its pod-name
   annotation; no other Pod;
 - launch-type warm + cold = 200, a cold Sandbox named like its claim;
+- the writes that wait for a burst's hand-outs are made once it is over:
+  every claimed Pod carries its claim's UID label, every Sandbox's
+  conditions acknowledge its generation, the pool's status counts its
+  Ready members;
 - after deleting the claims and the pool, no Sandbox, Pod, Service or PVC is
   left in the namespace (ownerReference garbage collection).
 
@@ -233,7 +237,31 @@ def assert_end_state(kube, ns, claims):
         if s["metadata"]["name"] in bound.values():
             assert s["metadata"]["annotations"][A_POD_NAME] == mine[0]["metadata"]["name"]
     assert not pods_of, f"Pods of no live Sandbox: {[p['metadata']['name'] for ps in pods_of.values() for p in ps][:10]}"
+    wait_for(lambda: deferred_writes_made(kube, ns, claims), timeout=60, interval=1,
+             desc="the writes that yielded to the burst (Pod labels, observedGeneration, pool status)")
     return warm, cold
+
+
+def deferred_writes_made(kube, ns, claims):
+    """None until the writes that wait for pending hand-outs are all made
+    (docs/api.md#pod-metadata, #sandbox-reconcile step 6, #pool-sizing), else True."""
+    uid_of = {c["status"]["sandbox"]["name"]: c["metadata"]["uid"] for c in claims.values()}
+    pods = {p["metadata"]["name"]: p for p in items(kube, "pods", ns)}
+    for s in items(kube, "sandboxes", ns):
+        md = s["metadata"]
+        if md.get("deletionTimestamp"):
+            continue
+        gens = {c.get("observedGeneration") for c in s.get("status", {}).get("conditions", [])}
+        if gens != {md["generation"]}:
+            return None
+        if md["name"] in uid_of:
+            pod = pods.get(md["annotations"][A_POD_NAME])
+            if not pod or pod["metadata"].get("labels", {}).get(L_CLAIM_UID) != uid_of[md["name"]]:
+                return None
+    pool = json.loads(kube.run("get", POOL, "pool", "-n", ns, "-o", "json").stdout)
+    if pool.get("status", {}).get("readyReplicas") != POOL_SIZE:
+        return None
+    return True
 
 
 def assert_cleanup(kube, ns):

@@ -111,7 +111,7 @@ typedef struct {
 } sbx_reconciler_options;
 
 /** Requeue delay of a write yielding to claim hand-outs, ms. */
-#define SBX_YIELD_RECHECK_MS 100
+#define SBX_YIELD_RECHECK_MS 250
 /** Longest wait of a write yielding to claim hand-outs, ms. */
 #define SBX_YIELD_MAX_MS 1000
 

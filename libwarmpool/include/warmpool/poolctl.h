@@ -80,7 +80,7 @@ typedef struct {
 } wp_pool_controller_options;
 
 /** Requeue delay of a refill waiting for claim handouts, ms. */
-#define WP_POOL_HANDOUT_RECHECK_MS 20
+#define WP_POOL_HANDOUT_RECHECK_MS 100
 /** Longest wait of a refill for claim handouts, ms. */
 #define WP_POOL_HANDOUT_WAIT_MS 1000
 
