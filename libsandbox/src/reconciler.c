@@ -593,7 +593,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	if (deferrals) {
 		if (out.pod_patch_deferred_since_ms && !b.obs.pod_patch_deferred_since_ms)
 			asb_log(r->logger, ASB_LOG_DEBUG, "pod metadata patch deferred",
-			        "sandbox", key, "yielding to claims", yield ? "true" : "false", NULL);
+			        "sandbox", key, "yield", yield ? "true" : "false", NULL);
 		deferral_put(r, key, out.pod_patch_deferred_since_ms);
 		/* a yield ends with the backlog: look again soon, not at the window's end */
 		if (yield && out.pod_patch_deferred_since_ms &&

@@ -259,9 +259,6 @@ bool wp_claim_sandbox_update_matters(const cJSON *o, const cJSON *n)
 {
 	if (k8s_obj_is_deleting(o) != k8s_obj_is_deleting(n))
 		return true;
-	/* an adoption reaching the cache: the claim waiting for it looks now */
-	if (!ju_str_eq(ju_str(k8s_obj_controller_ref(o), "uid"), ju_str(k8s_obj_controller_ref(n), "uid")))
-		return true;
 	if (!cJSON_Compare(k8s_obj_at(o, "status.podIPs"), k8s_obj_at(n, "status.podIPs"), true))
 		return true;
 	const cJSON *os = cJSON_GetObjectItem(o, "status"), *ns = cJSON_GetObjectItem(n, "status");

@@ -44,8 +44,11 @@
 #define ADOPTION_ATTEMPTS 5
 /* A Sandbox this controller bound a claim to less than BIND_CACHE_WAIT_MS
  * ago but that the Sandbox cache does not show yet is looked for there
- * when its event arrives (an owner change enqueues the claim), at the
- * latest after BIND_CACHE_RECHECK_MS; older, it is read from the API server. */
+ * again after BIND_CACHE_RECHECK_MS (the claim's Ready is written by then:
+ * the recheck only confirms the binding, so it need not be soon; waking
+ * the claim on the adoption's own event instead made passes whose claim
+ * cache still lacked the status write, and their status writes lost 409s);
+ * older, it is read from the API server. */
 #define BIND_CACHE_WAIT_MS 3000
 #define BIND_CACHE_RECHECK_MS 1000
 /* Under a backlog of claim passes the first-Ready stamp waits (it only

@@ -287,14 +287,6 @@ START_TEST(sandbox_update_filter)
 	cJSON_ReplaceItemInObject(r, "message", cJSON_CreateString("other"));
 	ck_assert(wp_claim_sandbox_update_matters(a, b));
 	cJSON_Delete(b);
-	/* the controller ownerReference moves to a claim (an adoption) */
-	b = cJSON_Duplicate(a, true);
-	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "metadata"), "ownerReferences",
-	                          fx_json("[{\"apiVersion\":\"extensions.agents.x-k8s.io/v1beta1\","
-	                                  "\"kind\":\"SandboxClaim\",\"name\":\"c\",\"uid\":\"u-claim\","
-	                                  "\"controller\":true}]"));
-	ck_assert(wp_claim_sandbox_update_matters(a, b));
-	cJSON_Delete(b);
 	/* podIPs */
 	b = cJSON_Duplicate(a, true);
 	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "status"), "podIPs", fx_json("[]"));
