@@ -37,7 +37,15 @@ typedef struct {
 
 struct k8s_workqueue {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	/* Idle workers wait on `cond`, untimed, except one: the timer, which
+	 * waits on `timer_cond` until the earliest delayed item is due. With
+	 * every idle worker in a timed wait, each due time woke them all
+	 * (a hundred Sandbox workers, for requeues every few ms). */
+	pthread_cond_t cond, timer_cond;
+	int plain_waiters;   /* workers in the untimed wait */
+	int plain_signalled; /* of those, signalled and not yet awake */
+	bool timer_waiting;  /* a worker holds the timer */
+	bool timer_signalled;
 	fifo_node *head, *tail;
 	size_t fifo_len;
 	asb_map dirty;       /* key -> (void*)1 */
@@ -65,6 +73,7 @@ int k8s_workqueue_new(k8s_workqueue **out, const k8s_workqueue_options *opts)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	pthread_mutex_init(&q->lock, NULL);
 	asb_cond_init_monotonic(&q->cond);
+	asb_cond_init_monotonic(&q->timer_cond);
 	asb_map_init(&q->dirty);
 	asb_map_init(&q->processing);
 	asb_map_init(&q->failures);
@@ -101,6 +110,7 @@ void k8s_workqueue_free(k8s_workqueue *q)
 	asb_map_clear(&q->failures, NULL);
 	k8s__wq_metrics_free(q->metrics);
 	pthread_cond_destroy(&q->cond);
+	pthread_cond_destroy(&q->timer_cond);
 	pthread_mutex_destroy(&q->lock);
 	free(q);
 }
@@ -124,6 +134,28 @@ static int fifo_push(k8s_workqueue *q, const char *key)
 }
 
 /* The core of add(): dedupe against dirty, defer while processing. */
+/* An item is ready: wake an idle worker not woken already, else the
+ * timer (each signal counted, so two items in a row wake two workers). */
+/* Wakes an idle worker in the untimed wait not woken already; false if none. */
+static bool wake_plain(k8s_workqueue *q)
+{
+	if (q->plain_waiters <= q->plain_signalled)
+		return false;
+	q->plain_signalled++;
+	pthread_cond_signal(&q->cond);
+	return true;
+}
+
+static void wake_for_item(k8s_workqueue *q)
+{
+	if (wake_plain(q))
+		return;
+	if (q->timer_waiting && !q->timer_signalled) {
+		q->timer_signalled = true;
+		pthread_cond_signal(&q->timer_cond);
+	}
+}
+
 static int add_locked(k8s_workqueue *q, const char *key)
 {
 	if (q->shutdown || asb_map_has(&q->dirty, key))
@@ -137,7 +169,7 @@ static int add_locked(k8s_workqueue *q, const char *key)
 		asb_map_remove(&q->dirty, key, NULL);
 		return ASB_ENOMEM;
 	}
-	pthread_cond_signal(&q->cond);
+	wake_for_item(q);
 	return 0;
 }
 
@@ -203,8 +235,14 @@ int k8s_workqueue_add_after(k8s_workqueue *q, const char *key, long delay_ms)
 		rc = add_locked(q, key);
 	} else if (!q->shutdown) {
 		rc = heap_push(q, k8s_monotonic_ms() + delay_ms, key);
-		/* wake a waiter so it can shorten its sleep to the new deadline */
-		pthread_cond_signal(&q->cond);
+		/* the timer shortens its sleep to the new deadline; without one,
+		 * an idle worker becomes it */
+		if (q->timer_waiting) {
+			q->timer_signalled = true;
+			pthread_cond_signal(&q->timer_cond);
+		} else {
+			wake_plain(q);
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
 	return rc < 0 ? asb_error_set(rc, 0, NULL, "workqueue: out of memory") : 0;
@@ -280,14 +318,24 @@ int k8s_workqueue_get(k8s_workqueue *q, char **key)
 			pthread_mutex_unlock(&q->lock);
 			return ASB_ESHUTDOWN;
 		}
-		if (wait_ms < 0) {
+		if (wait_ms < 0 || q->timer_waiting) {
+			q->plain_waiters++;
 			pthread_cond_wait(&q->cond, &q->lock);
+			q->plain_waiters--;
+			if (q->plain_signalled > 0)
+				q->plain_signalled--;
 		} else {
 			struct timespec ts;
 			asb_deadline_after_ms(&ts, wait_ms);
-			pthread_cond_timedwait(&q->cond, &q->lock, &ts);
+			q->timer_waiting = true;
+			pthread_cond_timedwait(&q->timer_cond, &q->lock, &ts);
+			q->timer_waiting = false;
+			q->timer_signalled = false;
 		}
 	}
+	/* leaving with an item: hand the timer to an idle worker */
+	if (q->heap_len > 0 && !q->timer_waiting)
+		wake_plain(q);
 	fifo_node *n = q->head;
 	q->head = n->next;
 	if (!q->head)
@@ -309,7 +357,7 @@ void k8s_workqueue_done(k8s_workqueue *q, const char *key)
 	asb_map_remove(&q->processing, key, NULL);
 	/* added while it was processed: hand it out again */
 	if (asb_map_has(&q->dirty, key) && fifo_push(q, key) == 0)
-		pthread_cond_signal(&q->cond);
+		wake_for_item(q);
 	pthread_mutex_unlock(&q->lock);
 }
 
@@ -329,6 +377,7 @@ void k8s_workqueue_shutdown(k8s_workqueue *q)
 		free(q->heap[i].key);
 	q->heap_len = 0;
 	pthread_cond_broadcast(&q->cond);
+	pthread_cond_broadcast(&q->timer_cond);
 	pthread_mutex_unlock(&q->lock);
 }
 

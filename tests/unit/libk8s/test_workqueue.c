@@ -246,6 +246,87 @@ START_TEST(concurrent_workers_never_share_a_key)
 }
 END_TEST
 
+/* One idle worker waiting for a key due in 3 s (it holds the timer): a key
+ * added for now reaches it at once, not at that deadline; the delayed key
+ * still comes when due, after it. */
+typedef struct {
+	k8s_workqueue *q;
+	int64_t got_ms[2];
+	char *keys[2];
+} timer_state;
+
+static void *two_keys(void *arg)
+{
+	timer_state *s = arg;
+	for (int i = 0; i < 2; i++) {
+		if (k8s_workqueue_get(s->q, &s->keys[i]) != 0)
+			return NULL;
+		s->got_ms[i] = k8s_monotonic_ms();
+		k8s_workqueue_done(s->q, s->keys[i]);
+	}
+	return NULL;
+}
+
+START_TEST(key_for_now_wakes_the_worker_that_waits_for_a_delayed_one)
+{
+	timer_state s = { .q = newq() };
+	pthread_t t;
+	pthread_create(&t, NULL, two_keys, &s);
+	int64_t t0 = k8s_monotonic_ms();
+	ck_assert_int_eq(k8s_workqueue_add_after(s.q, "late", 3000), 0);
+	usleep(50000);   /* the worker is in its timed wait */
+	ck_assert_int_eq(k8s_workqueue_add(s.q, "now"), 0);
+	pthread_join(t, NULL);
+	ck_assert_str_eq(s.keys[0], "now");
+	ck_assert_str_eq(s.keys[1], "late");
+	ck_assert_int_lt(s.got_ms[0] - t0, 2500);
+	ck_assert_int_ge(s.got_ms[1] - t0, 3000);
+	free(s.keys[0]);
+	free(s.keys[1]);
+	k8s_workqueue_free(s.q);
+}
+END_TEST
+
+/* Many idle workers, many delayed keys, a few for now between them: each
+ * key is handed out once, none is left behind by the timer's hand-overs. */
+START_TEST(delayed_keys_all_reach_many_workers)
+{
+	shared_state s = { 0 };
+	s.q = newq();
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_t t[16];
+	for (int i = 0; i < 16; i++)
+		pthread_create(&t[i], NULL, worker, &s);
+	char key[8];
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "%d", i);
+		if (i % 5 == 0)
+			k8s_workqueue_add(s.q, key);
+		else
+			k8s_workqueue_add_after(s.q, key, 1 + (i * 7) % 60);
+		if (i % 10 == 0)
+			usleep(1000);
+	}
+	int done = 0;
+	for (int tries = 0; tries < 1000 && !done; tries++) {
+		usleep(2000);
+		pthread_mutex_lock(&s.lock);
+		done = 1;
+		for (int i = 0; i < 50; i++)
+			done &= s.processed[i] == 1;
+		pthread_mutex_unlock(&s.lock);
+	}
+	k8s_workqueue_shutdown(s.q);
+	for (int i = 0; i < 16; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 50; i++)
+		ck_assert_msg(s.processed[i] == 1, "key %d processed %d times", i, s.processed[i]);
+	ck_assert_int_eq(s.overlap, 0);
+	k8s_workqueue_free(s.q);
+	pthread_mutex_destroy(&s.lock);
+}
+END_TEST
+
 static void *blocked_getter(void *arg)
 {
 	char *k = NULL;
@@ -282,6 +363,8 @@ int main(void)
 	tcase_add_test(tc, shutdown_drains_then_reports_shutdown);
 	tcase_add_test(tc, concurrent_workers_never_share_a_key);
 	tcase_add_test(tc, shutdown_wakes_blocked_workers);
+	tcase_add_test(tc, key_for_now_wakes_the_worker_that_waits_for_a_delayed_one);
+	tcase_add_test(tc, delayed_keys_all_reach_many_workers);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
