@@ -17,7 +17,7 @@ docs/api.md#cold-start, #pod-management):
   annotation; no other Pod;
 - launch-type warm + cold = 200, a cold Sandbox named like its claim;
 - the writes that wait for a burst's hand-outs are made once it is over:
-  every claimed Pod carries its claim's UID label, every Sandbox's
+  no claimed Sandbox's Pod carries the pool's label, every Sandbox's
   conditions acknowledge its generation, the pool's status counts its
   Ready members;
 - after deleting the claims and the pool, no Sandbox, Pod, Service or PVC is
@@ -237,14 +237,19 @@ def assert_end_state(kube, ns, claims):
         if s["metadata"]["name"] in bound.values():
             assert s["metadata"]["annotations"][A_POD_NAME] == mine[0]["metadata"]["name"]
     assert not pods_of, f"Pods of no live Sandbox: {[p['metadata']['name'] for ps in pods_of.values() for p in ps][:10]}"
-    wait_for(lambda: deferred_writes_made(kube, ns, claims), timeout=60, interval=1,
-             desc="the writes that yielded to the burst (Pod labels, observedGeneration, pool status)")
+    why = []
+    try:
+        wait_for(lambda: deferred_writes_made(kube, ns, claims, why), timeout=60, interval=1,
+                 desc="the writes that yielded to the burst (Pod labels, observedGeneration, pool status)")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: {why[-1] if why else ''}") from None
     return warm, cold
 
 
-def deferred_writes_made(kube, ns, claims):
+def deferred_writes_made(kube, ns, claims, why):
     """None until the writes that wait for pending hand-outs are all made
-    (docs/api.md#pod-metadata, #sandbox-reconcile step 6, #pool-sizing), else True."""
+    (docs/api.md#pod-metadata, #sandbox-reconcile step 6, #pool-sizing), else
+    True; `why` gets what is still missing."""
     uid_of = {c["status"]["sandbox"]["name"]: c["metadata"]["uid"] for c in claims.values()}
     pods = {p["metadata"]["name"]: p for p in items(kube, "pods", ns)}
     for s in items(kube, "sandboxes", ns):
@@ -253,13 +258,18 @@ def deferred_writes_made(kube, ns, claims):
             continue
         gens = {c.get("observedGeneration") for c in s.get("status", {}).get("conditions", [])}
         if gens != {md["generation"]}:
+            why.append(f"Sandbox {md['name']}: generation {md['generation']}, conditions at {gens}")
             return None
         if md["name"] in uid_of:
+            # the relabel after an adoption: the Pod leaves the pool (docs/api.md#extension-labels)
             pod = pods.get(md["annotations"][A_POD_NAME])
-            if not pod or pod["metadata"].get("labels", {}).get(L_CLAIM_UID) != uid_of[md["name"]]:
+            if not pod or L_POOL in pod["metadata"].get("labels", {}):
+                why.append(f"Sandbox {md['name']} of a claim: Pod labels "
+                           f"{pod and pod['metadata'].get('labels')}")
                 return None
     pool = json.loads(kube.run("get", POOL, "pool", "-n", ns, "-o", "json").stdout)
     if pool.get("status", {}).get("readyReplicas") != POOL_SIZE:
+        why.append(f"pool status {pool.get('status')}")
         return None
     return True
 
