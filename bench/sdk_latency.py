@@ -152,6 +152,47 @@ def phase(client, kc, ns, replicas, count, timeout, tpl, settle=0.0):
     return sorted(lat), warm, sorted(created)
 
 
+UPSTREAM_PHASE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from k8s_agent_sandbox import SandboxClient
+from k8s_agent_sandbox.models import SandboxDirectConnectionConfig
+url, ns, count, timeout, settle = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
+c = SandboxClient(connection_config=SandboxDirectConnectionConfig(api_url=url))
+for i in range(count + 1):  # the first one warms the client up and is not counted
+    t = time.monotonic()
+    sb = c.create_sandbox("pool", namespace=ns, sandbox_ready_timeout=timeout)
+    t1 = time.monotonic()
+    r = sb.commands.run(f"echo sandbox {i}")
+    t2 = time.monotonic()
+    if r.exit_code != 0:
+        sys.exit(f"command failed: {r!r}")
+    if i:
+        print(json.dumps({"lat": (t2 - t) * 1000, "created": (t1 - t) * 1000,
+                          "warm": sb.sandbox_id != sb.claim_name}), flush=True)
+    sb.terminate()
+    time.sleep(settle)
+"""
+
+
+def upstream_phase(client_dir, url, kubeconfig, kc, ns, count, timeout, tpl, settle):
+    """The warm phase with upstream's Python client (k8s-agent-sandbox, in
+    `client_dir`) in a process of its own, against the same router."""
+    create(kc, ns, "sandboxtemplates", tpl)
+    create(kc, ns, "sandboxwarmpools", pool("pool", count + 1))
+    wait_pool(kc, ns, "pool", count + 1, timeout)
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONPATH")}
+    env["KUBECONFIG"] = kubeconfig
+    p = subprocess.run([sys.executable, "-c", UPSTREAM_PHASE, client_dir, url, ns, str(count),
+                        str(timeout), str(settle)], capture_output=True, text=True, env=env,
+                       timeout=timeout + count * (30 + settle))
+    if p.returncode != 0:
+        raise RuntimeError(f"upstream client phase failed ({p.returncode}): {p.stderr[-2000:]}")
+    rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    return (sorted(r["lat"] for r in rows), sum(r["warm"] for r in rows),
+            sorted(r["created"] for r in rows))
+
+
 def commands_per_second(sb, threads, seconds):
     done = [0] * threads
     stop = time.monotonic() + seconds
@@ -187,17 +228,21 @@ def main(argv):
     ap.add_argument("--settle", type=float, default=0,
                     help="seconds to wait after each sandbox's termination before the next create "
                          "(default 0: back to back, each create meets the previous one's cleanup)")
+    ap.add_argument("--upstream-client", metavar="DIR",
+                    help="also time the warm phase with upstream's Python client (k8s-agent-sandbox; "
+                         "DIR holds its k8s_agent_sandbox package, e.g. what tools/install-deps puts in "
+                         "~/.cache/agent-sandbox/k8s-agent-sandbox-1.0.8) against the same router")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")))
     args = ap.parse_args(argv)
     os.environ.setdefault("AGENT_SANDBOX_BUILD_DIR", os.path.abspath(args.build_dir))
     cmd = cmd or default_command(args.build_dir, "sdk_latency")
-    own, env, kubeconfig = cluster_for("bench-sdk-cluster", 20, 2 * args.count + 20)
+    own, env, kubeconfig = cluster_for("bench-sdk-cluster", 20, 3 * args.count + 20)
     tmp = tempfile.mkdtemp(prefix="sdk_latency-")
     stack, proc, logf, state = [], None, None, None
     tpl = template() if args.standin else sandboxd_template()
     try:
-        kc, kubectl = prepare_cluster(kubeconfig, 2 * args.count + 20)
+        kc, kubectl = prepare_cluster(kubeconfig, 3 * args.count + 20)
         sa = sa_kubeconfig(kc, kubectl, tmp)
         proc, logf, logpath, line = start_controller(cmd, sa, tmp, 0)
         url = args.router_url
@@ -218,6 +263,12 @@ def main(argv):
             res[name] = phase(client, kc, ns, replicas, args.count, args.timeout, tpl, args.settle)
             log(f"{name}: p50 {pct(res[name][0], 50):.0f} ms")
             drop_ns(kc, ns)
+        if args.upstream_client:
+            ns = new_ns(kc, "sdk-upstream")
+            res["upstream client, warm"] = upstream_phase(args.upstream_client, url, kubeconfig, kc, ns,
+                                                          args.count, args.timeout, tpl, args.settle)
+            log(f"upstream client, warm: p50 {pct(res['upstream client, warm'][0], 50):.0f} ms")
+            drop_ns(kc, ns)
         ns = new_ns(kc, "sdk-cps")
         create(kc, ns, "sandboxtemplates", tpl)
         create(kc, ns, "sandboxwarmpools", pool("pool", 0))
@@ -237,7 +288,7 @@ def main(argv):
                              else "sandbox-router (caches on) -> sandboxd on each pod's IP (tools/sandboxd-pods)"))
     print("| figure | sandboxes | warm / cold | p50 ms | p99 ms | max ms |")
     print("|---|---|---|---|---|---|")
-    for name in ("warm", "cold"):
+    for name in [n for n in ("warm", "cold", "upstream client, warm") if n in res]:
         lat, warm, created = res[name]
         print(f"| create_sandbox -> first command output, {name} pool | {len(lat)} | {warm} / {len(lat) - warm} | "
               f"{pct(lat, 50):.0f} | {pct(lat, 99):.0f} | {lat[-1]:.0f} |")
@@ -245,6 +296,10 @@ def main(argv):
               f"{pct(created, 50):.0f} | {pct(created, 99):.0f} | {created[-1]:.0f} |")
     for c, v in cps.items():
         print(f"| commands/s through the SDK (`true`), {c} threads, one sandbox | - | - | {v:.0f}/s | | |")
+    if "upstream client, warm" in res:
+        ours, theirs = pct(res["warm"][0], 50), pct(res["upstream client, warm"][0], 50)
+        print(f"# warm create -> first output p50, ours / upstream's client: {ours:.0f} / {theirs:.0f} ms "
+              f"= {ours / theirs:.2f}x")
     return 0
 
 
