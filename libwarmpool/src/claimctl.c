@@ -1560,7 +1560,9 @@ static int first_ready(pass *p, bool was_ready, const cJSON *st, bool authoritat
 	wp_claim_controller *c = p->c;
 	if (!ju_empty(k8s_obj_annotation(p->claim, WP_ANNOTATION_CLAIM_FIRST_READY)))
 		return 0;
-	const char *uid = k8s_obj_uid(p->claim);
+	/* a copy: the writes below replace p->claim */
+	char uid[128];
+	snprintf(uid, sizeof(uid), "%s", ju_nz(k8s_obj_uid(p->claim)));
 	int64_t ready_ns;
 	bool stamped;
 	obs_get_ready(c, p->key, uid, &ready_ns, &stamped);

@@ -451,6 +451,35 @@ START_TEST(stamp_waits_for_the_backlog)
 }
 END_TEST
 
+/* A controller that finds a claim Ready without the first-Ready stamp (a
+ * restart after a stamp that never reached the API) arms the guard with
+ * "unknown", once, under the claim's resourceVersion, and records nothing. */
+START_TEST(ready_claim_without_stamp_is_stamped_unknown_once)
+{
+	controller(false);
+	add_claim(fx_load("claim.json"));
+	add_warm();
+	k8s_reconcile_result res;
+	ck_assert_int_eq(pass(&res), 0);
+	cJSON *cl = stored(&wp_resource_claims, "default", "my-claim");
+	cJSON_DeleteItemFromObjectCaseSensitive(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(cl, "metadata"), "annotations"),
+		WP_ANNOTATION_CLAIM_FIRST_READY);
+	/* the restart: a new controller, nothing in memory */
+	wp_claim_controller_free(ctl);
+	for (int i = 0; i < 4; i++)
+		k8s_informer_free(infs[i]);
+	controller(false);
+	wp__claim_controller_observe(ctl, cl);
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls("patch sandboxclaims default/my-claim", NULL);
+	ck_assert_str_eq(k8s_obj_annotation(stored(&wp_resource_claims, "default", "my-claim"),
+	                                    WP_ANNOTATION_CLAIM_FIRST_READY), "unknown");
+	ck_assert_int_eq(pass(&res), 0);
+	expect_calls(NULL);
+}
+END_TEST
+
 /* A NetworkPolicy <claim>-network-policy that the claim controls (made by an
  * old controller) is deleted after the pass; one that another owner
  * controls is left alone. Both are read from the cache, not the API. */
@@ -622,6 +651,7 @@ int main(void)
 	tcase_add_test(tc, events_disabled);
 	tcase_add_test(tc, warm_adoption);
 	tcase_add_test(tc, stamp_waits_for_the_backlog);
+	tcase_add_test(tc, ready_claim_without_stamp_is_stamped_unknown_once);
 	tcase_add_test(tc, legacy_network_policy_deleted_if_the_claims);
 	tcase_add_test(tc, adoption_conflict);
 	tcase_add_test(tc, expired_delete);
