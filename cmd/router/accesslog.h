@@ -5,7 +5,8 @@
  *  "sandbox_namespace","bytes_out","user_agent"} - client_ip is the socket
  * peer (X-Forwarded-For is not trusted), sandbox_id and sandbox_namespace
  * the raw header values. /healthz, /readyz and /metrics are not logged.
- * Lines are built with cJSON and written whole (thread-safe).
+ * Lines are printed by cJSON (from nodes on the stack: no allocation for
+ * a line under 2 KiB) and written whole (thread-safe).
  */
 #ifndef RT_ACCESSLOG_H
 #define RT_ACCESSLOG_H

@@ -22,8 +22,12 @@ int rt_reject_set(rt_reject *rej, int status, const char *fmt, ...)
 
 const char *rt_head_get(const rt_head *h, const char *name)
 {
+	/* first letters compared (ASCII case folded) before strcasecmp: this
+	 * runs a dozen times a request, over every field */
+	unsigned char c = (unsigned char)name[0] | 0x20;
 	for (size_t i = 0; i < h->nheaders; i++)
-		if (strcasecmp(h->headers[i].name, name) == 0)
+		if (((unsigned char)h->headers[i].name[0] | 0x20) == c &&
+		    strcasecmp(h->headers[i].name, name) == 0)
 			return h->headers[i].value;
 	return NULL;
 }

@@ -23,10 +23,14 @@ static const char *const request_drop[] = {
  * the framing and the date of the message it sends. */
 static const char *const response_drop[] = { "Content-Length", "Date", NULL };
 
+/* The lists' names start with a letter: comparing first letters (ASCII
+ * case folded) rules most out before strcasecmp, which ran ~150 times a
+ * proxied request. */
 static bool in_list(const char *name, const char *const *list)
 {
+	unsigned char c = (unsigned char)name[0] | 0x20;
 	for (; *list; list++)
-		if (strcasecmp(name, *list) == 0)
+		if (((unsigned char)(*list)[0] | 0x20) == c && strcasecmp(name, *list) == 0)
 			return true;
 	return false;
 }
@@ -206,8 +210,15 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, 
 		return rt_reject_set(rej, 500, "Out of memory.");
 	bool v6 = strchr(o->host, ':') != NULL;
 	asb_strbuf_reserve(out, RT_HEAD_ROOM);
-	asb_strbuf_addf(out, "%s %s HTTP/1.1\r\nHost: %s%s%s:%d\r\n", h->method, h->target,
-	           v6 ? "[" : "", o->host, v6 ? "]" : "", o->port);
+	/* no printf here: this head is built for every proxied request */
+	asb_strbuf_adds(out, h->method);
+	asb_strbuf_addc(out, ' ');
+	asb_strbuf_adds(out, h->target);
+	asb_strbuf_adds(out, v6 ? " HTTP/1.1\r\nHost: [" : " HTTP/1.1\r\nHost: ");
+	asb_strbuf_adds(out, o->host);
+	asb_strbuf_adds(out, v6 ? "]:" : ":");
+	asb_strbuf_add_int(out, o->port);
+	asb_strbuf_add(out, "\r\n", 2);
 	for (size_t i = 0; i < h->nheaders; i++) {
 		const rt_header *f = &h->headers[i];
 		if (!rt_header_name_valid(f->name)) {
@@ -230,20 +241,33 @@ int rt_headers_request(const rt_head *h, const rt_outbound *o, asb_strbuf *out, 
 	}
 	free(cs.t);
 	/* client-supplied forwarding fields are never trusted or chained */
-	if (h->peer_ip && *h->peer_ip)
-		asb_strbuf_addf(out, "X-Forwarded-For: %s\r\n", h->peer_ip);
+	if (h->peer_ip && *h->peer_ip) {
+		asb_strbuf_adds(out, "X-Forwarded-For: ");
+		asb_strbuf_adds(out, h->peer_ip);
+		asb_strbuf_add(out, "\r\n", 2);
+	}
 	const char *host = rt_head_get(h, "Host");
-	if (host && *host)
-		asb_strbuf_addf(out, "X-Forwarded-Host: %s\r\n", host);
-	asb_strbuf_addf(out, "X-Forwarded-Proto: %s\r\n", h->tls ? "https" : "http");
+	if (host && *host) {
+		asb_strbuf_adds(out, "X-Forwarded-Host: ");
+		asb_strbuf_adds(out, host);
+		asb_strbuf_add(out, "\r\n", 2);
+	}
+	asb_strbuf_adds(out, h->tls ? "X-Forwarded-Proto: https\r\n" : "X-Forwarded-Proto: http\r\n");
 	/* RFC 9110 §7.6.3; also how a request that loops back is caught */
 	asb_strbuf_adds(out, "Via: 1.1 " RT_VIA_PSEUDONYM "\r\n");
-	if (o->upgrade)
-		asb_strbuf_addf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", rt_head_get(h, "Upgrade"));
-	if (o->framing.chunked)
+	if (o->upgrade) {
+		const char *up = rt_head_get(h, "Upgrade");
+		asb_strbuf_adds(out, "Connection: Upgrade\r\nUpgrade: ");
+		asb_strbuf_adds(out, up ? up : "(null)");
+		asb_strbuf_add(out, "\r\n", 2);
+	}
+	if (o->framing.chunked) {
 		asb_strbuf_adds(out, "Transfer-Encoding: chunked\r\n");
-	else if (o->framing.content_length >= 0)
-		asb_strbuf_addf(out, "Content-Length: %lld\r\n", (long long)o->framing.content_length);
+	} else if (o->framing.content_length >= 0) {
+		asb_strbuf_adds(out, "Content-Length: ");
+		asb_strbuf_add_int(out, o->framing.content_length);
+		asb_strbuf_add(out, "\r\n", 2);
+	}
 	asb_strbuf_add(out, "\r\n", 2);
 	if (out->failed)
 		return rt_reject_set(rej, 500, "Out of memory.");

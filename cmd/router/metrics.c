@@ -19,6 +19,9 @@ struct rt_metrics {
 	asb_metric *requests, *duration, *inflight, *upstream_errors, *retries,
 	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns;
 	asb_metric_series *inflight_s;
+	/* the connection gauge's two series, looked up once: every take and
+	 * release of a pooled connection moves them */
+	asb_metric_series *conns_active, *conns_idle;
 };
 
 static int reg(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
@@ -102,8 +105,11 @@ int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_inf
 	    (rc = asb_metric_series_get(&m->inflight_s, m->inflight, NULL, 0)) < 0)
 		goto fail;
 	/* the inflight and connection gauges show 0 before the first request */
-	asb_metric_add(m->upstream_conns, (const char *[]){ "active" }, 1, 0);
-	asb_metric_add(m->upstream_conns, (const char *[]){ "idle" }, 1, 0);
+	if ((rc = asb_metric_series_get(&m->conns_active, m->upstream_conns,
+	                                (const char *[]){ "active" }, 1)) < 0 ||
+	    (rc = asb_metric_series_get(&m->conns_idle, m->upstream_conns,
+	                                (const char *[]){ "idle" }, 1)) < 0)
+		goto fail;
 	*out = m;
 	return 0;
 fail:
@@ -216,5 +222,10 @@ void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow)
 
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta)
 {
-	asb_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
+	if (strcmp(state, "active") == 0)
+		asb_metric_series_add(m->conns_active, delta);
+	else if (strcmp(state, "idle") == 0)
+		asb_metric_series_add(m->conns_idle, delta);
+	else
+		asb_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
 }

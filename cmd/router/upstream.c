@@ -3,6 +3,7 @@
  * keep-alive pool (upstream.h). Responses are parsed through httpd/parser.h.
  */
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "httpd/parser.h"
@@ -67,7 +68,6 @@ typedef struct {
 	uv_write_t req;
 	rt_upconn *c;
 	size_t len;
-	char frame[24];
 	char data[];
 } write_req;
 
@@ -602,30 +602,45 @@ int rt_upconn_write(rt_upconn *c, const void *data, size_t len, bool chunk)
 {
 	if (c->state != C_ACTIVE)
 		return UV_ENOTCONN;
-	write_req *r = malloc(sizeof(*r) + len);
+	char frame[24];
+	uv_buf_t bufs[3];
+	unsigned n = 0;
+	size_t total = len;
+	if (chunk) {
+		int fl = snprintf(frame, sizeof(frame), "%zx\r\n", len);
+		bufs[n++] = uv_buf_init(frame, (unsigned)fl);
+		total += (size_t)fl + 2;
+	}
+	bufs[n++] = uv_buf_init((char *)data, (unsigned)len);
+	if (chunk)
+		bufs[n++] = uv_buf_init((char *)"\r\n", 2);
+	/* What the socket takes now needs no copy and no write request (a
+	 * uv_write also costs an epoll_ctl when it completes); nothing queued
+	 * is passed, as uv_try_write refuses while libuv holds writes. */
+	ssize_t w = total <= INT_MAX ? uv_try_write((uv_stream_t *)&c->tcp, bufs, n) : 0;
+	if (w == (ssize_t)total)
+		return 0;
+	size_t skip = w > 0 ? (size_t)w : 0, rest = total - skip;
+	write_req *r = malloc(sizeof(*r) + rest);
 	if (!r)
 		return UV_ENOMEM;
 	r->c = c;
 	r->req.data = r;
-	memcpy(r->data, data, len);
-	uv_buf_t bufs[3];
-	int n = 0;
-	size_t total = len;
-	if (chunk) {
-		int fl = snprintf(r->frame, sizeof(r->frame), "%zx\r\n", len);
-		bufs[n++] = uv_buf_init(r->frame, (unsigned)fl);
-		total += (size_t)fl + 2;
+	size_t off = 0;
+	for (unsigned i = 0; i < n; i++) {
+		size_t from = skip < bufs[i].len ? skip : bufs[i].len;
+		skip -= from;
+		memcpy(r->data + off, bufs[i].base + from, bufs[i].len - from);
+		off += bufs[i].len - from;
 	}
-	bufs[n++] = uv_buf_init(r->data, (unsigned)len);
-	if (chunk)
-		bufs[n++] = uv_buf_init((char *)"\r\n", 2);
-	r->len = total;
-	int rc = uv_write(&r->req, (uv_stream_t *)&c->tcp, bufs, (unsigned)n, on_write);
+	r->len = rest;
+	uv_buf_t b = uv_buf_init(r->data, (unsigned)rest);
+	int rc = uv_write(&r->req, (uv_stream_t *)&c->tcp, &b, 1, on_write);
 	if (rc < 0) {
 		free(r);
 		return rc;
 	}
-	c->queued += total;
+	c->queued += rest;
 	if (c->queued >= RT_UP_LOW_WATER)
 		c->above_low = true;
 	return 0;

@@ -515,15 +515,36 @@ size_t asb_metric_size(asb_metric *m)
 /* --- series ------------------------------------------------------------------ */
 
 /* "<len>:<value>" per value: unambiguous whatever the values contain. */
-static int encode_key(asb_strbuf *b, const char *const *values, size_t n)
+/* A series' map key: each value as "<length>:<bytes>", so that no two
+ * tuples share a key. Written into `stack` (`cap` bytes) when it fits,
+ * else into a buffer allocated for it, which the caller frees (a result
+ * other than `stack`); NULL when out of memory. No printf and no
+ * allocation on the usual path: the router looks up series per request. */
+#define KEY_STACK 256
+static char *encode_key(char *stack, size_t cap, const char *const *values, size_t n)
 {
+	size_t need = 1;
+	for (size_t i = 0; i < n; i++)
+		need += strlen(values[i]) + 21;
+	char *k = need <= cap ? stack : malloc(need);
+	if (!k)
+		return NULL;
+	char *p = k;
 	for (size_t i = 0; i < n; i++) {
-		asb_strbuf_addf(b, "%zu:", strlen(values[i]));
-		asb_strbuf_adds(b, values[i]);
+		size_t len = strlen(values[i]);
+		p += asb_format_int(p, (long long)len);
+		*p++ = ':';
+		memcpy(p, values[i], len);
+		p += len;
 	}
-	if (!b->data)
-		asb_strbuf_add(b, "", 0);
-	return b->failed ? -1 : 0;
+	*p = '\0';
+	return k;
+}
+
+static void key_free(char *k, const char *stack)
+{
+	if (k != stack)
+		free(k);
 }
 
 static asb_metric_series *series_new(asb_metric *m, const char *const *values)
@@ -584,11 +605,13 @@ static asb_metric_series *overflow_locked(asb_metric *m, const char *const *valu
 		return NULL;
 	for (size_t i = 0; i < m->nvar; i++)
 		ov[i] = m->overflow[i] ? m->overflow[i] : values[i];
-	asb_strbuf key = ASB_STRBUF_INIT;
+	char stack[KEY_STACK];
+	char *key = encode_key(stack, sizeof(stack), ov, m->nvar);
 	asb_metric_series *s = NULL;
-	if (encode_key(&key, ov, m->nvar) == 0 && !(s = asb_map_get(&m->by_key, key.data)))
-		s = add_locked(m, ov, key.data);
-	asb_strbuf_free(&key);
+	if (key && !(s = asb_map_get(&m->by_key, key)))
+		s = add_locked(m, ov, key);
+	if (key)
+		key_free(key, stack);
 	free(ov);
 	return s;
 }
@@ -602,26 +625,25 @@ int asb_metric_series_get(asb_metric_series **out, asb_metric *m,
 	int rc = check_values(m, values, n);
 	if (rc < 0)
 		return rc;
-	asb_strbuf key = ASB_STRBUF_INIT;
-	if (encode_key(&key, values, n) < 0) {
-		asb_strbuf_free(&key);
+	char stack[KEY_STACK];
+	char *key = encode_key(stack, sizeof(stack), values, n);
+	if (!key)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "metric %s: out of memory", m->name);
-	}
 	pthread_rwlock_rdlock(&m->lock);
-	asb_metric_series *s = asb_map_get(&m->by_key, key.data);
+	asb_metric_series *s = asb_map_get(&m->by_key, key);
 	pthread_rwlock_unlock(&m->lock);
 	if (!s) {
 		pthread_rwlock_wrlock(&m->lock);
 		/* another thread may have created it between the two locks */
-		if (!(s = asb_map_get(&m->by_key, key.data))) {
+		if (!(s = asb_map_get(&m->by_key, key))) {
 			if (m->max_series && m->nseries >= m->max_series && !is_overflow(m, values))
 				s = overflow_locked(m, values);
 			else
-				s = add_locked(m, values, key.data);
+				s = add_locked(m, values, key);
 		}
 		pthread_rwlock_unlock(&m->lock);
 	}
-	asb_strbuf_free(&key);
+	key_free(key, stack);
 	if (!s)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "metric %s: out of memory", m->name);
 	*out = s;

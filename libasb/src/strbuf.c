@@ -58,6 +58,30 @@ int asb_strbuf_addc(asb_strbuf *b, char c)
 	return asb_strbuf_add(b, &c, 1);
 }
 
+size_t asb_format_int(char *out, long long v)
+{
+	char tmp[24];
+	size_t n = 0;
+	/* as unsigned, so that LLONG_MIN negates without overflow */
+	unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	size_t k = 0;
+	if (v < 0)
+		out[k++] = '-';
+	while (n)
+		out[k++] = tmp[--n];
+	return k;
+}
+
+int asb_strbuf_add_int(asb_strbuf *b, long long v)
+{
+	char d[24];
+	return asb_strbuf_add(b, d, asb_format_int(d, v));
+}
+
 int asb_strbuf_addf(asb_strbuf *b, const char *fmt, ...)
 {
 	va_list ap;

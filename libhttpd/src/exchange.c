@@ -326,15 +326,16 @@ int httpd_exchange_send_head(httpd_exchange *ex, int64_t content_length)
 	if ((c->upgrade_req || c->parse_done) && !upgrade)
 		c->close_after = true;  /* an upgrade refused: HTTP cannot go on after it */
 	asb_strbuf out = ASB_STRBUF_INIT;
-	char date[64];
-	httpd__date(date, sizeof(date));
-	asb_strbuf_addf(&out, "HTTP/1.1 %d %s\r\n", status, httpd__reason_phrase(status));
+	asb_strbuf_reserve(&out, ex->res.headers.len + 160);  /* one allocation */
+	httpd__add_status_line(&out, status);
 	asb_strbuf_add(&out, ex->res.headers.data ? ex->res.headers.data : "", ex->res.headers.len);
 	if (upgrade) {
 		asb_strbuf_adds(&out, "Connection: Upgrade\r\n");
 	} else if (!no_body) {
 		if (content_length >= 0) {
-			asb_strbuf_addf(&out, "Content-Length: %" PRId64 "\r\n", content_length);
+			asb_strbuf_add(&out, "Content-Length: ", 16);
+			asb_strbuf_add_int(&out, content_length);
+			asb_strbuf_add(&out, "\r\n", 2);
 		} else if (ex->http_minor >= 1) {
 			asb_strbuf_adds(&out, "Transfer-Encoding: chunked\r\n");
 			ex->chunked = true;
@@ -343,7 +344,7 @@ int httpd_exchange_send_head(httpd_exchange *ex, int64_t content_length)
 			c->close_after = true;
 		}
 	}
-	asb_strbuf_addf(&out, "Date: %s\r\n", date);
+	httpd__add_date(&out);
 	if (!upgrade) {
 		if (c->close_after)
 			asb_strbuf_adds(&out, "Connection: close\r\n");

@@ -13,24 +13,76 @@
 
 void httpd__request_reset(httpd_request *r)
 {
-	asb_strbuf_free(&r->url);
-	free(r->path);
-	free(r->query);
-	for (size_t i = 0; i < r->nheaders; i++) {
-		free(r->headers[i].name);
-		free(r->headers[i].value);
-	}
+	asb_strbuf_free(&r->head);
 	free(r->headers);
-	asb_strbuf_free(&r->field);
-	asb_strbuf_free(&r->value);
 	asb_strbuf_free(&r->body);
 	memset(r, 0, sizeof(*r));
+}
+
+/* Usual heads fit in this without a reallocation. */
+#define HEAD_ROOM 1024
+
+static int head_add(httpd_request *r, const char *at, size_t len)
+{
+	if (!r->head.data)
+		asb_strbuf_reserve(&r->head, HEAD_ROOM);
+	return asb_strbuf_add(&r->head, at, len);
+}
+
+static int end_url(httpd_request *r)
+{
+	if (r->url_done)
+		return 0;
+	r->url_done = true;
+	return head_add(r, "", 1);
+}
+
+int httpd__request_add_url(httpd_request *r, const char *at, size_t len)
+{
+	r->url_len += len;
+	return head_add(r, at, len);
+}
+
+int httpd__request_add_field(httpd_request *r, const char *at, size_t len)
+{
+	if (r->head_done)
+		return 0;
+	if (r->in_value && httpd__request_end_header(r) < 0)
+		return -1;
+	if (!r->in_field) {
+		if (end_url(r) < 0)
+			return -1;
+		r->in_field = true;
+		r->field_off = r->head.len;
+	}
+	return head_add(r, at, len);
+}
+
+/* The name is whole: its NUL, and the value starts. */
+static int begin_value(httpd_request *r)
+{
+	if (r->in_value)
+		return 0;
+	r->in_value = true;
+	if (head_add(r, "", 1) < 0)
+		return -1;
+	r->value_off = r->head.len;
+	return 0;
+}
+
+int httpd__request_add_value(httpd_request *r, const char *at, size_t len)
+{
+	if (r->head_done || !r->in_field)
+		return 0;
+	if (begin_value(r) < 0)
+		return -1;
+	return head_add(r, at, len);
 }
 
 /* Moves the header being received into the list. */
 int httpd__request_end_header(httpd_request *r)
 {
-	if (!r->field.data)
+	if (!r->in_field)
 		return 0;
 	if (r->nheaders == r->cap) {
 		size_t cap = r->cap ? r->cap * 2 : 16;
@@ -40,17 +92,48 @@ int httpd__request_end_header(httpd_request *r)
 		r->headers = h;
 		r->cap = cap;
 	}
-	asb_strbuf_add(&r->value, "", 0);
-	/* http-parser strips leading blanks of a value, not trailing ones */
-	while (r->value.len > 0 && (r->value.data[r->value.len - 1] == ' ' ||
-	                            r->value.data[r->value.len - 1] == '\t'))
-		r->value.data[--r->value.len] = '\0';
-	if (r->field.failed || r->value.failed)
+	if (begin_value(r) < 0)
 		return -1;
-	r->headers[r->nheaders].name = asb_strbuf_detach(&r->field, NULL);
-	r->headers[r->nheaders].value = asb_strbuf_detach(&r->value, NULL);
-	r->nheaders++;
-	r->in_value = false;
+	/* http-parser strips leading blanks of a value, not trailing ones */
+	while (r->head.len > r->value_off && (r->head.data[r->head.len - 1] == ' ' ||
+	                                      r->head.data[r->head.len - 1] == '\t'))
+		r->head.len--;
+	if (head_add(r, "", 1) < 0)
+		return -1;
+	r->headers[r->nheaders++] = (httpd__header){ .name_off = r->field_off,
+	                                            .value_off = r->value_off };
+	r->in_field = r->in_value = false;
+	return 0;
+}
+
+int httpd__request_head_done(httpd_request *r, long path_off, size_t path_len,
+                             long query_off, size_t query_len)
+{
+	if (httpd__request_end_header(r) < 0 || end_url(r) < 0)
+		return -1;
+	/* the path and the query are copies from the target, with their NULs */
+	if (path_off < 0)
+		path_len = 1;
+	if (query_off < 0)
+		query_len = 0;
+	if (asb_strbuf_reserve(&r->head, path_len + query_len + 2) < 0)
+		return -1;
+	size_t p = r->head.len;
+	asb_strbuf_add(&r->head, path_off < 0 ? "/" : r->head.data + path_off, path_len);
+	asb_strbuf_add(&r->head, "", 1);
+	size_t q = r->head.len;
+	asb_strbuf_add(&r->head, query_off < 0 ? "" : r->head.data + query_off, query_len);
+	asb_strbuf_add(&r->head, "", 1);
+	if (r->head.failed)
+		return -1;
+	char *d = r->head.data;
+	r->path = d + p;
+	r->query = d + q;
+	for (size_t i = 0; i < r->nheaders; i++) {
+		r->headers[i].name = d + r->headers[i].name_off;
+		r->headers[i].value = d + r->headers[i].value_off;
+	}
+	r->head_done = true;
 	return 0;
 }
 
@@ -137,6 +220,8 @@ int httpd_response_add_header(httpd_response *res, const char *name, const char 
 			                     "http response: the server writes %s itself", owned[i]);
 	if (strcasecmp(name, "Content-Type") == 0)
 		res->has_content_type = true;
+	if (!res->headers.data)
+		asb_strbuf_reserve(&res->headers, 512);  /* once, for the usual head */
 	asb_strbuf_adds(&res->headers, name);
 	asb_strbuf_add(&res->headers, ": ", 2);
 	asb_strbuf_adds(&res->headers, value);
@@ -192,18 +277,43 @@ const char *httpd__reason_phrase(int status)
 	}
 }
 
-/* RFC 9110 IMF-fixdate, without the locale's day and month names. */
+/* RFC 9110 IMF-fixdate, without the locale's day and month names;
+ * formatted once a second per thread (every answer carries it). */
 void httpd__date(char *buf, size_t cap)
 {
 	static const char *const days[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 	static const char *const months[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 	                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	static __thread time_t last = -1;
+	static __thread char text[40];
 	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
-	         tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
-	         tm.tm_min, tm.tm_sec);
+	if (now != last) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		snprintf(text, sizeof(text), "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+		         tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+		         tm.tm_min, tm.tm_sec);
+		last = now;
+	}
+	snprintf(buf, cap, "%s", text);
+}
+
+void httpd__add_status_line(asb_strbuf *out, int status)
+{
+	asb_strbuf_add(out, "HTTP/1.1 ", 9);
+	asb_strbuf_add_int(out, status);
+	asb_strbuf_addc(out, ' ');
+	asb_strbuf_adds(out, httpd__reason_phrase(status));
+	asb_strbuf_add(out, "\r\n", 2);
+}
+
+void httpd__add_date(asb_strbuf *out)
+{
+	char date[40];
+	httpd__date(date, sizeof(date));
+	asb_strbuf_add(out, "Date: ", 6);
+	asb_strbuf_adds(out, date);
+	asb_strbuf_add(out, "\r\n", 2);
 }
 
 void httpd__response_free(httpd_response *res)

@@ -304,6 +304,52 @@ static void on_write(uv_write_t *w, int status)
 		cork_link(c);
 }
 
+/* A batch the socket took whole: reported at the check phase. */
+static void written_add(conn *c, httpd__write *first)
+{
+	if (c->written_tail)
+		c->written_tail->next = first;
+	else
+		c->written_head = first;
+	httpd__write *last = first;
+	while (last->next)
+		last = last->next;
+	c->written_tail = last;
+	c->written_batches++;
+	if (!c->written_linked) {
+		c->written_linked = true;
+		c->written_next = c->lp->written;
+		c->lp->written = c;
+	}
+	uv_idle_start(&c->lp->cork_idle, on_cork_idle);
+}
+
+/* Reports the batches of `c` written at once, as on_write does. */
+static void written_done(conn *c)
+{
+	httpd__write *first = c->written_head;
+	c->batches_inflight -= c->written_batches;
+	c->written_head = c->written_tail = NULL;
+	c->written_batches = 0;
+	batch_done(first, 0);
+	if (c->state != HTTPD__CONN_CLOSING && c->batches_inflight == 0 && c->cork_head &&
+	    c->cork_head->is_file)
+		cork_link(c);
+}
+
+static void written_unlink(conn *c)
+{
+	if (!c->written_linked)
+		return;
+	for (conn **pp = &c->lp->written; *pp; pp = &(*pp)->written_next)
+		if (*pp == c) {
+			*pp = c->written_next;
+			break;
+		}
+	c->written_next = NULL;
+	c->written_linked = false;
+}
+
 /* Writes corked per connection at most, and bytes, before a flush. */
 #define CORK_MAX_WRITES 16
 #define CORK_MAX_BYTES (64 * 1024)
@@ -346,14 +392,38 @@ void httpd__conn_flush(conn *c)
 	if (bufs)
 		for (httpd__write *wr = first; wr; wr = wr->next)
 			bufs[i++] = uv_buf_init(wr->data, (unsigned int)wr->len);
-	/* libuv copies the buffer array; the data stay with the requests */
-	int rc = bufs ? uv_write(&first->req, (uv_stream_t *)&c->tcp, bufs, n, on_write) : UV_ENOMEM;
+	/* What the socket takes now is written here, without a write request:
+	 * libuv re-arms its epoll watcher after each completed uv_write (an
+	 * epoll_ctl per write, per request on a keep-alive connection). The
+	 * rest, or all of it on any error, goes through uv_write as before. */
+	int rc = UV_ENOMEM;
+	if (bufs) {
+		ssize_t w = bytes <= INT_MAX ? uv_try_write((uv_stream_t *)&c->tcp, bufs, n) : 0;
+		if (w == (ssize_t)bytes) {
+			if (bufs != small)
+				free(bufs);
+			written_add(c, first);
+			goto queued;
+		}
+		unsigned int k = 0;
+		for (size_t left = w > 0 ? (size_t)w : 0; left;) {
+			size_t take = left < bufs[k].len ? left : bufs[k].len;
+			bufs[k].base += take;
+			bufs[k].len -= (unsigned int)take;
+			left -= take;
+			if (!bufs[k].len)
+				k++;
+		}
+		/* libuv copies the buffer array; the data stay with the requests */
+		rc = uv_write(&first->req, (uv_stream_t *)&c->tcp, bufs + k, n - k, on_write);
+	}
 	if (bufs != small)
 		free(bufs);
 	if (rc < 0) {
 		batch_done(first, rc);
 		return;
 	}
+queued:
 	c->batches_inflight++;
 	if (c->shutdown_wanted && !c->cork_head && c->state == HTTPD__CONN_LINGER)
 		conn_shutdown(c);  /* after the last writes, which libuv now holds */
@@ -398,7 +468,19 @@ static void on_cork_check(uv_check_t *h)
 		c->cork_linked = false;
 		httpd__conn_flush(c);
 	}
-	if (!lp->local) {
+	/* then the completions of what went out whole (this iteration's
+	 * flushes, and those made since the last check); what they write in
+	 * turn goes out at the next check, as after a uv_write callback */
+	conn *done = lp->written;
+	lp->written = NULL;
+	while (done) {
+		conn *c = done;
+		done = c->written_next;
+		c->written_next = NULL;
+		c->written_linked = false;
+		written_done(c);
+	}
+	if (!lp->local && !lp->corked && !lp->written) {
 		uv_idle_stop(&lp->cork_idle);
 		uv_unref((uv_handle_t *)&lp->cork_idle);
 	}
@@ -738,6 +820,11 @@ void httpd__conn_close(conn *c, int reason)
 		return;
 	c->state = HTTPD__CONN_CLOSING;
 	c->close_reason = reason ? reason : ASB_ETRANSPORT;
+	/* what the socket took is reported as written, then what was still
+	 * corked as cancelled */
+	written_unlink(c);
+	if (c->written_head)
+		written_done(c);
 	cork_unlink(c);
 	cork_cancel(c);
 	if (c->ex)
@@ -828,16 +915,18 @@ static void conn_shutdown(conn *c)
 static void send_response(conn *c, httpd_response *res, bool head_only, bool keep_alive_10)
 {
 	asb_strbuf out = ASB_STRBUF_INIT;
-	char date[64];
-	httpd__date(date, sizeof(date));
-	asb_strbuf_addf(&out, "HTTP/1.1 %d %s\r\n", res->status, httpd__reason_phrase(res->status));
+	asb_strbuf_reserve(&out, res->headers.len + 200 + (head_only ? 0 : res->body.len));
+	httpd__add_status_line(&out, res->status);
 	asb_strbuf_add(&out, res->headers.data ? res->headers.data : "", res->headers.len);
 	if (!res->has_content_type)
 		asb_strbuf_adds(&out, "Content-Type: text/plain; charset=utf-8\r\n");
 	bool no_body = res->status == 204 || res->status == 304 || res->status < 200;
-	if (!no_body)
-		asb_strbuf_addf(&out, "Content-Length: %zu\r\n", res->body.len);
-	asb_strbuf_addf(&out, "Date: %s\r\n", date);
+	if (!no_body) {
+		asb_strbuf_add(&out, "Content-Length: ", 16);
+		asb_strbuf_add_int(&out, (long long)res->body.len);
+		asb_strbuf_add(&out, "\r\n", 2);
+	}
+	httpd__add_date(&out);
 	if (c->close_after)
 		asb_strbuf_adds(&out, "Connection: close\r\n");
 	else if (keep_alive_10)
@@ -993,18 +1082,16 @@ static int on_url(httpd_parser *p, const char *at, size_t len)
 	conn *c = httpd_parser_data(p);
 	if (count_header_bytes(c, len) < 0)
 		return -1;
-	return asb_strbuf_add(&c->req.url, at, len);
+	return httpd__request_add_url(&c->req, at, len);
 }
 
 static int on_header_field(httpd_parser *p, const char *at, size_t len)
 {
 	conn *c = httpd_parser_data(p);
 	/* 4 bytes of ": " and CRLF per field, as a server counting raw bytes would */
-	if (count_header_bytes(c, len + (c->req.in_value || !c->req.field.data ? 4 : 0)) < 0)
+	if (count_header_bytes(c, len + (c->req.in_value || !c->req.in_field ? 4 : 0)) < 0)
 		return -1;
-	if (c->req.in_value && httpd__request_end_header(&c->req) < 0)
-		return -1;
-	return asb_strbuf_add(&c->req.field, at, len);
+	return httpd__request_add_field(&c->req, at, len);
 }
 
 static int on_header_value(httpd_parser *p, const char *at, size_t len)
@@ -1012,8 +1099,7 @@ static int on_header_value(httpd_parser *p, const char *at, size_t len)
 	conn *c = httpd_parser_data(p);
 	if (count_header_bytes(c, len) < 0)
 		return -1;
-	c->req.in_value = true;
-	return asb_strbuf_add(&c->req.value, at, len);
+	return httpd__request_add_value(&c->req, at, len);
 }
 
 /*
@@ -1072,28 +1158,22 @@ static int on_headers_complete(httpd_parser *p)
 {
 	conn *c = httpd_parser_data(p);
 	httpd_request *r = &c->req;
-	if (httpd__request_end_header(r) < 0 || asb_strbuf_add(&r->url, "", 0) < 0)
+	r->method = httpd_parser_method(p);
+	httpd_url u;
+	if (httpd__request_end_header(r) < 0)
+		return -1;
+	if (httpd_parser_split_url(r->head.data ? r->head.data : "", r->url_len,
+	                           strcmp(r->method, "CONNECT") == 0, &u) != 0) {
+		c->reject_status = 400;
+		return -1;
+	}
+	if (httpd__request_head_done(r, u.path.set ? (long)u.path.off : -1, u.path.len,
+	                             u.query.set ? (long)u.query.off : -1, u.query.len) < 0)
 		return -1;
 	if (framing_ambiguous(r)) {
 		c->reject_status = 400;
 		return -1;
 	}
-	r->method = httpd_parser_method(p);
-	httpd_url u;
-	if (httpd_parser_split_url(r->url.data, r->url.len, strcmp(r->method, "CONNECT") == 0, &u) != 0) {
-		c->reject_status = 400;
-		return -1;
-	}
-	if (u.path.set)
-		r->path = strndup(r->url.data + u.path.off, u.path.len);
-	else
-		r->path = strdup("/");
-	if (u.query.set)
-		r->query = strndup(r->url.data + u.query.off, u.query.len);
-	else
-		r->query = strdup("");
-	if (!r->path || !r->query)
-		return -1;
 	bool found;
 	const route *rt = route_find(c->srv, r, &found, NULL);
 	if (rt && rt->stream_fn)

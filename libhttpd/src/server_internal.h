@@ -13,19 +13,28 @@
 /* --- messages (message.c) --- */
 
 typedef struct {
-	char *name;
+	char *name;                    /* into the request's head, once it is whole */
 	char *value;
+	size_t name_off, value_off;    /* their offsets in the head while it grows */
 } httpd__header;
 
+/* A request's head is one buffer (`head`): the target, then each field's
+ * name and value, then the path and the query, each NUL-terminated, so a
+ * request costs two allocations (the buffer and the field list) however
+ * many fields it has. Pointers into it are made once the head is whole
+ * (httpd__request_head_done), when it stops growing. */
 struct httpd_request {
 	const char *method;            /* static, from httpd_parser_method() */
-	asb_strbuf url;                /* raw request target */
-	char *path;
+	asb_strbuf head;
+	size_t url_len;                /* the raw request target: head.data[0, url_len) */
+	char *path;                    /* into head, once done */
 	char *query;
 	httpd__header *headers;
 	size_t nheaders, cap;
-	asb_strbuf field, value;       /* the header being received */
-	bool in_value;                 /* last callback was a value */
+	size_t field_off, value_off;   /* the field being received */
+	bool url_done;                 /* the target's NUL is in the head */
+	bool in_field, in_value;       /* the last callback was a name / a value */
+	bool head_done;                /* pointers made: trailers are not kept */
 	asb_strbuf body;
 };
 
@@ -39,8 +48,25 @@ struct httpd_response {
 /** Frees what a request holds and zeroes it for the next one. */
 void httpd__request_reset(httpd_request *r);
 
-/** Moves the header field being received into the list. 0, or -1 (memory). */
+/** Appends bytes of the request target. 0, or -1 (memory). */
+int httpd__request_add_url(httpd_request *r, const char *at, size_t len);
+
+/** Appends bytes of a field name or value (trailers after the head are
+ * dropped). 0, or -1 (memory). */
+int httpd__request_add_field(httpd_request *r, const char *at, size_t len);
+int httpd__request_add_value(httpd_request *r, const char *at, size_t len);
+
+/** Ends the field being received (none: nothing). 0, or -1 (memory). */
 int httpd__request_end_header(httpd_request *r);
+
+/**
+ * The head is whole: ends the last field, stores the path and the query
+ * (`path_off`/`path_len`, `query_off`/`query_len` within the target; a
+ * negative offset: absent, read as "/" and ""), and makes the pointers.
+ * 0, or -1 (memory).
+ */
+int httpd__request_head_done(httpd_request *r, long path_off, size_t path_len,
+                             long query_off, size_t query_len);
 
 /** Frees what a response holds. */
 void httpd__response_free(httpd_response *res);
@@ -50,6 +76,12 @@ const char *httpd__reason_phrase(int status);
 
 /** The current time as an RFC 9110 IMF-fixdate (needs 30 bytes). */
 void httpd__date(char *buf, size_t cap);
+
+/** Appends "HTTP/1.1 <status> <reason>\r\n" (no printf: every answer). */
+void httpd__add_status_line(asb_strbuf *out, int status);
+
+/** Appends "Date: <IMF-fixdate>\r\n". */
+void httpd__add_date(asb_strbuf *out);
 
 /* --- routes (server.c) --- */
 
@@ -111,6 +143,7 @@ struct httpd__loop {
 	uv_check_t cork_check;
 	uv_idle_t cork_idle;
 	httpd__conn *corked;           /* connections with corked writes */
+	httpd__conn *written;          /* connections with batches written at once, unreported */
 	httpd__call *local, *local_tail; /* deferred on this thread (httpd__loop_defer) */
 };
 
@@ -168,7 +201,13 @@ struct httpd__conn {
 	size_t cork_bytes;
 	bool cork_linked;              /* on lp->corked */
 	httpd__conn *cork_next;
-	unsigned int batches_inflight; /* uv_writes handed to libuv, not completed */
+	unsigned int batches_inflight; /* batches written or handed to libuv, not reported */
+	/* batches the socket took whole at the flush (no uv_write): their
+	 * completions run at the check phase, as libuv's would have run later */
+	struct httpd__write *written_head, *written_tail;
+	unsigned int written_batches;
+	bool written_linked;           /* on lp->written */
+	httpd__conn *written_next;
 	/* a file range (httpd_exchange_write_file) goes out by sendfile(2) once
 	 * every write before it has: `sf` is the one being sent; while the
 	 * socket is full a duplicate of its descriptor (sf_fd) is polled for

@@ -37,6 +37,17 @@ ASB_EXTERN int asb_strbuf_reserve(asb_strbuf *b, size_t n);
 /** Appends one byte. */
 ASB_EXTERN int asb_strbuf_addc(asb_strbuf *b, char c);
 
+/**
+ * Appends the decimal form of `v` (a '-' first when negative), without
+ * printf: the router and the metrics format integers on every request.
+ * Returns 0, or -1 once out of memory.
+ */
+ASB_EXTERN int asb_strbuf_add_int(asb_strbuf *b, long long v);
+/**
+ * Writes the decimal form of `v` into `out` (at least 21 bytes), not
+ * NUL-terminated; returns the number of bytes written.
+ */
+ASB_EXTERN size_t asb_format_int(char *out, long long v);
 /** Appends printf-style formatted text. */
 ASB_EXTERN int asb_strbuf_addf(asb_strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -4,6 +4,8 @@
  * and growth across many appends keeps every byte.
  */
 #include <check.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,25 @@ START_TEST(reserve_allocates_once)
 }
 END_TEST
 
+START_TEST(integers)
+{
+	asb_strbuf b = ASB_STRBUF_INIT;
+	const long long v[] = { 0, 7, -7, 10, 1234567890123LL, LLONG_MAX, LLONG_MIN };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "%lld", v[i]);
+		b.len = 0;
+		ck_assert_int_eq(asb_strbuf_add_int(&b, v[i]), 0);
+		ck_assert_str_eq(b.data, want);
+		char raw[24];
+		size_t n = asb_format_int(raw, v[i]);
+		ck_assert_uint_eq(n, strlen(want));
+		ck_assert(memcmp(raw, want, n) == 0);
+	}
+	asb_strbuf_free(&b);
+}
+END_TEST
+
 START_TEST(growth_and_detach)
 {
 	asb_strbuf b = ASB_STRBUF_INIT;
@@ -72,6 +93,7 @@ int main(void)
 	tcase_add_test(tc, appends);
 	tcase_add_test(tc, reserve_allocates_once);
 	tcase_add_test(tc, growth_and_detach);
+	tcase_add_test(tc, integers);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -63,6 +63,22 @@ static void prefix_files(const httpd_request *req, httpd_response *res, void *ud
 	httpd_response_write(res, p, strlen(p));
 }
 
+/* Every field as the server parsed it, "name=value" a line, then the path
+ * and the query: the head's storage as handlers see it. */
+static void fields(const httpd_request *req, httpd_response *res, void *ud)
+{
+	char line[600];
+	for (size_t i = 0; i < httpd_request_header_count(req); i++) {
+		const char *n, *v;
+		ck_assert_int_eq(httpd_request_header_at(req, i, &n, &v), 0);
+		snprintf(line, sizeof(line), "%s=%s\n", n, v);
+		httpd_response_write(res, line, strlen(line));
+	}
+	snprintf(line, sizeof(line), "path=%s query=%s\n", httpd_request_path(req),
+	         httpd_request_query(req));
+	httpd_response_write(res, line, strlen(line));
+}
+
 static atomic_int slow_started;
 
 static void slow(const httpd_request *req, httpd_response *res, void *ud)
@@ -84,6 +100,7 @@ static httpd_server *start(const httpd_server_options *o)
 	ck_assert_int_eq(httpd_server_route(s, NULL, "/files/*", prefix_files, NULL), 0);
 	ck_assert_int_eq(httpd_server_route(s, "GET", "/files/exact", exact_files, NULL), 0);
 	ck_assert_int_eq(httpd_server_route(s, "GET", "/slow", slow, NULL), 0);
+	ck_assert_int_eq(httpd_server_route(s, NULL, "/fields", fields, NULL), 0);
 	ck_assert_int_eq(httpd_server_start(s), 0);
 	ck_assert_int_gt(httpd_server_port(s), 0);
 	return s;
@@ -298,6 +315,49 @@ START_TEST(pipelined_requests_are_answered_in_order)
 	ck_assert_ptr_nonnull(strstr(buf, "Connection: close\r\n"));
 	/* nothing after "Connection: close" is served */
 	ck_assert(closed_by_peer(fd));
+	close(fd);
+}
+END_TEST
+
+/* The head is stored in one growing buffer: fields arriving in pieces,
+ * more fields and bytes than its first size, empty values, trailing blanks
+ * and a chunked body's trailers (not fields of the request) all read back
+ * as sent. */
+START_TEST(head_fields_survive_pieces_growth_and_trailers)
+{
+	char req[3072], want[3072];
+	size_t n = (size_t)snprintf(req, sizeof(req), "POST /fields?q=1%%202 HTTP/1.1\r\nHost: x\r\n"
+	                            "X-Empty:\r\nX-Blank:  \t\r\nX-Trail: v \t \r\n");
+	size_t w = (size_t)snprintf(want, sizeof(want), "Host=x\nX-Empty=\nX-Blank=\nX-Trail=v\n");
+	for (int i = 0; i < 40; i++) {  /* past 16 fields and past 1 KiB of head */
+		n += (size_t)snprintf(req + n, sizeof(req) - n, "X-Field-%02d: value-%02d-%s\r\n", i, i,
+		                      "abcdefghijklmnopqrstuvwxyz");
+		w += (size_t)snprintf(want + w, sizeof(want) - w, "X-Field-%02d=value-%02d-%s\n", i, i,
+		                      "abcdefghijklmnopqrstuvwxyz");
+	}
+	n += (size_t)snprintf(req + n, sizeof(req) - n, "Transfer-Encoding: chunked\r\n\r\n"
+	                      "3\r\nabc\r\n0\r\nX-Trailer: late\r\n\r\n");
+	w += (size_t)snprintf(want + w, sizeof(want) - w,
+	                      "Transfer-Encoding=chunked\npath=/fields query=q=1%%202\n");
+	int fd = connect_raw(port);
+	/* in pieces of 7 bytes, each its own segment, so fields straddle reads */
+	for (size_t off = 0; off < n; off += 7) {
+		send_all(fd, req + off, n - off < 7 ? n - off : 7);
+		usleep(200);
+	}
+	char buf[8192];
+	size_t got = read_response(fd, buf, sizeof(buf));
+	ck_assert_uint_gt(got, 0);
+	ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	char *body = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	ck_assert_str_eq(body + 4, want);
+	/* the next request on the connection starts from an empty head */
+	send_str(fd, "GET /fields HTTP/1.1\r\nHost: y\r\n\r\n");
+	read_response(fd, buf, sizeof(buf));
+	body = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	ck_assert_str_eq(body + 4, "Host=y\npath=/fields query=\n");
 	close(fd);
 }
 END_TEST
@@ -763,6 +823,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, prefix_and_exact_routes);
 	tcase_add_test(tc, keep_alive_reuses_the_connection);
 	tcase_add_test(tc, pipelined_requests_are_answered_in_order);
+	tcase_add_test(tc, head_fields_survive_pieces_growth_and_trailers);
 	tcase_add_test(tc, http10_closes_unless_keep_alive_asked);
 	tcase_add_test(tc, unknown_path_404_and_wrong_method_405);
 	tcase_add_test(tc, oversized_headers_get_431);

@@ -192,6 +192,36 @@ START_TEST(access_line)
 	ck_assert_str_eq(cJSON_GetObjectItem(o, "user_agent")->valuestring, "curl/8");
 	cJSON_Delete(o);
 	free(line);
+	/* the whole line, byte for byte: key order, numbers as the log always
+	 * printed them (milliseconds to three decimals, no trailing zeros) */
+	rt_access_entry f = { "POST", "/x", "::1", "", NULL, "a\\b\n", 499, 12.5, 3000000000u };
+	line = rt_access_line(&f, "2026-01-01T00:00:00.000Z");
+	ck_assert_ptr_nonnull(line);
+	ck_assert_str_eq(line,
+	                 "{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"info\","
+	                 "\"logger\":\"sandbox-router.access\",\"msg\":\"request\","
+	                 "\"method\":\"POST\",\"path\":\"/x\",\"status\":499,\"duration_ms\":12.5,"
+	                 "\"client_ip\":\"::1\",\"sandbox_id\":\"\",\"sandbox_namespace\":\"\","
+	                 "\"bytes_out\":3000000000,\"user_agent\":\"a\\\\b\\n\"}\n");
+	free(line);
+	f.duration_ms = 0.0004;
+	f.status = 200;
+	line = rt_access_line(&f, "t");
+	ck_assert_ptr_nonnull(strstr(line, "\"status\":200,\"duration_ms\":0,"));
+	free(line);
+	/* a path longer than the stack buffer of rt_access_log still logs whole */
+	char *long_path = malloc(10000);
+	memset(long_path, 'p', 9999);
+	long_path[9999] = '\0';
+	f.path = long_path;
+	line = rt_access_line(&f, "t");
+	ck_assert_ptr_nonnull(line);
+	o = cJSON_Parse(line);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "path")->valuestring, long_path);
+	cJSON_Delete(o);
+	free(line);
+	free(long_path);
 	ck_assert(rt_access_skip("/healthz"));
 	ck_assert(rt_access_skip("/metrics"));
 	ck_assert(!rt_access_skip("/healthz/x"));
