@@ -143,10 +143,15 @@ def usage(pid):
 
 # ---------------------------------------------------------------- workload
 
+WITH_SERVICE = False  # --service: every Sandbox asks for its headless Service
+
+
 def sandbox(name):
+    spec = {"podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}}}
+    if WITH_SERVICE:
+        spec["service"] = True
     return {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
-            "metadata": {"name": name},
-            "spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}}}}
+            "metadata": {"name": name}, "spec": spec}
 
 
 def is_ready(obj):
@@ -346,8 +351,33 @@ def controller_pid(pid):
     return tree[-1] if tree else pid
 
 
+def restart_and_measure(kc_admin, ns, cmd, env, logdir, index, proc, logf, watch, count):
+    """Stops the controller and starts it again beside the `count` Sandboxes
+    (and their Pods and Services) it made: it LISTs them all at start. Once a
+    new Sandbox is Ready (its caches synced), reads its settled RSS. Returns
+    (rss KiB, the new process, its log file)."""
+    stop_controller(proc, logf)
+    logpath = os.path.join(logdir, f"controller-{index}-restarted.log")
+    logf = open(logpath, "w")
+    log(f"restarting the controller beside {count} Sandboxes (log: {logpath})")
+    proc = subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    t = time.monotonic()
+    status, body = request(kc_admin, "POST", f"{API}/namespaces/{ns}/sandboxes", sandbox("after-restart"))
+    if status not in (201, 409):
+        raise RuntimeError(f"cannot create the after-restart Sandbox: {status} {body[:300]!r}")
+    while not watch.wait(["after-restart"], time.monotonic() + 1):
+        if proc.poll() is not None:
+            raise RuntimeError(f"restarted controller exited with {proc.returncode}; see {logpath}")
+        if time.monotonic() - t > 300:
+            raise RuntimeError(f"after-restart Sandbox not Ready after 300 s; see {logpath}")
+    rss = settled_rss(proc.pid)
+    log(f"restarted beside {count} Sandboxes: controller RSS {rss / 1024:.1f} MiB "
+        f"(synced and a new Sandbox Ready in {time.monotonic() - t:.1f} s)")
+    return rss, proc, logf
+
+
 def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, checkpoints=None,
-            checkpoint_command=None):
+            checkpoint_command=None, restart=False):
     ns = f"bench-c2r-{index}-{uuid.uuid4().hex[:6]}"
     status, body = request(kc_admin, "POST", "/api/v1/namespaces",
                            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
@@ -383,6 +413,7 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, chec
                 raise RuntimeError(f"warm-up Sandbox not Ready after 180 s; see {logpath}")
         result["warmup_s"] = watch.ready_at["warmup"] - t
         cpu0, _, _ = usage(proc.pid)
+        rss0 = settled_rss(proc.pid) if restart else 0
 
         # in stages when memory checkpoints are asked: create up to each,
         # wait for all Ready, let the controller settle, read its VmRSS
@@ -406,6 +437,11 @@ def run_one(kc_admin, sa_kc_path, cmd, count, rate, timeout, logdir, index, chec
             prev = upto
         cpu1, hwm, rss = usage(proc.pid)
         alive = proc.poll() is None
+        if restart and alive:
+            rss_before = settled_rss(proc.pid)
+            rss_after, proc, logf = restart_and_measure(kc_admin, ns, cmd, env, logdir, index, proc, logf,
+                                                        watch, count)
+            result["restart"] = {"count": count, "rss0": rss0, "before": rss_before, "after": rss_after}
         lat = sorted((watch.ready_at[n] - started[n]) * 1000 for n in started if n in watch.ready_at)
         result.update(
             created=len(started), create_errors=errors, ready=len(lat), complete=done and not errors,
@@ -546,7 +582,7 @@ def main(argv):
         commands = [c for c in commands if c]
     ap = argparse.ArgumentParser(prog="bench/create_to_ready.sh",
                                  description="Sandbox create-to-Ready latency, throughput, controller memory and CPU.",
-                                 usage="%(prog)s [--count N] [--rate R] [--build-dir DIR] [--timeout S] "
+                                 usage="%(prog)s [--count N] [--rate R] [--memory-at N,M] [--service] [--restart] [--build-dir DIR] [--timeout S] "
                                        "[-- CONTROLLER COMMAND ... [-- ANOTHER ...]]")
     ap.add_argument("--count", type=int, default=1000, help="Sandboxes to create (default 1000)")
     ap.add_argument("--rate", type=float, default=50, help="creates per second (default 50)")
@@ -560,9 +596,17 @@ def main(argv):
                     help="shell command run at each --memory-at checkpoint once RSS is read; {pid} is the "
                          "controller's pid, {count} the checkpoint (e.g. gdb -p {pid} -batch -ex "
                          "'call (void)malloc_stats()', which prints the heap to the controller's log)")
+    ap.add_argument("--service", action="store_true",
+                    help="every Sandbox has spec.service: true, so the controller also makes and caches "
+                         "its headless Service")
+    ap.add_argument("--restart", action="store_true",
+                    help="at the end, restart the controller beside all the Sandboxes and read its settled "
+                         "RSS once it has listed them (memory a fresh LIST leaves, per Sandbox)")
     ap.add_argument("--timeout", type=float, default=300,
                     help="seconds to wait for the last Ready after the last scheduled create (default 300)")
     args = ap.parse_args(own)
+    global WITH_SERVICE
+    WITH_SERVICE = args.service
     checkpoints = []
     if args.memory_at:
         try:
@@ -586,7 +630,7 @@ def main(argv):
                      "--webhook-cert-dir", "{logdir}/webhook-certs",
                      "--webhook-url", f"https://127.0.0.1:{port}/convert"]]
 
-    own_cluster, env, kubeconfig = cluster_for("bench-cluster", 18, args.count + 1)
+    own_cluster, env, kubeconfig = cluster_for("bench-cluster", 18, args.count + 2)
     results = []
     try:
         kc = Kubeconfig(kubeconfig)
@@ -605,7 +649,7 @@ def main(argv):
         for i, cmd in enumerate(commands):
             wait_room(kc, args.count)
             results.append(run_one(kc, sa, cmd, args.count, args.rate, args.timeout, logdir, i, checkpoints,
-                                   args.checkpoint_command))
+                                   args.checkpoint_command, args.restart))
         load1 = os.getloadavg()
     finally:
         if own_cluster:
@@ -614,7 +658,8 @@ def main(argv):
     print(f"# create_to_ready {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; {machine()}; "
           f"load average {load0[0]:.1f} before, {load1[0]:.1f} after")
     print(f"# command: bench/create_to_ready.sh {shlex.join(argv)}")
-    print(f"# {args.count} Sandboxes at {args.rate:g}/s; latency = client create call -> Ready=True seen on a watch")
+    print(f"# {args.count} Sandboxes at {args.rate:g}/s{' with their Services' if args.service else ''}; "
+          "latency = client create call -> Ready=True seen on a watch")
     print("| # | created | Ready | create/s | p50 ms | p90 ms | p99 ms | max ms | Ready/s | peak RSS MiB | CPU s burst | CPU s total | exit |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ok = True
@@ -635,6 +680,23 @@ def main(argv):
         if len(slopes) > 1 and slopes[0]:
             print("# slope of each command over #0's: " +
                   ", ".join(f"#{i} {s / slopes[0]:.2f}x" for i, s in enumerate(slopes) if i and s is not None))
+    if args.restart:
+        print("# restart: RSS once settled after the warm-up Sandbox, before the restart with all of them, and after "
+              "a restart beside them (their LIST), KiB per Sandbox from the warm-up's RSS")
+        print("| # | Sandboxes | RSS MiB at warm-up | before restart | after restart | KiB per Sandbox before / after |")
+        print("|---|---|---|---|---|---|")
+        for i, r in enumerate(results):
+            x = r.get("restart")
+            if not x:
+                print(f"| {i} | - | - | - | - | - |")
+                continue
+            print(f"| {i} | {x['count']} | {x['rss0'] / 1024:.1f} | {x['before'] / 1024:.1f} | "
+                  f"{x['after'] / 1024:.1f} | {(x['before'] - x['rss0']) / x['count']:.2f} / "
+                  f"{(x['after'] - x['rss0']) / x['count']:.2f} |")
+        after = [r["restart"]["after"] - r["restart"]["rss0"] for r in results if r.get("restart")]
+        if len(after) > 1 and after[0] > 0:
+            print("# after-restart growth of each command over #0's: " +
+                  ", ".join(f"#{i} {a / after[0]:.2f}x" for i, a in enumerate(after) if i))
     for i, r in enumerate(results):
         print(f"# {i}: {r['command']}  (log {r['log']}; warm-up Sandbox Ready in {r['warmup_s']:.2f} s)")
         if not r["complete"]:

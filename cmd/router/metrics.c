@@ -200,6 +200,59 @@ void rt_metrics_request(rt_metrics *m, const char *method, int code, const char 
 	asb_metric_observe(m->duration, v, 3, seconds);
 }
 
+void rt_metrics_request_memo(rt_metrics *m, rt_metrics_memo *memo, const char *method, int code,
+                             const char *ns, double seconds)
+{
+	const char *meth = rt_metrics_method(method);
+	size_t nl = strlen(ns);
+	if (memo->m != m || memo->method != meth || memo->code != code || nl >= sizeof(memo->ns) ||
+	    memcmp(memo->ns, ns, nl + 1) != 0) {
+		char c[8];
+		const char *v[] = { meth, rt_metrics_code(code, c, sizeof(c)), ns_label(m, ns) };
+		asb_metric_series *rs, *ds;
+		if (asb_metric_series_get(&rs, m->requests, v, 3) < 0 ||
+		    asb_metric_series_get(&ds, m->duration, v, 3) < 0) {
+			memo->m = NULL;
+			return;
+		}
+		memo->requests = rs;
+		memo->duration = ds;
+		memo->method = meth;
+		memo->code = code;
+		if (nl < sizeof(memo->ns)) {
+			memcpy(memo->ns, ns, nl + 1);
+			memo->m = m;
+		} else {
+			memo->m = NULL;  /* too long to remember: looked up each time */
+		}
+	}
+	asb_metric_series_add(memo->requests, 1);
+	asb_metric_series_observe(memo->duration, seconds);
+}
+
+void rt_metrics_authz_memo(rt_metrics *m, rt_metrics_memo *memo, const char *ns, bool allow)
+{
+	size_t nl = strlen(ns);
+	if (memo->authz_m != m || memo->allow != allow || nl >= sizeof(memo->authz_ns) ||
+	    memcmp(memo->authz_ns, ns, nl + 1) != 0) {
+		asb_metric_series *s;
+		if (asb_metric_series_get(&s, m->authz, (const char *[]){ ns_label(m, ns),
+		                          allow ? "allow" : "deny" }, 2) < 0) {
+			memo->authz_m = NULL;
+			return;
+		}
+		memo->authz = s;
+		memo->allow = allow;
+		if (nl < sizeof(memo->authz_ns)) {
+			memcpy(memo->authz_ns, ns, nl + 1);
+			memo->authz_m = m;
+		} else {
+			memo->authz_m = NULL;
+		}
+	}
+	asb_metric_series_add(memo->authz, 1);
+}
+
 void rt_metrics_inflight(rt_metrics *m, int delta)
 {
 	asb_metric_series_add(m->inflight_s, delta);

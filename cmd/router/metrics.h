@@ -66,6 +66,31 @@ void rt_metrics_free(rt_metrics *m);
 /** One finished request: its method, status code, namespace label and duration. */
 void rt_metrics_request(rt_metrics *m, const char *method, int code, const char *ns,
                         double seconds);
+/**
+ * What one loop thread last resolved its label sets to: a request's
+ * counter and histogram series, an authorization verdict's counter. A loop
+ * serving requests alike then skips the lookups (label checks, key, lock,
+ * hash) that rt_metrics_request and rt_metrics_authz make. Zero it before
+ * first use; one per thread, never shared. Series live as long as the
+ * registry, so the memo stays valid while `m` does.
+ */
+typedef struct {
+	const rt_metrics *m;
+	const char *method;              /* rt_metrics_method()'s static name */
+	int code;
+	char ns[64];
+	asb_metric_series *requests, *duration;
+	const rt_metrics *authz_m;
+	bool allow;
+	char authz_ns[64];
+	asb_metric_series *authz;
+} rt_metrics_memo;
+
+/** rt_metrics_request through `memo` (the calling thread's). */
+void rt_metrics_request_memo(rt_metrics *m, rt_metrics_memo *memo, const char *method, int code,
+                             const char *ns, double seconds);
+/** rt_metrics_authz through `memo` (the calling thread's). */
+void rt_metrics_authz_memo(rt_metrics *m, rt_metrics_memo *memo, const char *ns, bool allow);
 /** A request starts (+1) or ends (-1). */
 void rt_metrics_inflight(rt_metrics *m, int delta);
 /** An upstream failure; reason is timeout, tls, eof, dial or other. */

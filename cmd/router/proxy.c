@@ -29,6 +29,7 @@ typedef struct rt_listener {
 	rt_proxy *proxy;
 	httpd_server *srv;
 	rt_pool *pools[MAX_LOOPS];   /* one per loop thread, made on that thread */
+	rt_metrics_memo memos[MAX_LOOPS];  /* each loop thread's */
 	bool draining[MAX_LOOPS];
 	struct rt_listener *next;
 } rt_listener;
@@ -70,7 +71,7 @@ typedef struct rt_req {
 	/* target and upstream */
 	rt_target target;
 	int attempt;
-	char key[320];
+	char key[sizeof(((rt_target *)0)->host) + 24];  /* host:port */
 	uv_getaddrinfo_t gai;
 	struct sockaddr_storage addr;
 	uv_timer_t phase;            /* retry backoff, then response-header timeout */
@@ -512,7 +513,11 @@ static void start_attempt(rt_req *r)
 		fail_reject(r, &rej);
 		return;
 	}
-	snprintf(r->key, sizeof(r->key), "%s:%d", r->target.host, r->target.port);
+	/* "host:port", the pool's key (no printf: every request) */
+	size_t hl = strnlen(r->target.host, sizeof(r->target.host) - 1);
+	memcpy(r->key, r->target.host, hl);
+	r->key[hl] = ':';
+	r->key[hl + 1 + asb_format_int(r->key + hl + 1, r->target.port)] = '\0';
 	if (r->target.is_ip) {
 		memset(&r->addr, 0, sizeof(r->addr));
 		if (r->target.ip.family == AF_INET) {
@@ -554,7 +559,11 @@ static void proceed(rt_req *r, rt_verdict v, const char *detail)
 			        NULL);
 		v = RT_VERDICT_FORBIDDEN;
 	}
-	rt_metrics_authz(p->o.metrics, ns_label(r), v == RT_VERDICT_ALLOW);
+	if (r->loop_index < MAX_LOOPS)
+		rt_metrics_authz_memo(p->o.metrics, &r->l->memos[r->loop_index], ns_label(r),
+		                      v == RT_VERDICT_ALLOW);
+	else
+		rt_metrics_authz(p->o.metrics, ns_label(r), v == RT_VERDICT_ALLOW);
 	switch (v) {
 	case RT_VERDICT_ALLOW:
 		start_attempt(r);
@@ -644,8 +653,13 @@ static void on_close(httpd_exchange *ex, int reason, void *ud)
 	}
 	int status = r->status ? r->status : 499;  /* 499: the client went first */
 	double secs = (double)(now_ns() - r->start_ns) / 1e9;
-	if (r->head.path && strcmp(r->head.path, "/healthz") != 0)
-		rt_metrics_request(p->o.metrics, r->head.method, status, ns_label(r), secs);
+	if (r->head.path && strcmp(r->head.path, "/healthz") != 0) {
+		if (r->loop_index < MAX_LOOPS)
+			rt_metrics_request_memo(p->o.metrics, &r->l->memos[r->loop_index], r->head.method,
+			                        status, ns_label(r), secs);
+		else
+			rt_metrics_request(p->o.metrics, r->head.method, status, ns_label(r), secs);
+	}
 	rt_metrics_inflight(p->o.metrics, -1);
 	if (p->o.access_log && r->head.path && !rt_access_skip(r->head.path)) {
 		rt_access_entry e = {
@@ -701,9 +715,16 @@ static int load_head(rt_req *r, httpd_exchange *ex)
 	httpd_exchange_peer(ex, r->peer, sizeof(r->peer), NULL);
 	/* the target as received: path, and the query when there is one */
 	const char *path = httpd_request_path(req), *query = httpd_request_query(req);
-	if (asprintf(&r->target_s, "%s%s%s", path, *query ? "?" : "", query) < 0) {
-		r->target_s = NULL;
+	size_t pl = strlen(path), ql = strlen(query);
+	r->target_s = malloc(pl + ql + 2);
+	if (!r->target_s)
 		return -1;
+	memcpy(r->target_s, path, pl);
+	if (ql) {
+		r->target_s[pl] = '?';
+		memcpy(r->target_s + pl + 1, query, ql + 1);
+	} else {
+		r->target_s[pl] = '\0';
 	}
 	r->head = (rt_head){
 		.method = httpd_request_method(req), .target = r->target_s, .path = path,

@@ -835,9 +835,43 @@ void httpd__conn_close(conn *c, int reason)
 		uv_close((uv_handle_t *)&c->sf_poll, on_conn_handle_closed);  /* sf_fd: conn_free */
 }
 
+/*
+ * The connection's one deadline (read, idle, exchange, linger), armed
+ * lazily: every request moves it two or three times, nearly always later,
+ * and a libuv timer start is a heap removal and insertion. A later
+ * deadline is only recorded (`due`); the timer, when it fires before it,
+ * re-arms itself for what is left. A stop clears `due`, and a timer that
+ * fires with none does nothing.
+ */
+static void on_timer(uv_timer_t *t);
+
+static void conn_timer_start(conn *c, uint64_t ms)
+{
+	uint64_t due = uv_now(&c->lp->uv) + ms;
+	c->due = due;
+	if (!uv_is_active((uv_handle_t *)&c->timer) || c->armed_due > due) {
+		uv_timer_start(&c->timer, on_timer, ms, 0);
+		c->armed_due = due;
+	}
+}
+
+static void conn_timer_stop(conn *c)
+{
+	c->due = 0;
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	conn *c = t->data;
+	if (!c->due)
+		return;  /* stopped since it was armed */
+	uint64_t now = uv_now(&c->lp->uv);
+	if (now < c->due) {
+		uv_timer_start(&c->timer, on_timer, c->due - now, 0);
+		c->armed_due = c->due;
+		return;
+	}
+	c->due = 0;
 	int reason = ASB_ETIMEOUT;
 	if (c->state == HTTPD__CONN_OPEN)
 		asb_log(c->srv->log, ASB_LOG_DEBUG,
@@ -855,9 +889,9 @@ void httpd__conn_set_timer(conn *c, long ms)
 	if (c->state != HTTPD__CONN_OPEN)
 		return;
 	if (ms > 0)
-		uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+		conn_timer_start(c, (uint64_t)ms);
 	else
-		uv_timer_stop(&c->timer);
+		conn_timer_stop(c);
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -870,7 +904,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 		return;
 	}
 	/* the answer is out: drop what the client still sends, briefly */
-	uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+	conn_timer_start(c, (uint64_t)LINGER_MS);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
@@ -882,7 +916,7 @@ void httpd__conn_finish(conn *c)
 	if (c->state != HTTPD__CONN_OPEN)
 		return;
 	c->state = HTTPD__CONN_LINGER;
-	uv_timer_stop(&c->timer);
+	conn_timer_stop(c);
 	asb_strbuf_free(&c->in);
 	c->in_off = 0;
 	if (!c->reading && !c->peer_eof) {
@@ -1073,7 +1107,7 @@ static int on_message_begin(httpd_parser *p)
 	c->reject_status = 0;
 	c->stream_req = false;
 	c->upgrade_req = false;
-	uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
+	conn_timer_start(c, (uint64_t)c->srv->read_timeout_ms);
 	return 0;
 }
 
@@ -1244,7 +1278,7 @@ static int on_message_complete(httpd_parser *p)
 				httpd__exchange_deliver_end(ex);
 		} else if (c->state == HTTPD__CONN_OPEN && !c->close_after) {
 			/* the dropped body is behind us: next request */
-			uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+			conn_timer_start(c, (uint64_t)s->idle_timeout_ms);
 		}
 		if (!httpd__conn_can_parse(c) && !httpd_parser_upgrade(p))
 			httpd_parser_pause(p);
@@ -1270,7 +1304,7 @@ static int on_message_complete(httpd_parser *p)
 		httpd_parser_pause(p);
 		return 0;
 	}
-	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+	conn_timer_start(c, (uint64_t)s->idle_timeout_ms);
 	return 0;
 }
 
@@ -1506,12 +1540,12 @@ void httpd__conn_exchange_done(conn *c, httpd_exchange *ex)
 			return;
 		}
 		c->discard_left = left;
-		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->read_timeout_ms, 0);
+		conn_timer_start(c, (uint64_t)c->srv->read_timeout_ms);
 	} else if (c->close_after) {
 		httpd__conn_finish(c);
 		return;
 	} else {
-		uv_timer_start(&c->timer, on_timer, (uint64_t)c->srv->idle_timeout_ms, 0);
+		conn_timer_start(c, (uint64_t)c->srv->idle_timeout_ms);
 	}
 	httpd__conn_kick(c);
 }
@@ -1592,7 +1626,7 @@ static void accept_one(loop *lp)
 		}
 	}
 	/* the handshake must also finish within the idle time */
-	uv_timer_start(&c->timer, on_timer, (uint64_t)s->idle_timeout_ms, 0);
+	conn_timer_start(c, (uint64_t)s->idle_timeout_ms);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0)
 		httpd__conn_close(c, ASB_ETRANSPORT);
 	else

@@ -160,6 +160,8 @@ typedef struct {
 struct httpd__conn {
 	uv_tcp_t tcp;                  /* tcp.data == this */
 	uv_timer_t timer;              /* idle / read / exchange / linger deadline */
+	uint64_t due;                  /* that deadline (loop ms), 0: none; the timer runs lazily */
+	uint64_t armed_due;            /* when the timer, if active, fires */
 	uv_shutdown_t shutdown_req;
 	httpd__loop *lp;
 	httpd_server *srv;
