@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "asb/strbuf.h"
 #include "contract.h"
 
 int rt_reject_set(rt_reject *rej, int status, const char *fmt, ...)
@@ -75,7 +76,18 @@ bool rt_ip_parse(const char *s, rt_ip *out)
 			return false;
 		out->family = AF_INET;
 	}
-	inet_ntop(out->family, out->addr, out->text, sizeof(out->text));
+	if (out->family == AF_INET) {
+		/* dotted decimal as inet_ntop writes it, without its sprintf */
+		char *t = out->text;
+		for (int i = 0; i < 4; i++) {
+			if (i)
+				*t++ = '.';
+			t += asb_format_int(t, out->addr[i]);
+		}
+		*t = '\0';
+	} else {
+		inet_ntop(out->family, out->addr, out->text, sizeof(out->text));
+	}
 	return true;
 }
 

@@ -108,7 +108,7 @@ static size_t each_token(const rt_header *hs, size_t n, conn_token *out)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (strcasecmp(hs[i].name, "Connection") != 0)
+		if (((unsigned char)hs[i].name[0] | 0x20) != 'c' || strcasecmp(hs[i].name, "Connection") != 0)
 			continue;
 		const char *v = hs[i].value;
 		size_t len;

@@ -50,7 +50,9 @@ static void set_ip_target(rt_target *out, rt_source src, const rt_ip *ip, int po
 	out->is_ip = true;
 	out->ip = *ip;
 	out->port = port;
-	snprintf(out->host, sizeof(out->host), "%s", ip->text);
+	size_t n = strnlen(ip->text, sizeof(ip->text) - 1);  /* text[46] < host[300] */
+	memcpy(out->host, ip->text, n);
+	out->host[n] = '\0';
 }
 
 int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster_domain,

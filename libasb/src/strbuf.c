@@ -39,7 +39,9 @@ int asb_strbuf_reserve(asb_strbuf *b, size_t n)
 
 int asb_strbuf_add(asb_strbuf *b, const char *s, size_t n)
 {
-	if (reserve(b, n) < 0)
+	/* the usual case, room for n bytes and the NUL, without the call
+	 * (len < cap whenever cap > 0) */
+	if ((b->failed || n >= b->cap - b->len) && reserve(b, n) < 0)
 		return -1;
 	if (n)
 		memcpy(b->data + b->len, s, n);

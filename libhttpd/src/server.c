@@ -175,13 +175,23 @@ static void call_append(httpd__call **head, httpd__call **tail, httpd__call *cal
 	*tail = call;
 }
 
-/* Runs and frees a detached list of calls, in order. */
-static void run_list(httpd__call *call)
+/* Records a loop keeps for reuse, of each kind. */
+#define SPARE_MAX 64
+
+/* Runs and frees a detached list of calls, in order (on lp's thread: the
+ * records are kept for the next deferred calls). */
+static void run_list(loop *lp, httpd__call *call)
 {
 	while (call) {
 		httpd__call *next = call->next;
 		call->fn(call->ud);
-		free(call);
+		if (lp->nspare_calls < SPARE_MAX) {
+			call->next = lp->spare_calls;
+			lp->spare_calls = call;
+			lp->nspare_calls++;
+		} else {
+			free(call);
+		}
 		call = next;
 	}
 }
@@ -215,9 +225,16 @@ int httpd__loop_defer(loop *lp, void (*fn)(void *), void *ud)
 {
 	if (lp->calls_closed)  /* written on this thread only */
 		return loop_ended(lp);
-	httpd__call *call = call_new(fn, ud);
-	if (!call)
+	httpd__call *call = lp->spare_calls;
+	if (call) {
+		lp->spare_calls = call->next;
+		lp->nspare_calls--;
+		call->fn = fn;
+		call->ud = ud;
+		call->next = NULL;
+	} else if (!(call = call_new(fn, ud))) {
 		return ASB_ENOMEM;
+	}
 	call_append(&lp->local, &lp->local_tail, call);
 	/* the idle handle keeps the poll from blocking, and the loop alive,
 	 * until the check phase ran it */
@@ -233,7 +250,7 @@ static void run_local(loop *lp)
 {
 	httpd__call *call = lp->local;
 	lp->local = lp->local_tail = NULL;
-	run_list(call);
+	run_list(lp, call);
 }
 
 /* Runs the calls queued so far (later ones wait for the next wake-up). */
@@ -245,7 +262,7 @@ static void run_calls(loop *lp, bool close)
 	if (close)
 		lp->calls_closed = true;
 	pthread_mutex_unlock(&lp->calls_lock);
-	run_list(call);
+	run_list(lp, call);
 }
 
 int httpd_server_call(httpd_server *s, unsigned int loop_index, void (*fn)(void *ud), void *ud)
@@ -263,6 +280,29 @@ unsigned int httpd_server_loops(const httpd_server *s)
 
 /* --- connections: writes ------------------------------------------------------------ */
 
+/* A zeroed write record, reused when the loop has one. */
+static httpd__write *write_new(loop *lp)
+{
+	httpd__write *wr = lp->spare_writes;
+	if (!wr)
+		return calloc(1, sizeof(*wr));
+	lp->spare_writes = wr->next;
+	lp->nspare_writes--;
+	memset(wr, 0, sizeof(*wr));
+	return wr;
+}
+
+static void write_free(loop *lp, httpd__write *wr)
+{
+	if (lp->nspare_writes < SPARE_MAX) {
+		wr->next = lp->spare_writes;
+		lp->spare_writes = wr;
+		lp->nspare_writes++;
+	} else {
+		free(wr);
+	}
+}
+
 /* One write of a batch is done (or cancelled). */
 static void write_done(httpd__write *wr, int status)
 {
@@ -277,7 +317,7 @@ static void write_done(httpd__write *wr, int status)
 	}
 	if (wr->ex)
 		httpd__exchange_write_done(wr, status);  /* drops wr's reference */
-	free(wr);
+	write_free(c->lp, wr);
 }
 
 /* Completes a batch of writes, in order (or cancels them). */
@@ -526,7 +566,7 @@ static void cork_append(conn *c, httpd__write *wr)
 
 static int plain_write(conn *c, char *data, size_t len)
 {
-	httpd__write *wr = calloc(1, sizeof(*wr));
+	httpd__write *wr = write_new(c->lp);
 	if (!wr) {
 		free(data);
 		return -1;
@@ -724,7 +764,7 @@ int httpd__conn_send_file(conn *c, httpd_exchange *ex, int fd, uint64_t offset, 
 {
 	if (c->state != HTTPD__CONN_OPEN || c->tls)
 		return -1;
-	httpd__write *wr = calloc(1, sizeof(*wr));
+	httpd__write *wr = write_new(c->lp);
 	if (!wr) {
 		httpd__conn_close(c, ASB_ETRANSPORT);
 		return -1;
@@ -1146,9 +1186,10 @@ static bool framing_ambiguous(const httpd_request *r)
 {
 	int cl = 0, te = 0;
 	for (size_t i = 0; i < r->nheaders; i++) {
-		if (strcasecmp(r->headers[i].name, "Content-Length") == 0)
+		unsigned char c0 = (unsigned char)r->headers[i].name[0] | 0x20;
+		if (c0 == 'c' && strcasecmp(r->headers[i].name, "Content-Length") == 0)
 			cl++;
-		else if (strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
+		else if (c0 == 't' && strcasecmp(r->headers[i].name, "Transfer-Encoding") == 0)
 			te++;
 	}
 	return cl > 1 || (cl && te);
@@ -2002,6 +2043,17 @@ static void loops_destroy(httpd_server *s)
 			free(call);
 		}
 		lp->local = lp->local_tail = NULL;
+		while (lp->spare_calls) {
+			httpd__call *next = lp->spare_calls->next;
+			free(lp->spare_calls);
+			lp->spare_calls = next;
+		}
+		while (lp->spare_writes) {
+			httpd__write *next = lp->spare_writes->next;
+			free(lp->spare_writes);
+			lp->spare_writes = next;
+		}
+		lp->nspare_calls = lp->nspare_writes = 0;
 		pthread_mutex_destroy(&lp->calls_lock);
 		lp->initialized = false;
 	}

@@ -145,6 +145,10 @@ struct httpd__loop {
 	httpd__conn *corked;           /* connections with corked writes */
 	httpd__conn *written;          /* connections with batches written at once, unreported */
 	httpd__call *local, *local_tail; /* deferred on this thread (httpd__loop_defer) */
+	/* records kept for reuse (several a request each), loop thread only */
+	httpd__call *spare_calls;
+	struct httpd__write *spare_writes;
+	unsigned int nspare_calls, nspare_writes;
 };
 
 typedef enum { HTTPD__CONN_OPEN, HTTPD__CONN_LINGER, HTTPD__CONN_CLOSING } k8s__conn_state;

@@ -5,6 +5,7 @@
  * address, multicast, unspecified, IPv4-mapped) and the framing checks
  * against request smuggling.
  */
+#include <arpa/inet.h>
 #include <check.h>
 #include <string.h>
 #include "contract.h"
@@ -184,6 +185,18 @@ START_TEST(ip_helpers)
 	ck_assert(rt_ip_parse("2001:db8::1", &b));
 	ck_assert(rt_ip_equal(&a, &b));
 	ck_assert_str_eq(a.text, "2001:db8::1");
+	/* IPv4 text is formatted without inet_ntop: the same dotted decimal */
+	static const char *const v4[] = { "0.0.0.0", "1.2.3.4", "10.0.0.1", "127.0.0.1",
+	                                   "100.64.9.99", "255.255.255.255", NULL };
+	for (int i = 0; v4[i]; i++) {
+		ck_assert(rt_ip_parse(v4[i], &a));
+		char want[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET, a.addr, want, sizeof(want));
+		ck_assert_str_eq(a.text, want);
+		ck_assert_str_eq(a.text, v4[i]);
+	}
+	ck_assert(rt_ip_parse("::ffff:10.1.2.3", &a));
+	ck_assert_str_eq(a.text, "10.1.2.3");
 	ck_assert(!rt_ip_parse("", &a));
 	ck_assert(!rt_ip_parse("1.2.3.256", &a));
 	ck_assert_str_eq(rt_contract_metric_namespace("team-a"), "team-a");
