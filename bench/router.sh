@@ -15,7 +15,9 @@
 # moves less than the throughput.
 #
 # Usage: bench/router.sh [DURATION_SECONDS]   (default 10)
-#   ROUTER_CMD="path [args]"  the router to measure: it gets the Go router's
+#   ROUTER_CMD="path [args]"  the router to measure (default: ours, with
+#                             --upstream-max-idle-per-host=256 as nginx's
+#                             keepalive 256); it gets the Go router's
 #                             listener flags (--http-bind-address,
 #                             --metrics-bind-address, --health-probe-bind-address,
 #                             --allow-loopback-pod-ip), so any router with
@@ -27,7 +29,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-10}
-router_cmd=${ROUTER_CMD:-$root/build/cmd/router/sandbox-router}
+# idle upstream connections kept as nginx's `keepalive 256` below keeps them
+# (ours: per sandbox and loop thread, default 64, which at c=200 closes and
+# reopens connections)
+router_cmd=${ROUTER_CMD:-$root/build/cmd/router/sandbox-router --upstream-max-idle-per-host=256}
 idle=${IDLE_CONNS:-10000}
 workers=${WORKERS:-$(nproc)}
 rounds=${ROUNDS:-3}
