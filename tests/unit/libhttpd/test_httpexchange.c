@@ -307,6 +307,18 @@ static void hang_handler(httpd_exchange *ex, void *ud)
 		httpd_exchange_end_on_client_eof(ex);
 }
 
+/* Sets a short timeout, then moves it (X-Retime ms, 0: none): the
+ * connection's deadline is armed lazily, so the timer armed for the first
+ * one fires early and must re-arm itself, or do nothing. */
+static void retime_handler(httpd_exchange *ex, void *ud)
+{
+	atomic_fetch_add(&st.calls, 1);
+	httpd_exchange_on_close(ex, closed, NULL);
+	httpd_exchange_set_timeout(ex, 60);
+	const char *t = httpd_request_header(httpd_exchange_request(ex), "X-Retime");
+	httpd_exchange_set_timeout(ex, t ? atol(t) : 0);
+}
+
 /* Holds the exchange until the test thread posts held_answer. */
 static httpd_exchange *held;           /* loop thread only */
 
@@ -631,6 +643,7 @@ static void start_server(unsigned int loops, bool tls, bool mtls)
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/thread", thread_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/endless", endless_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/hang", hang_handler, NULL), 0);
+	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/retime", retime_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/held", held_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, NULL, "/early/*", early_handler, NULL), 0);
 	ck_assert_int_eq(httpd_server_route_stream(srv, "GET", "/tunnel", tunnel_handler, NULL), 0);
@@ -998,6 +1011,33 @@ START_TEST(exchange_timeout_cuts_it)
 	close(fd);
 	ck_assert(wait_for(&st.closes, 1));
 	ck_assert_int_eq(atomic_load(&st.last_reason), ASB_ETIMEOUT);
+}
+END_TEST
+
+/* True when nothing arrives and the connection stays open for `ms`. */
+static bool quiet_for(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	return poll(&p, 1, ms) == 0;
+}
+
+START_TEST(exchange_timeout_moved_later_or_off)
+{
+	start_server(1, false, false);
+	/* 60 ms, then 600: still open well past 60, cut after 600 */
+	int fd = connect_raw();
+	send_str(fd, "GET /retime HTTP/1.1\r\nHost: x\r\nX-Retime: 600\r\n\r\n");
+	ck_assert(quiet_for(fd, 300));
+	ck_assert(eof_within(fd));
+	close(fd);
+	ck_assert(wait_for(&st.closes, 1));
+	ck_assert_int_eq(atomic_load(&st.last_reason), ASB_ETIMEOUT);
+	/* 60 ms, then none: never cut by the server */
+	fd = connect_raw();
+	send_str(fd, "GET /retime HTTP/1.1\r\nHost: x\r\nX-Retime: 0\r\n\r\n");
+	ck_assert(quiet_for(fd, 500));
+	ck_assert_int_eq(atomic_load(&st.closes), 1);
+	close(fd);  /* the server's shutdown ends the exchange */
 }
 END_TEST
 
@@ -1631,6 +1671,7 @@ int main(void)
 	tcase_add_test(tc, async_answers_from_a_timer_and_another_thread);
 	tcase_add_test(tc, client_gone_mid_response_closes_once);
 	tcase_add_test(tc, exchange_timeout_cuts_it);
+	tcase_add_test(tc, exchange_timeout_moved_later_or_off);
 	tcase_add_test(tc, client_eof_ends_an_exchange_that_asks);
 	tcase_add_test(tc, upgrade_echo_tunnel);
 	tcase_add_test(tc, upgrade_echo_tunnel_over_tls);
