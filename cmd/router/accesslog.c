@@ -7,6 +7,8 @@
  * buffer. cJSON still does every escape.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +133,13 @@ static void stamp(char ts[40])
  * write(2) a line, which keeps lines whole among the other logs, without
  * the stream lock that the loop threads would otherwise contend for on
  * every request. */
+/* A line up to PIPE_BUF is one atomic write(2) even into a pipe, so the
+ * loop threads write theirs side by side (shared); a longer one (a long
+ * path or user agent) might be split there, and goes alone (exclusive). */
+static pthread_rwlock_t line_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void write_all(int fd, const char *line, size_t n);
+
 static void put_line(FILE *out, const char *line, size_t n)
 {
 	int fd = fileno(out);
@@ -139,6 +148,17 @@ static void put_line(FILE *out, const char *line, size_t n)
 		fflush(out);
 		return;
 	}
+	bool alone = n > PIPE_BUF;
+	if (alone)
+		pthread_rwlock_wrlock(&line_lock);
+	else
+		pthread_rwlock_rdlock(&line_lock);
+	write_all(fd, line, n);
+	pthread_rwlock_unlock(&line_lock);
+}
+
+static void write_all(int fd, const char *line, size_t n)
+{
 	while (n) {
 		ssize_t w = write(fd, line, n);
 		if (w < 0 && errno == EINTR)

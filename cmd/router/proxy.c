@@ -183,7 +183,10 @@ static void body_data(httpd_exchange *ex, const char *data, size_t len, void *ud
 	}
 	if (!r->up)
 		return;
-	rt_upconn_write(r->up, data, len, r->framing.chunked && !r->tunnel);
+	if (rt_upconn_write(r->up, data, len, r->framing.chunked && !r->tunnel) < 0) {
+		fail_upstream(r, "other");  /* the connection is not reused */
+		return;
+	}
 	if (rt_upconn_queued(r->up) > RT_UP_HIGH_WATER && !r->body_paused) {
 		r->body_paused = true;
 		httpd_exchange_read_pause(ex);

@@ -110,7 +110,12 @@ void rt_upconn_cancel(rt_upconn *c);
  */
 void rt_upconn_begin(rt_upconn *c, const rt_up_callbacks *cb, void *ud, bool head_request);
 
-/** Queues `len` bytes (copied), in a chunk when `chunk`. 0 or a libuv error. */
+/**
+ * Sends `len` bytes, in a chunk when `chunk`: what the socket takes at once
+ * is written now, the rest copied and queued. 0, or a libuv error
+ * (UV_ENOTCONN when not active, UV_ENOMEM): after an error part of the bytes
+ * may be out, so the caller releases the connection without reuse.
+ */
 int rt_upconn_write(rt_upconn *c, const void *data, size_t len, bool chunk);
 
 /** Queues the last chunk of a chunked request body. */

@@ -377,15 +377,19 @@ static void written_done(conn *c)
 		cork_link(c);
 }
 
+/* Off the loop's lists: the one collecting and the one being reported. */
 static void written_unlink(conn *c)
 {
 	if (!c->written_linked)
 		return;
-	for (conn **pp = &c->lp->written; *pp; pp = &(*pp)->written_next)
-		if (*pp == c) {
-			*pp = c->written_next;
-			break;
-		}
+	conn **lists[] = { &c->lp->written, &c->lp->written_draining };
+	for (size_t i = 0; i < 2; i++)
+		for (conn **pp = lists[i]; *pp; pp = &(*pp)->written_next)
+			if (*pp == c) {
+				*pp = c->written_next;
+				goto out;
+			}
+out:
 	c->written_next = NULL;
 	c->written_linked = false;
 }
@@ -438,7 +442,10 @@ void httpd__conn_flush(conn *c)
 	 * rest, or all of it on any error, goes through uv_write as before. */
 	int rc = UV_ENOMEM;
 	if (bufs) {
-		ssize_t w = bytes <= INT_MAX ? uv_try_write((uv_stream_t *)&c->tcp, bufs, n) : 0;
+		/* not while libuv holds a batch: its completion comes at the next
+		 * iteration, and this one's must not be reported before it */
+		bool held = c->batches_inflight > c->written_batches;
+		ssize_t w = bytes <= INT_MAX && !held ? uv_try_write((uv_stream_t *)&c->tcp, bufs, n) : 0;
 		if (w == (ssize_t)bytes) {
 			if (bufs != small)
 				free(bufs);
@@ -511,11 +518,11 @@ static void on_cork_check(uv_check_t *h)
 	/* then the completions of what went out whole (this iteration's
 	 * flushes, and those made since the last check); what they write in
 	 * turn goes out at the next check, as after a uv_write callback */
-	conn *done = lp->written;
+	lp->written_draining = lp->written;  /* reachable: a callback may close one of them */
 	lp->written = NULL;
-	while (done) {
-		conn *c = done;
-		done = c->written_next;
+	while (lp->written_draining) {
+		conn *c = lp->written_draining;
+		lp->written_draining = c->written_next;
 		c->written_next = NULL;
 		c->written_linked = false;
 		written_done(c);
@@ -860,15 +867,16 @@ void httpd__conn_close(conn *c, int reason)
 		return;
 	c->state = HTTPD__CONN_CLOSING;
 	c->close_reason = reason ? reason : ASB_ETRANSPORT;
-	/* what the socket took is reported as written, then what was still
-	 * corked as cancelled */
 	written_unlink(c);
-	if (c->written_head)
-		written_done(c);
 	cork_unlink(c);
 	cork_cancel(c);
 	if (c->ex)
 		httpd__exchange_end(c->ex, c->close_reason);
+	/* what the socket took is reported as written once the exchange has
+	 * ended (as libuv reports a completed write at a handle's close), so
+	 * no done callback runs inside the close */
+	if (c->written_head)
+		written_done(c);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_handle_closed);
 	uv_close((uv_handle_t *)&c->timer, on_conn_handle_closed);
 	if (c->sf_poll_init)
@@ -1765,6 +1773,22 @@ static void on_wake(uv_async_t *a)
 		begin_drain(lp);
 }
 
+/* Frees the records a loop kept for reuse (its thread is done with them). */
+static void spares_free(loop *lp)
+{
+	while (lp->spare_calls) {
+		httpd__call *next = lp->spare_calls->next;
+		free(lp->spare_calls);
+		lp->spare_calls = next;
+	}
+	while (lp->spare_writes) {
+		httpd__write *next = lp->spare_writes->next;
+		free(lp->spare_writes);
+		lp->spare_writes = next;
+	}
+	lp->nspare_calls = lp->nspare_writes = 0;
+}
+
 static void *loop_thread(void *arg)
 {
 	loop *lp = arg;
@@ -1789,6 +1813,7 @@ static void *loop_thread(void *arg)
 	}
 	run_calls(lp, true);
 	uv_run(&lp->uv, UV_RUN_DEFAULT);
+	spares_free(lp);
 	return NULL;
 }
 
@@ -2043,17 +2068,7 @@ static void loops_destroy(httpd_server *s)
 			free(call);
 		}
 		lp->local = lp->local_tail = NULL;
-		while (lp->spare_calls) {
-			httpd__call *next = lp->spare_calls->next;
-			free(lp->spare_calls);
-			lp->spare_calls = next;
-		}
-		while (lp->spare_writes) {
-			httpd__write *next = lp->spare_writes->next;
-			free(lp->spare_writes);
-			lp->spare_writes = next;
-		}
-		lp->nspare_calls = lp->nspare_writes = 0;
+		spares_free(lp);
 		pthread_mutex_destroy(&lp->calls_lock);
 		lp->initialized = false;
 	}

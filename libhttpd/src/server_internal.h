@@ -144,6 +144,7 @@ struct httpd__loop {
 	uv_idle_t cork_idle;
 	httpd__conn *corked;           /* connections with corked writes */
 	httpd__conn *written;          /* connections with batches written at once, unreported */
+	httpd__conn *written_draining; /* the part of that list the check phase is reporting */
 	httpd__call *local, *local_tail; /* deferred on this thread (httpd__loop_defer) */
 	/* records kept for reuse (several a request each), loop thread only */
 	httpd__call *spare_calls;
