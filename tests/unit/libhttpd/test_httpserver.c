@@ -362,6 +362,45 @@ START_TEST(head_fields_survive_pieces_growth_and_trailers)
 }
 END_TEST
 
+/* A hostile head of many tiny fields ("a:" with no value; 5 bytes each as
+ * the limit counts them): 700, under the 4 KiB limit, are all kept (the
+ * field list and the head buffer grow past their first sizes); 1,100 get
+ * 431, and the server serves the next connection. */
+START_TEST(a_flood_of_tiny_fields_is_bounded)
+{
+	static char req[16384];
+	size_t n = (size_t)snprintf(req, sizeof(req), "GET /fields HTTP/1.1\r\n");
+	for (int i = 0; i < 700; i++)
+		n += (size_t)snprintf(req + n, sizeof(req) - n, "a:\r\n");
+	n += (size_t)snprintf(req + n, sizeof(req) - n, "\r\n");
+	int fd = connect_raw(port);
+	send_all(fd, req, n);
+	static char buf[16384];
+	read_response(fd, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	char *body = strstr(buf, "\r\n\r\n");
+	ck_assert_ptr_nonnull(body);
+	size_t lines = 0;
+	for (char *p = body + 4; (p = strstr(p, "a=\n")); p += 3)
+		lines++;
+	ck_assert_uint_eq(lines, 700);
+	close(fd);
+
+	n = (size_t)snprintf(req, sizeof(req), "GET /fields HTTP/1.1\r\n");
+	for (int i = 0; i < 1100; i++)
+		n += (size_t)snprintf(req + n, sizeof(req) - n, "a:\r\n");
+	n += (size_t)snprintf(req + n, sizeof(req) - n, "\r\n");
+	fd = connect_raw(port);
+	send_all(fd, req, n);
+	read_response(fd, buf, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "HTTP/1.1 431 "));
+	close(fd);
+
+	reply *r = request("GET", "/hello", NULL, 0, NULL);
+	ck_assert_int_eq(r->status, 200);
+}
+END_TEST
+
 START_TEST(http10_closes_unless_keep_alive_asked)
 {
 	char buf[4096];
@@ -824,6 +863,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, keep_alive_reuses_the_connection);
 	tcase_add_test(tc, pipelined_requests_are_answered_in_order);
 	tcase_add_test(tc, head_fields_survive_pieces_growth_and_trailers);
+	tcase_add_test(tc, a_flood_of_tiny_fields_is_bounded);
 	tcase_add_test(tc, http10_closes_unless_keep_alive_asked);
 	tcase_add_test(tc, unknown_path_404_and_wrong_method_405);
 	tcase_add_test(tc, oversized_headers_get_431);
