@@ -244,29 +244,62 @@ static void plan_all(sbx_plan *p)
 	}
 }
 
-int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
+/* The plan from `obs`, taking the trees of `objs` (their fields NULLed)
+ * or, without `objs`, copying those of `obs`. */
+static int plan_new(sbx_plan **out, const sbx_observed *obs, sbx_observed_objects *objs)
 {
-	if (!out || !obs || !cJSON_IsObject(obs->sandbox))
-		return asb_error_set(ASB_EINVAL, 0, NULL,
-		                     "sbx_plan_new: no sandbox given");
+	sbx_observed_objects none = { 0 };
+	sbx_observed_objects taken = objs ? *objs : none;
+	if (objs)
+		*objs = none;   /* ours from here, whatever happens */
+	if (!out || !obs || !cJSON_IsObject(obs->sandbox) ||
+	    (objs && (taken.sandbox != obs->sandbox || taken.pods != obs->pods ||
+	              taken.pod != obs->pod || taken.service != obs->service ||
+	              taken.pvcs != obs->pvcs))) {
+		bool mismatch = obs && cJSON_IsObject(obs->sandbox);
+		cJSON_Delete(taken.sandbox);
+		cJSON_Delete(taken.pods);
+		cJSON_Delete(taken.pod);
+		cJSON_Delete(taken.service);
+		cJSON_Delete(taken.pvcs);
+		if (out)
+			*out = NULL;
+		return asb_error_set(ASB_EINVAL, 0, NULL, mismatch
+		                     ? "sbx_plan_new_take: the objects are not those observed"
+		                     : "sbx_plan_new: no sandbox given");
+	}
 	*out = NULL;
 	const cJSON *sb = obs->sandbox;
-	if (ju_empty(k8s_obj_name(sb)) || ju_empty(k8s_obj_namespace(sb)) ||
-	    ju_empty(k8s_obj_uid(sb)))
-		return asb_error_set(ASB_EINVAL, 0, NULL,
-		                     "sandbox \"%s/%s\" lacks metadata.name, "
-		                     "namespace or uid",
-		                     ju_nz(k8s_obj_namespace(sb)),
-		                     ju_nz(k8s_obj_name(sb)));
-
 	sbx_plan *p = calloc(1, sizeof(*p));
-	if (!p)
+	if (!p) {
+		cJSON_Delete(taken.sandbox);
+		cJSON_Delete(taken.pods);
+		cJSON_Delete(taken.pod);
+		cJSON_Delete(taken.service);
+		cJSON_Delete(taken.pvcs);
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	p->sandbox = dup_json(p, sb);
-	p->pods = dup_array(p, obs->pods);
-	p->pod = dup_json(p, obs->pod);
-	p->service = dup_json(p, obs->service);
-	p->pvcs = dup_array(p, obs->pvcs);
+	}
+	if (objs) {
+		p->sandbox = taken.sandbox;
+		p->pods = cJSON_IsArray(taken.pods) ? taken.pods : NULL;
+		if (!p->pods) {
+			cJSON_Delete(taken.pods);
+			p->pods = dup_array(p, NULL);
+		}
+		p->pod = taken.pod;
+		p->service = taken.service;
+		p->pvcs = cJSON_IsArray(taken.pvcs) ? taken.pvcs : NULL;
+		if (!p->pvcs) {
+			cJSON_Delete(taken.pvcs);
+			p->pvcs = dup_array(p, NULL);
+		}
+	} else {
+		p->sandbox = dup_json(p, sb);
+		p->pods = dup_array(p, obs->pods);
+		p->pod = dup_json(p, obs->pod);
+		p->service = dup_json(p, obs->service);
+		p->pvcs = dup_array(p, obs->pvcs);
+	}
 	p->pods_error = dup_str(p, obs->pods_error);
 	p->pod_error = dup_str(p, obs->pod_error);
 	p->service_error = dup_str(p, obs->service_error);
@@ -278,6 +311,14 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 	p->cluster_domain = dup_str(p, obs->cluster_domain
 	                               ? obs->cluster_domain
 	                               : SBX_DEFAULT_CLUSTER_DOMAIN);
+	if (!p->oom && (ju_empty(k8s_obj_name(sb)) || ju_empty(k8s_obj_namespace(sb)) ||
+	                ju_empty(k8s_obj_uid(sb)))) {
+		asb_error_set(ASB_EINVAL, 0, NULL,
+		              "sandbox \"%s/%s\" lacks metadata.name, namespace or uid",
+		              ju_nz(k8s_obj_namespace(sb)), ju_nz(k8s_obj_name(sb)));
+		sbx_plan_free(p);
+		return ASB_EINVAL;
+	}
 	if (!p->oom) {
 		read_sandbox(p);
 		p->pass = sbx_pass_for(p->sandbox, p->now_ms);
@@ -285,14 +326,29 @@ int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
 			plan_all(p);
 	}
 	if (p->oom) {
+		/* `sb` may be the plan's own: build the message before freeing */
+		asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory planning sandbox \"%s/%s\"",
+		              ju_nz(k8s_obj_namespace(sb)), ju_nz(k8s_obj_name(sb)));
 		sbx_plan_free(p);
-		return asb_error_set(ASB_ENOMEM, 0, NULL,
-		                     "out of memory planning sandbox \"%s/%s\"",
-		                     ju_nz(k8s_obj_namespace(sb)),
-		                     ju_nz(k8s_obj_name(sb)));
+		return ASB_ENOMEM;
 	}
 	*out = p;
 	return 0;
+}
+
+int sbx_plan_new(sbx_plan **out, const sbx_observed *obs)
+{
+	return plan_new(out, obs, NULL);
+}
+
+int sbx_plan_new_take(sbx_plan **out, const sbx_observed *obs, sbx_observed_objects *objs)
+{
+	if (!objs) {
+		if (out)
+			*out = NULL;
+		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_plan_new_take: no objects given");
+	}
+	return plan_new(out, obs, objs);
 }
 
 sbx_pass sbx_plan_pass(const sbx_plan *p)

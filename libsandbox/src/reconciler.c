@@ -578,13 +578,17 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	bool deferrals = r->write_behind_window_ms > 0 || r->handouts_pending;
 	if (deferrals)
 		b.obs.pod_patch_deferred_since_ms = deferral_get(r, key);
-	rc = sbx_plan_new(&plan, &b.obs);
+	/* the plan takes the copies read above rather than copying them again */
+	sbx_observed_objects objs = { b.sandbox, b.pods, b.pod, b.service, b.pvcs };
+	const cJSON *sandbox = b.sandbox;   /* the plan's from here, never modified */
+	b.sandbox = b.pods = b.pod = b.service = b.pvcs = NULL;
+	rc = sbx_plan_new_take(&plan, &b.obs, &objs);
 	if (rc)
 		goto done;
 	sbx_executor ex = { apply_action, fetch_object, r };
 	rc = sbx_plan_execute(plan, &ex);
 	/* the chain of our writes of the Sandbox, starting at what we read */
-	const char *base_rv = k8s_obj_resource_version(b.sandbox);
+	const char *base_rv = k8s_obj_resource_version(sandbox);
 	remember_writes(r, key, plan, &base_rv);
 	if (rc == 0)
 		rc = sbx_plan_outcome(plan, k8s_now_ms(), &out);
@@ -608,7 +612,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		        "action", SBX_EVENT_ACTION_RECONCILING, "sandbox", key,
 		        "note", out.multiple_pods_event, NULL);
 		k8s_event_ref ref;
-		if (r->events && k8s_event_ref_from(b.sandbox, SBX_API_VERSION, SBX_KIND, &ref) == 0)
+		if (r->events && k8s_event_ref_from(sandbox, SBX_API_VERSION, SBX_KIND, &ref) == 0)
 			/* best effort: an event never fails a reconcile */
 			k8s_event_record(r->events, &ref, NULL, K8S_EVENT_WARNING,
 			                 SBX_REASON_MULTIPLE_PODS, SBX_EVENT_ACTION_RECONCILING,
@@ -618,7 +622,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	int status_rc = 0;
 	char *status_err = NULL;
 	long hold_ms = out.status && out.write_status
-	               ? status_hold_ms(r, key, cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
+	               ? status_hold_ms(r, key, cJSON_GetObjectItemCaseSensitive(sandbox, "status"),
 	                                out.status, &out, yield)
 	               : 0;
 	if (hold_ms > 0) {
@@ -628,7 +632,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 	} else if (out.status && out.write_status) {
 		cJSON *written = NULL;
 		status_rc = write_status(r, ns, name,
-		                         cJSON_GetObjectItemCaseSensitive(b.sandbox, "status"),
+		                         cJSON_GetObjectItemCaseSensitive(sandbox, "status"),
 		                         out.status, &written);
 		if (written)   /* taken */
 			sbx_mutation_cache_wrote(r->written, key, base_rv, written);

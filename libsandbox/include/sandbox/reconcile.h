@@ -211,6 +211,28 @@ typedef struct sbx_plan sbx_plan;
  */
 SBX_EXTERN int sbx_plan_new(sbx_plan **out, const sbx_observed *obs);
 
+/**
+ * The objects a plan may take from the caller instead of copying them
+ * (sbx_plan_new_take()): each a cJSON tree the caller allocated and owns
+ * whole (not part of another tree), or NULL; `pods` and `pvcs` arrays.
+ */
+typedef struct {
+	cJSON *sandbox, *pods, *pod, *service, *pvcs;
+} sbx_observed_objects;
+
+/**
+ * As sbx_plan_new(), but the plan takes the objects of `objs` (the same
+ * trees `obs` points at) instead of copying them: a reconcile pass reads
+ * fresh copies out of the caches and would otherwise copy each one again.
+ * Ownership passes in every case, success or error: the caller must not
+ * free them, and the fields of `*objs` are set to NULL. The Sandbox is
+ * never modified by the plan and stays readable through the caller's
+ * pointer until sbx_plan_free(); the others may be replaced by the
+ * execution (read them only through the plan). Errors as sbx_plan_new().
+ */
+SBX_EXTERN int sbx_plan_new_take(sbx_plan **out, const sbx_observed *obs,
+                                 sbx_observed_objects *objs);
+
 /** Frees a plan and everything its actions point to; NULL accepted. */
 SBX_EXTERN void sbx_plan_free(sbx_plan *plan);
 

@@ -159,10 +159,49 @@ static int fake_fetch(sbx_object object, const char *ns, const char *name,
 	return 0;
 }
 
+static cJSON *dup_or_null(const cJSON *o)
+{
+	cJSON *c = o ? cJSON_Duplicate(o, true) : NULL;
+	ck_assert(!o || c);
+	return c;
+}
+
+/* The plan that takes its objects (the controller's way) decides the same
+ * actions, with the same bodies, as the one that copies them. */
+static void assert_take_plans_alike(const sbx_plan *copied, const sbx_observed *obs)
+{
+	sbx_observed o = *obs;
+	sbx_observed_objects objs = {
+		dup_or_null(obs->sandbox), dup_or_null(obs->pods), dup_or_null(obs->pod),
+		dup_or_null(obs->service), dup_or_null(obs->pvcs)
+	};
+	o.sandbox = objs.sandbox;
+	o.pods = objs.pods;
+	o.pod = objs.pod;
+	o.service = objs.service;
+	o.pvcs = objs.pvcs;
+	sbx_plan *taken = NULL;
+	ck_assert_int_eq(sbx_plan_new_take(&taken, &o, &objs), 0);
+	ck_assert_ptr_null(objs.sandbox);
+	ck_assert_ptr_null(objs.pvcs);
+	ck_assert_int_eq(sbx_plan_pass(taken), sbx_plan_pass(copied));
+	ck_assert_uint_eq(sbx_plan_action_count(taken), sbx_plan_action_count(copied));
+	for (size_t i = 0; i < sbx_plan_action_count(copied); i++) {
+		const sbx_action *a = sbx_plan_action(copied, i), *b = sbx_plan_action(taken, i);
+		ck_assert_int_eq(a->step, b->step);
+		ck_assert_int_eq(a->verb, b->verb);
+		ck_assert_int_eq(a->object, b->object);
+		ck_assert_str_eq(a->name, b->name);
+		ck_assert(cJSON_Compare(a->body, b->body, true) || (!a->body && !b->body));
+	}
+	sbx_plan_free(taken);
+}
+
 void fx_run(fx_pass *pass, const sbx_observed *obs, fx_server *srv)
 {
 	memset(pass, 0, sizeof(*pass));
 	ck_assert_int_eq(sbx_plan_new(&pass->plan, obs), 0);
+	assert_take_plans_alike(pass->plan, obs);
 	sbx_executor ex = { fake_apply, fake_fetch, srv };
 	ck_assert_int_eq(sbx_plan_execute(pass->plan, &ex), 0);
 	ck_assert_int_eq(sbx_plan_outcome(pass->plan, obs->now_ms, &pass->out), 0);

@@ -53,6 +53,46 @@ START_TEST(invalid_input)
 }
 END_TEST
 
+/* sbx_plan_new_take() owns what it is given whatever it returns (valgrind
+ * and ASan check that nothing leaks or is freed twice). */
+START_TEST(take_owns_its_objects_on_every_path)
+{
+	sbx_plan *plan = (sbx_plan *)1;
+	ck_assert_int_eq(sbx_plan_new_take(&plan, NULL, NULL), ASB_EINVAL);
+	ck_assert_ptr_null(plan);
+
+	/* objects that are not those observed: refused, and freed */
+	cJSON *sb = fx_load("sandbox.json");
+	sbx_observed obs = fx_observed(sb);
+	sbx_observed_objects objs = { cJSON_Duplicate(sb, true), cJSON_CreateArray(), NULL, NULL, NULL };
+	ck_assert_int_eq(sbx_plan_new_take(&plan, &obs, &objs), ASB_EINVAL);
+	ck_assert_ptr_null(plan);
+	ck_assert_ptr_null(objs.sandbox);
+	ck_assert_ptr_null(objs.pods);
+	ck_assert(strstr(asb_error_last()->message, "not those observed") != NULL);
+
+	/* a Sandbox without a uid: refused with its name, and freed */
+	cJSON *bad = cJSON_Duplicate(sb, true);
+	fx_del(bad, "metadata.uid");
+	obs = fx_observed(bad);
+	objs = (sbx_observed_objects){ bad, NULL, NULL, NULL, NULL };
+	ck_assert_int_eq(sbx_plan_new_take(&plan, &obs, &objs), ASB_EINVAL);
+	ck_assert(strstr(asb_error_last()->message, "team-a/my-sandbox") != NULL);
+	ck_assert_ptr_null(objs.sandbox);
+
+	/* taken: the Sandbox stays readable through the caller's pointer */
+	cJSON *mine = cJSON_Duplicate(sb, true);
+	obs = fx_observed(mine);
+	objs = (sbx_observed_objects){ mine, NULL, NULL, NULL, NULL };
+	ck_assert_int_eq(sbx_plan_new_take(&plan, &obs, &objs), 0);
+	ck_assert_ptr_null(objs.sandbox);
+	ck_assert_str_eq(k8s_obj_uid(mine), FX_UID);
+	ck_assert_int_eq(sbx_plan_pass(plan), SBX_PASS_RECONCILE);
+	sbx_plan_free(plan);
+	cJSON_Delete(sb);
+}
+END_TEST
+
 START_TEST(deleting_sandbox_is_skipped)
 {
 	cJSON *sb = fx_load("sandbox.json");
@@ -456,6 +496,7 @@ int main(void)
 	Suite *s = suite_create("plan");
 	TCase *tc = tcase_create("pass");
 	tcase_add_test(tc, invalid_input);
+	tcase_add_test(tc, take_owns_its_objects_on_every_path);
 	tcase_add_test(tc, deleting_sandbox_is_skipped);
 	tcase_add_test(tc, pass_decision);
 	suite_add_tcase(s, tc);
