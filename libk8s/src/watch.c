@@ -19,6 +19,10 @@
 
 /* Bytes received and not yet decoded, at most. */
 #define WATCH_BACKLOG_MAX ((size_t)64 << 20)
+/* A receive buffer that grew past this while the consumer fell behind (a
+ * burst of events) is freed once decoded rather than kept at its
+ * high-water mark for the life of the watch. */
+#define WATCH_BUFFER_KEEP ((size_t)64 << 10)
 /* Largest error body kept from a failed watch. */
 #define WATCH_ERROR_BODY_MAX ((size_t)1 << 20)
 /* A watch with a server-side timeout gets this much client-side slack. */
@@ -120,6 +124,8 @@ int k8s__client_stream(k8s_client *c, const k8s__request *rq,
 			}
 		}
 		taken.buf.len = 0;
+		if (taken.buf.cap > WATCH_BUFFER_KEEP)
+			asb_strbuf_free(&taken.buf);
 		if (done)
 			break;
 	}
