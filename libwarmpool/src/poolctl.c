@@ -47,7 +47,7 @@ typedef struct {
 
 typedef struct {
 	char *pool_uid;
-	bool recreate;
+	bool compare_spec;   /* Recreate or RollingUpdate: members compared whole */
 	asb_map by_rv;      /* resourceVersion -> member_memo* */
 } member_memos;
 
@@ -695,7 +695,7 @@ static bool refill_waits(wp_pool_controller *c, wp_pool_state *st)
  */
 typedef struct {
 	const char *ns, *pool_uid;
-	bool recreate;
+	bool compare_spec;   /* Recreate or RollingUpdate: the plan compares specs */
 	const k8s_packer *packer;   /* the cache's values are packed; NULL: cJSON */
 	cJSON *out;        /* the array being filled */
 	cJSON *whole;      /* names of the members to copy whole */
@@ -706,7 +706,7 @@ typedef struct {
 
 static bool member_needs_whole(const members_read *mr, const cJSON *sbx)
 {
-	return mr->recreate || k8s_obj_owner_class(sbx, mr->pool_uid) != K8S_OWNER_THIS ||
+	return mr->compare_spec || k8s_obj_owner_class(sbx, mr->pool_uid) != K8S_OWNER_THIS ||
 	       !ju_str_eq(k8s_obj_label(sbx, SBX_LABEL_LAUNCH_TYPE), WP_LAUNCH_TYPE_WARM);
 }
 
@@ -863,13 +863,14 @@ static int read_member(const void *obj, void *ud)
 static int read_members(wp_pool_controller *c, const cJSON *pool, const char *h,
                         member_memos **memos, cJSON **out)
 {
-	members_read mr = { k8s_obj_namespace(pool), k8s_obj_uid(pool), wp_pool_recreate(pool),
+	members_read mr = { k8s_obj_namespace(pool), k8s_obj_uid(pool),
+	                    wp_pool_recreate(pool) || wp_pool_rolling(pool),
 	                    c->o.packer, cJSON_CreateArray(), cJSON_CreateArray(), *memos, NULL,
 	                    false };
 	*out = NULL;
 	*memos = NULL;
 	/* memos made for another pool uid or strategy would read members wrongly */
-	if (mr.prev && (mr.prev->recreate != mr.recreate ||
+	if (mr.prev && (mr.prev->compare_spec != mr.compare_spec ||
 	                !ju_str_eq(mr.prev->pool_uid, mr.pool_uid))) {
 		memos_free(mr.prev);
 		mr.prev = NULL;
@@ -877,7 +878,7 @@ static int read_members(wp_pool_controller *c, const cJSON *pool, const char *h,
 	mr.next = calloc(1, sizeof(*mr.next));
 	if (mr.next) {
 		asb_map_init(&mr.next->by_rv);
-		mr.next->recreate = mr.recreate;
+		mr.next->compare_spec = mr.compare_spec;
 		if (!(mr.next->pool_uid = strdup(ju_nz(mr.pool_uid)))) {
 			free(mr.next);
 			mr.next = NULL;

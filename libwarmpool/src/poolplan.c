@@ -11,6 +11,7 @@
 #include "k8s/object.h"
 #include "jsonutil.h"
 #include "poolplan.h"
+#include "claim.h"
 
 /* floor/ceil of non-negative values, without libm. */
 static double floor_pos(double x) { return (double)(long long)x; }
@@ -32,6 +33,41 @@ int wp_pool_desired(const cJSON *pool)
 bool wp_pool_recreate(const cJSON *pool)
 {
 	return ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"), WP_UPDATE_STRATEGY_RECREATE);
+}
+
+bool wp_pool_rolling(const cJSON *pool)
+{
+	return ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"), WP_UPDATE_STRATEGY_ROLLING);
+}
+
+/* An int-or-string limit against `desired`: `up` rounds a percentage up. */
+static int resolve_limit(const cJSON *v, int desired, bool up)
+{
+	double pct = 25;
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1e9 &&
+	    v->valuedouble == (double)(long long)v->valuedouble)
+		return (int)v->valuedouble;
+	if (cJSON_IsString(v)) {
+		char *end = NULL;
+		long n = strtol(v->valuestring, &end, 10);
+		if (end != v->valuestring && end && strcmp(end, "%") == 0 && n >= 0 && n <= 100 &&
+		    v->valuestring[0] >= '0' && v->valuestring[0] <= '9')
+			pct = (double)n;
+	}
+	double x = (double)desired * pct / 100.0;
+	return (int)(up ? ceil_pos(x) : floor_pos(x));
+}
+
+void wp_pool_rolling_limits(const cJSON *pool, int desired, int *max_surge, int *max_unavailable)
+{
+	const cJSON *ru = k8s_obj_at(pool, "spec.updateStrategy.rollingUpdate");
+	*max_surge = resolve_limit(cJSON_GetObjectItemCaseSensitive(ru, "maxSurge"), desired, true);
+	*max_unavailable = resolve_limit(cJSON_GetObjectItemCaseSensitive(ru, "maxUnavailable"),
+	                                 desired, false);
+	if (*max_unavailable > desired)
+		*max_unavailable = desired;
+	if (*max_surge == 0 && *max_unavailable == 0)
+		*max_surge = 1;   /* else a roll could never start */
 }
 
 static bool sandbox_ready(const cJSON *sbx)
@@ -135,7 +171,7 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 	if (!m)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "warm pool: out of memory");
 	const char *ns = k8s_obj_namespace(in->pool), *pool_uid = k8s_obj_uid(in->pool);
-	bool recreate = wp_pool_recreate(in->pool);
+	bool recreate = wp_pool_recreate(in->pool), rolling = wp_pool_rolling(in->pool);
 	verdict cache[MAX_VERDICTS];
 	size_t ncache = 0;
 	size_t k = 0;
@@ -169,11 +205,15 @@ int wp_pool_classify(const wp_pool_input *in, const cJSON *members,
 		}
 		/* Without a template nothing is judged stale: orphans are
 		 * adopted unchecked (docs/api.md#pool-members). */
-		if (in->tpl && (recreate || !x->owned) &&
+		if (in->tpl && (recreate || rolling || !x->owned) &&
 		    member_stale(in, s, x->owned, cache, &ncache)) {
-			x->action = WP_MEMBER_DELETE_STALE;
-			x->cls = x->owned ? WP_MEMBER_TERMINATING : WP_MEMBER_IGNORED;
-			continue;
+			if (rolling && x->owned) {
+				x->outdated = true;   /* serves until the roll replaces it */
+			} else {
+				x->action = WP_MEMBER_DELETE_STALE;
+				x->cls = x->owned ? WP_MEMBER_TERMINATING : WP_MEMBER_IGNORED;
+				continue;
+			}
 		}
 		x->cls = WP_MEMBER_ACTIVE;
 		if (x->owned && !ju_str_eq(k8s_obj_label(s, SBX_LABEL_LAUNCH_TYPE), WP_LAUNCH_TYPE_WARM)) {
@@ -229,6 +269,7 @@ int wp_pool_stuck(const wp_pool_input *in, wp_pool_member *m, size_t n, long *gr
 		const char *pod = k8s_obj_annotation(x->obj, SBX_ANNOTATION_POD_NAME);
 		if (ju_empty(pod))
 			pod = x->name;
+		x->stuck = true;
 		if (in->pod_unschedulable && in->pod_unschedulable(in->ud, ns, pod)) {
 			x->unschedulable = true;
 			unsched++;
@@ -318,9 +359,53 @@ static int excess_cmp(const void *pa, const void *pb, void *base)
 	return strcmp(ju_nz(b->name), ju_nz(a->name));
 }
 
+/* The Progressing condition of a RollingUpdate pool (docs/api.md#rolling-update), its
+ * lastTransitionTime kept while its status does not change; NULL when out of memory. */
+static cJSON *progressing_condition(const wp_pool_input *in, const wp_pool_plan *p,
+                                    int outdated, bool stalled)
+{
+	const char *status = "True", *reason;
+	char *msg;
+	char g[32];
+	if (outdated > 0 && stalled) {
+		status = "False";
+		reason = "NewMembersNotReady";
+		msg = ju_printf("members of the current template were not Ready within the %s readiness "
+		                "grace period: the update is stopped, %d outdated member(s) kept",
+		                wp_go_duration(in->readiness_grace_ms, g, sizeof(g)), outdated);
+	} else if (outdated > 0) {
+		reason = "RollingUpdate";
+		msg = ju_printf("%d of %d members on the current template", p->updated, p->desired);
+	} else {
+		reason = "UpdateComplete";
+		msg = ju_printf("all %d members on the current template", p->current);
+	}
+	const cJSON *have = wp_condition(cJSON_GetObjectItemCaseSensitive(in->pool, "status"),
+	                                    WP_CONDITION_PROGRESSING);
+	char ts[40];
+	const char *since = ju_str_eq(ju_str(have, "status"), status) &&
+	                    !ju_empty(ju_str(have, "lastTransitionTime"))
+	                    ? ju_str(have, "lastTransitionTime")
+	                    : k8s_time_format(in->now_ms, ts, sizeof(ts));
+	cJSON *c = cJSON_CreateObject();
+	int64_t gen = k8s_obj_generation(in->pool);
+	if (!msg || !c || !ju_set_str(c, "type", WP_CONDITION_PROGRESSING) ||
+	    !ju_set_str(c, "status", status) || !ju_set_str(c, "reason", reason) ||
+	    !ju_set_str(c, "message", msg) || !since || !ju_set_str(c, "lastTransitionTime", since) ||
+	    (gen && !ju_set(c, "observedGeneration", cJSON_CreateNumber((double)gen)))) {
+		cJSON_Delete(c);
+		c = NULL;
+	}
+	free(msg);
+	return c;
+}
+
 /* The status merge patch when any of the four fields changed; zero values
- * are sent as null since the fields are omitempty (docs/api.md#pool-sizing). */
-static int status_patch(const wp_pool_input *in, int current, int ready, cJSON **out)
+ * are sent as null since the fields are omitempty (docs/api.md#pool-sizing).
+ * `cond`: a RollingUpdate pool's updatedReplicas and Progressing condition
+ * (taken), or NULL. */
+static int status_patch(const wp_pool_input *in, int current, int ready, int updated,
+                        cJSON *cond, cJSON **out)
 {
 	char h[SBX_NAME_HASH_SIZE];
 	wp_pool_hash(in->pool, h);
@@ -334,6 +419,19 @@ static int status_patch(const wp_pool_input *in, int current, int ready, cJSON *
 	    !ju_set_str(want, "selector", selector) ||
 	    !ju_set(want, "observedGeneration", gen ? cJSON_CreateNumber((double)gen) : cJSON_CreateNull()))
 		goto oom;
+	if (cond) {
+		cJSON *conds = cJSON_CreateArray();
+		if (!conds)
+			goto oom;
+		if (!cJSON_AddItemToArray(conds, cond)) {
+			cJSON_Delete(conds);
+			goto oom;
+		}
+		cond = NULL;   /* in `conds`, which `want` takes */
+		if (!ju_set(want, "conditions", conds) ||
+		    !ju_set(want, "updatedReplicas", updated ? cJSON_CreateNumber(updated) : cJSON_CreateNull()))
+			goto oom;
+	}
 	free(selector);
 	selector = NULL;
 	const cJSON *have = cJSON_GetObjectItemCaseSensitive(in->pool, "status");
@@ -354,6 +452,7 @@ static int status_patch(const wp_pool_input *in, int current, int ready, cJSON *
 oom:
 	cJSON_Delete(want);
 oom_taken:
+	cJSON_Delete(cond);
 	free(selector);
 	return ASB_ENOMEM;
 }
@@ -404,24 +503,88 @@ static int take_tokens(const wp_pool_input *in, wp_pool_state *st, int want, lon
 	return grant;
 }
 
+/* The members a RollingUpdate pass deletes (docs/api.md#rolling-update), into `idx` (room for
+ * every member), at most `max`: outdated members not Ready (they serve no
+ * claim), then Ready ones while the Ready members stay at least `desired -
+ * max_unavailable` (none while the roll is stalled by stuck members of the
+ * current template), then members of the current template above `desired`.
+ * Returns how many. */
+static size_t rolling_victims(const wp_pool_member *m, size_t n, const wp_pool_plan *p,
+                              int max_unavailable, bool stalled, size_t max, size_t *idx)
+{
+	size_t k = 0, j;
+	/* outdated first, each group in excess order (not Ready first) */
+	for (size_t i = 0; i < n; i++)
+		if (m[i].cls == WP_MEMBER_ACTIVE && m[i].outdated)
+			idx[k++] = i;
+	qsort_r(idx, k, sizeof(*idx), excess_cmp, (void *)m);
+	int spare_ready = stalled ? 0 : p->ready - (p->desired - max_unavailable);
+	size_t out = 0;
+	for (j = 0; j < k && out < max; j++) {
+		if (m[idx[j]].ready) {
+			if (spare_ready <= 0)
+				break;   /* the rest are Ready too (sorted) */
+			spare_ready--;
+		}
+		idx[out++] = idx[j];
+	}
+	/* then the current template's members above desired */
+	size_t first_new = out;
+	for (size_t i = 0; i < n; i++)
+		if (m[i].cls == WP_MEMBER_ACTIVE && !m[i].outdated)
+			idx[first_new++] = i;
+	qsort_r(idx + out, first_new - out, sizeof(*idx), excess_cmp, (void *)m);
+	int surplus = p->updated - p->desired;
+	size_t keep = out + (surplus > 0 ? (size_t)surplus : 0);
+	if (keep > max)
+		keep = max;
+	return keep < first_new ? keep : first_new;
+}
+
 int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
                  bool gate_open, long grace_requeue_ms, wp_pool_state *st, wp_pool_plan *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->desired = wp_pool_desired(in->pool);
+	int outdated = 0, new_stuck = 0, new_ready = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (m[i].cls == WP_MEMBER_ACTIVE) {
 			p->current++;
 			p->ready += m[i].ready;
 			p->unschedulable += m[i].unschedulable;
+			outdated += m[i].outdated;
+			new_ready += m[i].ready && !m[i].outdated;
 		} else if (m[i].cls == WP_MEMBER_TERMINATING) {
 			p->terminating++;
 		}
+		if (m[i].stuck && !m[i].outdated)
+			new_stuck++;
 	}
 	int total = p->current + p->terminating;
 	long requeue = grace_requeue_ms;
+	bool rolling_strategy = wp_pool_rolling(in->pool) && in->tpl;
+	p->updated = p->current - outdated;
+	p->rolling = rolling_strategy && outdated > 0;
+	int max_surge = 0, max_unavailable = 0;
+	if (p->rolling)
+		wp_pool_rolling_limits(in->pool, p->desired, &max_surge, &max_unavailable);
+	/* A stuck member of the current template stops the roll until one of
+	 * them becomes Ready or the template changes (a stuck member deleted
+	 * and replaced would otherwise let it go on between two failures). */
+	const char *hash = in->tpl_hash ? in->tpl_hash : "";
+	if (!p->rolling || new_ready > st->stall_ready || strcmp(st->stall_hash, hash) != 0)
+		st->roll_stalled = false;
+	if (p->rolling && new_stuck > 0) {
+		st->roll_stalled = true;
+		st->stall_ready = new_ready;
+		snprintf(st->stall_hash, sizeof(st->stall_hash), "%s", hash);
+	}
+	bool stalled = p->rolling && st->roll_stalled;
 
-	if (status_patch(in, p->current, p->ready, &p->status_patch))
+	cJSON *cond = NULL;
+	if (rolling_strategy && !(cond = progressing_condition(in, p, outdated, stalled)))
+		goto oom;
+	if (status_patch(in, p->current, p->ready, p->updated, cond, &p->status_patch))
 		goto oom;
 
 	/* Unschedulable transitions (docs/api.md#stuck-and-unschedulable-members); the flag lives in memory only. */
@@ -444,8 +607,16 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 
 	bool hold = replenish_hold(in, st, p->current, p->desired, &requeue);
 	int max_batch = in->max_batch > 0 ? in->max_batch : 1;
-	if (total < p->desired && in->tpl && !hold) {
-		int want = p->desired - total;
+	int want = total < p->desired ? p->desired - total : 0;
+	if (p->rolling && !stalled) {
+		/* surge: members of the current template ahead of the old ones' removal */
+		int surge = p->desired + max_surge - total, missing = p->desired - p->updated;
+		if (surge > missing)
+			surge = missing;
+		if (surge > want)
+			want = surge;
+	}
+	if (want > 0 && in->tpl && !hold) {
 		if (want > max_batch)
 			want = max_batch;
 		if (!gate_open) {
@@ -455,7 +626,18 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 			p->tokens_granted = in->max_refill_rate > 0 ? p->create : 0;
 		}
 	}
-	if (p->current > p->desired) {
+	if (p->rolling) {
+		size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+		if (!idx)
+			goto oom;
+		size_t k = rolling_victims(m, n, p, max_unavailable, stalled, (size_t)max_batch, idx);
+		if (k && !gate_open) {
+			p->gated = true;
+			k = 0;
+		}
+		p->excess = idx;
+		p->nexcess = k;
+	} else if (p->current > p->desired) {
 		if (!gate_open) {
 			p->gated = true;
 		} else {

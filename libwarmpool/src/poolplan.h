@@ -88,6 +88,8 @@ typedef struct {
 	cJSON *body;                /**< owned; the object to Update, else NULL */
 	bool unschedulable;         /**< held past the grace period (docs/api.md#stuck-and-unschedulable-members) */
 	bool failed;                /**< set by the caller when the write failed */
+	bool outdated;              /**< RollingUpdate: an active member of an older template */
+	bool stuck;                 /**< not Ready past the grace period (held or deleted) */
 } wp_pool_member;
 
 /** Per-pool memory kept between passes (docs/api.md#stuck-and-unschedulable-members event state, docs/api.md#pool-sizing shaping). */
@@ -100,6 +102,9 @@ typedef struct {
 	int64_t tokens_at_ms;       /**< last refill time */
 	bool not_progressing;       /**< the Warning event was emitted */
 	int64_t handout_wait_ms;    /**< monotonic start of a refill waiting for claims; 0: none */
+	bool roll_stalled;          /**< RollingUpdate stopped: members of the template were stuck */
+	int stall_ready;            /**< Ready members of that template when it stopped */
+	char stall_hash[SBX_NAME_HASH_SIZE]; /**< the template's hash when it stopped */
 } wp_pool_state;
 
 /** Event transition of a pass. */
@@ -112,6 +117,8 @@ typedef enum {
 /** Outcome of wp_pool_size(). Free with wp_pool_plan_clear(). */
 typedef struct {
 	int desired, current, terminating, ready, unschedulable;
+	int updated;                /**< RollingUpdate: active members of the current template */
+	bool rolling;               /**< RollingUpdate with outdated members left */
 	int create;                 /**< Sandboxes to create now */
 	int tokens_granted;         /**< tokens taken for `create` (refund if not created) */
 	size_t *excess;             /**< indices into the members to delete as excess */
@@ -131,6 +138,17 @@ int wp_pool_desired(const cJSON *pool);
 
 /** spec.updateStrategy.type is "Recreate" (anything else is OnReplenish). */
 bool wp_pool_recreate(const cJSON *pool);
+
+/** spec.updateStrategy.type is "RollingUpdate" (docs/api.md#rolling-update). */
+bool wp_pool_rolling(const cJSON *pool);
+
+/**
+ * maxSurge and maxUnavailable of spec.updateStrategy.rollingUpdate
+ * resolved against `desired` (docs/api.md#rolling-update): an integer, or a
+ * percentage string ("25%"), surge rounded up and unavailable down, as a
+ * Deployment's; absent or malformed: 25 %. Both 0 gives a surge of 1.
+ */
+void wp_pool_rolling_limits(const cJSON *pool, int desired, int *max_surge, int *max_unavailable);
 
 /**
  * Phase 1 (docs/api.md#pool-members, #staleness-and-update-strategies): classifies every Sandbox of `members` (a cJSON

@@ -75,6 +75,10 @@ WP_EXTERN extern const k8s_resource wp_resource_networkpolicies;
 #define WP_POLICY_DISALLOWED "Disallowed"
 #define WP_UPDATE_STRATEGY_RECREATE "Recreate"
 #define WP_UPDATE_STRATEGY_ON_REPLENISH "OnReplenish"
+/** Ours (docs/api.md#rolling-update): new members first, old ones go as new ones are Ready. */
+#define WP_UPDATE_STRATEGY_ROLLING "RollingUpdate"
+/** The pool condition of a rolling update (docs/api.md#rolling-update). */
+#define WP_CONDITION_PROGRESSING "Progressing"
 #define WP_SHUTDOWN_POLICY_DELETE_FOREGROUND "DeleteForeground"
 
 /* ---- SandboxClaim condition reasons (docs/api.md#claim-conditions) ---- */

@@ -452,6 +452,32 @@ START_TEST(pool_replicas_copied)
 }
 END_TEST
 
+/* RollingUpdate (ours, docs/api.md#rolling-update): its limits, updatedReplicas and the
+ * Progressing condition survive v1beta1 -> v1alpha1 -> v1beta1. */
+START_TEST(pool_rolling_update_round_trips)
+{
+	cJSON *b = pool(BETA);
+	fx_set(b, "spec.updateStrategy",
+	       j("{'type':'RollingUpdate','rollingUpdate':{'maxSurge':'50%','maxUnavailable':0}}"));
+	fx_set(b, "status.updatedReplicas", cJSON_CreateNumber(1));
+	fx_set(b, "status.conditions",
+	       j("[{'type':'Progressing','status':'True','reason':'RollingUpdate',"
+	         "'message':'1 of 2 members on the current template',"
+	         "'lastTransitionTime':'2026-01-02T03:00:00Z','observedGeneration':3}]"));
+	cJSON *a = convert(b, ALPHA);
+	ck_assert_str_eq(str(a, "spec.updateStrategy.type"), "RollingUpdate");
+	ck_assert_str_eq(str(a, "spec.updateStrategy.rollingUpdate.maxSurge"), "50%");
+	ck_assert_int_eq(k8s_obj_at(a, "status.updatedReplicas")->valueint, 1);
+	cJSON *b2 = convert(a, BETA);
+	ck_assert(cJSON_Compare(k8s_obj_at(b, "spec.updateStrategy"), k8s_obj_at(b2, "spec.updateStrategy"), true));
+	ck_assert(cJSON_Compare(k8s_obj_at(b, "status.conditions"), k8s_obj_at(b2, "status.conditions"), true));
+	ck_assert_int_eq(k8s_obj_at(b2, "status.updatedReplicas")->valueint, 1);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(b2);
+}
+END_TEST
+
 START_TEST(pool_snapshot_written_and_stripped)
 {
 	cJSON *a = pool(ALPHA);
@@ -603,6 +629,7 @@ static Suite *suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("warmpool");
 	tcase_add_test(tc, pool_nil_replicas_is_one);
+	tcase_add_test(tc, pool_rolling_update_round_trips);
 	tcase_add_test(tc, pool_replicas_copied);
 	tcase_add_test(tc, pool_snapshot_written_and_stripped);
 	tcase_add_test(tc, pool_round_trip_lossless);

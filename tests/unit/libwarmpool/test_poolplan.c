@@ -797,6 +797,260 @@ START_TEST(refill_huge_rate)
 }
 END_TEST
 
+
+/* ---- RollingUpdate (docs/api.md#rolling-update) ---- */
+
+/* Adds an owned member of an older template (other hash, other image). */
+static cJSON *add_outdated(const char *name, bool ready)
+{
+	cJSON *m = add_member(name);
+	fx_label(m, "agents.x-k8s.io/sandbox-template-hash", "0ld0ld00");
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(m, "spec.podTemplate.spec.containers"), 0), "image", "old");
+	if (!ready)
+		set_not_ready(m);
+	return m;
+}
+
+static void set_rolling(int replicas, const char *surge, const char *unavail)
+{
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(replicas));
+	fx_set_str(pool, "spec.updateStrategy.type", "RollingUpdate");
+	if (surge)
+		fx_set_json(pool, "spec.updateStrategy.rollingUpdate.maxSurge", surge);
+	if (unavail)
+		fx_set_json(pool, "spec.updateStrategy.rollingUpdate.maxUnavailable", unavail);
+}
+
+static const cJSON *patched_condition(const wp_pool_plan *p)
+{
+	ck_assert_ptr_nonnull(p->status_patch);
+	const cJSON *c = cJSON_GetArrayItem(k8s_obj_at(p->status_patch, "status.conditions"), 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_str_eq(k8s_obj_str(c, "type"), "Progressing");
+	return c;
+}
+
+START_TEST(rolling_limits)
+{
+	int s, u;
+	fx_set_str(pool, "spec.updateStrategy.type", "RollingUpdate");
+	ck_assert(wp_pool_rolling(pool));
+	ck_assert(!wp_pool_recreate(pool));
+	wp_pool_rolling_limits(pool, 10, &s, &u);           /* defaults: 25 % each */
+	ck_assert_int_eq(s, 3);                              /* 2.5 rounded up */
+	ck_assert_int_eq(u, 2);                              /* 2.5 rounded down */
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"50%\",\"maxUnavailable\":1}");
+	wp_pool_rolling_limits(pool, 3, &s, &u);
+	ck_assert_int_eq(s, 2);
+	ck_assert_int_eq(u, 1);
+	/* malformed values: the default, never a negative or huge limit */
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"x%\",\"maxUnavailable\":-4}");
+	wp_pool_rolling_limits(pool, 8, &s, &u);
+	ck_assert_int_eq(s, 2);
+	ck_assert_int_eq(u, 2);
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"150%\",\"maxUnavailable\":\"7\"}");
+	wp_pool_rolling_limits(pool, 8, &s, &u);
+	ck_assert_int_eq(s, 2);
+	ck_assert_int_eq(u, 2);
+	/* unavailable above desired is desired; both zero surge by one */
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":0,\"maxUnavailable\":9}");
+	wp_pool_rolling_limits(pool, 4, &s, &u);
+	ck_assert_int_eq(u, 4);
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":0,\"maxUnavailable\":\"0%\"}");
+	wp_pool_rolling_limits(pool, 4, &s, &u);
+	ck_assert_int_eq(s, 1);
+	ck_assert_int_eq(u, 0);
+}
+END_TEST
+
+/* maxSurge 1, maxUnavailable 0: one member of the new template first, an
+ * old one deleted only once it is Ready; outdated members stay active. */
+START_TEST(rolling_surges_then_replaces)
+{
+	set_rolling(4, "1", "0");
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "o%d", i);
+		add_outdated(name, true);
+	}
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(find(m, n, "o0")->outdated);
+	ck_assert_int_eq(find(m, n, "o0")->cls, WP_MEMBER_ACTIVE);
+	ck_assert_int_eq(find(m, n, "o0")->action, WP_MEMBER_NONE);
+	ck_assert(p.rolling);
+	ck_assert_int_eq(p.current, 4);
+	ck_assert_int_eq(p.updated, 0);
+	ck_assert_int_eq(p.create, 1);                      /* the surge */
+	ck_assert_uint_eq(p.nexcess, 0);                    /* no Ready member to spare */
+	const cJSON *c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "status"), "True");
+	ck_assert_str_eq(k8s_obj_str(c, "reason"), "RollingUpdate");
+	ck_assert_str_eq(k8s_obj_str(c, "message"), "0 of 4 members on the current template");
+	ck_assert_ptr_nonnull(k8s_obj_at(p.status_patch, "status.updatedReplicas"));
+	ck_assert(cJSON_IsNull(k8s_obj_at(p.status_patch, "status.updatedReplicas")));
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* the new member is not Ready yet: nothing more (no second surge) */
+	cJSON *n1 = add_member("n1");
+	fx_set_str(n1, "metadata.creationTimestamp", "2026-01-02T03:09:00Z");
+	set_not_ready(n1);
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_uint_eq(p.nexcess, 0);
+	ck_assert_int_eq(p.updated, 1);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* Ready: one old member goes, the oldest Ready one in excess order */
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(n1, "status.conditions"), 0), "status", "True");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_uint_eq(p.nexcess, 1);
+	ck_assert(m[p.excess[0]].outdated);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* the gate closed: nothing deleted, requeued */
+	run_all(&m, &n, false, &st, &p);
+	ck_assert_uint_eq(p.nexcess, 0);
+	ck_assert(p.gated);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+/* Outdated members that are not Ready go first and at once; Ready ones
+ * while the Ready count stays at desired - maxUnavailable; members of the
+ * current template above desired go too; the end reads UpdateComplete. */
+START_TEST(rolling_victims_and_completion)
+{
+	set_rolling(4, "0", "1");
+	add_outdated("o0", true);
+	add_outdated("o1", true);
+	cJSON *o2 = add_outdated("o2", false);          /* young: not stuck, just not Ready */
+	fx_set_str(o2, "metadata.creationTimestamp", "2026-01-02T03:09:00Z");
+	add_member("n0");
+	add_member("n1");
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	/* Ready 4, floor 3: o2 (not Ready) and one Ready old member */
+	ck_assert_uint_eq(p.nexcess, 2);
+	ck_assert_str_eq(m[p.excess[0]].name, "o2");
+	ck_assert(m[p.excess[1]].outdated && m[p.excess[1]].ready);
+	ck_assert_int_eq(p.create, 0);                      /* surge 0, total 5 >= 4 */
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* all new, one too many: the surplus member of the current template goes */
+	cJSON_Delete(members);
+	members = cJSON_CreateArray();
+	for (int i = 0; i < 5; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "n%d", i);
+		add_member(name);
+	}
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(4));
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(!p.rolling);
+	ck_assert_int_eq(p.updated, 5);
+	ck_assert_uint_eq(p.nexcess, 1);
+	const cJSON *c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "reason"), "UpdateComplete");
+	ck_assert_int_eq(k8s_obj_at(p.status_patch, "status.updatedReplicas")->valueint, 5);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+/* A member of the new template stuck past the grace period stops the
+ * roll: no surge, no Ready old member deleted, Progressing False; it stays
+ * stopped after the stuck member is gone, until one is Ready or the
+ * template changes. */
+START_TEST(rolling_stops_on_stuck_members)
+{
+	set_rolling(3, "1", "1");
+	add_outdated("o0", true);
+	add_outdated("o1", true);
+	add_outdated("o2", true);
+	cJSON *b = add_member("b");                 /* created 03:00, now 03:10: past 5 min */
+	set_not_ready(b);
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_DELETE_STUCK);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_uint_eq(p.nexcess, 0);
+	const cJSON *c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "status"), "False");
+	ck_assert_str_eq(k8s_obj_str(c, "reason"), "NewMembersNotReady");
+	ck_assert_str_eq(k8s_obj_str(c, "lastTransitionTime"), "2026-01-02T03:10:00Z");
+	ck_assert(st.roll_stalled);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* the stuck member deleted: still stopped; the condition's time kept */
+	cJSON_DeleteItemFromArray(members, 3);
+	fx_set_json(pool, "status.conditions",
+	            "[{\"type\":\"Progressing\",\"status\":\"False\",\"reason\":\"NewMembersNotReady\","
+	            "\"lastTransitionTime\":\"2026-01-02T03:05:00Z\"}]");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_uint_eq(p.nexcess, 0);
+	c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "status"), "False");
+	ck_assert_str_eq(k8s_obj_str(c, "lastTransitionTime"), "2026-01-02T03:05:00Z");
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* a new template: the roll goes on (surge again) */
+	char h2[SBX_NAME_HASH_SIZE];
+	fx_set_str(cJSON_GetArrayItem(k8s_obj_at(tpl, "spec.podTemplate.spec.containers"), 0), "image", "fixed");
+	ck_assert_int_eq(wp_blueprint_hash(tpl, h2), 0);
+	in.tpl_hash = h2;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(!st.roll_stalled);
+	ck_assert_int_eq(p.create, 1);
+	c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "status"), "True");
+	ck_assert_str_eq(k8s_obj_str(c, "lastTransitionTime"), "2026-01-02T03:10:00Z");
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	in.tpl_hash = tpl_hash;
+}
+END_TEST
+
+/* Other strategies write no rolling status and delete no outdated member. */
+START_TEST(rolling_fields_only_with_the_strategy)
+{
+	add_outdated("o0", true);
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(1));
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(!find(m, n, "o0")->outdated);
+	ck_assert(!p.rolling);
+	if (p.status_patch) {
+		ck_assert_ptr_null(k8s_obj_at(p.status_patch, "status.conditions"));
+		ck_assert_ptr_null(k8s_obj_at(p.status_patch, "status.updatedReplicas"));
+	}
+	ck_assert_uint_eq(p.nexcess, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("poolplan");
@@ -812,6 +1066,11 @@ static Suite *suite(void)
 	tcase_add_test(tc, classify_stale_by_strategy);
 	tcase_add_test(tc, classify_verdict_cached_per_old_hash);
 	tcase_add_test(tc, classify_update_failed);
+	tcase_add_test(tc, rolling_limits);
+	tcase_add_test(tc, rolling_surges_then_replaces);
+	tcase_add_test(tc, rolling_victims_and_completion);
+	tcase_add_test(tc, rolling_stops_on_stuck_members);
+	tcase_add_test(tc, rolling_fields_only_with_the_strategy);
 	tcase_add_test(tc, stuck_and_unschedulable);
 	tcase_add_test(tc, grace_boundary_and_jitter);
 	tcase_add_test(tc, status_unchanged_no_patch);
