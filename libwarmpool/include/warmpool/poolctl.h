@@ -3,8 +3,9 @@
  * spec.replicas unclaimed, ready Sandboxes built from the pool's
  * SandboxTemplate, created in slow-start batches, gated by expectations so
  * a lagging cache never over-creates, paced by the refill options, with
- * stuck/unschedulable member handling and the Recreate / OnReplenish
- * update strategies; writes status replicas/readyReplicas/selector.
+ * stuck/unschedulable member handling and the Recreate / OnReplenish /
+ * RollingUpdate update strategies; writes status replicas/readyReplicas/
+ * selector (and, rolling, updatedReplicas and the Progressing condition).
  *
  * Lifecycle and thread-safety as templatectl.h. _new() adds two indexes
  * (on the pools informer by spec.sandboxTemplateRef.name, on the Sandboxes
