@@ -193,7 +193,9 @@ for r in sandboxtemplates sandboxclaims sandboxwarmpools; do
 done
 wh 'sandboxwarmpool swp' '.spec.names.singular} {.spec.names.shortNames[0]' "crd/sandboxwarmpools.$X"
 wh '.spec.replicas .status.replicas .status.selector' '.spec.versions[?(@.name=="v1beta1")].subresources.scale.specReplicasPath} {.spec.versions[?(@.name=="v1beta1")].subresources.scale.statusReplicasPath} {.spec.versions[?(@.name=="v1beta1")].subresources.scale.labelSelectorPath' "crd/sandboxwarmpools.$X"
-wh 'Ready Desired Age' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[*].name' "crd/sandboxwarmpools.$X"
+# upstream's columns, and ours for RollingUpdate in -o wide only (priority 1)
+wh 'Ready Desired Updated Age' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[*].name' "crd/sandboxwarmpools.$X"
+wh '1' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[?(@.name=="Updated")].priority' "crd/sandboxwarmpools.$X"
 wh 'Ready Sandbox Reason Age' '.spec.versions[?(@.name=="v1beta1")].additionalPrinterColumns[*].name' "crd/sandboxclaims.$X"
 wh '' '.spec.versions[?(@.name=="v1beta1")].subresources' "crd/sandboxtemplates.$X"
 tpl() { printf 'apiVersion: %s/v1beta1\nkind: SandboxTemplate\nmetadata: {name: %s}\nspec:\n  podTemplate: {spec: {containers: [{name: c, image: %s}]}}\n%s\n' "$X" "$1" "$IMAGE" "${2:-}"; }
