@@ -19,6 +19,10 @@ controller command:
      (creates scheduled at t0 + i/rate, whatever the completions do) against
      a pool of `--pool`; each claim deleted `--dwell` s after it is Ready;
      Ready/s, latency and the warm/cold split.
+  5. roll (only when asked): a pool of `--pool` members has its template
+     changed while claims arrive at `--rate`; the time until every member
+     is of the new template and Ready, the fewest Ready members meanwhile,
+     and the claims made during the roll (warm/cold, latency).
 Also the controller's peak RSS (VmHWM) and CPU seconds over the run, from
 /proc (the command's process and its descendants).
 
@@ -357,6 +361,95 @@ def phase_sustained(kc, args, proc):
     return res
 
 
+def versioned_template(version):
+    t = template()
+    t["spec"]["podTemplate"]["spec"]["containers"][0]["env"] = [{"name": "VERSION", "value": version}]
+    return t
+
+
+def version_of(sb):
+    for c in sb["spec"]["podTemplate"]["spec"].get("containers", []):
+        for e in c.get("env") or []:
+            if e.get("name") == "VERSION":
+                return e.get("value")
+    return None
+
+
+def phase_roll(kc, args, proc):
+    """A pool of --pool members rolls to a new template (--roll-strategy)
+    under claims arriving at --rate: the time until every member is of the
+    new template and Ready, the fewest Ready members seen meanwhile, and the
+    claims made during the roll (warm / cold, claim-to-Ready)."""
+    ns = new_ns(kc, "roll")
+    create(kc, ns, "sandboxtemplates", versioned_template("1"))
+    p = pool("pool", args.pool)
+    p["spec"]["updateStrategy"] = {"type": args.roll_strategy}
+    if args.roll_strategy == "RollingUpdate":
+        p["spec"]["updateStrategy"]["rollingUpdate"] = {"maxSurge": args.roll_surge,
+                                                       "maxUnavailable": args.roll_unavailable}
+    create(kc, ns, "sandboxwarmpools", p)
+    wait_pool_full(kc, ns, "pool", args.pool, args.timeout, proc)
+    watch = FirstReady(kc, f"{EXT}/namespaces/{ns}/sandboxclaims")
+    watch.start()
+    stop, started, slock = threading.Event(), {}, threading.Lock()
+
+    def arrivals():
+        conn, i, t0 = kc.connect(), 0, time.monotonic()
+        while not stop.is_set():
+            delay = t0 + i / args.rate - time.monotonic()
+            if delay > 0 and stop.wait(delay):
+                break
+            n = f"r-{i:05d}"
+            t = time.monotonic()
+            try:
+                create(kc, ns, "sandboxclaims", claim(n, "pool"), conn=conn)
+                with slock:
+                    started[n] = t
+            except RuntimeError:
+                conn.close()
+                conn = kc.connect()
+            i += 1
+        conn.close()
+    arr = threading.Thread(target=arrivals, daemon=True)
+    try:
+        arr.start()
+        time.sleep(1)
+        t0 = time.monotonic()
+        status, body = call(kc, "PATCH", f"{EXT}/namespaces/{ns}/sandboxtemplates/tpl",
+                            {"spec": {"podTemplate": {"spec": {"containers": [
+                                {"name": "main", "image": IMAGE, "env": [{"name": "VERSION", "value": "2"}]}]}}}})
+        assert status == 200, body
+        ready_min, done_at = args.pool, None
+        while time.monotonic() - t0 < args.timeout:
+            ms = members(kc, ns, "pool")
+            ready = [s for s in ms if is_ready(s)]
+            ready_min = min(ready_min, len(ready))
+            if len(ms) == args.pool and len(ready) == args.pool and all(version_of(s) == "2" for s in ms):
+                done_at = time.monotonic()
+                break
+            if proc.poll() is not None:
+                raise RuntimeError("the controller exited")
+            time.sleep(0.2)
+        stop.set()
+        arr.join()
+        end = done_at or time.monotonic()
+        during = [n for n, t in started.items() if t0 <= t <= end]
+        complete = watch.wait(during, time.monotonic() + args.timeout)
+        ready = [n for n in during if n in watch.ready_at]
+        lat = sorted((watch.ready_at[n] - started[n]) * 1000 for n in ready)
+        warm = sum(launch_of(watch.obj[n]) == "warm" for n in ready)
+        res = dict(strategy=args.roll_strategy, span=(done_at - t0) if done_at else None, ready_min=ready_min,
+                   claims=len(during), ready=len(ready), warm=warm, lat=lat, complete=complete and done_at is not None)
+        log(f"roll ({args.roll_strategy}): " + (f"done in {done_at - t0:.1f} s" if done_at else "not done") +
+            f", fewest Ready members {ready_min} of {args.pool}, {len(during)} claims during it, {warm} warm")
+    finally:
+        stop.set()
+        watch.stop = True
+        drop_ns(kc, ns)
+        wait_no_pods(kc, ns)
+    return res
+
+
 WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 _SAMPLE = re.compile(r'^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$')
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -519,7 +612,7 @@ def run_one(kc, sa_path, cmd, args, logdir, index):
         wait_ns_gone(kc, ns)  # its teardown's writes stay out of the writes phase
 
         for ph, fn in (("writes", phase_writes), ("warm", phase_warm), ("cold", phase_cold),
-                       ("fill", phase_fill), ("sustained", phase_sustained)):
+                       ("fill", phase_fill), ("sustained", phase_sustained), ("roll", phase_roll)):
             if ph in args.phases:
                 res[ph] = fn(kc, args, proc)
         cpu, hwm, _ = usage(proc.pid)
@@ -632,6 +725,15 @@ def report(results, args, argv, load0, load1):
                   f"{s['throughput']:.1f} Ready/s to the last |")
             if s["errors"]:
                 print(f"#    create errors: {s['errors'][:3]}")
+        if "roll" in r:
+            o = r["roll"]
+            ok &= o["complete"]
+            lat = o["lat"]
+            span = f"done in {o['span']:.1f} s" if o["span"] is not None else "**not done**"
+            print(f"| roll a {args.pool}-member pool ({o['strategy']}) under {args.rate:g} claims/s | {o['claims']} "
+                  f"during the roll | {o['warm']} / {o['ready'] - o['warm']} | {fmt(pct(lat, 50))} | "
+                  f"{fmt(pct(lat, 99))} | {fmt(lat[-1] if lat else float('nan'))} | {span}; fewest Ready members "
+                  f"{o['ready_min']} of {args.pool} |")
         if "writes" in r:
             w = r["writes"]
             print(f"| API writes, {w['claims']} claims and their refill (apiserver_request_total) | {w['claims']} | "
@@ -678,7 +780,14 @@ def main(argv):
                                                            "Ready (default 5)")
     ap.add_argument("--writes", type=int, help="writes phase: claims against a pool of as many (default 50)")
     ap.add_argument("--phases", default="writes,warm,cold,fill,sustained",
-                    help="comma-separated phases to run (default writes,warm,cold,fill,sustained)")
+                    help="comma-separated phases to run (default writes,warm,cold,fill,sustained; "
+                         "also roll)")
+    ap.add_argument("--roll-strategy", default="RollingUpdate",
+                    help="roll phase: the pool's updateStrategy.type (default RollingUpdate; upstream "
+                         "knows Recreate and OnReplenish)")
+    ap.add_argument("--roll-surge", default="25%", help="roll phase: maxSurge (default 25%%)")
+    ap.add_argument("--roll-unavailable", default=0,
+                    help="roll phase: maxUnavailable (default 0)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds to wait for a step (default 300)")
     ap.add_argument("--build-dir", default=os.environ.get("AGENT_SANDBOX_BUILD_DIR", os.path.join(ROOT, "build")),
                     help="meson build dir of the default controller command (default: build)")
@@ -697,8 +806,10 @@ def main(argv):
         ap.error("--pool must be at least the largest --concurrency")
     args.writes = args.writes or (10 if q else 50)
     args.phases = set(args.phases.split(","))
-    if args.phases - {"writes", "warm", "cold", "fill", "sustained"}:
+    if args.phases - {"writes", "warm", "cold", "fill", "sustained", "roll"}:
         ap.error("--phases: unknown phase in " + ",".join(sorted(args.phases)))
+    args.roll_surge, args.roll_unavailable = (
+        int(v) if str(v).isdigit() else str(v) for v in (args.roll_surge, args.roll_unavailable))
     args.cold = args.cold if args.cold is not None else (3 if q else 10)
     args.fill = args.fill or (50 if q else 300)
     args.rate = args.rate or (5 if q else 10)
@@ -709,7 +820,8 @@ def main(argv):
     # pods at once: the fill pool, or a full warm pool + a round of claims +
     # its refills, or the sustained pool + claims within dwell + refills
     pods = max(args.fill, 2 * args.pool + max(args.concurrency), 2 * args.writes,
-               2 * args.pool + int(args.rate * (args.dwell + 10))) + 20
+               2 * args.pool + int(args.rate * (args.dwell + 10)),
+               2 * args.pool + int(args.rate * 60) if "roll" in args.phases else 0) + 20
     own_cluster, env, kubeconfig = cluster_for("bench-claims-cluster", 19, pods)
     results = []
     try:
