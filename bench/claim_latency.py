@@ -415,9 +415,12 @@ def phase_roll(kc, args, proc):
         arr.start()
         time.sleep(1)
         t0 = time.monotonic()
-        status, body = call(kc, "PATCH", f"{EXT}/namespaces/{ns}/sandboxtemplates/tpl",
-                            {"spec": {"podTemplate": {"spec": {"containers": [
-                                {"name": "main", "image": IMAGE, "env": [{"name": "VERSION", "value": "2"}]}]}}}})
+        path = f"{EXT}/namespaces/{ns}/sandboxtemplates/tpl"
+        status, body = call(kc, "GET", path)
+        assert status == 200, body
+        tpl = json.loads(body)
+        tpl["spec"]["podTemplate"]["spec"]["containers"][0]["env"] = [{"name": "VERSION", "value": "2"}]
+        status, body = call(kc, "PUT", path, tpl)
         assert status == 200, body
         ready_min, done_at = args.pool, None
         while time.monotonic() - t0 < args.timeout:
