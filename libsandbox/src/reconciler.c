@@ -580,7 +580,7 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		b.obs.pod_patch_deferred_since_ms = deferral_get(r, key);
 	/* the plan takes the copies read above rather than copying them again */
 	sbx_observed_objects objs = { b.sandbox, b.pods, b.pod, b.service, b.pvcs };
-	const cJSON *sandbox = b.sandbox;   /* the plan's from here, never modified */
+	const cJSON *sandbox = b.sandbox;   /* the plan's from here (its status and rv stay as read) */
 	b.sandbox = b.pods = b.pod = b.service = b.pvcs = NULL;
 	rc = sbx_plan_new_take(&plan, &b.obs, &objs);
 	if (rc)

@@ -40,21 +40,27 @@ bool wp_pool_rolling(const cJSON *pool)
 	return ju_str_eq(k8s_obj_str(pool, "spec.updateStrategy.type"), WP_UPDATE_STRATEGY_ROLLING);
 }
 
-/* An int-or-string limit against `desired`: `up` rounds a percentage up. */
+/* An int-or-string limit against `desired`: `up` rounds a percentage up.
+ * Any non-negative integer or percentage (above 100 % too, as a
+ * Deployment's maxSurge), clamped to 1e9; anything else: 25 %. */
 static int resolve_limit(const cJSON *v, int desired, bool up)
 {
 	double pct = 25;
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1e9 &&
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 &&
 	    v->valuedouble == (double)(long long)v->valuedouble)
-		return (int)v->valuedouble;
-	if (cJSON_IsString(v)) {
+		return v->valuedouble > 1e9 ? 1000000000 : (int)v->valuedouble;
+	if (cJSON_IsString(v) && v->valuestring[0] >= '0' && v->valuestring[0] <= '9') {
 		char *end = NULL;
-		long n = strtol(v->valuestring, &end, 10);
-		if (end != v->valuestring && end && strcmp(end, "%") == 0 && n >= 0 && n <= 100 &&
-		    v->valuestring[0] >= '0' && v->valuestring[0] <= '9')
-			pct = (double)n;
+		double n = strtod(v->valuestring, &end);
+		bool digits = true;
+		for (const char *c = v->valuestring; c < end; c++)
+			digits = digits && *c >= '0' && *c <= '9';
+		if (digits && end && strcmp(end, "%") == 0)
+			pct = n;   /* huge: clamped below */
 	}
 	double x = (double)desired * pct / 100.0;
+	if (x > 1e9)
+		x = 1e9;
 	return (int)(up ? ceil_pos(x) : floor_pos(x));
 }
 
@@ -403,9 +409,10 @@ static cJSON *progressing_condition(const wp_pool_input *in, const wp_pool_plan 
 /* The status merge patch when any of the four fields changed; zero values
  * are sent as null since the fields are omitempty (docs/api.md#pool-sizing).
  * `cond`: a RollingUpdate pool's updatedReplicas and Progressing condition
- * (taken), or NULL. */
+ * (taken), or NULL; `clear_rolling`: the pool left RollingUpdate, so those
+ * fields go (nulled, or the other conditions kept). */
 static int status_patch(const wp_pool_input *in, int current, int ready, int updated,
-                        cJSON *cond, cJSON **out)
+                        cJSON *cond, bool clear_rolling, cJSON **out)
 {
 	char h[SBX_NAME_HASH_SIZE];
 	wp_pool_hash(in->pool, h);
@@ -431,6 +438,33 @@ static int status_patch(const wp_pool_input *in, int current, int ready, int upd
 		if (!ju_set(want, "conditions", conds) ||
 		    !ju_set(want, "updatedReplicas", updated ? cJSON_CreateNumber(updated) : cJSON_CreateNull()))
 			goto oom;
+	} else if (clear_rolling) {
+		const cJSON *hs = cJSON_GetObjectItemCaseSensitive(in->pool, "status");
+		if (cJSON_GetObjectItemCaseSensitive(hs, "updatedReplicas") &&
+		    !ju_set(want, "updatedReplicas", cJSON_CreateNull()))
+			goto oom;
+		if (wp_condition(hs, WP_CONDITION_PROGRESSING)) {
+			cJSON *rest = cJSON_CreateArray();
+			const cJSON *c;
+			cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(hs, "conditions")) {
+				if (!rest || ju_str_eq(ju_str(c, "type"), WP_CONDITION_PROGRESSING))
+					continue;
+				cJSON *d = cJSON_Duplicate(c, true);
+				if (!d || !cJSON_AddItemToArray(rest, d)) {
+					cJSON_Delete(d);
+					cJSON_Delete(rest);
+					rest = NULL;
+				}
+			}
+			if (!rest)
+				goto oom;
+			if (!rest->child) {
+				cJSON_Delete(rest);
+				rest = cJSON_CreateNull();
+			}
+			if (!ju_set(want, "conditions", rest))
+				goto oom;
+		}
 	}
 	free(selector);
 	selector = NULL;
@@ -568,15 +602,16 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 	int max_surge = 0, max_unavailable = 0;
 	if (p->rolling)
 		wp_pool_rolling_limits(in->pool, p->desired, &max_surge, &max_unavailable);
-	/* A stuck member of the current template stops the roll until one of
-	 * them becomes Ready or the template changes (a stuck member deleted
-	 * and replaced would otherwise let it go on between two failures). */
+	/* A stuck member of the current template while none of that template
+	 * is Ready stops the roll, until one of them is Ready or the template
+	 * changes: remembered, since a stuck member deleted and replaced would
+	 * otherwise let it go on between two failures. A Ready member proves
+	 * the template: a stuck one beside it (a bad node) stops nothing. */
 	const char *hash = in->tpl_hash ? in->tpl_hash : "";
-	if (!p->rolling || new_ready > st->stall_ready || strcmp(st->stall_hash, hash) != 0)
+	if (!p->rolling || new_ready > 0 || strcmp(st->stall_hash, hash) != 0)
 		st->roll_stalled = false;
-	if (p->rolling && new_stuck > 0) {
+	if (p->rolling && new_stuck > 0 && new_ready == 0) {
 		st->roll_stalled = true;
-		st->stall_ready = new_ready;
 		snprintf(st->stall_hash, sizeof(st->stall_hash), "%s", hash);
 	}
 	bool stalled = p->rolling && st->roll_stalled;
@@ -584,7 +619,8 @@ int wp_pool_size(const wp_pool_input *in, const wp_pool_member *m, size_t n,
 	cJSON *cond = NULL;
 	if (rolling_strategy && !(cond = progressing_condition(in, p, outdated, stalled)))
 		goto oom;
-	if (status_patch(in, p->current, p->ready, p->updated, cond, &p->status_patch))
+	if (status_patch(in, p->current, p->ready, p->updated, cond, !wp_pool_rolling(in->pool),
+	                 &p->status_patch))
 		goto oom;
 
 	/* Unschedulable transitions (docs/api.md#stuck-and-unschedulable-members); the flag lives in memory only. */

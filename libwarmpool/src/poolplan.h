@@ -102,8 +102,7 @@ typedef struct {
 	int64_t tokens_at_ms;       /**< last refill time */
 	bool not_progressing;       /**< the Warning event was emitted */
 	int64_t handout_wait_ms;    /**< monotonic start of a refill waiting for claims; 0: none */
-	bool roll_stalled;          /**< RollingUpdate stopped: members of the template were stuck */
-	int stall_ready;            /**< Ready members of that template when it stopped */
+	bool roll_stalled;          /**< RollingUpdate stopped: members of the template were stuck, none Ready */
 	char stall_hash[SBX_NAME_HASH_SIZE]; /**< the template's hash when it stopped */
 } wp_pool_state;
 
@@ -145,8 +144,9 @@ bool wp_pool_rolling(const cJSON *pool);
 /**
  * maxSurge and maxUnavailable of spec.updateStrategy.rollingUpdate
  * resolved against `desired` (docs/api.md#rolling-update): an integer, or a
- * percentage string ("25%"), surge rounded up and unavailable down, as a
- * Deployment's; absent or malformed: 25 %. Both 0 gives a surge of 1.
+ * percentage string ("25%", above 100 % too), surge rounded up and
+ * unavailable down, as a Deployment's, at most 1e9 (unavailable at most
+ * `desired`); absent or malformed: 25 %. Both 0 gives a surge of 1.
  */
 void wp_pool_rolling_limits(const cJSON *pool, int desired, int *max_surge, int *max_unavailable);
 

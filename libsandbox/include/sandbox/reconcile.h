@@ -225,10 +225,12 @@ typedef struct {
  * trees `obs` points at) instead of copying them: a reconcile pass reads
  * fresh copies out of the caches and would otherwise copy each one again.
  * Ownership passes in every case, success or error: the caller must not
- * free them, and the fields of `*objs` are set to NULL. The Sandbox is
- * never modified by the plan and stays readable through the caller's
- * pointer until sbx_plan_free(); the others may be replaced by the
- * execution (read them only through the plan). Errors as sbx_plan_new().
+ * free them, and the fields of `*objs` are set to NULL. The Sandbox stays
+ * readable through the caller's pointer until sbx_plan_free(); the
+ * execution merges into it what its own writes of the Sandbox's metadata
+ * set (the pod-name annotation), nothing else. The others may be replaced
+ * by the execution (read them only through the plan). Errors as
+ * sbx_plan_new().
  */
 SBX_EXTERN int sbx_plan_new_take(sbx_plan **out, const sbx_observed *obs,
                                  sbx_observed_objects *objs);

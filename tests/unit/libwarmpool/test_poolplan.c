@@ -848,9 +848,19 @@ START_TEST(rolling_limits)
 	wp_pool_rolling_limits(pool, 8, &s, &u);
 	ck_assert_int_eq(s, 2);
 	ck_assert_int_eq(u, 2);
+	/* above 100 % as a Deployment's surge; a bare number string is malformed */
 	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"150%\",\"maxUnavailable\":\"7\"}");
 	wp_pool_rolling_limits(pool, 8, &s, &u);
-	ck_assert_int_eq(s, 2);
+	ck_assert_int_eq(s, 12);
+	ck_assert_int_eq(u, 2);
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate",
+	            "{\"maxSurge\":\"99999999999999999999%\",\"maxUnavailable\":\"5%x\"}");
+	wp_pool_rolling_limits(pool, 8, &s, &u);
+	ck_assert_int_eq(s, 1000000000);                     /* clamped, no overflow */
+	ck_assert_int_eq(u, 2);
+	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":1e12,\"maxUnavailable\":\"5.5%\"}");
+	wp_pool_rolling_limits(pool, 8, &s, &u);
+	ck_assert_int_eq(s, 1000000000);
 	ck_assert_int_eq(u, 2);
 	/* unavailable above desired is desired; both zero surge by one */
 	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":0,\"maxUnavailable\":9}");
@@ -1029,6 +1039,89 @@ START_TEST(rolling_stops_on_stuck_members)
 }
 END_TEST
 
+/* A Ready member of the current template proves it: the stop lifts even
+ * with a held (unschedulable) stuck member beside it, and a stuck member
+ * next to a Ready one stops nothing. */
+START_TEST(rolling_ready_member_lifts_the_stop)
+{
+	set_rolling(3, "1", "0");
+	add_outdated("o0", true);
+	add_outdated("o1", true);
+	add_outdated("o2", true);
+	cJSON *b = add_member("b");                 /* stuck and held: unschedulable */
+	set_not_ready(b);
+	unschedulable_pods[0] = "b";
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(find(m, n, "b")->unschedulable);
+	ck_assert(st.roll_stalled);
+	ck_assert_int_eq(p.create, 0);
+	ck_assert_uint_eq(p.nexcess, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+
+	/* a claim took o2; its refill n1 (current template) is Ready: the roll
+	 * goes on though b is still held */
+	cJSON_DeleteItemFromArray(members, 2);
+	add_member("n1");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(!st.roll_stalled);
+	const cJSON *c = patched_condition(&p);
+	ck_assert_str_eq(k8s_obj_str(c, "status"), "True");
+	ck_assert_str_eq(k8s_obj_str(c, "reason"), "RollingUpdate");
+	/* Ready 3 (o0, o1, n1) of desired 3, unavailable 0: no old one may go yet;
+	 * total 4 = desired + surge: nothing to create */
+	ck_assert_uint_eq(p.nexcess, 0);
+	ck_assert_int_eq(p.create, 0);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
+/* A pool that leaves RollingUpdate drops updatedReplicas and its
+ * Progressing condition (other conditions kept), once. */
+START_TEST(leaving_rolling_update_clears_its_status)
+{
+	add_member("a");
+	fx_set(pool, "spec.replicas", cJSON_CreateNumber(1));
+	fx_set(pool, "status.replicas", cJSON_CreateNumber(1));
+	fx_set(pool, "status.readyReplicas", cJSON_CreateNumber(1));
+	fx_set(pool, "status.updatedReplicas", cJSON_CreateNumber(1));
+	fx_set_json(pool, "status.conditions",
+	            "[{\"type\":\"Other\",\"status\":\"True\"},"
+	            "{\"type\":\"Progressing\",\"status\":\"False\",\"reason\":\"NewMembersNotReady\"}]");
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	wp_pool_member *m;
+	size_t n;
+	wp_pool_state st = { 0 };
+	wp_pool_plan p;
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_ptr_nonnull(p.status_patch);
+	ck_assert(cJSON_IsNull(k8s_obj_at(p.status_patch, "status.updatedReplicas")));
+	const cJSON *conds = k8s_obj_at(p.status_patch, "status.conditions");
+	ck_assert_int_eq(cJSON_GetArraySize(conds), 1);
+	ck_assert_str_eq(k8s_obj_str(cJSON_GetArrayItem(conds, 0), "type"), "Other");
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* written: nothing more to write */
+	fx_del(pool, "status.updatedReplicas");
+	fx_set_json(pool, "status.conditions", "[{\"type\":\"Other\",\"status\":\"True\"}]");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert_ptr_null(p.status_patch);
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+	/* the only condition was Progressing: conditions nulled */
+	fx_set_json(pool, "status.conditions", "[{\"type\":\"Progressing\",\"status\":\"True\"}]");
+	run_all(&m, &n, true, &st, &p);
+	ck_assert(cJSON_IsNull(k8s_obj_at(p.status_patch, "status.conditions")));
+	wp_pool_plan_clear(&p);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
 /* Other strategies write no rolling status and delete no outdated member. */
 START_TEST(rolling_fields_only_with_the_strategy)
 {
@@ -1071,6 +1164,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, rolling_victims_and_completion);
 	tcase_add_test(tc, rolling_stops_on_stuck_members);
 	tcase_add_test(tc, rolling_fields_only_with_the_strategy);
+	tcase_add_test(tc, rolling_ready_member_lifts_the_stop);
+	tcase_add_test(tc, leaving_rolling_update_clears_its_status);
 	tcase_add_test(tc, stuck_and_unschedulable);
 	tcase_add_test(tc, grace_boundary_and_jitter);
 	tcase_add_test(tc, status_unchanged_no_patch);
