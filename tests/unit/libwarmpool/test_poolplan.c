@@ -830,46 +830,35 @@ static const cJSON *patched_condition(const wp_pool_plan *p)
 	return c;
 }
 
-START_TEST(rolling_limits)
+/* wp_pool_rolling_limits() of `ru` (JSON of rollingUpdate, NULL: absent)
+ * against `desired`. */
+static void assert_limits(const char *ru, int desired, int surge, int unavailable)
 {
 	int s, u;
+	if (ru)
+		fx_set_json(pool, "spec.updateStrategy.rollingUpdate", ru);
+	wp_pool_rolling_limits(pool, desired, &s, &u);
+	ck_assert_msg(s == surge && u == unavailable, "%s of %d: surge %d, unavailable %d; want %d, %d",
+	              ru ? ru : "defaults", desired, s, u, surge, unavailable);
+}
+
+START_TEST(rolling_limits)
+{
 	fx_set_str(pool, "spec.updateStrategy.type", "RollingUpdate");
 	ck_assert(wp_pool_rolling(pool));
 	ck_assert(!wp_pool_recreate(pool));
-	wp_pool_rolling_limits(pool, 10, &s, &u);           /* defaults: 25 % each */
-	ck_assert_int_eq(s, 3);                              /* 2.5 rounded up */
-	ck_assert_int_eq(u, 2);                              /* 2.5 rounded down */
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"50%\",\"maxUnavailable\":1}");
-	wp_pool_rolling_limits(pool, 3, &s, &u);
-	ck_assert_int_eq(s, 2);
-	ck_assert_int_eq(u, 1);
+	assert_limits(NULL, 10, 3, 2);           /* defaults 25 %: 2.5 up, 2.5 down */
+	assert_limits("{\"maxSurge\":\"50%\",\"maxUnavailable\":1}", 3, 2, 1);
 	/* malformed values: the default, never a negative or huge limit */
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"x%\",\"maxUnavailable\":-4}");
-	wp_pool_rolling_limits(pool, 8, &s, &u);
-	ck_assert_int_eq(s, 2);
-	ck_assert_int_eq(u, 2);
+	assert_limits("{\"maxSurge\":\"x%\",\"maxUnavailable\":-4}", 8, 2, 2);
 	/* above 100 % as a Deployment's surge; a bare number string is malformed */
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":\"150%\",\"maxUnavailable\":\"7\"}");
-	wp_pool_rolling_limits(pool, 8, &s, &u);
-	ck_assert_int_eq(s, 12);
-	ck_assert_int_eq(u, 2);
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate",
-	            "{\"maxSurge\":\"99999999999999999999%\",\"maxUnavailable\":\"5%x\"}");
-	wp_pool_rolling_limits(pool, 8, &s, &u);
-	ck_assert_int_eq(s, 1000000000);                     /* clamped, no overflow */
-	ck_assert_int_eq(u, 2);
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":1e12,\"maxUnavailable\":\"5.5%\"}");
-	wp_pool_rolling_limits(pool, 8, &s, &u);
-	ck_assert_int_eq(s, 1000000000);
-	ck_assert_int_eq(u, 2);
+	assert_limits("{\"maxSurge\":\"150%\",\"maxUnavailable\":\"7\"}", 8, 12, 2);
+	/* clamped, no overflow */
+	assert_limits("{\"maxSurge\":\"99999999999999999999%\",\"maxUnavailable\":\"5%x\"}", 8, 1000000000, 2);
+	assert_limits("{\"maxSurge\":1e12,\"maxUnavailable\":\"5.5%\"}", 8, 1000000000, 2);
 	/* unavailable above desired is desired; both zero surge by one */
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":0,\"maxUnavailable\":9}");
-	wp_pool_rolling_limits(pool, 4, &s, &u);
-	ck_assert_int_eq(u, 4);
-	fx_set_json(pool, "spec.updateStrategy.rollingUpdate", "{\"maxSurge\":0,\"maxUnavailable\":\"0%\"}");
-	wp_pool_rolling_limits(pool, 4, &s, &u);
-	ck_assert_int_eq(s, 1);
-	ck_assert_int_eq(u, 0);
+	assert_limits("{\"maxSurge\":0,\"maxUnavailable\":9}", 4, 0, 4);
+	assert_limits("{\"maxSurge\":0,\"maxUnavailable\":\"0%\"}", 4, 1, 0);
 }
 END_TEST
 
