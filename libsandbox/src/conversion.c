@@ -8,6 +8,9 @@
  * snapshot stripped coming back) lives in convert_one(), so a kind only
  * writes its field mapping. Rows: Sandbox (docs/api.md#converting-sandbox), SandboxClaim (docs/api.md#converting-sandboxclaim),
  * SandboxTemplate (docs/api.md#converting-sandboxtemplate), SandboxWarmPool (docs/api.md#converting-sandboxwarmpool).
+ * A field no mapping names is copied as it is, in both directions: that is
+ * how the fields both versions share travel, our extensions included
+ * (idleTimeoutSeconds and idlePolicy, docs/api.md#idle-suspend-and-resume).
  */
 #include <stdio.h>
 #include <stdlib.h>

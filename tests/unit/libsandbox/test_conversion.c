@@ -287,6 +287,55 @@ START_TEST(round_trip_beta_alpha_beta)
 }
 END_TEST
 
+/* Idle suspend (ours, docs/api.md#idle-suspend-and-resume): spec.idleTimeoutSeconds
+ * and spec.idlePolicy are the same in both versions and survive both
+ * directions, with and without a snapshot, suspended or running. */
+START_TEST(idle_fields_survive_both_directions)
+{
+	const char *modes[] = { "Running", "Suspended" };
+	for (int i = 0; i < 2; i++) {
+		cJSON *b = beta(modes[i], NULL);
+		fx_set(b, "spec.idleTimeoutSeconds", cJSON_CreateNumber(900));
+		fx_set_str(b, "spec.idlePolicy", "Delete");
+		cJSON *a = convert(b, ALPHA);
+		ck_assert_int_eq((long)at(a, "spec.idleTimeoutSeconds")->valuedouble, 900);
+		ck_assert_str_eq(at(a, "spec.idlePolicy")->valuestring, "Delete");
+		ck_assert_int_eq(replicas(a), i == 0 ? 1 : 0);
+		cJSON *back = convert(a, BETA);
+		ck_assert(cJSON_Compare(at(back, "spec"), at(b, "spec"), true));
+		/* edited in v1alpha1 (the snapshot says otherwise): the edit wins */
+		fx_set(back, "spec.idleTimeoutSeconds", cJSON_CreateNumber(60));
+		fx_del(back, "spec.idlePolicy");
+		cJSON *a2 = convert(back, ALPHA);
+		ck_assert_int_eq((long)at(a2, "spec.idleTimeoutSeconds")->valuedouble, 60);
+		ck_assert_ptr_null(at(a2, "spec.idlePolicy"));
+		cJSON_Delete(b);
+		cJSON_Delete(a);
+		cJSON_Delete(back);
+		cJSON_Delete(a2);
+	}
+	/* v1alpha1 -> v1beta1 -> v1alpha1 is lossless with them */
+	cJSON *a = alpha("\"replicas\":0,\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Suspend\"",
+	                 "{\"replicas\":0}");
+	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(a, "metadata"), "managedFields");
+	cJSON *b = convert(a, BETA);
+	ck_assert_int_eq((long)at(b, "spec.idleTimeoutSeconds")->valuedouble, 30);
+	ck_assert_str_eq(at(b, "spec.idlePolicy")->valuestring, "Suspend");
+	cJSON *back = convert(b, ALPHA);
+	fx_assert_json(back, a);
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(back);
+	/* absent stays absent */
+	b = beta("Running", NULL);
+	a = convert(b, ALPHA);
+	ck_assert_ptr_null(at(a, "spec.idleTimeoutSeconds"));
+	ck_assert_ptr_null(at(a, "spec.idlePolicy"));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+}
+END_TEST
+
 START_TEST(same_version_is_copied)
 {
 	cJSON *b = beta("Running", "{}");
@@ -469,6 +518,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, snapshot_invalid_fails);
 	tcase_add_test(tc, round_trip_alpha_beta_alpha_lossless);
 	tcase_add_test(tc, round_trip_beta_alpha_beta);
+	tcase_add_test(tc, idle_fields_survive_both_directions);
 	tcase_add_test(tc, same_version_is_copied);
 	tcase_add_test(tc, bad_objects_rejected);
 	suite_add_tcase(s, tc);

@@ -287,6 +287,44 @@ START_TEST(claim_round_trips)
 }
 END_TEST
 
+/* Idle suspend (ours, docs/api.md#idle-suspend-and-resume): spec.lifecycle's
+ * idleTimeoutSeconds and idlePolicy survive both directions beside the
+ * warmPoolRef mapping, with and without a snapshot. */
+START_TEST(claim_idle_fields_round_trip)
+{
+	cJSON *a = alpha_claim("tpl", "p1", "p1-abcde");
+	fx_set(a, "spec.lifecycle.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(a, "spec.lifecycle.idlePolicy", "Delete");
+	cJSON *b = convert(a, BETA);
+	ck_assert_int_eq(k8s_obj_at(b, "spec.lifecycle.idleTimeoutSeconds")->valueint, 600);
+	ck_assert_str_eq(str(b, "spec.lifecycle.idlePolicy"), "Delete");
+	ck_assert_str_eq(str(b, "spec.lifecycle.shutdownPolicy"), "Delete");
+	cJSON *a2 = convert(b, ALPHA);
+	ck_assert_msg(cJSON_Compare(a, a2, true), "%s", cJSON_PrintUnformatted(a2));
+	/* changed in v1beta1 after the snapshot: the new values come through */
+	fx_set(b, "spec.lifecycle.idleTimeoutSeconds", cJSON_CreateNumber(31536000));
+	fx_set_str(b, "spec.lifecycle.idlePolicy", "Suspend");
+	cJSON *a3 = convert(b, ALPHA);
+	ck_assert_int_eq(k8s_obj_at(a3, "spec.lifecycle.idleTimeoutSeconds")->valueint, 31536000);
+	ck_assert_str_eq(str(a3, "spec.lifecycle.idlePolicy"), "Suspend");
+	cJSON_Delete(a);
+	cJSON_Delete(a2);
+	cJSON_Delete(a3);
+	cJSON_Delete(b);
+	/* v1beta1 without a snapshot */
+	b = beta_claim("fast", NULL, NULL);
+	fx_set(b, "spec.lifecycle.idleTimeoutSeconds", cJSON_CreateNumber(45));
+	a = convert(b, ALPHA);
+	ck_assert_int_eq(k8s_obj_at(a, "spec.lifecycle.idleTimeoutSeconds")->valueint, 45);
+	ck_assert_ptr_null(k8s_obj_at(a, "spec.lifecycle.idlePolicy"));
+	cJSON *b2 = convert(a, BETA);
+	ck_assert(cJSON_Compare(k8s_obj_at(b, "spec.lifecycle"), k8s_obj_at(b2, "spec.lifecycle"), true));
+	cJSON_Delete(a);
+	cJSON_Delete(b);
+	cJSON_Delete(b2);
+}
+END_TEST
+
 /* --- SandboxTemplate (docs/api.md#converting-sandboxtemplate) ---------------------------------------------- */
 
 static cJSON *template(const char *version)
@@ -407,6 +445,37 @@ START_TEST(template_round_trips)
 		cJSON_Delete(b);
 		cJSON_Delete(b2);
 	}
+}
+END_TEST
+
+/* Idle suspend (ours, docs/api.md#idle-suspend-and-resume): spec.idleTimeoutSeconds
+ * and spec.idlePolicy survive both directions beside the policy annotation. */
+START_TEST(template_idle_fields_round_trip)
+{
+	cJSON *b = template(BETA);
+	fx_set_str(b, "spec.volumeClaimTemplatesPolicy", "Allowed");
+	fx_set(b, "spec.idleTimeoutSeconds", cJSON_CreateNumber(3600));
+	fx_set_str(b, "spec.idlePolicy", "Delete");
+	cJSON *a = convert(b, ALPHA);
+	ck_assert_int_eq(k8s_obj_at(a, "spec.idleTimeoutSeconds")->valueint, 3600);
+	ck_assert_str_eq(str(a, "spec.idlePolicy"), "Delete");
+	ck_assert_str_eq(ann(a, VCTP), "Allowed");
+	cJSON *b2 = convert(a, BETA);
+	fx_del(b2, "metadata.annotations");   /* the snapshot */
+	ck_assert_msg(cJSON_Compare(b, b2, true), "%s", cJSON_PrintUnformatted(b2));
+	cJSON_Delete(b2);
+	cJSON_Delete(b);
+	/* v1alpha1 first: lossless, and absent stays absent */
+	fx_set(a, "spec.idleTimeoutSeconds", cJSON_CreateNumber(30));
+	fx_del(a, "spec.idlePolicy");
+	b = convert(a, BETA);
+	ck_assert_int_eq(k8s_obj_at(b, "spec.idleTimeoutSeconds")->valueint, 30);
+	ck_assert_ptr_null(k8s_obj_at(b, "spec.idlePolicy"));
+	cJSON *a2 = convert(b, ALPHA);
+	ck_assert_msg(cJSON_Compare(a, a2, true), "%s", cJSON_PrintUnformatted(a2));
+	cJSON_Delete(a);
+	cJSON_Delete(a2);
+	cJSON_Delete(b);
 }
 END_TEST
 
@@ -618,6 +687,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, claim_snapshot_new_pool);
 	tcase_add_test(tc, claim_snapshot_invalid_fails);
 	tcase_add_test(tc, claim_round_trips);
+	tcase_add_test(tc, claim_idle_fields_round_trip);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("template");
 	tcase_add_test(tc, template_policy_to_annotation);
@@ -626,6 +696,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, template_invalid_annotation_fails);
 	tcase_add_test(tc, template_snapshot_not_used);
 	tcase_add_test(tc, template_round_trips);
+	tcase_add_test(tc, template_idle_fields_round_trip);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("warmpool");
 	tcase_add_test(tc, pool_nil_replicas_is_one);
