@@ -114,6 +114,7 @@ static void action_free(plan_action *a)
 	if (!a)
 		return;
 	free(a->name);
+	free(a->precondition);
 	cJSON_Delete(a->body);
 	free(a->message);
 	cJSON_Delete(a->result);
@@ -187,8 +188,10 @@ sbx_pass sbx_pass_for(const cJSON *sandbox, int64_t now_ms)
 	int64_t shutdown_ms;
 	if (!sandbox || k8s_obj_is_deleting(sandbox))
 		return SBX_PASS_SKIP;
-	if (!shutdown_time(sandbox, &shutdown_ms) || now_ms < shutdown_ms)
-		return SBX_PASS_RECONCILE;
+	if (!shutdown_time(sandbox, &shutdown_ms) || now_ms < shutdown_ms) {
+		int64_t idle_due = sbx_idle_due_ms(sandbox);
+		return idle_due > 0 && now_ms >= idle_due ? SBX_PASS_IDLE : SBX_PASS_RECONCILE;
+	}
 	/* Expired: the first pass only persists the expiry (two-pass teardown). */
 	const cJSON *c;
 	cJSON_ArrayForEach(c, k8s_obj_at(sandbox, "status.conditions")) {
@@ -216,6 +219,9 @@ static void read_sandbox(sbx_plan *p)
 	p->has_shutdown = shutdown_time(sb, &p->shutdown_ms);
 	p->policy_delete = ju_str_eq(k8s_obj_str(sb, "spec.shutdownPolicy"),
 	                             SBX_SHUTDOWN_POLICY_DELETE);
+	sbx_idle_policy_of(sb, &p->idle);
+	p->idle_due_ms = sbx_idle_due_ms(sb);
+	p->idle_last_ms = sbx_idle_last_activity_ms(sb);
 }
 
 /* Plans every step of the pass, in execution order. */
@@ -237,6 +243,9 @@ static void plan_all(sbx_plan *p)
 			if (a)
 				a->pub.not_found_ok = true;
 		}
+		break;
+	case SBX_PASS_IDLE:
+		plan_idle(p);
 		break;
 	case SBX_PASS_SKIP:
 	case SBX_PASS_EXPIRE:

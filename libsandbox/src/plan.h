@@ -14,6 +14,7 @@
 
 #include "sandbox/reconcile.h"
 #include "sandbox/namehash.h"
+#include "sandbox/idle.h"
 #include "jsonutil.h"
 
 /** spec.service: unset, true or false (docs/api.md#sandbox-spec). */
@@ -36,6 +37,7 @@ typedef struct {
 	bool yields_pod;      /* its result is the pod the status reads */
 	bool keeps_pod;       /* a failure still leaves the pod (Suspend delete) */
 	bool sets_annotation; /* Sandbox patch: apply body to the copy when done */
+	char *precondition;   /* pub.precondition_rv */
 } plan_action;
 
 struct sbx_plan {
@@ -59,6 +61,9 @@ struct sbx_plan {
 	bool has_shutdown;
 	int64_t shutdown_ms;
 	bool policy_delete;
+	sbx_idle_policy idle;  /* spec.idleTimeoutSeconds, spec.idlePolicy */
+	int64_t idle_due_ms;   /* sbx_idle_due_ms(), 0: idleness does not apply */
+	int64_t idle_last_ms;  /* sbx_idle_last_activity_ms() */
 	sbx_pass pass;
 
 	/* The actions in execution order; a step's actions are contiguous. */
@@ -134,6 +139,13 @@ void plan_pod(sbx_plan *p);
 void plan_pod_teardown(sbx_plan *p);
 void plan_service(sbx_plan *p);
 void plan_service_teardown(sbx_plan *p);
+
+/* The idle action of SBX_PASS_IDLE, the removal of the idle-suspended-at
+ * annotation of a running Sandbox (Pod step), and the note of the
+ * IdleTimeout event (NULL on allocation failure) (plan_idle.c). */
+void plan_idle(sbx_plan *p);
+void plan_idle_annotation(sbx_plan *p);
+char *plan_idle_event(const sbx_plan *p);
 
 /* The pod spec of the Sandbox's template (may be NULL). */
 const cJSON *plan_pod_spec(const sbx_plan *p);

@@ -401,6 +401,7 @@ void plan_pod(sbx_plan *p)
 	p->multiple_pods = false;
 	p->deferred_since = 0;
 	p->deferred_left_ms = 0;
+	plan_idle_annotation(p);
 	if (p->pods_error) {
 		plan_fail(p, SBX_STEP_POD, "failed to list pods: %s", p->pods_error);
 		return;

@@ -30,6 +30,8 @@
 #include "sandbox/mutationcache.h"
 #include "asb/map.h"
 #include "sandbox/namehash.h"
+#include "sandbox/idle.h"
+#include "client_internal.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
 
@@ -181,6 +183,7 @@ static const k8s_resource *resource_of(sbx_object o)
 	case SBX_OBJ_POD: return &k8s_resource_pods;
 	case SBX_OBJ_SERVICE: return &k8s_resource_services;
 	case SBX_OBJ_PVC: return &k8s_resource_pvcs;
+	case SBX_OBJ_CLAIM: return &sbx__resource_claims;
 	case SBX_OBJ_SANDBOX: break;
 	}
 	return &sbx_resource_sandboxes;
@@ -212,9 +215,12 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 		rc = k8s_client_patch(r->client, res, ns, a->name, NULL,
 		                      K8S_PATCH_MERGE, a->body, &wo, result);
 		break;
-	case SBX_VERB_DELETE:
-		rc = k8s_client_delete(r->client, res, ns, a->name, NULL, NULL);
+	case SBX_VERB_DELETE: {
+		k8s_delete_options d = K8S_DELETE_OPTIONS_INIT;
+		d.precondition_resource_version = a->precondition_rv;
+		rc = k8s_client_delete(r->client, res, ns, a->name, &d, NULL);
 		break;
+	}
 	}
 	/* Every change the controller makes is one info line (what an operator
 	 * greps for: "who deleted my pod?"); failures come back as the
@@ -617,6 +623,17 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 			k8s_event_record(r->events, &ref, NULL, K8S_EVENT_WARNING,
 			                 SBX_REASON_MULTIPLE_PODS, SBX_EVENT_ACTION_RECONCILING,
 			                 out.multiple_pods_event);
+	}
+
+	if (out.idle_event) {
+		asb_log(r->logger, ASB_LOG_INFO, "sandbox idle",
+		        "sandbox", key, "action", out.idle_event_action,
+		        "note", out.idle_event, NULL);
+		k8s_event_ref ref;
+		if (r->events && k8s_event_ref_from(sandbox, SBX_API_VERSION, SBX_KIND, &ref) == 0)
+			k8s_event_record(r->events, &ref, NULL, K8S_EVENT_NORMAL,
+			                 SBX_REASON_IDLE_TIMEOUT, out.idle_event_action,
+			                 out.idle_event);
 	}
 
 	int status_rc = 0;

@@ -12,6 +12,7 @@
  * value. Conditions follow metav1 "set condition" semantics: an existing
  * condition keeps its lastTransitionTime unless its status flips.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan.h"
@@ -21,6 +22,8 @@
 /* Requeue delay after marking expiry (two-pass teardown), and the floor of
  * the delay until shutdownTime (docs/api.md#sandbox-reconcile steps 4 and 5). */
 #define EXPIRE_REQUEUE_MS 1
+/* After a Conflict on the idle action: judge again from a newer version. */
+#define IDLE_CONFLICT_REQUEUE_MS 100
 #define MIN_SHUTDOWN_REQUEUE_MS 2000
 
 /* ---- conditions ---- */
@@ -285,6 +288,12 @@ static bool set_conditions(const sbx_plan *p, cJSON *st, int64_t now,
 		                   SBX_REASON_POD_STATE_UNKNOWN,
 		                   "Pod state is unknown. Sandbox suspension cannot be confirmed",
 		                   g, now);
+	else if (!pod && k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_IDLE_SUSPENDED_AT))
+		/* ours: suspended for idleness (docs/api.md#idle-suspend-and-resume) */
+		ok = set_condition(st, SBX_CONDITION_SUSPENDED, "True",
+		                   SBX_REASON_IDLE_TIMEOUT,
+		                   "Sandbox was idle past its idleTimeoutSeconds. Pod has been "
+		                   "terminated. Sandbox is suspended", g, now);
 	else if (!pod)
 		ok = set_condition(st, SBX_CONDITION_SUSPENDED, "True",
 		                   SBX_REASON_POD_TERMINATED,
@@ -435,6 +444,14 @@ static int outcome_reconcile(sbx_plan *p, int64_t now, sbx_outcome *out)
 		out->error = join_errors(returned, 3);
 		ok = out->error != NULL;
 	}
+	/* Idleness: come back when it becomes due (an activity write wakes
+	 * the Sandbox earlier and moves it). */
+	if (p->idle_due_ms > 0 && !out->error_code) {
+		int64_t left = p->idle_due_ms - now;
+		long idle_ms = left > 1 ? (left < LONG_MAX ? (long)left : LONG_MAX) : 1;
+		if (out->requeue_after_ms <= 0 || idle_ms < out->requeue_after_ms)
+			out->requeue_after_ms = idle_ms;
+	}
 	/* A deferred Pod patch: come back when its wait is over (docs/api.md#sandbox-reconcile step 5),
 	 * unless an error already schedules a retry. */
 	out->pod_patch_deferred_since_ms = p->deferred_since;
@@ -488,6 +505,36 @@ static int outcome_teardown(sbx_plan *p, int64_t now, sbx_outcome *out)
 	return ok ? 0 : ASB_ENOMEM;
 }
 
+/* SBX_PASS_IDLE: no status; the event when the action worked, the error
+ * when it did not. A Conflict (the Sandbox moved since it was judged idle,
+ * usually activity) is no error: it is judged again shortly. */
+static int outcome_idle(sbx_plan *p, sbx_outcome *out)
+{
+	step_result r;
+	if (!read_step(p, SBX_STEP_SANDBOX, &r))
+		return ASB_ENOMEM;
+	int rc = 0;
+	bool done = false;
+	for (size_t i = 0; i < p->n_actions; i++)
+		if (p->actions[i]->pub.step == SBX_STEP_SANDBOX)
+			done = p->actions[i]->pub.state == SBX_ACTION_DONE ||
+			       p->actions[i]->pub.state == SBX_ACTION_PENDING;
+	if (r.error && r.rc == ASB_ECONFLICT) {
+		out->requeue_after_ms = IDLE_CONFLICT_REQUEUE_MS;
+	} else if (r.error) {
+		out->error_code = r.rc ? r.rc : ASB_ERROR;
+		out->error = r.error;
+		r.error = NULL;
+	} else if (done) {
+		out->idle_event = plan_idle_event(p);
+		out->idle_event_action = p->idle.action == SBX_IDLE_DELETE ? "Delete" : "Suspend";
+		if (!out->idle_event)
+			rc = ASB_ENOMEM;
+	}
+	free(r.error);
+	return rc;
+}
+
 int sbx_plan_outcome(sbx_plan *p, int64_t now_ms, sbx_outcome *out)
 {
 	if (!out)
@@ -510,6 +557,9 @@ int sbx_plan_outcome(sbx_plan *p, int64_t now_ms, sbx_outcome *out)
 	case SBX_PASS_RECONCILE:
 		rc = outcome_reconcile(p, now_ms, out);
 		break;
+	case SBX_PASS_IDLE:
+		rc = outcome_idle(p, out);
+		break;
 	}
 	if (rc == 0 && out->status)
 		out->write_status = sbx_status_needs_write(
@@ -528,6 +578,7 @@ void sbx_outcome_dispose(sbx_outcome *o)
 		return;
 	cJSON_Delete(o->status);
 	free(o->error);
+	free(o->idle_event);
 	free(o->multiple_pods_event);
 	memset(o, 0, sizeof(*o));
 }

@@ -119,7 +119,18 @@ typedef enum {
 	/** Just expired: only mark Ready=False/SandboxExpired, requeue 1 ms. */
 	SBX_PASS_EXPIRE = 2,
 	/** Expired and marked: delete owned Pod and Service (and the Sandbox). */
-	SBX_PASS_TEARDOWN = 3
+	SBX_PASS_TEARDOWN = 3,
+	/**
+	 * Idle past its spec.idleTimeoutSeconds (sandbox/idle.h,
+	 * docs/api.md#idle-suspend-and-resume): only the idle action. Suspend:
+	 * a merge patch of the Sandbox, at the resourceVersion judged idle,
+	 * setting spec.operatingMode Suspended and the idle-suspended-at
+	 * annotation (the next pass deletes the Pod as for any suspend).
+	 * Delete: the Sandbox (at that resourceVersion), or the SandboxClaim
+	 * that controls it (the garbage collector then takes the Sandbox, and
+	 * the claim does not make a new one).
+	 */
+	SBX_PASS_IDLE = 4
 } sbx_pass;
 
 /**
@@ -127,7 +138,8 @@ typedef enum {
  * sbx_plan_new() decides it (docs/api.md#sandbox-reconcile steps 1 and 4): SKIP when
  * metadata.deletionTimestamp is set; RECONCILE while spec.shutdownTime is
  * unset (or unparsable) or still ahead; once it has passed, EXPIRE until
- * the Ready condition's reason is SandboxExpired, then TEARDOWN. Lets the
+ * the Ready condition's reason is SandboxExpired, then TEARDOWN; a
+ * RECONCILE becomes IDLE when sbx_idle_due_ms() has passed. Lets the
  * caller read only what the pass needs (an expired Sandbox needs no PVCs).
  * A NULL sandbox gives SKIP. Pure; thread-safe.
  */
@@ -141,7 +153,7 @@ typedef enum {
 	SBX_STEP_PVC = 0,
 	SBX_STEP_POD = 1,
 	SBX_STEP_SERVICE = 2,
-	SBX_STEP_SANDBOX = 3,   /**< delete of the Sandbox on expiry (docs/api.md#sandbox-expiry) */
+	SBX_STEP_SANDBOX = 3,   /**< delete of the Sandbox on expiry (docs/api.md#sandbox-expiry), idle actions */
 	SBX_STEP_COUNT = 4
 } sbx_step;
 
@@ -150,7 +162,9 @@ typedef enum {
 	SBX_OBJ_SANDBOX = 0,
 	SBX_OBJ_POD = 1,
 	SBX_OBJ_SERVICE = 2,
-	SBX_OBJ_PVC = 3
+	SBX_OBJ_PVC = 3,
+	/** The SandboxClaim controlling the Sandbox (idle Delete only). */
+	SBX_OBJ_CLAIM = 4
 } sbx_object;
 
 /** The API verb of an action. */
@@ -190,6 +204,11 @@ typedef struct {
 	const char *what;
 	/** A NotFound answer counts as success (deletes). */
 	bool not_found_ok;
+	/**
+	 * DELETE: delete only this resourceVersion (a Conflict otherwise), or
+	 * NULL. (A PATCH carries its precondition in its body.)
+	 */
+	const char *precondition_rv;
 	/* Filled in by sbx_plan_execute(): */
 	sbx_action_state state;
 	int rc;                 /**< 0 or the ASB_E* code of the failure */
@@ -332,6 +351,13 @@ typedef struct {
 	 * value.
 	 */
 	int64_t pod_patch_deferred_since_ms;
+	/**
+	 * SBX_PASS_IDLE whose action succeeded: the note of the Normal event
+	 * `IdleTimeout` (SBX_REASON_IDLE_TIMEOUT) on the Sandbox, its action in
+	 * `idle_event_action` ("Suspend" or "Delete"). NULL otherwise.
+	 */
+	char *idle_event;
+	const char *idle_event_action;
 } sbx_outcome;
 
 /**

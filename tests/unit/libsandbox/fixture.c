@@ -236,8 +236,8 @@ static const char *verb_name(sbx_verb v)
 
 static const char *object_name(sbx_object o)
 {
-	static const char *const n[] = { "sandbox", "pod", "service", "pvc" };
-	return (unsigned)o < 4 ? n[o] : "?";
+	static const char *const n[] = { "sandbox", "pod", "service", "pvc", "claim" };
+	return (unsigned)o < 5 ? n[o] : "?";
 }
 
 const sbx_action *fx_action(const sbx_plan *plan, size_t i, sbx_step step,
