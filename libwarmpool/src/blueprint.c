@@ -10,6 +10,13 @@
  * (docs/api.md#write-primitives-and-equality). Only the places where PodSpec and PersistentVolumeClaimSpec hold
  * quantities are rewritten: container (init, ephemeral) and pod-level
  * resources limits/requests, pod overhead, VCT resources.
+ *
+ * The blueprint also carries the template's idleTimeoutSeconds and
+ * idlePolicy (ours, docs/api.md#idle-suspend-and-resume) when it sets them, so pool
+ * members and cold Sandboxes get them by the same copy, the blueprint hash
+ * of a template with them changes with them (one without them hashes as
+ * before), and a member whose idle policy is not the template's is stale
+ * like one with another pod spec.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +25,7 @@
 #include "k8s/common.h"
 #include "k8s/object.h"
 #include "jsonutil.h"
+#include "sandbox/idle.h"
 
 bool wp_template_secure_by_default(const cJSON *tpl)
 {
@@ -64,8 +72,10 @@ cJSON *wp_blueprint_new(const cJSON *tpl)
 		              ju_nz(k8s_obj_name(tpl)));
 		return NULL;
 	}
-	/* Go field order of SandboxBlueprint; omitempty members stay absent. */
-	static const char *const members[] = { "podTemplate", "volumeClaimTemplates", "service" };
+	/* Go field order of SandboxBlueprint, then our idle fields;
+	 * omitempty members stay absent. */
+	static const char *const members[] = { "podTemplate", "volumeClaimTemplates", "service",
+	                                       "idleTimeoutSeconds", "idlePolicy" };
 	cJSON *bp = cJSON_CreateObject();
 	if (!bp)
 		goto oom;
@@ -270,6 +280,17 @@ static bool service_equal(const cJSON *a, const cJSON *b)
 	return cJSON_IsTrue(a) == cJSON_IsTrue(b);
 }
 
+/* The idle policies the two specs' holders give (sbx_idle_policy_at()):
+ * compared as what they do, so an absent idlePolicy equals "Suspend" and
+ * an idlePolicy without a timeout equals none. */
+static bool idle_equal(const cJSON *tpl, const cJSON *sbx)
+{
+	sbx_idle_policy a, b;
+	sbx_idle_policy_at(tpl, "spec", &a);
+	sbx_idle_policy_at(sbx, "spec", &b);
+	return a.action == b.action && a.timeout_ms == b.timeout_ms;
+}
+
 bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx)
 {
 	const cJSON *tspec = cJSON_GetObjectItemCaseSensitive(tpl, "spec");
@@ -288,7 +309,8 @@ bool wp_blueprint_differs(const cJSON *tpl, const cJSON *sbx)
 	         vcts_equal(cJSON_GetObjectItemCaseSensitive(tspec, "volumeClaimTemplates"),
 	                    cJSON_GetObjectItemCaseSensitive(sspec, "volumeClaimTemplates")) &&
 	         service_equal(cJSON_GetObjectItemCaseSensitive(tspec, "service"),
-	                       cJSON_GetObjectItemCaseSensitive(sspec, "service")));
+	                       cJSON_GetObjectItemCaseSensitive(sspec, "service")) &&
+	         idle_equal(tpl, sbx));
 }
 
 bool wp_sandbox_is_stale(const cJSON *tpl, const char *tpl_hash,

@@ -1,7 +1,8 @@
 /*
  * blueprint.h - what a SandboxTemplate stamps onto a Sandbox, shared by the
  * SandboxWarmPool and SandboxClaim controllers: the blueprint
- * {podTemplate, volumeClaimTemplates, service} (docs/api.md#sandboxtemplate-spec), the
+ * {podTemplate, volumeClaimTemplates, service} (docs/api.md#sandboxtemplate-spec) plus
+ * our {idleTimeoutSeconds, idlePolicy} (docs/api.md#idle-suspend-and-resume), the
  * secure defaults applied to its pod spec (docs/api.md#secure-defaults), its content hashes (docs/api.md#name-hash)
  * and the staleness test of a Sandbox against the current template (docs/api.md#staleness-and-update-strategies).
  *
@@ -38,8 +39,10 @@ WP_EXTERN bool wp_template_secure_by_default(const cJSON *tpl);
 WP_EXTERN int wp_apply_secure_defaults(cJSON *pod_spec, bool secure_by_default);
 
 /**
- * A new object {podTemplate, volumeClaimTemplates, service} deep-copied from
- * `tpl`.spec (members absent in the template are absent in the result).
+ * A new object {podTemplate, volumeClaimTemplates, service,
+ * idleTimeoutSeconds, idlePolicy} deep-copied from `tpl`.spec (members
+ * absent or null in the template are absent in the result, so a template
+ * without the idle fields, ours, gives upstream's three members).
  * The caller frees it with cJSON_Delete(). NULL (ASB_EINVAL or ASB_ENOMEM
  * recorded) when `tpl` has no spec.podTemplate or on allocation failure.
  */
@@ -66,8 +69,10 @@ WP_EXTERN int wp_pod_template_hash(const cJSON *tpl, char out[SBX_NAME_HASH_SIZE
  * (whole object) differs from what `tpl` would build: the template's pod
  * spec with secure defaults applied vs sbx.spec.podTemplate.spec, the VCT
  * lists (same length; index by index same name and semantically equal
- * spec; metadata ignored) and `service`. Pod template metadata and the
- * template's policies are ignored, so metadata-only edits never make a
+ * spec; metadata ignored), `service`, and the idle policy (ours: the
+ * sbx_idle_policy_at() of both specs, so an absent idlePolicy equals
+ * "Suspend"). Pod template metadata and the template's other policies
+ * are ignored, so metadata-only edits never make a
  * Sandbox stale. Semantic equality: a missing member equals its zero value
  * and nil lists/maps equal empty ones; `service` is a pointer (absent,
  * false and true all differ). Resource quantities compare by value ("1Gi"

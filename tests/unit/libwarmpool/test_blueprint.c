@@ -1,5 +1,6 @@
 /* Unit tests of libwarmpool/src/blueprint.c: secure defaults
- * (docs/api.md#secure-defaults), the blueprint and its hashes (docs/api.md#name-hash), semantic staleness (docs/api.md#staleness-and-update-strategies). */
+ * (docs/api.md#secure-defaults), the blueprint and its hashes (docs/api.md#name-hash), semantic staleness (docs/api.md#staleness-and-update-strategies),
+ * and the idle fields the blueprint carries (ours, docs/api.md#idle-suspend-and-resume). */
 #include <check.h>
 #include <string.h>
 #include "warmpool/blueprint.h"
@@ -317,6 +318,78 @@ START_TEST(stale_owned_hash_then_semantic)
 }
 END_TEST
 
+/* ---- idle fields (ours, docs/api.md#idle-suspend-and-resume) ---- */
+
+START_TEST(blueprint_idle_fields)
+{
+	cJSON *t = fx_load("template.json");
+	char before[SBX_NAME_HASH_SIZE], h[SBX_NAME_HASH_SIZE], h2[SBX_NAME_HASH_SIZE];
+	ck_assert_int_eq(wp_blueprint_hash(t, before), 0);
+	fx_set(t, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(t, "spec.idlePolicy", "Delete");
+	cJSON *bp = wp_blueprint_new(t);
+	ck_assert_ptr_nonnull(bp);
+	/* after upstream's members, copied as they are */
+	ck_assert_int_eq(cJSON_GetArraySize(bp), 4);
+	ck_assert_str_eq(bp->child->next->next->string, "idleTimeoutSeconds");
+	ck_assert_str_eq(bp->child->next->next->next->string, "idlePolicy");
+	ck_assert_int_eq(cJSON_GetObjectItem(bp, "idleTimeoutSeconds")->valueint, 600);
+	ck_assert_str_eq(cJSON_GetObjectItem(bp, "idlePolicy")->valuestring, "Delete");
+	cJSON_Delete(bp);
+	/* they are part of the blueprint hash ... */
+	ck_assert_int_eq(wp_blueprint_hash(t, h), 0);
+	ck_assert_str_ne(h, before);
+	fx_set(t, "spec.idleTimeoutSeconds", cJSON_CreateNumber(601));
+	ck_assert_int_eq(wp_blueprint_hash(t, h2), 0);
+	ck_assert_str_ne(h, h2);
+	/* ... not of the pod-template hash, and a template without them
+	 * (or with null ones) hashes as before they existed */
+	fx_set(t, "spec.idleTimeoutSeconds", cJSON_CreateNull());
+	fx_set(t, "spec.idlePolicy", cJSON_CreateNull());
+	ck_assert_int_eq(wp_blueprint_hash(t, h2), 0);
+	ck_assert_str_eq(h2, before);
+	bp = wp_blueprint_new(t);
+	ck_assert_int_eq(cJSON_GetArraySize(bp), 2);
+	cJSON_Delete(bp);
+	cJSON_Delete(t);
+}
+END_TEST
+
+START_TEST(differs_on_idle_policy)
+{
+	cJSON *t = fx_load("template.json"), *m = fx_load("member.json");
+	char h[SBX_NAME_HASH_SIZE];
+	/* the template gains a timeout the member lacks: it differs, and an
+	 * owned member with the old hash label is stale */
+	fx_set(t, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	ck_assert(wp_blueprint_differs(t, m));
+	ck_assert_int_eq(wp_blueprint_hash(t, h), 0);
+	ck_assert(wp_sandbox_is_stale(t, h, m, true));
+	/* the same pair: fresh; an absent idlePolicy equals Suspend */
+	fx_set(m, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	ck_assert(!wp_blueprint_differs(t, m));
+	ck_assert(!wp_sandbox_is_stale(t, h, m, true));
+	fx_set_str(m, "spec.idlePolicy", "Suspend");
+	ck_assert(!wp_blueprint_differs(t, m));
+	/* another timeout or policy differs */
+	fx_set_str(t, "spec.idlePolicy", "Delete");
+	ck_assert(wp_blueprint_differs(t, m));
+	fx_set_str(m, "spec.idlePolicy", "Delete");
+	ck_assert(!wp_blueprint_differs(t, m));
+	fx_set(t, "spec.idleTimeoutSeconds", cJSON_CreateNumber(30));
+	ck_assert(wp_blueprint_differs(t, m));
+	/* the template drops them: a member still carrying them differs */
+	fx_del(t, "spec.idleTimeoutSeconds");
+	fx_del(t, "spec.idlePolicy");
+	ck_assert(wp_blueprint_differs(t, m));
+	/* a policy without a timeout is no policy on either side */
+	fx_del(m, "spec.idleTimeoutSeconds");
+	ck_assert(!wp_blueprint_differs(t, m));
+	cJSON_Delete(t);
+	cJSON_Delete(m);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("blueprint");
@@ -327,6 +400,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, secure_defaults_invalid);
 	tcase_add_test(tc, blueprint_members);
 	tcase_add_test(tc, hashes);
+	tcase_add_test(tc, blueprint_idle_fields);
+	tcase_add_test(tc, differs_on_idle_policy);
 	tcase_add_test(tc, differs_not_for_defaults_and_metadata);
 	tcase_add_test(tc, differs_on_spec_vct_service);
 	tcase_add_test(tc, differs_quantities_by_value);

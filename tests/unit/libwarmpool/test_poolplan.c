@@ -383,6 +383,84 @@ START_TEST(classify_stale_by_strategy)
 }
 END_TEST
 
+/* Our idle fields (docs/api.md#idle-suspend-and-resume) are part of what a template
+ * stamps: members carry them, and a template whose idle fields change makes
+ * its members stale like any other spec change, under each strategy. */
+START_TEST(idle_fields_members_and_staleness)
+{
+	/* a member built from a template with them carries them, and is fresh */
+	fx_set(tpl, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(tpl, "spec.idlePolicy", "Delete");
+	char h[SBX_NAME_HASH_SIZE];
+	ck_assert_int_eq(wp_blueprint_hash(tpl, h), 0);
+	ck_assert_str_ne(h, tpl_hash);
+	cJSON *s = wp_pool_member_new(pool, tpl, true);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(k8s_obj_at(s, "spec.idleTimeoutSeconds")->valueint, 600);
+	ck_assert_str_eq(k8s_obj_str(s, "spec.idlePolicy"), "Delete");
+	ck_assert_str_eq(k8s_obj_label(s, "agents.x-k8s.io/sandbox-template-hash"), h);
+	ck_assert(!wp_sandbox_is_stale(tpl, h, s, true));
+	ck_assert(!wp_sandbox_is_stale(tpl, h, s, false));
+	cJSON_Delete(s);
+
+	/* members of the template as it was before (no idle fields, old hash) */
+	add_member("a");
+	cJSON *b = add_member("b");              /* already on the new pair */
+	fx_label(b, "agents.x-k8s.io/sandbox-template-hash", h);
+	fx_set(b, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(b, "spec.idlePolicy", "Delete");
+	cJSON *c = add_member("c");              /* another old hash, same content */
+	fx_label(c, "agents.x-k8s.io/sandbox-template-hash", "0c0c0c0c");
+	fx_set(c, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(c, "spec.idlePolicy", "Delete");
+	in.tpl_hash = h;
+
+	wp_pool_member *m;
+	size_t n;
+	/* OnReplenish: left until claimed */
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_NONE);
+	wp_pool_members_free(m, n);
+	/* Recreate: the member without the new idle fields is deleted */
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "c")->action, WP_MEMBER_NONE);
+	wp_pool_members_free(m, n);
+	/* RollingUpdate: it is outdated, the others are on the current template */
+	fx_set_str(pool, "spec.updateStrategy.type", "RollingUpdate");
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert(find(m, n, "a")->outdated);
+	ck_assert(!find(m, n, "b")->outdated);
+	ck_assert(!find(m, n, "c")->outdated);
+	wp_pool_members_free(m, n);
+
+	/* only the idle timeout changes: b and c are stale now, a still is */
+	fx_set(tpl, "spec.idleTimeoutSeconds", cJSON_CreateNumber(900));
+	char h2[SBX_NAME_HASH_SIZE];
+	ck_assert_int_eq(wp_blueprint_hash(tpl, h2), 0);
+	ck_assert_str_ne(h2, h);
+	in.tpl_hash = h2;
+	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "a")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_DELETE_STALE);
+	ck_assert_int_eq(find(m, n, "c")->action, WP_MEMBER_DELETE_STALE);
+	wp_pool_members_free(m, n);
+	/* an explicit Suspend where the members have none is no change */
+	fx_set(tpl, "spec.idleTimeoutSeconds", cJSON_CreateNumber(600));
+	fx_set_str(tpl, "spec.idlePolicy", "Suspend");
+	fx_del(b, "spec.idlePolicy");
+	fx_del(c, "spec.idlePolicy");
+	ck_assert_int_eq(wp_blueprint_hash(tpl, h2), 0);
+	ck_assert_int_eq(wp_pool_classify(&in, members, &m, &n), 0);
+	ck_assert_int_eq(find(m, n, "b")->action, WP_MEMBER_NONE);
+	ck_assert_int_eq(find(m, n, "c")->action, WP_MEMBER_NONE);
+	wp_pool_members_free(m, n);
+}
+END_TEST
+
 START_TEST(classify_verdict_cached_per_old_hash)
 {
 	fx_set_str(pool, "spec.updateStrategy.type", "Recreate");
@@ -1146,6 +1224,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, classify_kinds);
 	tcase_add_test(tc, classify_orphans);
 	tcase_add_test(tc, classify_stale_by_strategy);
+	tcase_add_test(tc, idle_fields_members_and_staleness);
 	tcase_add_test(tc, classify_verdict_cached_per_old_hash);
 	tcase_add_test(tc, classify_update_failed);
 	tcase_add_test(tc, rolling_limits);
