@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
+#include "sandbox/idle.h"
 #include "warmpool/api.h"
 
 /* ---- errors of a pass: the kind decides the Ready reason (docs/api.md#claim-conditions) ---- */
@@ -158,8 +159,22 @@ cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *
                                        const char *tpl_ref_hash, wp_claim_err *err);
 
 /**
+ * The idle fields of a claim's Sandbox (ours, docs/api.md#idle-suspend-and-resume),
+ * resolved as a pair: the claim's spec.lifecycle idleTimeoutSeconds and
+ * idlePolicy when it sets a timeout (sbx_idle_policy_at() not OFF); else
+ * those of `base`'s spec (the template, or the warm Sandbox itself when the
+ * template is unknown) when it sets one; else none. A new object with the
+ * winning source's idleTimeoutSeconds and, when that source has one, its
+ * idlePolicy (an absent one means Suspend); {} for none. `*action` (may be
+ * NULL) gets the pair's action, SBX_IDLE_OFF for none. NULL on allocation
+ * failure.
+ */
+cJSON *wp_claim_idle_fields(const cJSON *claim, const cJSON *base, sbx_idle_action *action);
+
+/**
  * The cold Sandbox for `claim` built from template `tpl` (docs/api.md#cold-start, steps in
- * the spec's order: VCTs, labels, metadata merge, env, secure defaults).
+ * the spec's order: VCTs, labels, metadata merge, env, secure defaults;
+ * then our idle fields, wp_claim_idle_fields() of the claim and `tpl`).
  * New object, or NULL with `err` set.
  */
 cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err);
@@ -169,10 +184,16 @@ cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err 
  * 2), computed from `sbx` as read (its resourceVersion is the
  * precondition). `tpl` may be NULL (template unreadable); `tpl_name` is the
  * template name (NULL: from the Sandbox's sandbox-template-ref annotation).
+ * Ours (docs/api.md#idle-suspend-and-resume): spec.idleTimeoutSeconds and
+ * spec.idlePolicy become wp_claim_idle_fields() of the claim and `tpl`
+ * (else `sbx`), set where they differ and null where the Sandbox has one
+ * the pair lacks; when that pair is not OFF the annotation
+ * agents.x-k8s.io/last-activity is set to `now_ms` (RFC 3339), so the idle
+ * clock of a member that waited unclaimed starts at its adoption.
  * New object, or NULL with `err` set.
  */
 cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
-                                         const char *tpl_name, wp_claim_err *err);
+                               const char *tpl_name, int64_t now_ms, wp_claim_err *err);
 
 /**
  * Candidate verification of docs/api.md#claim-adoption: same namespace as the claim, not

@@ -3,7 +3,8 @@
  * injection (docs/api.md#env-injection), the volumeClaimTemplates merge (docs/api.md#claim-volumeclaimtemplates), the
  * cold Sandbox (docs/api.md#cold-start), the adoption patch of a warm one (docs/api.md#claim-adoption step 2) and
  * the podTemplate metadata both carry (docs/api.md#additionalpodmetadata), plus candidate verification
- * (docs/api.md#claim-adoption) and a merge-patch diff.
+ * (docs/api.md#claim-adoption) and a merge-patch diff; the idle fields both carry (ours,
+ * docs/api.md#idle-suspend-and-resume).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -403,10 +404,79 @@ cJSON *wp_claim_pod_metadata(const cJSON *claim, const cJSON *tpl, const cJSON *
 	return meta;
 }
 
+/* ---- idle fields (ours, docs/api.md#idle-suspend-and-resume) ---- */
+
+static const char *const idle_keys[] = { "idleTimeoutSeconds", "idlePolicy" };
+
+/* {idleTimeoutSeconds, idlePolicy} copied from `holder` (members it lacks,
+ * or holds with the wrong type, stay absent). NULL on allocation failure. */
+static cJSON *idle_pair(const cJSON *holder)
+{
+	cJSON *out = cJSON_CreateObject();
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(holder, idle_keys[0]);
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(holder, idle_keys[1]);
+	if (!out || (cJSON_IsNumber(t) && !ju_set(out, idle_keys[0], cJSON_Duplicate(t, false))) ||
+	    (cJSON_IsString(p) && !ju_set_str(out, idle_keys[1], p->valuestring))) {
+		cJSON_Delete(out);
+		return NULL;
+	}
+	return out;
+}
+
+cJSON *wp_claim_idle_fields(const cJSON *claim, const cJSON *base, sbx_idle_action *action)
+{
+	sbx_idle_policy pol;
+	const cJSON *holder = NULL;
+	sbx_idle_policy_at(claim, "spec.lifecycle", &pol);
+	if (pol.action != SBX_IDLE_OFF) {
+		holder = k8s_obj_at(claim, "spec.lifecycle");
+	} else {
+		sbx_idle_policy_at(base, "spec", &pol);
+		if (pol.action != SBX_IDLE_OFF)
+			holder = k8s_obj_at(base, "spec");
+	}
+	if (action)
+		*action = pol.action;
+	return holder ? idle_pair(holder) : cJSON_CreateObject();
+}
+
 /* ---- docs/api.md#claim-adoption step 2 adoption patch ---- */
 
+/*
+ * Adds to `patch` the idle part of the adoption (wp_claim_adoption_patch()):
+ * the spec members that make `sbx`'s idle fields the claim's pair, and the
+ * last-activity stamp when that pair is not OFF. False on allocation failure.
+ */
+static bool adoption_idle(cJSON *patch, cJSON *ann, const cJSON *claim, const cJSON *sbx,
+                          const cJSON *tpl, int64_t now_ms)
+{
+	sbx_idle_action action;
+	cJSON *want = wp_claim_idle_fields(claim, tpl ? tpl : sbx, &action);
+	cJSON *have = idle_pair(k8s_obj_at(sbx, "spec"));
+	cJSON *diff = want && have ? wp_merge_patch_diff(have, want) : NULL;
+	cJSON_Delete(want);
+	cJSON_Delete(have);
+	if (!diff)
+		return false;
+	cJSON *spec = diff->child ? ju_obj(patch, "spec") : NULL;
+	bool ok = !diff->child || spec;
+	while (ok && diff->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(diff, diff->child);
+		ok = cJSON_AddItemToObject(spec, item->string, item);
+		if (!ok)
+			cJSON_Delete(item);
+	}
+	cJSON_Delete(diff);
+	if (!ok)
+		return false;
+	if (action == SBX_IDLE_OFF)
+		return true;
+	char when[40];
+	return ju_set_str(ann, SBX_ANNOTATION_LAST_ACTIVITY, k8s_time_format(now_ms, when, sizeof(when)));
+}
+
 cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON *tpl,
-                               const char *tpl_name, wp_claim_err *err)
+                               const char *tpl_name, int64_t now_ms, wp_claim_err *err)
 {
 	char computed[SBX_NAME_HASH_SIZE];
 	const char *ref_hash = k8s_obj_label(sbx, SBX_LABEL_TEMPLATE_REF_HASH);
@@ -449,7 +519,8 @@ cJSON *wp_claim_adoption_patch(const cJSON *claim, const cJSON *sbx, const cJSON
 	                   : ju_set_str(labels, SBX_LABEL_CREATED_BY, cb)) ||
 	    !ju_set_str(labels, SBX_LABEL_TEMPLATE_REF_HASH, ref_hash) ||
 	    !ju_set_str(ann, SBX_ANNOTATION_POD_NAME, ju_nz(k8s_obj_name(sbx))) ||
-	    (!ju_empty(trace) && !ju_set_str(ann, SBX_ANNOTATION_TRACE_CONTEXT, trace)))
+	    (!ju_empty(trace) && !ju_set_str(ann, SBX_ANNOTATION_TRACE_CONTEXT, trace)) ||
+	    !adoption_idle(patch, ann, claim, sbx, tpl, now_ms))
 		goto nomem;
 	if (metadiff->child) {
 		cJSON *spec = ju_obj(patch, "spec");

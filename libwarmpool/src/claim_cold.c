@@ -1,6 +1,7 @@
 /*
  * claim_cold.c - the Sandbox a claim creates when no warm one is adopted
- * (docs/api.md#cold-start), built from the template's blueprint (blueprint.h).
+ * (docs/api.md#cold-start), built from the template's blueprint (blueprint.h), with the
+ * claim's idle fields over the template's (ours, docs/api.md#idle-suspend-and-resume).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,26 @@
 #define NOMEM(err) wp_claim_err_set((err), WP_CLAIM_E_OTHER, "out of memory")
 
 /* ---- docs/api.md#cold-start cold Sandbox ---- */
+
+/* Replaces the idle fields the blueprint copied from the template by the
+ * claim's pair (wp_claim_idle_fields(), ours). False on allocation failure. */
+static bool set_idle_fields(cJSON *spec, const cJSON *claim, const cJSON *tpl)
+{
+	cJSON *want = wp_claim_idle_fields(claim, tpl, NULL);
+	if (!want)
+		return false;
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "idleTimeoutSeconds");
+	cJSON_DeleteItemFromObjectCaseSensitive(spec, "idlePolicy");
+	bool ok = true;
+	while (ok && want->child) {
+		cJSON *item = cJSON_DetachItemViaPointer(want, want->child);
+		ok = cJSON_AddItemToObject(spec, item->string, item);
+		if (!ok)
+			cJSON_Delete(item);
+	}
+	cJSON_Delete(want);
+	return ok;
+}
 
 cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err *err)
 {
@@ -99,6 +120,9 @@ cJSON *wp_claim_cold_sandbox(const cJSON *claim, const cJSON *tpl, wp_claim_err 
 		                 asb_error_last()->message);
 		goto fail;
 	}
+	/* 6. idle fields (ours, docs/api.md#idle-suspend-and-resume): the claim's pair wins */
+	if (!set_idle_fields(spec, claim, tpl))
+		goto nomem;
 	return sbx;
 nomem:
 	NOMEM(err);

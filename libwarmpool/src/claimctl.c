@@ -887,7 +887,7 @@ static int finish_adoption(pass *p, const cJSON *sbx, bool from_queue, bool *req
 	int result = -1;
 	*requeue_key = false;
 	for (int attempt = 0; attempt < ADOPTION_ATTEMPTS; attempt++) {
-		cJSON *patch = wp_claim_adoption_patch(p->claim, cur, tpl, tname, &p->err);
+		cJSON *patch = wp_claim_adoption_patch(p->claim, cur, tpl, tname, k8s_now_ms(), &p->err);
 		if (!patch) {
 			*requeue_key = from_queue;
 			goto out;

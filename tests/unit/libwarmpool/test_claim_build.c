@@ -2,14 +2,19 @@
  * Unit tests of libwarmpool/src/claim_build.c: env injection
  * (docs/api.md#env-injection: policies, routing to init/main containers, order, envFrom, override
  * rules), the VCT merge (docs/api.md#claim-volumeclaimtemplates), the adoption patch (docs/api.md#claim-adoption step 2, with and
- * without the template), candidate verification (docs/api.md#claim-adoption) and the merge-patch
- * diff.
+ * without the template), candidate verification (docs/api.md#claim-adoption), the merge-patch
+ * diff, and the idle fields (ours, docs/api.md#idle-suspend-and-resume): the claim's pair over
+ * the template's, and the adoption patch that sets them and starts the idle clock.
  */
 #include <string.h>
 #include "fixture.h"
 #include "claim.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
+
+/* 2026-01-02T03:10:00Z: the adoption time of the tests. */
+#define NOW_MS 1767323400000LL
+#define NOW "2026-01-02T03:10:00Z"
 
 static cJSON *claim_with(const char *member, const char *json)
 {
@@ -183,7 +188,7 @@ START_TEST(adoption_patch_with_template)
 	cJSON *sbx = fx_load("sandbox-warm.json");
 	cJSON *tpl = fx_load("claim-template.json");
 	wp_claim_err err = { 0 };
-	cJSON *p = wp_claim_adoption_patch(claim, sbx, tpl, NULL, &err);
+	cJSON *p = wp_claim_adoption_patch(claim, sbx, tpl, NULL, NOW_MS, &err);
 	ck_assert_msg(p != NULL, "%s", err.msg);
 	fx_assert_json_str(p,
 		"{\"metadata\":{\"labels\":{"
@@ -222,7 +227,7 @@ START_TEST(adoption_patch_with_template)
 	claim = fx_load("claim.json");
 	cJSON_AddItemToObject(cJSON_GetObjectItem(claim, "spec"), "additionalPodMetadata",
 	                      fx_json("{\"annotations\":{\"team\":\"red\"}}"));
-	ck_assert_ptr_null(wp_claim_adoption_patch(claim, sbx, tpl, NULL, &err));
+	ck_assert_ptr_null(wp_claim_adoption_patch(claim, sbx, tpl, NULL, NOW_MS, &err));
 	ck_assert_ptr_nonnull(strstr(err.msg, "metadata override conflict: annotation \"team\""));
 	wp_claim_err_clear(&err);
 	cJSON_Delete(claim);
@@ -242,7 +247,7 @@ START_TEST(adoption_patch_without_template)
 	cJSON_DeleteItemFromObject(cJSON_GetObjectItem(cJSON_GetObjectItem(sbx, "metadata"), "labels"),
 	                           "agents.x-k8s.io/sandbox-template-ref-hash");
 	wp_claim_err err = { 0 };
-	cJSON *p = wp_claim_adoption_patch(claim, sbx, NULL, "test-template", &err);
+	cJSON *p = wp_claim_adoption_patch(claim, sbx, NULL, "test-template", NOW_MS, &err);
 	ck_assert_ptr_nonnull(p);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(k8s_obj_at(p, "metadata.labels"),
 	                                          "agents.x-k8s.io/created-by")));
@@ -263,6 +268,184 @@ START_TEST(adoption_patch_without_template)
 	cJSON_Delete(p);
 	cJSON_Delete(claim);
 	cJSON_Delete(sbx);
+}
+END_TEST
+
+/* ---- idle fields (ours, docs/api.md#idle-suspend-and-resume) ---- */
+
+/* Sets each member of the JSON object `json` (NULL: none) under `path` of `obj`. */
+static void set_members(cJSON *obj, const char *path, const char *json)
+{
+	if (!json || !obj)
+		return;
+	cJSON *extra = fx_json(json);
+	cJSON *it;
+	cJSON_ArrayForEach(it, extra) {
+		char p[128];
+		snprintf(p, sizeof(p), "%s.%s", path, it->string);
+		fx_set(obj, p, cJSON_Duplicate(it, true));
+	}
+	cJSON_Delete(extra);
+}
+
+/* wp_claim_idle_fields() of a claim with lifecycle `lc` and a template with
+ * spec members `tspec` (JSON objects, NULL: none) is `want`, `want_action`. */
+static void check_idle(const char *lc, const char *tspec, const char *want, sbx_idle_action want_action)
+{
+	cJSON *claim = fx_load("claim.json");
+	cJSON *tpl = fx_load("claim-template.json");
+	set_members(claim, "spec.lifecycle", lc);
+	set_members(tpl, "spec", tspec);
+	sbx_idle_action action = (sbx_idle_action)-1;
+	cJSON *got = wp_claim_idle_fields(claim, tpl, &action);
+	ck_assert_ptr_nonnull(got);
+	fx_assert_json_str(got, want);
+	ck_assert_msg(action == want_action, "lifecycle %s, template %s: action %d, want %d",
+	              lc ? lc : "-", tspec ? tspec : "-", (int)action, (int)want_action);
+	cJSON_Delete(got);
+	cJSON_Delete(claim);
+	cJSON_Delete(tpl);
+}
+
+START_TEST(idle_fields_claim_over_template)
+{
+	const char *tpl_delete = "{\"idleTimeoutSeconds\":3600,\"idlePolicy\":\"Delete\"}";
+	/* the claim's pair wins whole */
+	check_idle("{\"idleTimeoutSeconds\":60,\"idlePolicy\":\"Suspend\"}", tpl_delete,
+	           "{\"idleTimeoutSeconds\":60,\"idlePolicy\":\"Suspend\"}", SBX_IDLE_SUSPEND);
+	/* a claim timeout without a policy: Suspend, not the template's Delete */
+	check_idle("{\"idleTimeoutSeconds\":60,\"shutdownPolicy\":\"Retain\"}", tpl_delete,
+	           "{\"idleTimeoutSeconds\":60}", SBX_IDLE_SUSPEND);
+	check_idle("{\"idleTimeoutSeconds\":90,\"idlePolicy\":\"Delete\"}", NULL,
+	           "{\"idleTimeoutSeconds\":90,\"idlePolicy\":\"Delete\"}", SBX_IDLE_DELETE);
+	/* a claim policy without a timeout sets nothing: the template's pair */
+	check_idle("{\"idlePolicy\":\"Suspend\"}", tpl_delete, tpl_delete, SBX_IDLE_DELETE);
+	check_idle(NULL, "{\"idleTimeoutSeconds\":30}", "{\"idleTimeoutSeconds\":30}", SBX_IDLE_SUSPEND);
+	/* neither sets a timeout: none (a lone template policy included) */
+	check_idle(NULL, NULL, "{}", SBX_IDLE_OFF);
+	check_idle("{\"idlePolicy\":\"Delete\"}", "{\"idlePolicy\":\"Delete\"}", "{}", SBX_IDLE_OFF);
+	/* no claim, no base */
+	cJSON *got = wp_claim_idle_fields(NULL, NULL, NULL);
+	fx_assert_json_str(got, "{}");
+	cJSON_Delete(got);
+}
+END_TEST
+
+/* The adoption patch of the fixture warm member carrying `member` idle
+ * fields (JSON object members of its spec, NULL: none) for a claim with
+ * lifecycle `lc` from a template with `tspec` (NULL template: unknown). The
+ * patch is applied to the member, which is returned in *adopted. */
+static cJSON *adopt_idle(const char *member, const char *lc, const char *tspec, bool with_tpl,
+                         cJSON **adopted)
+{
+	cJSON *claim = fx_load("claim.json");
+	cJSON *sbx = fx_load("sandbox-warm.json");
+	cJSON *tpl = with_tpl ? fx_load("claim-template.json") : NULL;
+	set_members(claim, "spec.lifecycle", lc);
+	set_members(sbx, "spec", member);
+	set_members(tpl, "spec", tspec);
+	wp_claim_err err = { 0 };
+	cJSON *p = wp_claim_adoption_patch(claim, sbx, tpl, "test-template", NOW_MS, &err);
+	ck_assert_msg(p != NULL, "%s", err.msg);
+	ck_assert(k8s_obj_merge_patch(sbx, p));
+	*adopted = sbx;
+	cJSON_Delete(claim);
+	cJSON_Delete(tpl);
+	return p;
+}
+
+static const cJSON *spec_idle(const cJSON *p, const char *key)
+{
+	return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "spec"), key);
+}
+
+START_TEST(adoption_patch_idle_from_template)
+{
+	const char *pair = "{\"idleTimeoutSeconds\":300,\"idlePolicy\":\"Delete\"}";
+	cJSON *sbx;
+	/* the member carries the template's pair: spec untouched, clock stamped */
+	cJSON *p = adopt_idle(pair, NULL, pair, true, &sbx);
+	ck_assert_ptr_null(spec_idle(p, "idleTimeoutSeconds"));
+	ck_assert_ptr_null(spec_idle(p, "idlePolicy"));
+	ck_assert_str_eq(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY), NOW);
+	ck_assert_int_eq(k8s_obj_at(sbx, "spec.idleTimeoutSeconds")->valueint, 300);
+	ck_assert_str_eq(k8s_obj_str(sbx, "spec.idlePolicy"), "Delete");
+	/* its idle clock is the adoption, not its creation or Ready hours before */
+	ck_assert(sbx_idle_last_activity_ms(sbx) == NOW_MS);
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* a member built before the template got them: set from the template */
+	p = adopt_idle(NULL, NULL, pair, true, &sbx);
+	ck_assert_int_eq(spec_idle(p, "idleTimeoutSeconds")->valueint, 300);
+	ck_assert_str_eq(spec_idle(p, "idlePolicy")->valuestring, "Delete");
+	ck_assert_str_eq(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY), NOW);
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* the template dropped them since: nulled, no stamp */
+	p = adopt_idle(pair, NULL, NULL, true, &sbx);
+	ck_assert(cJSON_IsNull(spec_idle(p, "idleTimeoutSeconds")));
+	ck_assert(cJSON_IsNull(spec_idle(p, "idlePolicy")));
+	ck_assert_ptr_null(k8s_obj_at(sbx, "spec.idleTimeoutSeconds"));
+	ck_assert_ptr_null(k8s_obj_at(sbx, "spec.idlePolicy"));
+	ck_assert_ptr_null(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY));
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* template unknown: the member's own pair stands */
+	p = adopt_idle(pair, NULL, NULL, false, &sbx);
+	ck_assert_ptr_null(spec_idle(p, "idleTimeoutSeconds"));
+	ck_assert_ptr_null(spec_idle(p, "idlePolicy"));
+	ck_assert_str_eq(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY), NOW);
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* nothing anywhere: neither spec nor annotation (the upstream patch) */
+	p = adopt_idle(NULL, NULL, NULL, true, &sbx);
+	ck_assert_ptr_null(spec_idle(p, "idleTimeoutSeconds"));
+	ck_assert_ptr_null(spec_idle(p, "idlePolicy"));
+	ck_assert_ptr_null(cJSON_GetObjectItem(k8s_obj_at(p, "metadata.annotations"),
+	                                       SBX_ANNOTATION_LAST_ACTIVITY));
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+}
+END_TEST
+
+START_TEST(adoption_patch_idle_claim_wins)
+{
+	const char *pair = "{\"idleTimeoutSeconds\":300,\"idlePolicy\":\"Delete\"}";
+	cJSON *sbx;
+	/* the claim's pair replaces the member's (the template's) */
+	cJSON *p = adopt_idle(pair, "{\"idleTimeoutSeconds\":45,\"idlePolicy\":\"Suspend\"}", pair,
+	                      true, &sbx);
+	ck_assert_int_eq(spec_idle(p, "idleTimeoutSeconds")->valueint, 45);
+	ck_assert_str_eq(spec_idle(p, "idlePolicy")->valuestring, "Suspend");
+	ck_assert_int_eq(k8s_obj_at(sbx, "spec.idleTimeoutSeconds")->valueint, 45);
+	ck_assert_str_eq(k8s_obj_str(sbx, "spec.idlePolicy"), "Suspend");
+	ck_assert_str_eq(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY), NOW);
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* a claim timeout alone: the template's Delete is nulled (Suspend) */
+	p = adopt_idle(pair, "{\"idleTimeoutSeconds\":45}", pair, true, &sbx);
+	ck_assert_int_eq(spec_idle(p, "idleTimeoutSeconds")->valueint, 45);
+	ck_assert(cJSON_IsNull(spec_idle(p, "idlePolicy")));
+	ck_assert_ptr_null(k8s_obj_at(sbx, "spec.idlePolicy"));
+	sbx_idle_policy pol;
+	sbx_idle_policy_of(sbx, &pol);
+	ck_assert_int_eq(pol.action, SBX_IDLE_SUSPEND);
+	ck_assert(pol.timeout_ms == 45000);
+	cJSON_Delete(p);
+	cJSON_Delete(sbx);
+	/* a claim pair on a member of a template without one; template unknown too */
+	for (int with_tpl = 0; with_tpl < 2; with_tpl++) {
+		p = adopt_idle(NULL, "{\"idleTimeoutSeconds\":31536000,\"idlePolicy\":\"Delete\"}", NULL,
+		               with_tpl, &sbx);
+		fx_assert_json_str(k8s_obj_at(sbx, "spec.idleTimeoutSeconds"), "31536000");
+		ck_assert_str_eq(k8s_obj_str(sbx, "spec.idlePolicy"), "Delete");
+		ck_assert_str_eq(k8s_obj_annotation(sbx, SBX_ANNOTATION_LAST_ACTIVITY), NOW);
+		/* the rest of the adoption is unchanged */
+		ck_assert_ptr_null(k8s_obj_label(sbx, "agents.x-k8s.io/warm-pool-sandbox"));
+		ck_assert_str_eq(k8s_obj_label(sbx, "agents.x-k8s.io/launch-type"), "warm");
+		cJSON_Delete(p);
+		cJSON_Delete(sbx);
+	}
 }
 END_TEST
 
@@ -324,6 +507,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, vct_merge);
 	tcase_add_test(tc, adoption_patch_with_template);
 	tcase_add_test(tc, adoption_patch_without_template);
+	tcase_add_test(tc, idle_fields_claim_over_template);
+	tcase_add_test(tc, adoption_patch_idle_from_template);
+	tcase_add_test(tc, adoption_patch_idle_claim_wins);
 	tcase_add_test(tc, candidates);
 	tcase_add_test(tc, merge_diff);
 	suite_add_tcase(s, tc);

@@ -2,7 +2,9 @@
  * Unit tests of libwarmpool/src/claim_cold.c: the cold Sandbox of
  * docs/api.md#cold-start (name, labels, annotations, ownerReference, blueprint
  * copy, podTemplate labels, additionalPodMetadata, env, secure defaults),
- * and the order of its steps (the first failure wins, nothing built).
+ * and the order of its steps (the first failure wins, nothing built), and
+ * its idle fields (ours, docs/api.md#idle-suspend-and-resume): the template's, or the
+ * claim's pair when it sets a timeout.
  */
 #include <string.h>
 #include "fixture.h"
@@ -132,12 +134,68 @@ START_TEST(cold_sandbox_step_order)
 }
 END_TEST
 
+/* The cold Sandbox's spec idle fields for a claim lifecycle `lc` and template
+ * spec members `tspec` (JSON objects, NULL: none) equal `want` (members
+ * idleTimeoutSeconds/idlePolicy of the spec, "{}" for none). */
+static void check_cold_idle(const char *lc, const char *tspec, const char *want)
+{
+	cJSON *claim = fx_load("claim.json");
+	cJSON *tpl = fx_load("claim-template.json");
+	if (lc)
+		spec_add(claim, "lifecycle", lc);
+	cJSON *extra = tspec ? fx_json(tspec) : NULL;
+	cJSON *it;
+	cJSON_ArrayForEach(it, extra)
+		cJSON_AddItemToObject(cJSON_GetObjectItem(tpl, "spec"), it->string, cJSON_Duplicate(it, true));
+	cJSON_Delete(extra);
+	wp_claim_err err = { 0 };
+	cJSON *sbx = wp_claim_cold_sandbox(claim, tpl, &err);
+	ck_assert_msg(sbx != NULL, "%s", err.msg);
+	cJSON *got = cJSON_CreateObject();
+	const cJSON *t = k8s_obj_at(sbx, "spec.idleTimeoutSeconds");
+	const cJSON *p = k8s_obj_at(sbx, "spec.idlePolicy");
+	if (t)
+		cJSON_AddItemToObject(got, "idleTimeoutSeconds", cJSON_Duplicate(t, true));
+	if (p)
+		cJSON_AddItemToObject(got, "idlePolicy", cJSON_Duplicate(p, true));
+	fx_assert_json_str(got, want);
+	/* the template itself is untouched */
+	ck_assert_ptr_null(k8s_obj_at(tpl, "spec.lifecycle"));
+	/* never an activity stamp: a new Sandbox's clock is its creation */
+	ck_assert_ptr_null(k8s_obj_annotation(sbx, "agents.x-k8s.io/last-activity"));
+	cJSON_Delete(got);
+	cJSON_Delete(sbx);
+	cJSON_Delete(claim);
+	cJSON_Delete(tpl);
+}
+
+START_TEST(cold_sandbox_idle_fields)
+{
+	const char *tpl_pair = "{\"idleTimeoutSeconds\":600,\"idlePolicy\":\"Delete\"}";
+	/* the template's pair, copied with the blueprint */
+	check_cold_idle(NULL, tpl_pair, tpl_pair);
+	check_cold_idle(NULL, "{\"idleTimeoutSeconds\":600}", "{\"idleTimeoutSeconds\":600}");
+	/* the claim's pair wins whole: no policy in the claim is Suspend (absent) */
+	check_cold_idle("{\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Suspend\"}", tpl_pair,
+	                "{\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Suspend\"}");
+	check_cold_idle("{\"idleTimeoutSeconds\":30}", tpl_pair, "{\"idleTimeoutSeconds\":30}");
+	check_cold_idle("{\"idleTimeoutSeconds\":120,\"idlePolicy\":\"Delete\"}", NULL,
+	                "{\"idleTimeoutSeconds\":120,\"idlePolicy\":\"Delete\"}");
+	/* a claim policy without a timeout: the template's pair */
+	check_cold_idle("{\"idlePolicy\":\"Suspend\"}", tpl_pair, tpl_pair);
+	/* none: neither field (a template policy without a timeout is dropped) */
+	check_cold_idle(NULL, NULL, "{}");
+	check_cold_idle("{\"shutdownPolicy\":\"Delete\"}", "{\"idlePolicy\":\"Delete\"}", "{}");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("claim_cold");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, cold_sandbox_full);
 	tcase_add_test(tc, cold_sandbox_plain);
+	tcase_add_test(tc, cold_sandbox_idle_fields);
 	tcase_add_test(tc, cold_sandbox_step_order);
 	suite_add_tcase(s, tc);
 	return s;
