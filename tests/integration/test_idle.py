@@ -1,0 +1,139 @@
+"""Idle suspend and delete by the controller (docs/api.md#idle-suspend-and-resume),
+on the real control plane of tools/local-cluster with kwok nodes.
+
+Every scenario starts at once in one namespace (the smallest timeout the
+CRD accepts is 30 s), then each test checks its own:
+  - suspend: a Sandbox idle past its timeout is suspended (operatingMode
+    Suspended, pod deleted, PVC kept, Suspended reason IdleTimeout, an
+    IdleTimeout event), and resumed by hand it runs again and is not found
+    idle for the time it spent suspended;
+  - active: a Sandbox whose last-activity annotation keeps moving (as the
+    router writes it) stays running past its timeout, then idles out;
+  - delete: policy Delete deletes the Sandbox;
+  - claim: a claim's lifecycle idle policy Delete deletes the claim, and the
+    garbage collector its Sandbox (the claim would replace a Sandbox deleted
+    under it);
+  - plain: a Sandbox without the policy is left alone and never written.
+The router's side (activity, resume on request) is in test_router_idle.py;
+real pods and data in tests/e2e.
+"""
+import datetime
+import time
+
+import pytest
+
+from conftest import condition, new_namespace, wait_for
+from test_extensions import claim, pool, template
+from test_sandbox import sandbox, wait_ready
+
+pytestmark = pytest.mark.usefixtures("extensions_controller")
+
+TIMEOUT = 30
+LAST_ACTIVITY = "agents.x-k8s.io/last-activity"
+IDLE_SUSPENDED_AT = "agents.x-k8s.io/idle-suspended-at"
+
+
+def now_rfc3339():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def vct(name):
+    return {"metadata": {"name": name},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+@pytest.fixture(scope="module")
+def idle_ns(kube, extensions_controller):
+    ns = new_namespace(kube, "it-idle-")
+    kube.apply(sandbox("suspend", idleTimeoutSeconds=TIMEOUT, volumeClaimTemplates=[vct("data")]), ns)
+    kube.apply(sandbox("active", idleTimeoutSeconds=TIMEOUT), ns)
+    kube.apply(sandbox("delete", idleTimeoutSeconds=TIMEOUT, idlePolicy="Delete"), ns)
+    kube.apply(sandbox("plain"), ns)
+    kube.apply(template("idle-tpl"), ns)
+    kube.apply(pool("idle-pool", "idle-tpl", replicas=1), ns)
+    kube.apply(claim("idle-claim", "idle-pool",
+                     lifecycle={"idleTimeoutSeconds": TIMEOUT, "idlePolicy": "Delete"}), ns)
+    yield ns
+    kube.delete("namespace", ns)
+
+
+def suspended_for_idleness(kube, name, ns):
+    sb = kube.get("sandbox", name, ns)
+    c = condition(sb, "Suspended") if sb else None
+    return sb if c and c["status"] == "True" and c["reason"] == "IdleTimeout" else None
+
+
+def test_idle_sandbox_is_suspended_keeping_its_pvc_and_resumes(kube, idle_ns):
+    ns = idle_ns
+    wait_ready(kube, "suspend", ns)
+    sb = wait_for(lambda: suspended_for_idleness(kube, "suspend", ns), timeout=TIMEOUT + 60,
+                  desc="suspend suspended for idleness")
+    assert sb["spec"]["operatingMode"] == "Suspended"
+    assert IDLE_SUSPENDED_AT in sb["metadata"]["annotations"]
+    assert condition(sb, "Ready")["reason"] == "SandboxSuspended"
+    assert kube.get("pod", "suspend", ns) is None
+    assert kube.get("persistentvolumeclaim", "data-suspend", ns) is not None
+
+    def idle_event():
+        evs = [e for e in kube.list("events.events.k8s.io", ns)
+               if e.get("regarding", {}).get("name") == "suspend" and e.get("reason") == "IdleTimeout"]
+        return evs[0] if evs else None
+    ev = wait_for(idle_event, timeout=30, desc="an IdleTimeout event")
+    assert ev["type"] == "Normal" and ev["action"] == "Suspend"
+    assert "idleTimeoutSeconds 30" in ev["note"]
+
+    # resumed by hand, long after its last activity: it runs, and its clock
+    # starts at the resume (Ready), not at the old activity
+    kube.patch("sandbox", "suspend", ns, {"spec": {"operatingMode": "Running"}})
+    sb = wait_ready(kube, "suspend", ns)
+    assert condition(sb, "Suspended")["reason"] == "NotSuspended"
+    wait_for(lambda: IDLE_SUSPENDED_AT not in (kube.get("sandbox", "suspend", ns)["metadata"]
+                                               .get("annotations") or {}),
+             timeout=30, desc="the idle-suspended-at annotation removed")
+    time.sleep(5)
+    assert kube.get("sandbox", "suspend", ns)["spec"]["operatingMode"] == "Running"
+
+
+def test_activity_keeps_a_sandbox_running_past_its_timeout(kube, idle_ns):
+    ns = idle_ns
+    wait_ready(kube, "active", ns)
+    end = time.monotonic() + TIMEOUT + 15
+    while time.monotonic() < end:
+        kube.patch("sandbox", "active", ns, {"metadata": {"annotations": {LAST_ACTIVITY: now_rfc3339()}}})
+        sb = kube.get("sandbox", "active", ns)
+        assert sb["spec"].get("operatingMode", "Running") == "Running", "suspended while in use"
+        time.sleep(8)
+    # activity stops: it idles out one timeout after the last write
+    wait_for(lambda: suspended_for_idleness(kube, "active", ns), timeout=TIMEOUT + 60,
+             desc="active suspended once activity stopped")
+
+
+def test_idle_policy_delete_deletes_the_sandbox(kube, idle_ns):
+    wait_for(lambda: kube.get("sandbox", "delete", idle_ns) is None, timeout=TIMEOUT + 60,
+             desc="Sandbox delete deleted for idleness")
+
+
+def test_idle_claim_with_delete_policy_is_deleted_with_its_sandbox(kube, idle_ns):
+    ns = idle_ns
+    c = wait_for(lambda: (kube.get("sandboxclaim", "idle-claim", ns) or {}).get("status", {})
+                 .get("sandbox", {}).get("name"), timeout=60, desc="the claim bound")
+    sb = kube.get("sandbox", c, ns)
+    assert sb["spec"]["idleTimeoutSeconds"] == TIMEOUT and sb["spec"]["idlePolicy"] == "Delete"
+    wait_for(lambda: kube.get("sandboxclaim", "idle-claim", ns) is None, timeout=TIMEOUT + 60,
+             desc="the idle claim deleted")
+    wait_for(lambda: kube.get("sandbox", c, ns) is None, timeout=60,
+             desc="its Sandbox removed by the garbage collector")
+
+
+def test_sandbox_without_policy_is_never_touched(kube, idle_ns):
+    ns = idle_ns
+    sb = wait_ready(kube, "plain", ns)
+    rv = sb["metadata"]["resourceVersion"]
+    created = datetime.datetime.strptime(sb["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+    created = created.replace(tzinfo=datetime.timezone.utc)
+    wait_for(lambda: datetime.datetime.now(datetime.timezone.utc) > created + datetime.timedelta(seconds=TIMEOUT + 5),
+             timeout=TIMEOUT + 60, interval=1, desc="past the others' timeout")
+    sb = kube.get("sandbox", "plain", ns)
+    assert sb["metadata"]["resourceVersion"] == rv
+    assert sb["spec"].get("operatingMode", "Running") == "Running"
+    assert LAST_ACTIVITY not in (sb["metadata"].get("annotations") or {})
