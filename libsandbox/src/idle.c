@@ -66,7 +66,16 @@ bool sbx_idle_applies(const cJSON *sandbox)
 	if (pol.action == SBX_IDLE_OFF || k8s_obj_is_deleting(sandbox) || suspended(sandbox))
 		return false;
 	const char *pool = k8s_obj_label(sandbox, SBX_LABEL_WARM_POOL_SANDBOX);
-	return !(pool && *pool);
+	if (pool && *pool)
+		return false;
+	/* Only a Sandbox that runs can be idle: one starting or being resumed
+	 * (spec Running, status still Suspended) is judged once Ready turns
+	 * True, whose transition time then starts its clock. */
+	const cJSON *c;
+	cJSON_ArrayForEach(c, k8s_obj_at(sandbox, "status.conditions"))
+		if (ju_str_eq(ju_str(c, "type"), SBX_CONDITION_READY))
+			return ju_str_eq(ju_str(c, "status"), "True");
+	return false;
 }
 
 int64_t sbx_idle_due_ms(const cJSON *sandbox)

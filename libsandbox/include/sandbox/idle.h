@@ -10,8 +10,8 @@
  * sbx_idle_publish_interval_ms(); the controller reads it from its cache.
  * The idle clock of a Sandbox starts at the latest of that annotation, its
  * creation and the last time its Ready condition turned True (a resume, a
- * manual `operatingMode: Running`), so a Sandbox is never found idle for
- * time it spent suspended or starting.
+ * manual `operatingMode: Running`), and only a Ready Sandbox is judged, so
+ * a Sandbox is never found idle for time it spent suspended or starting.
  *
  * Every function here is pure over its arguments, reads no clock and keeps
  * no state: thread-safe.
@@ -88,9 +88,11 @@ SBX_EXTERN int64_t sbx_idle_last_activity_ms(const cJSON *sandbox);
 
 /**
  * Whether idleness applies to the Sandbox now: its policy is not OFF, it
- * is not being deleted, not suspended (spec.operatingMode), and not an
+ * is not being deleted, not suspended (spec.operatingMode), not an
  * unclaimed warm-pool member (label agents.x-k8s.io/warm-pool-sandbox:
- * those wait idle by design; adoption starts their clock).
+ * those wait idle by design; adoption starts their clock), and its Ready
+ * condition is True (a Sandbox starting, or resumed and not yet Ready
+ * again, is not judged: its clock restarts when Ready turns True).
  */
 SBX_EXTERN bool sbx_idle_applies(const cJSON *sandbox);
 

@@ -12,12 +12,16 @@
 /* fixtures: created 03:00:00, now 03:04:05 */
 #define CREATED_MS (FX_NOW_MS - 245000)
 
+static void set_ready(cJSON *sb, const char *status, const char *at);
+
+/* A Ready Sandbox (since its creation) with an idle policy. */
 static cJSON *idle_sandbox(int timeout_s, const char *policy)
 {
 	cJSON *sb = fx_load("sandbox.json");
 	fx_set(sb, "spec.idleTimeoutSeconds", cJSON_CreateNumber(timeout_s));
 	if (policy)
 		fx_set_str(sb, "spec.idlePolicy", policy);
+	set_ready(sb, "True", "2026-01-02T03:00:00Z");
 	return sb;
 }
 
@@ -103,6 +107,14 @@ START_TEST(idleness_applies_only_to_running_claimed_sandboxes_with_a_policy)
 	ck_assert(!sbx_idle_applies(sb));
 	ck_assert_int_eq(sbx_idle_due_ms(sb), 0);
 	fx_label(sb, SBX_LABEL_WARM_POOL_SANDBOX, NULL);
+
+	/* starting, or resumed and not Ready again: not judged */
+	set_ready(sb, "False", "2026-01-02T03:00:00Z");
+	ck_assert(!sbx_idle_applies(sb));
+	fx_del(sb, "status");
+	ck_assert(!sbx_idle_applies(sb));
+	ck_assert_int_eq(sbx_idle_due_ms(sb), 0);
+	set_ready(sb, "True", "2026-01-02T03:00:00Z");
 
 	fx_set_str(sb, "spec.operatingMode", "Suspended");
 	ck_assert(!sbx_idle_applies(sb));
