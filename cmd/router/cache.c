@@ -7,6 +7,7 @@
 #include "k8s/informer.h"
 #include "k8s/object.h"
 #include "sandbox/api.h"
+#include "sandbox/idle.h"
 #include "sandbox/podcache.h"
 #include "sandbox/reconciler.h"
 #include "cache.h"
@@ -54,9 +55,27 @@ cJSON *rt_cache_sandbox_transform(cJSON *obj, void *ud)
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"),
 		                        SBX_LABEL_WARM_POOL_SANDBOX, pool);
 	const char *podname = k8s_obj_annotation(obj, SBX_ANNOTATION_POD_NAME);
-	if (podname)
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
-		                        SBX_ANNOTATION_POD_NAME, podname);
+	const char *active = k8s_obj_annotation(obj, SBX_ANNOTATION_LAST_ACTIVITY);
+	if (podname || active) {
+		cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+		if (podname)
+			cJSON_AddStringToObject(ann, SBX_ANNOTATION_POD_NAME, podname);
+		if (active)
+			cJSON_AddStringToObject(ann, SBX_ANNOTATION_LAST_ACTIVITY, active);
+	}
+	/* the idle policy and whether the Sandbox is suspended (idlesync.h);
+	 * operatingMode only when Suspended: Running is every other Sandbox's
+	 * default, and not worth a string in each of them */
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	const char *mode = k8s_obj_str(obj, "spec.operatingMode");
+	bool suspended = mode && strcmp(mode, SBX_OPERATING_MODE_SUSPENDED) == 0;
+	if (suspended || cJSON_GetObjectItemCaseSensitive(spec, "idleTimeoutSeconds")) {
+		cJSON *ds = cJSON_AddObjectToObject(out, "spec");
+		keep_key(ds, spec, "idleTimeoutSeconds");
+		keep_key(ds, spec, "idlePolicy");
+		if (suspended)
+			cJSON_AddStringToObject(ds, "operatingMode", mode);
+	}
 	cJSON_Delete(obj);
 	return out;
 }
@@ -69,6 +88,20 @@ int rt_cache_sandbox_info(const cJSON *sb, rt_sandbox_info *out)
 	copy(out->pod_name, sizeof(out->pod_name), podname && *podname ? podname : k8s_obj_name(sb));
 	const char *pool = k8s_obj_label(sb, SBX_LABEL_WARM_POOL_SANDBOX);
 	out->warm_pool = pool && *pool;
+	sbx_idle_policy pol;
+	sbx_idle_policy_of(sb, &pol);
+	out->idle.timeout_ms = pol.timeout_ms;
+	/* sbx_idle_applies() without its Ready condition (not cached): the
+	 * router sees requests only while a pod serves them anyway */
+	out->idle.applies = pol.action != SBX_IDLE_OFF && !k8s_obj_is_deleting(sb) &&
+	                    !out->warm_pool;
+	out->idle.resumable = sbx_idle_resumable(sb);
+	const char *mode = k8s_obj_str(sb, "spec.operatingMode");
+	out->idle.suspended = mode && strcmp(mode, SBX_OPERATING_MODE_SUSPENDED) == 0;
+	out->idle.applies &= !out->idle.suspended;
+	const char *active = k8s_obj_annotation(sb, SBX_ANNOTATION_LAST_ACTIVITY);
+	int64_t ms;
+	out->idle.last_activity_ms = active && k8s_time_parse(active, &ms) == 0 ? ms : 0;
 	return 0;
 }
 

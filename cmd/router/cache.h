@@ -47,10 +47,13 @@ void rt_cache_free(rt_cache *c);
 
 /** Informer transform of Sandboxes: keeps name, namespace, uid,
  *  resourceVersion, deletionTimestamp, the warm-pool label, the pod-name
- *  annotation and status.podIPs. Takes `obj`, returns the diet object. */
+ *  and last-activity annotations, spec.idleTimeoutSeconds and
+ *  spec.idlePolicy, and spec.operatingMode when it is Suspended (Running,
+ *  the default, is left out). Takes `obj`, returns the diet object. */
 cJSON *rt_cache_sandbox_transform(cJSON *obj, void *ud);
 
-/** Fills `out` from a (transformed) Sandbox; returns 0. */
+/** Fills `out` from a (transformed) Sandbox, its idle facts by
+ *  sandbox/idle.h's functions; returns 0. */
 int rt_cache_sandbox_info(const cJSON *sb, rt_sandbox_info *out);
 
 /** Index function of the Pod informer: every IP of status.podIPs and

@@ -44,6 +44,17 @@ static bool ip_in(const rt_ip *ip, char ips[][46], int n)
 	return false;
 }
 
+/* Whether a live (not deleting) cached Pod has IP `ip`. */
+static bool live_pod_has_ip(const rt_cache_view *v, const rt_ip *ip)
+{
+	rt_pod_info holders[4];
+	int n = v->pods_with_ip(v->ud, ip->text, holders, 4);
+	for (int i = 0; i < n && i < 4; i++)
+		if (!holders[i].deleting)
+			return true;
+	return false;
+}
+
 static void set_ip_target(rt_target *out, rt_source src, const rt_ip *ip, int port)
 {
 	out->source = src;
@@ -68,14 +79,23 @@ int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster
 			return rt_reject_set(rej, 404, "Sandbox %s/%s not found.", r->ns, r->id);
 		have_sb = true;
 		have_pod = sandbox_pod(view, r->ns, &sb, &pod);
+		out->cached = true;
+		out->idle = sb.idle;
 	}
 
 	/* authoritative: the header may only name an IP of the Sandbox's live
 	 * pod; with none known it is not dialled at all (resolved by name) */
 	bool pinned = have_pod && !pod.deleting && pod.nips > 0;
-	if (r->has_pod_ip && (!have_sb || pinned)) {
-		if (pinned && !ip_in(&r->pod_ip, pod.ips, pod.nips))
+	bool use_header = r->has_pod_ip && (!have_sb || pinned);
+	if (use_header && pinned && !ip_in(&r->pod_ip, pod.ips, pod.nips)) {
+		/* another live pod's IP is refused; an IP that no live pod holds
+		 * is stale (the pod it named is gone: the Sandbox was suspended
+		 * and resumed, its pod recreated): ignored, resolved by name */
+		if (live_pod_has_ip(view, &r->pod_ip))
 			return rt_reject_set(rej, 400, "Invalid target IP address.");
+		use_header = false;
+	}
+	if (use_header) {
 		if (view && view->synced(view->ud)) {
 			rt_pod_info others[4];
 			int n = view->pods_with_ip(view->ud, r->pod_ip.text, others, 4);

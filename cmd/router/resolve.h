@@ -10,13 +10,16 @@
  *   annotation (else the Sandbox's name) that the Sandbox controls, or else
  *   any live Pod it controls (docs/api.md#pod-management); its IPs are the Pod's
  *   status.podIPs as the Pod cache holds them now;
- * - X-Sandbox-Pod-IP (already class-checked by the contract) must be one
- *   of the IPs of that Pod, not being deleted (else 400 "Invalid target IP
- *   address."). When the cache knows no such Pod with an IP (the Sandbox
- *   is starting, its pod is gone or going), the header is not dialled: the
- *   request is resolved by name as if it had none, as for any Sandbox not
- *   Ready yet. (The Sandbox's own status.podIPs are never trusted: they
- *   outlive a deleted pod.)
+ * - X-Sandbox-Pod-IP (already class-checked by the contract) is dialled
+ *   only when it is one of the IPs of that Pod, not being deleted. An IP
+ *   that another live cached Pod holds is refused (400 "Invalid target IP
+ *   address."); one that no live cached Pod holds is stale (the pod it
+ *   named is gone: the Sandbox was suspended and resumed, or its pod
+ *   recreated), and so is any header while the cache knows no live Pod
+ *   with an IP for the Sandbox (starting, pod gone or going): the header
+ *   is then not dialled, the request is resolved by name as if it had
+ *   none. (The Sandbox's own status.podIPs are never trusted: they outlive
+ *   a deleted pod.)
  * - without X-Sandbox-Pod-IP the request goes to that Pod's first IP when
  *   the Pod is Ready and not an unclaimed warm-pool member (those are
  *   reachable by pod IP only, as upstream); otherwise to DNS.
@@ -34,15 +37,33 @@
 #define RT_RESOLVE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "contract.h"
 
 #define RT_MAX_IPS 4
+
+/**
+ * A Sandbox's idle policy and state as the cache holds them
+ * (sandbox/idle.h): what the router's activity tracking and resume on
+ * request need (idlesync.h). All zero for a Sandbox without
+ * spec.idleTimeoutSeconds, or not found in an authoritative cache.
+ */
+typedef struct {
+	int64_t timeout_ms;        /**< spec.idleTimeoutSeconds in ms; 0: no policy */
+	bool applies;              /**< its activity is published: a policy, not suspended,
+	                                nor being deleted, nor an unclaimed pool member
+	                                (sbx_idle_applies() without its Ready check) */
+	bool resumable;            /**< sbx_idle_resumable(): suspended, policy Suspend */
+	bool suspended;            /**< spec.operatingMode Suspended (any policy) */
+	int64_t last_activity_ms;  /**< agents.x-k8s.io/last-activity (ms); 0: none */
+} rt_idle_info;
 
 /** A Sandbox as the resolver needs it (copied out of the cache). */
 typedef struct {
 	char uid[64];
 	char pod_name[254];        /**< pod-name annotation, else the Sandbox name */
 	bool warm_pool;            /**< unclaimed warm-pool member (label present) */
+	rt_idle_info idle;         /**< its idle policy and state */
 } rt_sandbox_info;
 
 /** A Pod as the resolver needs it (copied out of the cache). */
@@ -85,12 +106,16 @@ typedef struct {
 	int port;
 	bool is_ip;
 	rt_ip ip;                  /**< with is_ip */
+	bool cached;               /**< the Sandbox was found in an authoritative cache */
+	rt_idle_info idle;         /**< its idle facts when `cached`, else zero */
 } rt_target;
 
 /**
  * Resolves `r`. `view` may be NULL (cache disabled). Returns 0 with `out`
- * filled, or -1 with a 404 (unknown Sandbox) or 400 (pod IP not the
- * Sandbox's) in `rej`.
+ * filled (with the Sandbox's idle facts when the cache is authoritative:
+ * `out->cached`, `out->idle`), or -1 with a 404 (unknown Sandbox) or 400
+ * (pod IP of another pod) in `rej`. A suspended Sandbox resolves like one
+ * whose pod is gone (DNS); the caller decides whether to resume it.
  */
 int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster_domain,
                bool allow_loopback, rt_target *out, rt_reject *rej);

@@ -5,8 +5,10 @@
  * is authoritative, DNS otherwise), X-Sandbox-Pod-IP accepted only for the
  * IP of the Sandbox's own live pod and never for another Sandbox's, not
  * dialled at all when the cache knows no such IP (starting Sandbox, pod
- * gone or going), unclaimed warm-pool members not reachable by name; and
- * cache.c's Sandbox diet and converter.
+ * gone or going) or when no live pod holds it (stale: a resumed Sandbox's
+ * old pod IP goes by name), unclaimed warm-pool members not reachable by
+ * name; the idle facts carried by the target; and cache.c's Sandbox diet
+ * (idle policy, Suspended mode, last-activity) and converter.
  */
 #include <check.h>
 #include <stdio.h>
@@ -210,11 +212,14 @@ START_TEST(pod_ip_header)
 	ck_assert_int_eq(resolve("team", "pool-xyz", "10.0.0.4", false, &V, &t, &rej), 0);
 	ck_assert_str_eq(t.host, "10.0.0.4");
 	ck_assert_int_eq(resolve("team", "claimed", "10.0.0.3", false, &V, &t, &rej), 0);
-	/* another Sandbox's IP, or an IP the Sandbox does not have */
+	/* another Sandbox's IP is refused */
 	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, &V, &t, &rej), -1);
 	ck_assert_int_eq(rej.status, 400);
 	ck_assert_str_eq(rej.detail, "Invalid target IP address.");
-	ck_assert_int_eq(resolve("team", "alpha", "10.7.7.7", false, &V, &t, &rej), -1);
+	/* an IP no live pod has is stale: not dialled, the request goes by name */
+	ck_assert_int_eq(resolve("team", "alpha", "10.7.7.7", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_CACHE);
+	ck_assert_str_eq(t.host, "10.0.0.1");
 	/* outside the cache's scope: still never another Sandbox's pod */
 	F.scope = "other";
 	ck_assert_int_eq(resolve("team", "alpha", "10.0.0.2", false, &V, &t, &rej), -1);
@@ -225,8 +230,71 @@ START_TEST(pod_ip_header)
 	F.scope = "";
 	ck_assert_int_eq(resolve("team", "starting", "10.0.0.5", false, &V, &t, &rej), 0);
 	ck_assert_int_eq(t.source, RT_SRC_POD_IP);
-	ck_assert_int_eq(resolve("team", "starting", "10.7.7.7", false, &V, &t, &rej), -1);
+	/* another IP: by name, and not Ready yet: DNS (the connect retries) */
+	ck_assert_int_eq(resolve("team", "starting", "10.7.7.7", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	ck_assert_int_eq(resolve("team", "starting", "10.0.0.1", false, &V, &t, &rej), -1);
 	ck_assert_int_eq(rej.status, 400);
+}
+END_TEST
+
+/* A Sandbox suspended and resumed has a new pod with a new IP; the SDK may
+ * still send the old one. While no live pod holds the old IP the request
+ * goes by name (to the new pod once Ready); once another Sandbox's live
+ * pod holds it, it is refused; the pod of the Sandbox itself on its way
+ * out does not make it refused. */
+START_TEST(pod_ip_header_of_a_resumed_sandbox)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	add_sandbox("team", "napper", "u-nap", NULL, false);
+	/* suspended: no pod, so the old IP is not dialled */
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.20", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	/* resumed, its new pod starting, then Ready at a new IP */
+	rt_pod_info *p = add_pod("team", "napper", "u-nap", "napper", "10.0.0.21", false);
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.20", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_DNS);
+	p->ready = true;
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.20", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_CACHE);
+	ck_assert_str_eq(t.host, "10.0.0.21");
+	/* the new IP itself is dialled as given */
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.21", false, &V, &t, &rej), 0);
+	ck_assert_int_eq(t.source, RT_SRC_POD_IP);
+	/* a pod being deleted that still has the old IP: still by name */
+	add_pod("team", "napper-old", "u-nap", "napper", "10.0.0.20", true)->deleting = true;
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.20", false, &V, &t, &rej), 0);
+	ck_assert_str_eq(t.host, "10.0.0.21");
+	/* the old IP now another Sandbox's live pod's: refused */
+	add_sandbox("team", "other", "u-other", NULL, false);
+	add_pod("team", "other", "u-other", "other", "10.0.0.20", true);
+	ck_assert_int_eq(resolve("team", "napper", "10.0.0.20", false, &V, &t, &rej), -1);
+	ck_assert_int_eq(rej.status, 400);
+}
+END_TEST
+
+/* The idle facts of a cached Sandbox travel with the target. */
+START_TEST(idle_facts_in_target)
+{
+	setup();
+	rt_target t;
+	rt_reject rej;
+	add_sandbox("team", "idler", "u-idler", NULL, false);
+	F.sb[F.nsb - 1].idle = (rt_idle_info){ .timeout_ms = 60000, .resumable = true,
+	                                       .suspended = true, .last_activity_ms = 5000 };
+	ck_assert_int_eq(resolve("team", "idler", NULL, false, &V, &t, &rej), 0);
+	ck_assert(t.cached);
+	ck_assert_int_eq(t.idle.timeout_ms, 60000);
+	ck_assert(t.idle.resumable && t.idle.suspended && !t.idle.applies);
+	ck_assert_int_eq(t.idle.last_activity_ms, 5000);
+	ck_assert_int_eq(resolve("team", "alpha", NULL, false, &V, &t, &rej), 0);
+	ck_assert(t.cached && t.idle.timeout_ms == 0 && !t.idle.applies);
+	/* not authoritative: nothing known */
+	F.synced = false;
+	ck_assert_int_eq(resolve("team", "idler", NULL, false, &V, &t, &rej), 0);
+	ck_assert(!t.cached && !t.idle.resumable && t.idle.timeout_ms == 0);
 }
 END_TEST
 
@@ -305,6 +373,74 @@ START_TEST(sandbox_diet)
 	ck_assert_str_eq(info.uid, "u1");
 	ck_assert_str_eq(info.pod_name, "pool-1");
 	ck_assert(info.warm_pool);
+	ck_assert_int_eq(info.idle.timeout_ms, 0);
+	ck_assert(!info.idle.applies && !info.idle.resumable && !info.idle.suspended);
+	cJSON_Delete(d);
+}
+END_TEST
+
+/* The diet keeps what idle tracking and resume read: the idle policy, a
+ * Suspended operatingMode (not Running, every Sandbox's default) and the
+ * last-activity annotation; and the converter judges them with
+ * sandbox/idle.h. */
+START_TEST(sandbox_diet_idle)
+{
+	static const char *const running =
+		"{\"metadata\":{\"name\":\"s2\",\"namespace\":\"team\",\"uid\":\"u2\","
+		"\"annotations\":{\"agents.x-k8s.io/last-activity\":\"2026-01-02T03:04:05Z\","
+		"\"agents.x-k8s.io/idle-suspended-at\":\"2026-01-02T03:00:00Z\"}},"
+		"\"spec\":{\"operatingMode\":\"Running\",\"idleTimeoutSeconds\":120,"
+		"\"podTemplate\":{}}}";
+	cJSON *d = rt_cache_sandbox_transform(cJSON_Parse(running), NULL);
+	char *s = cJSON_PrintUnformatted(d);
+	ck_assert_str_eq(s, "{\"metadata\":{\"name\":\"s2\",\"namespace\":\"team\",\"uid\":\"u2\","
+	                    "\"annotations\":{\"agents.x-k8s.io/last-activity\":\"2026-01-02T03:04:05Z\"}},"
+	                    "\"spec\":{\"idleTimeoutSeconds\":120}}");
+	cJSON_free(s);
+	rt_sandbox_info info;
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert_int_eq(info.idle.timeout_ms, 120000);
+	ck_assert(info.idle.applies && !info.idle.resumable && !info.idle.suspended);
+	ck_assert_int_eq(info.idle.last_activity_ms, 1767323045000LL);
+	cJSON_Delete(d);
+
+	static const char *const suspended =
+		"{\"metadata\":{\"name\":\"s3\",\"namespace\":\"team\",\"uid\":\"u3\"},"
+		"\"spec\":{\"operatingMode\":\"Suspended\",\"idleTimeoutSeconds\":30,"
+		"\"idlePolicy\":\"Suspend\"}}";
+	d = rt_cache_sandbox_transform(cJSON_Parse(suspended), NULL);
+	s = cJSON_PrintUnformatted(d);
+	ck_assert_str_eq(s, "{\"metadata\":{\"name\":\"s3\",\"namespace\":\"team\",\"uid\":\"u3\"},"
+	                    "\"spec\":{\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Suspend\","
+	                    "\"operatingMode\":\"Suspended\"}}");
+	cJSON_free(s);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(info.idle.resumable && info.idle.suspended && !info.idle.applies);
+	ck_assert_int_eq(info.idle.last_activity_ms, 0);
+	cJSON_Delete(d);
+
+	/* the Delete policy is never resumed; a suspended Sandbox without a
+	 * policy neither (both keep the Suspended mode) */
+	d = rt_cache_sandbox_transform(cJSON_Parse(
+		"{\"metadata\":{\"name\":\"s4\"},\"spec\":{\"operatingMode\":\"Suspended\","
+		"\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Delete\"}}"), NULL);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(!info.idle.resumable && info.idle.suspended);
+	cJSON_Delete(d);
+	d = rt_cache_sandbox_transform(cJSON_Parse(
+		"{\"metadata\":{\"name\":\"s5\"},\"spec\":{\"operatingMode\":\"Suspended\"}}"), NULL);
+	s = cJSON_PrintUnformatted(d);
+	ck_assert_str_eq(s, "{\"metadata\":{\"name\":\"s5\"},\"spec\":{\"operatingMode\":\"Suspended\"}}");
+	cJSON_free(s);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(!info.idle.resumable && info.idle.suspended && info.idle.timeout_ms == 0);
+	cJSON_Delete(d);
+	/* being deleted: not resumable, not tracked */
+	d = rt_cache_sandbox_transform(cJSON_Parse(
+		"{\"metadata\":{\"name\":\"s6\",\"deletionTimestamp\":\"2026-01-02T03:04:05Z\"},"
+		"\"spec\":{\"operatingMode\":\"Suspended\",\"idleTimeoutSeconds\":30}}"), NULL);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(!info.idle.resumable && !info.idle.applies);
 	cJSON_Delete(d);
 }
 END_TEST
@@ -332,8 +468,11 @@ int main(void)
 	tcase_add_test(tc, unknown_and_dns);
 	tcase_add_test(tc, pod_ip_header);
 	tcase_add_test(tc, pod_ip_header_without_known_ip);
+	tcase_add_test(tc, pod_ip_header_of_a_resumed_sandbox);
+	tcase_add_test(tc, idle_facts_in_target);
 	tcase_add_test(tc, owned_pod_of_another_namespace_ignored);
 	tcase_add_test(tc, sandbox_diet);
+	tcase_add_test(tc, sandbox_diet_idle);
 	tcase_add_test(tc, pod_ip_index);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
