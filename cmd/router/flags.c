@@ -49,6 +49,7 @@ int rt_flags_defaults(rt_flags *f)
 		.upstream_idle_per_host = 64,
 		.upstream_idle_timeout_ms = 90000,
 		.connect_timeout_ms = 30000,
+		.resume_timeout_ms = 120000,
 	};
 	char **strs[] = { &f->http_addr, &f->https_addr, &f->metrics_addr, &f->probe_addr,
 	                  &f->tls_cert_file, &f->tls_key_file, &f->tls_client_ca_file,
@@ -251,6 +252,9 @@ const rt_flag_def rt_flag_table[] = {
 	  "resolve sandboxes from Sandbox and Pod informer caches (default false)"),
 	ASB_FLAG("cache-namespace", ASB_FLAG_STRING, OFF(cache_namespace), "NS",
 	  "cache only this namespace (default \"\": all)"),
+	ASB_FLAG("resume-timeout", ASB_FLAG_DURATION_MS, OFF(resume_timeout_ms), "D",
+	  "how long a request for a Sandbox suspended for idleness waits for it to resume, "
+	  "unless X-Sandbox-Timeout says otherwise; then 504 (default 2m0s)"),
 	ASB_FLAG("kubeconfig", ASB_FLAG_STRING, OFF(kubeconfig), "PATH",
 	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)"),
 	ASB_FLAG("config", ASB_FLAG_STRING, OFF(config), "PATH",
@@ -487,6 +491,8 @@ int rt_flags_validate(const rt_flags *f, char *err, size_t cap)
 		FAIL("invalid value for flag --upstream-idle-timeout: must be positive");
 	if (f->connect_timeout_ms <= 0)
 		FAIL("invalid value for flag --upstream-connect-timeout: must be positive");
+	if (f->resume_timeout_ms <= 0)
+		FAIL("invalid value for flag --resume-timeout: must be positive");
 	return 0;
 #undef FAIL
 }

@@ -68,6 +68,8 @@ typedef struct {
 	char *cache_namespace;           /**< --cache-namespace ("" = all) */
 	char *kubeconfig;                /**< --kubeconfig (""; env KUBECONFIG) */
 	char *config;                    /**< --config (env SANDBOX_ROUTER_CONFIG) */
+	long resume_timeout_ms;          /**< --resume-timeout (120s; ours): how long a request
+	                                      waits for its suspended Sandbox to resume */
 	/* logging: controller-runtime's zap flags */
 	asb_log_format log_format;       /**< --zap-encoder (json) */
 	int log_level;                   /**< --zap-log-level (info) */
@@ -118,7 +120,8 @@ int rt_flags_apply_file(rt_flags *f, const char *path, char *err, size_t cap);
 
 /**
  * Cross-flag checks of docs/upstream.md#router-configuration (no proxy listener, HTTPS without a key pair,
- * mTLS without HTTPS or a CA, non-positive timeouts, negative limits,
+ * mTLS without HTTPS or a CA, non-positive timeouts (--resume-timeout
+ * included), negative limits,
  * empty cluster domain, bad TTL or cache size, scoped-token without a
  * secret file). Returns 0 or -1 with a message naming the flag in `err`.
  */

@@ -31,6 +31,7 @@
 #include "authz.h"
 #include "cache.h"
 #include "flags.h"
+#include "idlesync.h"
 #include "metrics.h"
 #include "proxy.h"
 #include "reviewq.h"
@@ -38,6 +39,10 @@
 #define PROG "sandbox-router"
 #define CACHE_SYNC_TIMEOUT_MS 60000
 #define TOKENREVIEW_TIMEOUT_MS 3000
+/* Activity and resume patches: a stuck API call holds up the publisher's
+ * tick (or a resume thread), so it is bounded well below a publish
+ * interval. */
+#define IDLE_WRITE_TIMEOUT_MS 5000
 
 
 static atomic_bool ready;
@@ -158,12 +163,13 @@ typedef struct {
 	rt_flags f;
 	asb_logger *log;
 	k8s_config *cfg;
-	k8s_client *client, *auth_client;
+	k8s_client *client, *auth_client, *write_client;
 	asb_metrics_registry *reg;
 	rt_metrics *metrics;
 	rt_authz *authz;
 	rt_reviewq *reviews;
 	rt_cache *cache;
+	rt_idlesync *idle;
 	rt_proxy *proxy;
 	unsigned char *secret;
 	size_t secret_len;
@@ -216,7 +222,9 @@ static int setup_clients(router_app *a)
 	}
 	if (new_client(&a->client, a->cfg, 30000, 4, a->log, a->reg) < 0 ||
 	    (f->authz_mode == RT_AUTHZ_TOKENREVIEW &&
-	     new_client(&a->auth_client, a->cfg, TOKENREVIEW_TIMEOUT_MS, 1, a->log, NULL) < 0)) {
+	     new_client(&a->auth_client, a->cfg, TOKENREVIEW_TIMEOUT_MS, 1, a->log, NULL) < 0) ||
+	    (f->cache_enabled &&
+	     new_client(&a->write_client, a->cfg, IDLE_WRITE_TIMEOUT_MS, 1, a->log, NULL) < 0)) {
 		fprintf(stderr, PROG ": cannot build the Kubernetes client: %s\n",
 		        asb_error_last()->message);
 		return -1;
@@ -258,6 +266,13 @@ static int setup_authz_and_cache(router_app *a)
 	}
 	asb_log(a->log, ASB_LOG_INFO, "caches synced", "namespace",
 	        *f->cache_namespace ? f->cache_namespace : "(all)", NULL);
+	/* idle Sandboxes: activity published, suspended ones resumed on request */
+	rt_idlesync_options io = { .client = a->write_client, .cache = a->cache,
+	                           .metrics = a->metrics, .log = a->log };
+	if (rt_idlesync_new(&a->idle, &io) < 0) {
+		fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
+		return -1;
+	}
 	return 0;
 }
 
@@ -269,7 +284,7 @@ static int setup_servers(router_app *a)
 	httpd_server **srv = a->srv;
 	asb_logger *log = a->log;
 	rt_proxy_options po = { .flags = f, .authz = a->authz, .reviews = a->reviews,
-	                        .cache = a->cache, .metrics = a->metrics,
+	                        .cache = a->cache, .idle = a->idle, .metrics = a->metrics,
 	                        .log = log, .access_log = f->access_log ? stderr : NULL };
 	if (rt_proxy_new(&a->proxy, &po) < 0)
 		return -1;
@@ -309,6 +324,7 @@ static void shut_down(router_app *a)
 	/* the loops have ended: reviews still running come back to nothing, and
 	 * must be done before the servers they would post to are freed */
 	rt_reviewq_free(a->reviews);
+	rt_idlesync_free(a->idle);   /* no loop uses its table or queue any more */
 	for (int i = 0; i < S_COUNT; i++)
 		httpd_server_free(a->srv[i]);
 	rt_proxy_free(a->proxy);
@@ -317,6 +333,7 @@ static void shut_down(router_app *a)
 	rt_strv_free(a->audiences);
 	free(a->secret);
 	k8s_client_free(a->auth_client);
+	k8s_client_free(a->write_client);
 	k8s_client_free(a->client);
 	k8s_config_free(a->cfg);
 	if (a->global)

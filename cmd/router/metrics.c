@@ -17,17 +17,19 @@ struct rt_metrics {
 	char (*ns)[64];
 	size_t nns;
 	asb_metric *requests, *duration, *inflight, *upstream_errors, *retries,
-	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns;
+	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns,
+	           *activity_writes, *activity_tracked, *resumes, *resume_hold;
+	asb_metric_series *tracked_s;
 	asb_metric_series *inflight_s;
 	/* the connection gauge's two series, looked up once: every take and
 	 * release of a pooled connection moves them */
 	asb_metric_series *conns_active, *conns_idle;
 };
 
-static int reg(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
-               const char *name, const char *help, const char *const *labels)
+static int reg_buckets(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
+                       const char *name, const char *help, const char *const *labels,
+                       const double *buckets, size_t nbuckets)
 {
-	static const double buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180 };
 	/* overflow tuples: sandbox_namespace "_other", the rest kept */
 	static const char *const overflow[3][3] = {
 		{ "_other", NULL, NULL }, { NULL, "_other", NULL }, { NULL, NULL, "_other" },
@@ -44,9 +46,17 @@ static int reg(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
 		}
 	if (type == ASB_METRIC_HISTOGRAM) {
 		o.buckets = buckets;
-		o.nbuckets = sizeof(buckets) / sizeof(buckets[0]);
+		o.nbuckets = nbuckets;
 	}
 	return asb_metrics_register(out, r, &o);
+}
+
+static int reg(asb_metrics_registry *r, asb_metric **out, asb_metric_type type,
+               const char *name, const char *help, const char *const *labels)
+{
+	static const double buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 180 };
+	return reg_buckets(r, out, type, name, help, labels, buckets,
+	                   sizeof(buckets) / sizeof(buckets[0]));
 }
 
 int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_info *bi)
@@ -57,6 +67,8 @@ int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_inf
 	static const char *const authz_labels[] = { "sandbox_namespace", "decision", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
 	static const char *const state[] = { "state", NULL };
+	static const char *const result[] = { "result", NULL };
+	static const double hold_buckets[] = { .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300 };
 	rt_metrics *m = calloc(1, sizeof(*m));
 	if (!m)
 		return ASB_ENOMEM;
@@ -89,7 +101,21 @@ int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_inf
 	              "Serving certificate reloads, by outcome.", outcome)) < 0 ||
 	    (rc = reg(r, &m->upstream_conns, ASB_METRIC_GAUGE, "sandbox_router_upstream_connections",
 	              "Connections to sandboxes, active (carrying a request) or idle (pooled).",
-	              state)) < 0)
+	              state)) < 0 ||
+	    (rc = reg(r, &m->activity_writes, ASB_METRIC_COUNTER, "sandbox_router_activity_writes_total",
+	              "Writes of a Sandbox's last-activity annotation, by result (ok, not_found, error).",
+	              result)) < 0 ||
+	    (rc = reg(r, &m->activity_tracked, ASB_METRIC_GAUGE, "sandbox_router_activity_tracked",
+	              "Sandboxes with an idle policy whose activity this router tracks now.", NULL)) < 0 ||
+	    (rc = reg(r, &m->resumes, ASB_METRIC_COUNTER, "sandbox_router_resumes_total",
+	              "Resume patches of Sandboxes suspended for idleness, by result (ok, not_found, "
+	              "error).", result)) < 0 ||
+	    (rc = reg_buckets(r, &m->resume_hold, ASB_METRIC_HISTOGRAM,
+	                      "sandbox_router_resume_hold_seconds",
+	                      "Time a request was held while its Sandbox resumed, by how the hold "
+	                      "ended (ready, timeout, gone, other).", result, hold_buckets,
+	                      sizeof(hold_buckets) / sizeof(hold_buckets[0]))) < 0 ||
+	    (rc = asb_metric_series_get(&m->tracked_s, m->activity_tracked, NULL, 0)) < 0)
 		goto fail;
 	const char *const consts[] = {
 		"git_version", bi->version, "git_commit", bi->commit, "build_date", bi->date,
@@ -281,4 +307,34 @@ void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta)
 		asb_metric_series_add(m->conns_idle, delta);
 	else
 		asb_metric_add(m->upstream_conns, (const char *[]){ state }, 1, delta);
+}
+
+const char *rt_metrics_write_result(int rc)
+{
+	return rc == 0 ? "ok" : rc == ASB_ENOTFOUND ? "not_found" : "error";
+}
+
+void rt_metrics_activity_write(rt_metrics *m, int rc)
+{
+	asb_metric_add(m->activity_writes, (const char *[]){ rt_metrics_write_result(rc) }, 1, 1);
+}
+
+void rt_metrics_activity_tracked(rt_metrics *m, size_t n)
+{
+	asb_metric_series_set(m->tracked_s, (double)n);
+}
+
+void rt_metrics_resume(rt_metrics *m, int rc)
+{
+	asb_metric_add(m->resumes, (const char *[]){ rt_metrics_write_result(rc) }, 1, 1);
+}
+
+void rt_metrics_resume_hold(rt_metrics *m, const char *result, double seconds)
+{
+	static const char *const known[] = { "ready", "timeout", "gone" };
+	const char *v = "other";
+	for (size_t i = 0; result && i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(result, known[i]) == 0)
+			v = known[i];
+	asb_metric_observe(m->resume_hold, (const char *[]){ v }, 1, seconds);
 }

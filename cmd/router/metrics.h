@@ -12,6 +12,11 @@
  *   sandbox_router_cert_reloads_total{outcome}
  *   sandbox_router_build_info{git_version,git_commit,build_date,go_version,compiler,platform}
  *   sandbox_router_upstream_connections{state="active"|"idle"} (ours)
+ * and ours for idle Sandboxes (docs/router.md#idle-sandboxes):
+ *   sandbox_router_activity_writes_total{result="ok"|"not_found"|"error"}
+ *   sandbox_router_activity_tracked
+ *   sandbox_router_resumes_total{result="ok"|"not_found"|"error"}
+ *   sandbox_router_resume_hold_seconds{result="ready"|"timeout"|"gone"|"other"}
  * No per-sandbox labels. Every label value an outside party chooses is
  * bounded, or any client could grow memory and every scrape without limit
  * (one attack reached 231 k series, a 387 MB scrape):
@@ -101,5 +106,21 @@ void rt_metrics_retry(rt_metrics *m, const char *ns);
 void rt_metrics_authz(rt_metrics *m, const char *ns, bool allow);
 /** Upstream connections: state "active" or "idle", delta +1/-1. */
 void rt_metrics_upstream_conn(rt_metrics *m, const char *state, int delta);
+
+/** The result label of an activity or resume write answered `rc` (0 or
+ *  an ASB_E* code): "ok", "not_found" or "error". Static strings. */
+const char *rt_metrics_write_result(int rc);
+/** One activity write (the last-activity patch) that returned `rc`. */
+void rt_metrics_activity_write(rt_metrics *m, int rc);
+/** Sandboxes whose activity is tracked now. */
+void rt_metrics_activity_tracked(rt_metrics *m, size_t n);
+/** One resume patch that returned `rc`. */
+void rt_metrics_resume(rt_metrics *m, int rc);
+/**
+ * A request held while its Sandbox resumed, for `seconds`, and how the
+ * hold ended: "ready" (forwarded), "timeout" (504), "gone" (the client
+ * left), anything else counts as "other".
+ */
+void rt_metrics_resume_hold(rt_metrics *m, const char *result, double seconds);
 
 #endif

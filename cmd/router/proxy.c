@@ -5,6 +5,7 @@
  * it started (authorization work, DNS lookup, timers) has come back:
  * those hold references, the exchange holds the first one.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include "upstream.h"
 
 #define MAX_LOOPS 64
+/* How often a request held for a resuming Sandbox looks at the cache. */
+#define RESUME_POLL_MS 50
 
 typedef struct rt_listener {
 	rt_proxy *proxy;
@@ -81,6 +84,12 @@ typedef struct rt_req {
 	bool body_started, body_done, body_paused, resp_paused;
 	uint64_t body_bytes;
 	bool keep_alive;             /* the sandbox's answer allows reuse */
+	/* idle Sandboxes (idlesync.h) */
+	bool tracked;                /* rt_activity_begin() counted this exchange */
+	bool holding;                /* held while the Sandbox resumes */
+	uint64_t hold_start_ns;
+	uint64_t hold_until_ms;      /* uv_now() bound of the hold */
+	long hold_limit_ms;
 } rt_req;
 
 static void start_attempt(rt_req *r);
@@ -383,12 +392,16 @@ static void on_header_timeout(uv_timer_t *t)
 		fail_timeout(r);
 }
 
+static void hold_timeout(rt_req *r);
+
 static void on_deadline(uv_timer_t *t)
 {
 	rt_req *r = t->data;
 	if (r->tunnel)
 		return;
-	if (!r->head_sent)
+	if (r->holding)
+		hold_timeout(r);
+	else if (!r->head_sent)
 		fail_timeout(r);
 	else
 		fail_request(r, 0, "");  /* cut mid-response */
@@ -505,6 +518,77 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	req_unref(r);
 }
 
+/* ---- idle Sandboxes: activity and resume on request ---- */
+
+/* The hold ends: how, in the histogram. */
+static void hold_end(rt_req *r, const char *result)
+{
+	if (!r->holding)
+		return;
+	r->holding = false;
+	rt_metrics_resume_hold(r->p->o.metrics, result,
+	                       (double)(now_ns() - r->hold_start_ns) / 1e9);
+}
+
+static void hold_timeout(rt_req *r)
+{
+	hold_end(r, "timeout");
+	char d[200];
+	snprintf(d, sizeof(d), "Sandbox %s/%s is resuming; retry later.", r->route.ns, r->route.id);
+	if (r->p->o.log)
+		asb_log(r->p->o.log, ASB_LOG_DEBUG, "request held past its bound while the sandbox "
+		        "resumed", "sandbox", r->route.id, "namespace", r->route.ns, NULL);
+	fail_request(r, 504, d);
+}
+
+static void hold_poll(uv_timer_t *t)
+{
+	start_attempt(t->data);
+}
+
+/* Whether the request must wait for its Sandbox to resume (asking for the
+ * resume when it is still suspended); false: go on with the target. */
+static bool hold(rt_req *r)
+{
+	const rt_target *t = &r->target;
+	bool ready = t->source == RT_SRC_CACHE || t->source == RT_SRC_POD_IP;
+	if (!t->cached || (!t->idle.resumable && (!r->holding || t->idle.suspended || ready))) {
+		/* nothing to resume, or resumed (or no longer to be): as usual */
+		hold_end(r, ready && t->cached && !t->idle.suspended ? "ready" : "other");
+		return false;
+	}
+	rt_proxy *p = r->p;
+	uv_loop_t *loop = httpd_exchange_loop(r->ex);
+	if (!r->holding) {
+		r->holding = true;
+		r->hold_start_ns = now_ns();
+		r->hold_until_ms = uv_now(loop) + (uint64_t)r->hold_limit_ms;
+		if (p->o.log)
+			asb_log(p->o.log, ASB_LOG_DEBUG, "holding a request while its sandbox resumes",
+			        "sandbox", r->route.id, "namespace", r->route.ns, NULL);
+	}
+	if (uv_now(loop) >= r->hold_until_ms) {
+		hold_timeout(r);
+		return true;
+	}
+	/* single flight: joins the patch in progress, or sends none while the
+	 * cache catches up with one; a failed one is sent again after a while */
+	if (t->idle.resumable)
+		rt_resumeq_request(rt_idlesync_resumes(p->o.idle), r->route.ns, r->route.id, NULL);
+	uv_timer_start(&r->phase, hold_poll, RESUME_POLL_MS, 0);
+	return true;
+}
+
+/* Counts this exchange as its Sandbox's activity until it ends. */
+static void track(rt_req *r)
+{
+	if (r->tracked || !r->target.cached || !r->target.idle.applies ||
+	    r->target.idle.timeout_ms <= 0)
+		return;
+	r->tracked = rt_activity_begin(rt_idlesync_activity(r->p->o.idle), r->route.ns,
+	                               r->route.id, r->target.idle.timeout_ms, k8s_now_ms()) == 0;
+}
+
 static void start_attempt(rt_req *r)
 {
 	if (!r->ex || r->done)
@@ -513,8 +597,14 @@ static void start_attempt(rt_req *r)
 	rt_proxy *p = r->p;
 	if (rt_resolve(&r->route, p->has_view ? &p->view : NULL, p->o.flags->cluster_domain,
 	               p->o.flags->allow_loopback_pod_ip, &r->target, &rej) < 0) {
+		hold_end(r, "other");
 		fail_reject(r, &rej);
 		return;
+	}
+	if (p->o.idle) {
+		if (hold(r))
+			return;
+		track(r);
 	}
 	/* "host:port", the pool's key (no printf: every request) */
 	size_t hl = strnlen(r->target.host, sizeof(r->target.host) - 1);
@@ -655,6 +745,10 @@ static void on_close(httpd_exchange *ex, int reason, void *ud)
 		r->up = NULL;
 	}
 	int status = r->status ? r->status : 499;  /* 499: the client went first */
+	hold_end(r, r->status ? "other" : "gone");
+	if (r->tracked)
+		rt_activity_end(rt_idlesync_activity(p->o.idle), r->route.ns, r->route.id,
+		                k8s_now_ms());
 	double secs = (double)(now_ns() - r->start_ns) / 1e9;
 	if (r->head.path && strcmp(r->head.path, "/healthz") != 0) {
 		if (r->loop_index < MAX_LOOPS)
@@ -684,19 +778,40 @@ static void on_close(httpd_exchange *ex, int reason, void *ud)
 	req_unref(r);
 }
 
-/* The proxy timeout of this request: --proxy-timeout, or a smaller
- * positive X-Sandbox-Timeout in seconds (the Python router's header). */
-static long request_timeout(const rt_head *h, long max_ms)
+/* X-Sandbox-Timeout in ms when it is a positive number of seconds
+ * (fraction allowed; the Python router's header), else -1. Huge values
+ * come back as LONG_MAX. */
+static long header_timeout(const rt_head *h)
 {
 	const char *v = rt_head_get(h, "X-Sandbox-Timeout");
 	if (!v || !*v)
-		return max_ms;
+		return -1;
 	char *end;
 	double s = strtod(v, &end);
-	if (*end || !isfinite(s) || s <= 0 || s * 1000 >= (double)max_ms)
-		return max_ms;
+	if (end == v || *end || !isfinite(s) || s <= 0)
+		return -1;
+	if (s * 1000 >= (double)(LONG_MAX / 2))
+		return LONG_MAX;
 	long ms = (long)ceil(s * 1000);
 	return ms > 0 ? ms : 1;
+}
+
+/* The proxy timeout of this request: --proxy-timeout, or a smaller
+ * X-Sandbox-Timeout. */
+static long request_timeout(const rt_head *h, long max_ms)
+{
+	long t = header_timeout(h);
+	return t > 0 && t < max_ms ? t : max_ms;
+}
+
+/* How long this request may be held while its Sandbox resumes:
+ * X-Sandbox-Timeout when given, else --resume-timeout; never past
+ * --proxy-timeout, upgrades included. */
+static long hold_limit(const rt_head *h, const rt_flags *f)
+{
+	long t = header_timeout(h);
+	long limit = t > 0 ? t : f->resume_timeout_ms;
+	return limit < f->proxy_timeout_ms ? limit : f->proxy_timeout_ms;
 }
 
 static void healthz(httpd_exchange *ex)
@@ -794,6 +909,7 @@ static void handle(httpd_exchange *ex, void *ud)
 	/* body limit and timeouts are the router's own (JSON answers) */
 	httpd_exchange_set_max_body(ex, 0);
 	r->deadline_ms = request_timeout(&r->head, p->o.flags->proxy_timeout_ms);
+	r->hold_limit_ms = hold_limit(&r->head, p->o.flags);
 	if (r->upgrade) {
 		httpd_exchange_set_timeout(ex, 0);
 	} else {

@@ -19,7 +19,15 @@
  *   X-Sandbox-Timeout); after the head was relayed a failure cuts the
  *   connection;
  * - an Upgrade is forwarded; on the sandbox's 101 the head is relayed and
- *   both connections become one byte tunnel without the proxy timeout.
+ *   both connections become one byte tunnel without the proxy timeout;
+ * - with idle sync (idlesync.h): an exchange with a Sandbox that has an
+ *   idle policy counts as its activity from start to end (tunnels
+ *   included); a request for a Sandbox suspended for idleness
+ *   (sbx_idle_resumable()) asks for its resume (single flight) and is held,
+ *   its body unread, polling the cache every 50 ms on a libuv timer until
+ *   the Sandbox runs with a Ready pod, then forwarded as usual; past
+ *   X-Sandbox-Timeout, else --resume-timeout (never past --proxy-timeout)
+ *   it gets 504 {"detail":"Sandbox <ns>/<id> is resuming; retry later."}.
  * Metrics and the access log are written when each exchange ends.
  *
  * Threads: requests run on the listener's loop threads; each loop thread
@@ -38,6 +46,7 @@
 #include "authz.h"
 #include "cache.h"
 #include "flags.h"
+#include "idlesync.h"
 #include "metrics.h"
 #include "reviewq.h"
 
@@ -48,6 +57,7 @@ typedef struct {
 	rt_authz *authz;             /**< borrowed */
 	rt_reviewq *reviews;         /**< borrowed; tokenreview mode (reviews the API answers) */
 	rt_cache *cache;             /**< borrowed; NULL: no cache */
+	rt_idlesync *idle;           /**< borrowed; NULL: no activity tracking nor resume */
 	rt_metrics *metrics;         /**< borrowed */
 	asb_logger *log;             /**< borrowed; may be NULL */
 	FILE *access_log;            /**< NULL: no access log */

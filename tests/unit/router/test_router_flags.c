@@ -83,8 +83,45 @@ START_TEST(defaults_are_upstream)
 	ck_assert(f.access_log);
 	ck_assert_int_eq(f.mtls_mode, RT_MTLS_OFF);
 	ck_assert(!f.enable_tracing);
+	ck_assert_int_eq(f.resume_timeout_ms, 120000);
 	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), 0);
 	rt_flags_free(&f);
+}
+END_TEST
+
+/* --resume-timeout (ours): a Go duration, > 0; from the config file too. */
+START_TEST(resume_timeout)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--resume-timeout=1m30s", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.resume_timeout_ms, 90000);
+	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), 0);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "-resume-timeout", "250ms", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.resume_timeout_ms, 250);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--resume-timeout=120", NULL), RT_FLAGS_ERROR);  /* no unit */
+	ck_assert_ptr_nonnull(strstr(err, "--resume-timeout"));
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--resume-timeout=soon", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--resume-timeout"));
+	rt_flags_free(&f);
+	static const char *const bad[] = { "--resume-timeout=0s", "--resume-timeout=-1s" };
+	for (size_t i = 0; i < 2; i++) {
+		ck_assert_int_eq(load(&f, bad[i], NULL), RT_FLAGS_RUN);
+		ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), -1);
+		ck_assert_str_eq(err, "invalid value for flag --resume-timeout: must be positive");
+		rt_flags_free(&f);
+	}
+	const char *cfg = tmpfile_with("resume-timeout: 45s\n");
+	ck_assert_int_eq(load(&f, "--config", cfg, NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.resume_timeout_ms, 45000);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--config", cfg, "--resume-timeout=5s", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.resume_timeout_ms, 5000);
+	rt_flags_free(&f);
+	unlink(cfg);
 }
 END_TEST
 
@@ -318,6 +355,7 @@ int main(void)
 	Suite *s = suite_create("router_flags");
 	TCase *tc = tcase_create("flags");
 	tcase_add_test(tc, defaults_are_upstream);
+	tcase_add_test(tc, resume_timeout);
 	tcase_add_test(tc, spellings);
 	tcase_add_test(tc, errors_name_the_flag);
 	tcase_add_test(tc, help_and_version_exit);
