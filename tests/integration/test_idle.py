@@ -18,6 +18,7 @@ The router's side (activity, resume on request) is in test_router_idle.py;
 real pods and data in tests/e2e.
 """
 import datetime
+import threading
 import time
 
 import pytest
@@ -42,18 +43,56 @@ def vct(name):
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
 
 
+class Observer(threading.Thread):
+    """Starts with the scenarios, so each is watched from its start whatever
+    order the tests run in: plays the router for `active` (its last-activity
+    moved every 8 s for TIMEOUT + 15 s, noting whether it was ever seen
+    suspended meanwhile) and records the Sandbox the claim is bound to."""
+
+    def __init__(self, kube, ns):
+        super().__init__(daemon=True)
+        self.kube, self.ns = kube, ns
+        self.active_until = time.monotonic() + TIMEOUT + 15
+        self.suspended_while_active = None
+        self.writes = 0
+        self.claimed = None
+        self.error = None
+
+    def run(self):
+        try:
+            while time.monotonic() < self.active_until or self.claimed is None:
+                if time.monotonic() < self.active_until:
+                    sb = self.kube.get("sandbox", "active", self.ns)
+                    if sb and sb["spec"].get("operatingMode", "Running") != "Running":
+                        self.suspended_while_active = sb
+                    self.kube.patch("sandbox", "active", self.ns,
+                                    {"metadata": {"annotations": {LAST_ACTIVITY: now_rfc3339()}}})
+                    self.writes += 1
+                if self.claimed is None:
+                    c = self.kube.get("sandboxclaim", "idle-claim", self.ns) or {}
+                    name = c.get("status", {}).get("sandbox", {}).get("name")
+                    if name:
+                        self.claimed = self.kube.get("sandbox", name, self.ns)
+                time.sleep(8 if self.claimed is not None else 0.5)
+        except Exception as e:  # reported by the tests
+            self.error = e
+
+
 @pytest.fixture(scope="module")
 def idle_ns(kube, extensions_controller):
     ns = new_namespace(kube, "it-idle-")
-    kube.apply(sandbox("suspend", idleTimeoutSeconds=TIMEOUT, volumeClaimTemplates=[vct("data")]), ns)
-    kube.apply(sandbox("active", idleTimeoutSeconds=TIMEOUT), ns)
-    kube.apply(sandbox("delete", idleTimeoutSeconds=TIMEOUT, idlePolicy="Delete"), ns)
-    kube.apply(sandbox("plain"), ns)
-    kube.apply(template("idle-tpl"), ns)
-    kube.apply(pool("idle-pool", "idle-tpl", replicas=1), ns)
-    kube.apply(claim("idle-claim", "idle-pool",
-                     lifecycle={"idleTimeoutSeconds": TIMEOUT, "idlePolicy": "Delete"}), ns)
-    yield ns
+    kube.create({"apiVersion": "v1", "kind": "List", "items": [
+        sandbox("suspend", idleTimeoutSeconds=TIMEOUT, volumeClaimTemplates=[vct("data")]),
+        sandbox("active", idleTimeoutSeconds=TIMEOUT),
+        sandbox("delete", idleTimeoutSeconds=TIMEOUT, idlePolicy="Delete"),
+        sandbox("plain"),
+        template("idle-tpl"),
+        pool("idle-pool", "idle-tpl", replicas=1),
+        claim("idle-claim", "idle-pool", lifecycle={"idleTimeoutSeconds": TIMEOUT, "idlePolicy": "Delete"}),
+    ]}, ns)
+    obs = Observer(kube, ns)
+    obs.start()
+    yield ns, obs
     kube.delete("namespace", ns)
 
 
@@ -64,7 +103,7 @@ def suspended_for_idleness(kube, name, ns):
 
 
 def test_idle_sandbox_is_suspended_keeping_its_pvc_and_resumes(kube, idle_ns):
-    ns = idle_ns
+    ns, _ = idle_ns
     wait_ready(kube, "suspend", ns)
     sb = wait_for(lambda: suspended_for_idleness(kube, "suspend", ns), timeout=TIMEOUT + 60,
                   desc="suspend suspended for idleness")
@@ -95,38 +134,37 @@ def test_idle_sandbox_is_suspended_keeping_its_pvc_and_resumes(kube, idle_ns):
 
 
 def test_activity_keeps_a_sandbox_running_past_its_timeout(kube, idle_ns):
-    ns = idle_ns
-    wait_ready(kube, "active", ns)
-    end = time.monotonic() + TIMEOUT + 15
-    while time.monotonic() < end:
-        kube.patch("sandbox", "active", ns, {"metadata": {"annotations": {LAST_ACTIVITY: now_rfc3339()}}})
-        sb = kube.get("sandbox", "active", ns)
-        assert sb["spec"].get("operatingMode", "Running") == "Running", "suspended while in use"
-        time.sleep(8)
+    ns, obs = idle_ns
+    wait_for(lambda: time.monotonic() >= obs.active_until, timeout=TIMEOUT + 60, interval=1,
+             desc="the activity phase over")
+    assert obs.error is None, obs.error
+    assert obs.writes >= 5
+    assert obs.suspended_while_active is None, "suspended while in use"
+    assert kube.get("sandbox", "active", ns)["spec"].get("operatingMode", "Running") == "Running"
     # activity stops: it idles out one timeout after the last write
     wait_for(lambda: suspended_for_idleness(kube, "active", ns), timeout=TIMEOUT + 60,
              desc="active suspended once activity stopped")
 
 
 def test_idle_policy_delete_deletes_the_sandbox(kube, idle_ns):
-    wait_for(lambda: kube.get("sandbox", "delete", idle_ns) is None, timeout=TIMEOUT + 60,
+    wait_for(lambda: kube.get("sandbox", "delete", idle_ns[0]) is None, timeout=TIMEOUT + 60,
              desc="Sandbox delete deleted for idleness")
 
 
 def test_idle_claim_with_delete_policy_is_deleted_with_its_sandbox(kube, idle_ns):
-    ns = idle_ns
-    c = wait_for(lambda: (kube.get("sandboxclaim", "idle-claim", ns) or {}).get("status", {})
-                 .get("sandbox", {}).get("name"), timeout=60, desc="the claim bound")
-    sb = kube.get("sandbox", c, ns)
+    ns, obs = idle_ns
+    wait_for(lambda: obs.claimed or obs.error, timeout=60, desc="the claim bound")
+    assert obs.error is None, obs.error
+    sb = obs.claimed
     assert sb["spec"]["idleTimeoutSeconds"] == TIMEOUT and sb["spec"]["idlePolicy"] == "Delete"
     wait_for(lambda: kube.get("sandboxclaim", "idle-claim", ns) is None, timeout=TIMEOUT + 60,
              desc="the idle claim deleted")
-    wait_for(lambda: kube.get("sandbox", c, ns) is None, timeout=60,
+    wait_for(lambda: kube.get("sandbox", sb["metadata"]["name"], ns) is None, timeout=60,
              desc="its Sandbox removed by the garbage collector")
 
 
 def test_sandbox_without_policy_is_never_touched(kube, idle_ns):
-    ns = idle_ns
+    ns, _ = idle_ns
     sb = wait_ready(kube, "plain", ns)
     rv = sb["metadata"]["resourceVersion"]
     created = datetime.datetime.strptime(sb["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
