@@ -314,7 +314,7 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 	body_out up = { req->upload, 0, -1, 0, false };
 	if (req->upload && req->upload->fd >= 0 && !req->upload->data)
 		up.start = lseek(req->upload->fd, 0, SEEK_CUR);
-	bool checked_gone = false;
+	bool checked_gone = false, stale_ip = false;
 	int rc = 0;
 	for (int attempt = 0;; attempt++) {
 		char *base = NULL;
@@ -402,6 +402,20 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 			bool again = (status == 0 && never_sent(cc)) ||
 			             (idempotent(req->method) && (status == 0 || retryable_status(status)));
 			v = again ? RETRY : FAIL;
+		}
+		/* The router refused the pod IP this handle remembered: the
+		 * Sandbox has a new pod (resumed after a suspend, its pod
+		 * recreated). Nothing reached the sandbox, so any method is
+		 * safe to send again, once, without the stale address. */
+		if (v == FAIL && status == 400 && !stale_ip && b.buf &&
+		    memmem(b.buf, b.len, "Invalid target IP address", 25) &&
+		    (!req->upload || upload_rewind(&up))) {
+			stale_ip = true;
+			free(b.buf);
+			b.buf = NULL;
+			sbx__handle_disconnect(h);
+			attempt--;
+			continue;
 		}
 		if (v == DONE) {
 			resp->status = status;
