@@ -253,8 +253,8 @@ const rt_flag_def rt_flag_table[] = {
 	ASB_FLAG("cache-namespace", ASB_FLAG_STRING, OFF(cache_namespace), "NS",
 	  "cache only this namespace (default \"\": all)"),
 	ASB_FLAG("resume-timeout", ASB_FLAG_DURATION_MS, OFF(resume_timeout_ms), "D",
-	  "how long a request for a Sandbox suspended for idleness waits for it to resume, "
-	  "unless X-Sandbox-Timeout says otherwise; then 504 (default 2m0s)"),
+	  "wait for a Sandbox suspended for idleness to resume, then 504; "
+	  "X-Sandbox-Timeout overrides (default 2m0s)"),
 	ASB_FLAG("kubeconfig", ASB_FLAG_STRING, OFF(kubeconfig), "PATH",
 	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)"),
 	ASB_FLAG("config", ASB_FLAG_STRING, OFF(config), "PATH",
