@@ -8,13 +8,14 @@ sandboxd in real pods.
 - The SDK's handle made before the suspend runs a command after it: the
   router resumes the Sandbox and the handle drops the pod IP it knew.
 - 50 Sandboxes idle out together and wake together on 50 requests at once.
-- A command running longer than the timeout keeps its Sandbox up.
+- A streaming command running longer than the timeout keeps its Sandbox up.
 - Restarting the router's and the controller's pods while a Sandbox is in
   use loses nothing: it stays up while used, idles out after, and wakes.
 - Idle Delete of a claim's Sandbox removes the claim and the Sandbox.
 
 Timeouts are the smallest the CRD accepts (30 s).
 """
+import base64
 import concurrent.futures
 import copy
 import json
@@ -167,17 +168,36 @@ def test_fifty_sandboxes_idle_out_and_wake_at_once(stack, ns):
     assert all_in(lambda s: s["spec"].get("operatingMode") == "Running")
 
 
-def test_a_command_longer_than_the_timeout_keeps_its_sandbox_up(stack, ns):
+def stream_process(url, ns, sandbox, shell, timeout):
+    """Runs `shell` through the router on sandboxd's process API (port 8080):
+    the response head comes at once, then one JSON event a line until the
+    exit event, which is returned."""
+    body = json.dumps({"config": {"shell": shell}, "timeoutSeconds": timeout}).encode()
+    req = urllib.request.Request(url + "/v1/processes", data=body,
+                                 headers={"Content-Type": "application/json", "X-Sandbox-ID": sandbox,
+                                          "X-Sandbox-Namespace": ns, "X-Sandbox-Port": "8080"})
+    out = b""
+    with urllib.request.urlopen(req, timeout=timeout + 30) as r:
+        for line in r:
+            ev = json.loads(line)
+            if "stdout" in ev:
+                out += base64.b64decode(ev["stdout"])
+            if "exit" in ev:
+                return ev["exit"], out
+    raise AssertionError("the process stream ended without an exit event")
+
+
+def test_a_streaming_command_longer_than_the_timeout_keeps_its_sandbox_up(stack, ns):
     name = "busy"
     stack.apply(sandboxd_sandbox(name, idleTimeoutSeconds=TIMEOUT), ns)
     wait_for(lambda: ready(stack, ns, name), timeout=180, desc=f"Ready\n{dump(stack, ns)}")
     watch = Watch(stack, ns, [name])
     watch.start()
     try:
-        out = execute(router_url(stack), ns, name, f"sleep {TIMEOUT + 25}; echo done", timeout=TIMEOUT + 90)
+        ex, out = stream_process(router_url(stack), ns, name, f"sleep {TIMEOUT + 25}; echo done", TIMEOUT + 90)
     finally:
         watch.stop()
-    assert out["exit_code"] == 0 and out["stdout"].strip() == "done", out
+    assert ex.get("exitCode", 0) == 0 and out.strip() == b"done", (ex, out)
     assert not watch.seen_suspended, "suspended while its command ran"
     wait_for(lambda: idle_suspended(stack, ns, name), timeout=TIMEOUT + 90,
              desc="suspended once the command ended")
@@ -187,8 +207,12 @@ def restart(kube, app):
     old = {p["metadata"]["name"] for p in kube.list("pods", SYSTEM_NS, selector=f"app={app}")}
     kube.run("rollout", "restart", "-n", SYSTEM_NS, f"deployment/{app}")
     rollout(kube, app)
-    new = {p["metadata"]["name"] for p in kube.list("pods", SYSTEM_NS, selector=f"app={app}")}
-    assert new and not (new & old), f"{app} pods not replaced: {old} -> {new}"
+
+    def replaced():
+        pods = kube.list("pods", SYSTEM_NS, selector=f"app={app}")
+        names = {p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")}
+        return names if names and not (names & old) else None
+    wait_for(replaced, timeout=120, desc=f"{app} pods replaced")
 
 
 def test_router_and_controller_restarts_lose_nothing(stack, ns):
