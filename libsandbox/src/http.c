@@ -403,11 +403,12 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 			             (idempotent(req->method) && (status == 0 || retryable_status(status)));
 			v = again ? RETRY : FAIL;
 		}
-		/* The router refused the pod IP this handle remembered: the
+		/* The router (not a sandbox reached directly, whose own 400 this
+		 * could be) refused the pod IP this handle remembered: the
 		 * Sandbox has a new pod (resumed after a suspend, its pod
 		 * recreated). Nothing reached the sandbox, so any method is
 		 * safe to send again, once, without the stale address. */
-		if (v == FAIL && status == 400 && !stale_ip && b.buf &&
+		if (v == FAIL && status == 400 && router && !stale_ip && b.buf &&
 		    memmem(b.buf, b.len, "Invalid target IP address", 25) &&
 		    (!req->upload || upload_rewind(&up))) {
 			stale_ip = true;

@@ -88,12 +88,33 @@ int64_t sbx_idle_due_ms(const cJSON *sandbox)
 	return last > 0 ? last + pol.timeout_ms : 0;
 }
 
+bool sbx_idle_delete_pending(const cJSON *sandbox)
+{
+	sbx_idle_policy pol;
+	sbx_idle_policy_of(sandbox, &pol);
+	return sandbox && pol.action == SBX_IDLE_DELETE && suspended(sandbox) &&
+	       k8s_obj_annotation(sandbox, SBX_ANNOTATION_IDLE_SUSPENDED_AT) &&
+	       !k8s_obj_is_deleting(sandbox);
+}
+
 bool sbx_idle_resumable(const cJSON *sandbox)
 {
 	sbx_idle_policy pol;
 	sbx_idle_policy_of(sandbox, &pol);
 	return sandbox && pol.action == SBX_IDLE_SUSPEND && suspended(sandbox) &&
 	       !k8s_obj_is_deleting(sandbox);
+}
+
+const char *sbx_idle_controlling_claim(const cJSON *sandbox)
+{
+	const cJSON *ref = k8s_obj_controller_ref(sandbox);
+	const char *api = ju_str(ref, "apiVersion");
+	size_t g = strlen(SBX_EXTENSIONS_GROUP);
+	if (!ref || !ju_str_eq(ju_str(ref, "kind"), SBX_KIND_CLAIM) || !api ||
+	    strncmp(api, SBX_EXTENSIONS_GROUP, g) != 0 || api[g] != '/')
+		return NULL;
+	const char *name = ju_str(ref, "name");
+	return name && *name ? name : NULL;
 }
 
 int64_t sbx_idle_publish_interval_ms(int64_t timeout_ms)

@@ -115,6 +115,7 @@ static void action_free(plan_action *a)
 		return;
 	free(a->name);
 	free(a->precondition);
+	free(a->precondition_uid);
 	cJSON_Delete(a->body);
 	free(a->message);
 	cJSON_Delete(a->result);
@@ -135,6 +136,8 @@ void sbx_plan_free(sbx_plan *p)
 	cJSON_Delete(p->pod);
 	cJSON_Delete(p->service);
 	cJSON_Delete(p->pvcs);
+	cJSON_Delete(p->claim);
+	free(p->claim_error);
 	cJSON_Delete(p->pod_result);
 	free(p->pods_error);
 	free(p->pod_error);
@@ -190,7 +193,8 @@ sbx_pass sbx_pass_for(const cJSON *sandbox, int64_t now_ms)
 		return SBX_PASS_SKIP;
 	if (!shutdown_time(sandbox, &shutdown_ms) || now_ms < shutdown_ms) {
 		int64_t idle_due = sbx_idle_due_ms(sandbox);
-		return idle_due > 0 && now_ms >= idle_due ? SBX_PASS_IDLE : SBX_PASS_RECONCILE;
+		return (idle_due > 0 && now_ms >= idle_due) || sbx_idle_delete_pending(sandbox)
+		       ? SBX_PASS_IDLE : SBX_PASS_RECONCILE;
 	}
 	/* Expired: the first pass only persists the expiry (two-pass teardown). */
 	const cJSON *c;
@@ -309,6 +313,8 @@ static int plan_new(sbx_plan **out, const sbx_observed *obs, sbx_observed_object
 		p->service = dup_json(p, obs->service);
 		p->pvcs = dup_array(p, obs->pvcs);
 	}
+	p->claim = dup_json(p, obs->claim);
+	p->claim_error = dup_str(p, obs->claim_error);
 	p->pods_error = dup_str(p, obs->pods_error);
 	p->pod_error = dup_str(p, obs->pod_error);
 	p->service_error = dup_str(p, obs->service_error);
@@ -495,8 +501,10 @@ int sbx_plan_execute(sbx_plan *p, const sbx_executor *ex)
 		int rc = ex->apply(&a->pub, p->ns, &result, ex->userdata);
 		if (rc == 0 || (rc == ASB_ENOTFOUND && a->pub.not_found_ok)) {
 			a->result = rc == 0 ? result : NULL;
-			if (rc != 0)
+			if (rc != 0) {
 				cJSON_Delete(result);
+				a->gone = true;
+			}
 			a->pub.result = a->result;
 			action_done(p, a);
 			continue;

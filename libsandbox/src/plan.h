@@ -38,6 +38,8 @@ typedef struct {
 	bool keeps_pod;       /* a failure still leaves the pod (Suspend delete) */
 	bool sets_annotation; /* Sandbox patch: apply body to the copy when done */
 	char *precondition;   /* pub.precondition_rv */
+	char *precondition_uid; /* pub.precondition_uid */
+	bool gone;            /* done by a NotFound (not_found_ok) */
 } plan_action;
 
 struct sbx_plan {
@@ -47,6 +49,8 @@ struct sbx_plan {
 	cJSON *pod;           /* the Pod by resolved name, or NULL */
 	cJSON *service;       /* or NULL */
 	cJSON *pvcs;          /* array, never NULL */
+	cJSON *claim;         /* sbx_observed.claim, or NULL */
+	char *claim_error;
 	char *pods_error, *pod_error, *service_error;
 	char *pvc_error_name, *pvc_error;
 	int64_t now_ms;
@@ -64,6 +68,7 @@ struct sbx_plan {
 	sbx_idle_policy idle;  /* spec.idleTimeoutSeconds, spec.idlePolicy */
 	int64_t idle_due_ms;   /* sbx_idle_due_ms(), 0: idleness does not apply */
 	int64_t idle_last_ms;  /* sbx_idle_last_activity_ms() */
+	bool idle_claim;       /* the idle Delete goes through the claim */
 	sbx_pass pass;
 
 	/* The actions in execution order; a step's actions are contiguous. */

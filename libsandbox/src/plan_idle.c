@@ -18,20 +18,6 @@
 #include "sandbox/idle.h"
 #include "k8s/object.h"
 
-/* The controlling SandboxClaim's name, or NULL when the Sandbox is not
- * controlled by a claim. */
-static const char *controlling_claim(const cJSON *sandbox)
-{
-	const cJSON *ref = k8s_obj_controller_ref(sandbox);
-	const char *api = ju_str(ref, "apiVersion");
-	size_t g = strlen(SBX_EXTENSIONS_GROUP);
-	if (!ref || !ju_str_eq(ju_str(ref, "kind"), SBX_KIND_CLAIM) || !api ||
-	    strncmp(api, SBX_EXTENSIONS_GROUP, g) != 0 || api[g] != '/')
-		return NULL;
-	const char *name = ju_str(ref, "name");
-	return name && *name ? name : NULL;
-}
-
 static void plan_suspend(sbx_plan *p, const char *rv)
 {
 	char now[32];
@@ -52,15 +38,43 @@ static void plan_suspend(sbx_plan *p, const char *rv)
 		a->sets_annotation = true;   /* the copy shows the suspend */
 }
 
+/* Whether the observed claim is the one the Sandbox's controller
+ * reference names and binds this Sandbox (an owner reference is anyone's
+ * to write: a tenant's Sandbox naming another's claim must not get that
+ * claim deleted). */
+static bool claim_binds(const sbx_plan *p)
+{
+	const cJSON *ref = k8s_obj_controller_ref(p->sandbox);
+	return p->claim && !k8s_obj_is_deleting(p->claim) &&
+	       ju_str_eq(k8s_obj_uid(p->claim), ju_str(ref, "uid")) &&
+	       ju_str_eq(k8s_obj_str(p->claim, "status.sandbox.name"), p->name);
+}
+
 static void plan_delete(sbx_plan *p, const char *rv)
 {
-	const char *claim = controlling_claim(p->sandbox);
+	const char *claim = sbx_idle_controlling_claim(p->sandbox);
 	plan_action *a;
-	if (claim) {
+	if (claim && p->claim_error) {
+		plan_fail(p, SBX_STEP_SANDBOX, "failed to get SandboxClaim \"%s\" of idle sandbox: %s",
+		          claim, p->claim_error);
+		return;
+	}
+	if (claim && claim_binds(p)) {
 		/* The claim would replace a Sandbox deleted under it: delete the
-		 * claim, whose Sandbox the garbage collector then removes. */
+		 * claim, whose Sandbox the garbage collector then removes. The
+		 * suspend first carries the version judged idle (the claim's
+		 * delete cannot): activity published since makes it fail, and
+		 * the delete, in the same step, is skipped. */
+		p->idle_claim = true;
+		if (!p->suspended)   /* else a pass that suspended it could not delete */
+			plan_suspend(p, rv);
 		a = plan_add(p, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_CLAIM, claim,
 		             NULL, "failed to delete the claim of idle sandbox");
+		if (a) {
+			a->precondition_uid = strdup(k8s_obj_uid(p->claim));
+			plan_ok(p, a->precondition_uid != NULL);
+			a->pub.precondition_uid = a->precondition_uid;
+		}
 	} else {
 		a = plan_add(p, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_SANDBOX,
 		             p->name, NULL, "failed to delete idle sandbox");
@@ -108,7 +122,7 @@ void plan_idle_annotation(sbx_plan *p)
 
 char *plan_idle_event(const sbx_plan *p)
 {
-	const char *claim = controlling_claim(p->sandbox);
+	const char *claim = p->idle_claim ? sbx_idle_controlling_claim(p->sandbox) : NULL;
 	long secs = (long)(p->idle.timeout_ms / 1000);
 	long idle = p->idle_last_ms > 0 ? (long)((p->now_ms - p->idle_last_ms) / 1000) : secs;
 	if (p->idle.action == SBX_IDLE_DELETE && claim)

@@ -218,6 +218,7 @@ static int apply_action(const sbx_action *a, const char *ns, cJSON **result,
 	case SBX_VERB_DELETE: {
 		k8s_delete_options d = K8S_DELETE_OPTIONS_INIT;
 		d.precondition_resource_version = a->precondition_rv;
+		d.precondition_uid = a->precondition_uid;
 		rc = k8s_client_delete(r->client, res, ns, a->name, &d, NULL);
 		break;
 	}
@@ -267,8 +268,9 @@ static int fetch_object(sbx_object o, const char *ns, const char *name,
 /* The observed state and the memory behind it. */
 typedef struct {
 	sbx_observed obs;
-	cJSON *sandbox, *pods, *pod, *service, *pvcs;
+	cJSON *sandbox, *pods, *pod, *service, *pvcs, *claim;
 	char *pods_error, *pod_error, *service_error, *pvc_error, *pvc_error_name;
+	char *claim_error;
 } observed_buf;
 
 static void observed_free(observed_buf *b)
@@ -278,6 +280,8 @@ static void observed_free(observed_buf *b)
 	cJSON_Delete(b->pod);
 	cJSON_Delete(b->service);
 	cJSON_Delete(b->pvcs);
+	cJSON_Delete(b->claim);
+	free(b->claim_error);
 	free(b->pods_error);
 	free(b->pod_error);
 	free(b->service_error);
@@ -372,6 +376,20 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	}
 	if (pass == SBX_PASS_RECONCILE)
 		read_pvcs(r, b, ns, name);
+	if (pass == SBX_PASS_IDLE) {
+		/* idle Delete of a claim's Sandbox: is the claim really its? */
+		sbx_idle_policy pol;
+		sbx_idle_policy_of(b->sandbox, &pol);
+		const char *claim = sbx_idle_controlling_claim(b->sandbox);
+		if (pol.action == SBX_IDLE_DELETE && claim) {
+			int rc = k8s_client_get(r->client, &sbx__resource_claims, ns, claim, &b->claim);
+			if (rc != 0) {
+				b->claim = NULL;
+				if (rc != ASB_ENOTFOUND)
+					b->claim_error = last_message();
+			}
+		}
+	}
 
 	b->obs.sandbox = b->sandbox;
 	b->obs.pods = b->pods;
@@ -383,6 +401,8 @@ static void read_observed(sbx_reconciler *r, observed_buf *b, const char *ns,
 	b->obs.pvcs = b->pvcs;
 	b->obs.pvc_error = b->pvc_error;
 	b->obs.pvc_error_name = b->pvc_error_name;
+	b->obs.claim = b->claim;
+	b->obs.claim_error = b->claim_error;
 	b->obs.cluster_domain = r->cluster_domain;
 	b->obs.write_behind_window_ms = r->write_behind_window_ms;
 }

@@ -514,18 +514,21 @@ static int outcome_idle(sbx_plan *p, sbx_outcome *out)
 	if (!read_step(p, SBX_STEP_SANDBOX, &r))
 		return ASB_ENOMEM;
 	int rc = 0;
-	bool done = false;
+	bool done = false, gone = false;
 	for (size_t i = 0; i < p->n_actions; i++)
-		if (p->actions[i]->pub.step == SBX_STEP_SANDBOX)
+		if (p->actions[i]->pub.step == SBX_STEP_SANDBOX) {
 			done = p->actions[i]->pub.state == SBX_ACTION_DONE ||
 			       p->actions[i]->pub.state == SBX_ACTION_PENDING;
+			/* deleted by an earlier pass: its event was recorded then */
+			gone = p->actions[i]->gone;
+		}
 	if (r.error && r.rc == ASB_ECONFLICT) {
 		out->requeue_after_ms = IDLE_CONFLICT_REQUEUE_MS;
 	} else if (r.error) {
 		out->error_code = r.rc ? r.rc : ASB_ERROR;
 		out->error = r.error;
 		r.error = NULL;
-	} else if (done) {
+	} else if (done && !gone) {
 		out->idle_event = plan_idle_event(p);
 		out->idle_event_action = p->idle.action == SBX_IDLE_DELETE ? "Delete" : "Suspend";
 		if (!out->idle_event)

@@ -13,6 +13,8 @@ CRD accepts is 30 s), then each test checks its own:
   - claim: a claim's lifecycle idle policy Delete deletes the claim, and the
     garbage collector its Sandbox (the claim would replace a Sandbox deleted
     under it);
+  - forger: a Sandbox whose controller reference names another's claim is
+    deleted alone, never that claim;
   - plain: a Sandbox without the policy is left alone and never written.
 The router's side (activity, resume on request) is in test_router_idle.py;
 real pods and data in tests/e2e.
@@ -56,11 +58,12 @@ class Observer(threading.Thread):
         self.suspended_while_active = None
         self.writes = 0
         self.claimed = None
+        self.forger = None
         self.error = None
 
     def run(self):
         try:
-            while time.monotonic() < self.active_until or self.claimed is None:
+            while time.monotonic() < self.active_until or self.claimed is None or self.forger is None:
                 if time.monotonic() < self.active_until:
                     sb = self.kube.get("sandbox", "active", self.ns)
                     if sb and sb["spec"].get("operatingMode", "Running") != "Running":
@@ -73,9 +76,23 @@ class Observer(threading.Thread):
                     name = c.get("status", {}).get("sandbox", {}).get("name")
                     if name:
                         self.claimed = self.kube.get("sandbox", name, self.ns)
-                time.sleep(8 if self.claimed is not None else 0.5)
+                if self.forger is None:
+                    c = self.kube.get("sandboxclaim", "kept-claim", self.ns) or {}
+                    if c.get("status", {}).get("sandbox", {}).get("name"):
+                        self.forge(c)
+                time.sleep(8 if self.claimed is not None and self.forger is not None else 0.5)
         except Exception as e:  # reported by the tests
             self.error = e
+
+    def forge(self, victim):
+        """A Sandbox whose controller reference names another's claim (anyone
+        who may create Sandboxes can write one), with idle policy Delete."""
+        sb = sandbox("forger", idleTimeoutSeconds=TIMEOUT, idlePolicy="Delete")
+        sb["metadata"]["ownerReferences"] = [{
+            "apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+            "name": "kept-claim", "uid": victim["metadata"]["uid"], "controller": True}]
+        self.kube.create(sb, self.ns)
+        self.forger = victim
 
 
 @pytest.fixture(scope="module")
@@ -89,6 +106,7 @@ def idle_ns(kube, extensions_controller):
         template("idle-tpl"),
         pool("idle-pool", "idle-tpl", replicas=1),
         claim("idle-claim", "idle-pool", lifecycle={"idleTimeoutSeconds": TIMEOUT, "idlePolicy": "Delete"}),
+        claim("kept-claim", "idle-pool"),
     ]}, ns)
     obs = Observer(kube, ns)
     obs.start()
@@ -161,6 +179,20 @@ def test_idle_claim_with_delete_policy_is_deleted_with_its_sandbox(kube, idle_ns
              desc="the idle claim deleted")
     wait_for(lambda: kube.get("sandbox", sb["metadata"]["name"], ns) is None, timeout=60,
              desc="its Sandbox removed by the garbage collector")
+
+
+def test_a_sandbox_naming_anothers_claim_never_gets_it_deleted(kube, idle_ns):
+    """Idle Delete of a Sandbox whose controller reference names a claim
+    that does not bind it deletes that Sandbox only: an owner reference is
+    anyone's to write."""
+    ns, obs = idle_ns
+    wait_for(lambda: obs.forger or obs.error, timeout=60, desc="the forger created")
+    assert obs.error is None, obs.error
+    wait_for(lambda: kube.get("sandbox", "forger", ns) is None, timeout=TIMEOUT + 90,
+             desc="the forger deleted for idleness")
+    victim = kube.get("sandboxclaim", "kept-claim", ns)
+    assert victim and victim["metadata"]["uid"] == obs.forger["metadata"]["uid"], "another's claim deleted"
+    assert kube.get("sandbox", victim["status"]["sandbox"]["name"], ns) is not None
 
 
 def test_sandbox_without_policy_is_never_touched(kube, idle_ns):

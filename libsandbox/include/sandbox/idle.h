@@ -104,11 +104,28 @@ SBX_EXTERN bool sbx_idle_applies(const cJSON *sandbox);
 SBX_EXTERN int64_t sbx_idle_due_ms(const cJSON *sandbox);
 
 /**
+ * Whether an idle Delete was begun and not finished: policy DELETE, the
+ * Sandbox suspended by the controller for idleness (the idle-suspended-at
+ * annotation), not being deleted. The suspend comes first when the
+ * Delete goes through a claim (reconcile.h SBX_PASS_IDLE); a pass that
+ * finds it so deletes again.
+ */
+SBX_EXTERN bool sbx_idle_delete_pending(const cJSON *sandbox);
+
+/**
  * Whether the router may resume the Sandbox on a request: it is
  * suspended (spec.operatingMode Suspended), not being deleted, and its
  * idle policy is SUSPEND.
  */
 SBX_EXTERN bool sbx_idle_resumable(const cJSON *sandbox);
+
+/**
+ * The name of the SandboxClaim (extensions.agents.x-k8s.io) named by the
+ * Sandbox's controller ownerReference, or NULL (borrowed from `sandbox`).
+ * Only a name: whether that claim really binds the Sandbox is for the
+ * caller to check (sbx_observed.claim).
+ */
+SBX_EXTERN const char *sbx_idle_controlling_claim(const cJSON *sandbox);
 
 /**
  * The least time between two publications of one Sandbox's activity, in

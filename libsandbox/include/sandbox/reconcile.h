@@ -105,6 +105,18 @@ typedef struct {
 	 * sbx_outcome.pod_patch_deferred_since_ms; 0: nothing is pending.
 	 */
 	int64_t pod_patch_deferred_since_ms;
+	/**
+	 * Read only for an idle pass (SBX_PASS_IDLE) with idlePolicy Delete of
+	 * a Sandbox whose controller reference names a SandboxClaim
+	 * (sbx_idle_controlling_claim()): that claim, or NULL when it does not
+	 * exist. The claim is deleted only when it is the one the reference
+	 * names (same uid) and binds this Sandbox (`status.sandbox.name`): an
+	 * owner reference is anyone's to write, so a Sandbox naming another's
+	 * claim never gets that claim deleted (only itself).
+	 */
+	const cJSON *claim;
+	/** Getting that claim failed (not NotFound): the message, else NULL. */
+	const char *claim_error;
 } sbx_observed;
 
 /** Upper bound of a Pod metadata patch deferral, in ms (docs/api.md#pod-metadata). */
@@ -126,8 +138,10 @@ typedef enum {
 	 * a merge patch of the Sandbox, at the resourceVersion judged idle,
 	 * setting spec.operatingMode Suspended and the idle-suspended-at
 	 * annotation (the next pass deletes the Pod as for any suspend).
-	 * Delete: the Sandbox (at that resourceVersion), or the SandboxClaim
-	 * that controls it (the garbage collector then takes the Sandbox, and
+	 * Delete: the Sandbox (at that resourceVersion); or, for a Sandbox
+	 * bound to the SandboxClaim that controls it (sbx_observed.claim), the
+	 * suspend patch above (the precondition: activity since wins) then the
+	 * claim (at its uid; the garbage collector then takes the Sandbox, and
 	 * the claim does not make a new one).
 	 */
 	SBX_PASS_IDLE = 4
@@ -209,6 +223,8 @@ typedef struct {
 	 * NULL. (A PATCH carries its precondition in its body.)
 	 */
 	const char *precondition_rv;
+	/** DELETE: delete only the object with this uid, or NULL. */
+	const char *precondition_uid;
 	/* Filled in by sbx_plan_execute(): */
 	sbx_action_state state;
 	int rc;                 /**< 0 or the ASB_E* code of the failure */

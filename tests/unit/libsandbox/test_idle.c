@@ -201,17 +201,83 @@ START_TEST(idle_delete_deletes_the_sandbox_at_its_version_or_its_claim)
 	ck_assert(strstr(pass.out.idle_event, "deleting the Sandbox") != NULL);
 	fx_pass_free(&pass);
 
-	/* controlled by a claim: the claim goes (it would replace its Sandbox) */
+	/* controlled by a claim that binds it: suspended at the version judged
+	 * idle, then the claim goes, at its uid (it would replace its Sandbox) */
 	cJSON *refs = cJSON_Parse("[{\"apiVersion\":\"extensions.agents.x-k8s.io/v1beta1\","
 	                          "\"kind\":\"SandboxClaim\",\"name\":\"my-claim\",\"uid\":\"c-1\","
 	                          "\"controller\":true}]");
 	fx_set(sb, "metadata.ownerReferences", refs);
+	ck_assert_str_eq(sbx_idle_controlling_claim(sb), "my-claim");
+	cJSON *claim = cJSON_Parse("{\"metadata\":{\"name\":\"my-claim\",\"namespace\":\"team-a\","
+	                           "\"uid\":\"c-1\"},\"status\":{\"sandbox\":{\"name\":\"my-sandbox\"}}}");
+	obs.claim = claim;
 	fx_run(&pass, &obs, NULL);
-	a = fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_CLAIM, "my-claim");
+	a = fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_PATCH, SBX_OBJ_SANDBOX, "my-sandbox");
+	ck_assert_str_eq(k8s_obj_str(a->body, "metadata.resourceVersion"), "1001");
+	ck_assert_str_eq(k8s_obj_str(a->body, "spec.operatingMode"), "Suspended");
+	a = fx_action(pass.plan, 1, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_CLAIM, "my-claim");
+	ck_assert_str_eq(a->precondition_uid, "c-1");
 	ck_assert(a->not_found_ok);
 	ck_assert_str_eq(pass.out.idle_event,
 	                 "No activity for 245s (idleTimeoutSeconds 60): deleting SandboxClaim my-claim");
 	fx_pass_free(&pass);
+
+	/* activity since: the suspend's Conflict skips the claim's delete */
+	fx_server srv = { 0 };
+	fx_fail(&srv, SBX_OBJ_SANDBOX, SBX_VERB_PATCH, ASB_ECONFLICT, "the object has been modified");
+	fx_run(&pass, &obs, &srv);
+	ck_assert_int_eq(sbx_plan_action(pass.plan, 1)->state, SBX_ACTION_SKIPPED);
+	ck_assert_int_eq(pass.out.error_code, 0);
+	ck_assert_ptr_null(pass.out.idle_event);
+	fx_pass_free(&pass);
+
+	/* suspended on the way and the delete failed: the next pass deletes it */
+	cJSON *susp = cJSON_Duplicate(sb, true);
+	fx_set_str(susp, "spec.operatingMode", "Suspended");
+	fx_annotation(susp, SBX_ANNOTATION_IDLE_SUSPENDED_AT, FX_NOW_STR);
+	ck_assert(sbx_idle_delete_pending(susp));
+	sbx_observed sobs = fx_observed(susp);
+	sobs.claim = claim;
+	fx_run(&pass, &sobs, NULL);
+	ck_assert_int_eq(sbx_plan_pass(pass.plan), SBX_PASS_IDLE);
+	ck_assert_uint_eq(sbx_plan_action_count(pass.plan), 1);
+	fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_CLAIM, "my-claim");
+	fx_pass_free(&pass);
+	/* the claim already gone (an earlier pass's delete): no second event */
+	fx_server gone = { 0 };
+	fx_fail(&gone, SBX_OBJ_CLAIM, SBX_VERB_DELETE, ASB_ENOTFOUND, "not found");
+	fx_run(&pass, &sobs, &gone);
+	ck_assert_int_eq(pass.out.error_code, 0);
+	ck_assert_ptr_null(pass.out.idle_event);
+	fx_pass_free(&pass);
+	cJSON_Delete(susp);
+
+	/* a reference to a claim that does not bind it (anyone can write an
+	 * owner reference): only the Sandbox goes, never that claim */
+	fx_set_str(claim, "status.sandbox.name", "someone-elses");
+	fx_run(&pass, &obs, NULL);
+	ck_assert_uint_eq(sbx_plan_action_count(pass.plan), 1);
+	a = fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_SANDBOX, "my-sandbox");
+	ck_assert_str_eq(a->precondition_rv, "1001");
+	ck_assert(strstr(pass.out.idle_event, "deleting the Sandbox") != NULL);
+	fx_pass_free(&pass);
+	fx_set_str(claim, "status.sandbox.name", "my-sandbox");
+	fx_set_str(claim, "metadata.uid", "c-2");   /* another claim of that name */
+	fx_run(&pass, &obs, NULL);
+	fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_SANDBOX, "my-sandbox");
+	fx_pass_free(&pass);
+	obs.claim = NULL;   /* no such claim */
+	fx_run(&pass, &obs, NULL);
+	fx_action(pass.plan, 0, SBX_STEP_SANDBOX, SBX_VERB_DELETE, SBX_OBJ_SANDBOX, "my-sandbox");
+	fx_pass_free(&pass);
+	obs.claim_error = "forbidden";   /* unknown: nothing is deleted */
+	fx_run(&pass, &obs, NULL);
+	ck_assert_uint_eq(sbx_plan_action_count(pass.plan), 0);
+	ck_assert_int_eq(pass.out.error_code, ASB_ERROR);
+	ck_assert(strstr(pass.out.error, "forbidden") != NULL);
+	fx_pass_free(&pass);
+	obs.claim_error = NULL;
+	cJSON_Delete(claim);
 
 	/* a claim kind of another group is not a claim */
 	fx_set(sb, "metadata.ownerReferences",
