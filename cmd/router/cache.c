@@ -96,6 +96,8 @@ int rt_cache_sandbox_info(const cJSON *sb, rt_sandbox_info *out)
 	out->idle.applies = pol.action != SBX_IDLE_OFF && !k8s_obj_is_deleting(sb) &&
 	                    !out->warm_pool;
 	out->idle.resumable = sbx_idle_resumable(sb);
+	out->idle.wakes = pol.action == SBX_IDLE_SUSPEND && !k8s_obj_is_deleting(sb) &&
+	                  !out->warm_pool;
 	const char *mode = k8s_obj_str(sb, "spec.operatingMode");
 	out->idle.suspended = mode && strcmp(mode, SBX_OPERATING_MODE_SUSPENDED) == 0;
 	out->idle.applies &= !out->idle.suspended;

@@ -50,6 +50,7 @@ int rt_flags_defaults(rt_flags *f)
 		.upstream_idle_timeout_ms = 90000,
 		.connect_timeout_ms = 30000,
 		.resume_timeout_ms = 120000,
+		.resume_max_held = 4096,
 	};
 	char **strs[] = { &f->http_addr, &f->https_addr, &f->metrics_addr, &f->probe_addr,
 	                  &f->tls_cert_file, &f->tls_key_file, &f->tls_client_ca_file,
@@ -255,6 +256,8 @@ const rt_flag_def rt_flag_table[] = {
 	ASB_FLAG("resume-timeout", ASB_FLAG_DURATION_MS, OFF(resume_timeout_ms), "D",
 	  "wait for a Sandbox suspended for idleness to resume, then 504; "
 	  "X-Sandbox-Timeout overrides (default 2m0s)"),
+	ASB_FLAG("resume-max-held", ASB_FLAG_INT, OFF(resume_max_held), "N",
+	  "requests waiting for their Sandboxes to get Ready at once; past it 503 (default 4096)"),
 	ASB_FLAG("kubeconfig", ASB_FLAG_STRING, OFF(kubeconfig), "PATH",
 	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)"),
 	ASB_FLAG("config", ASB_FLAG_STRING, OFF(config), "PATH",
@@ -493,6 +496,8 @@ int rt_flags_validate(const rt_flags *f, char *err, size_t cap)
 		FAIL("invalid value for flag --upstream-connect-timeout: must be positive");
 	if (f->resume_timeout_ms <= 0)
 		FAIL("invalid value for flag --resume-timeout: must be positive");
+	if (f->resume_max_held <= 0)
+		FAIL("invalid value for flag --resume-max-held: must be positive");
 	return 0;
 #undef FAIL
 }

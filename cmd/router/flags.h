@@ -70,6 +70,8 @@ typedef struct {
 	char *config;                    /**< --config (env SANDBOX_ROUTER_CONFIG) */
 	long resume_timeout_ms;          /**< --resume-timeout (120s; ours): how long a request
 	                                      waits for its suspended Sandbox to resume */
+	int resume_max_held;             /**< --resume-max-held (4096; ours): requests held
+	                                      at once for their Sandboxes to get Ready */
 	/* logging: controller-runtime's zap flags */
 	asb_log_format log_format;       /**< --zap-encoder (json) */
 	int log_level;                   /**< --zap-log-level (info) */

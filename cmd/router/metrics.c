@@ -331,7 +331,7 @@ void rt_metrics_resume(rt_metrics *m, int rc)
 
 void rt_metrics_resume_hold(rt_metrics *m, const char *result, double seconds)
 {
-	static const char *const known[] = { "ready", "timeout", "gone" };
+	static const char *const known[] = { "ready", "timeout", "gone", "drain" };
 	const char *v = "other";
 	for (size_t i = 0; result && i < sizeof(known) / sizeof(known[0]); i++)
 		if (strcmp(result, known[i]) == 0)

@@ -16,7 +16,7 @@
  *   sandbox_router_activity_writes_total{result="ok"|"not_found"|"error"}
  *   sandbox_router_activity_tracked
  *   sandbox_router_resumes_total{result="ok"|"not_found"|"error"}
- *   sandbox_router_resume_hold_seconds{result="ready"|"timeout"|"gone"|"other"}
+ *   sandbox_router_resume_hold_seconds{result="ready"|"timeout"|"gone"|"drain"|"other"}
  * No per-sandbox labels. Every label value an outside party chooses is
  * bounded, or any client could grow memory and every scrape without limit
  * (one attack reached 231 k series, a 387 MB scrape):
@@ -119,7 +119,7 @@ void rt_metrics_resume(rt_metrics *m, int rc);
 /**
  * A request held while its Sandbox resumed, for `seconds`, and how the
  * hold ended: "ready" (forwarded), "timeout" (504), "gone" (the client
- * left), anything else counts as "other".
+ * left), "drain" (503 at shutdown), anything else counts as "other".
  */
 void rt_metrics_resume_hold(rt_metrics *m, const char *result, double seconds);
 

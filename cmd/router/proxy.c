@@ -7,6 +7,9 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <strings.h>
@@ -27,6 +30,12 @@
 #define MAX_LOOPS 64
 /* How often a request held for a resuming Sandbox looks at the cache. */
 #define RESUME_POLL_MS 50
+/* The answers to requests that are not held (nothing reached the sandbox:
+ * safe to retry). */
+#define HOLD_FULL_DETAIL "Too many requests waiting for sandboxes to resume."
+#define HOLD_DRAIN_DETAIL "The router is shutting down; retry the request."
+
+typedef struct rt_req rt_req;
 
 typedef struct rt_listener {
 	rt_proxy *proxy;
@@ -34,6 +43,7 @@ typedef struct rt_listener {
 	rt_pool *pools[MAX_LOOPS];   /* one per loop thread, made on that thread */
 	rt_metrics_memo memos[MAX_LOOPS];  /* each loop thread's */
 	bool draining[MAX_LOOPS];
+	rt_req *held[MAX_LOOPS];     /* each loop's held requests (drain answers them) */
 	struct rt_listener *next;
 } rt_listener;
 
@@ -42,9 +52,10 @@ struct rt_proxy {
 	rt_cache_view view;
 	bool has_view;
 	rt_listener *listeners;
+	atomic_int nheld;            /* requests held now, all loops (--resume-max-held) */
 };
 
-typedef struct rt_req {
+struct rt_req {
 	rt_listener *l;
 	rt_proxy *p;
 	rt_pool *pool;
@@ -90,7 +101,8 @@ typedef struct rt_req {
 	uint64_t hold_start_ns;
 	uint64_t hold_until_ms;      /* uv_now() bound of the hold */
 	long hold_limit_ms;
-} rt_req;
+	rt_req *held_prev, *held_next;  /* the loop's held list, while `holding` */
+};
 
 static void start_attempt(rt_req *r);
 static void req_unref(rt_req *r);
@@ -520,12 +532,20 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 
 /* ---- idle Sandboxes: activity and resume on request ---- */
 
-/* The hold ends: how, in the histogram. */
+/* The hold ends: how, in the histogram; off the loop's list and count. */
 static void hold_end(rt_req *r, const char *result)
 {
 	if (!r->holding)
 		return;
 	r->holding = false;
+	if (r->held_prev)
+		r->held_prev->held_next = r->held_next;
+	else if (r->loop_index < MAX_LOOPS && r->l->held[r->loop_index] == r)
+		r->l->held[r->loop_index] = r->held_next;
+	if (r->held_next)
+		r->held_next->held_prev = r->held_prev;
+	r->held_prev = r->held_next = NULL;
+	atomic_fetch_sub(&r->p->nheld, 1);
 	rt_metrics_resume_hold(r->p->o.metrics, result,
 	                       (double)(now_ns() - r->hold_start_ns) / 1e9);
 }
@@ -541,32 +561,93 @@ static void hold_timeout(rt_req *r)
 	fail_request(r, 504, d);
 }
 
-static void hold_poll(uv_timer_t *t)
+/* Whether the client of a held request has gone: it closed (FIN: the
+ * socket in CLOSE_WAIT) or reset the connection (CLOSE). The socket is
+ * not read while a request with a body is held (its body must wait for
+ * the sandbox), so the server sees no EOF: the kernel's state is asked. */
+static bool client_gone(rt_req *r)
 {
-	start_attempt(t->data);
+	int fd = httpd_exchange_fd(r->ex);
+	struct tcp_info ti;
+	socklen_t n = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &n) < 0)
+		return false;
+	return ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE;
 }
 
-/* Whether the request must wait for its Sandbox to resume (asking for the
- * resume when it is still suspended); false: go on with the target. */
+/* The client of a held request went: the exchange ends (499), nothing of
+ * it ever reaches the sandbox. */
+static void hold_gone(rt_req *r)
+{
+	hold_end(r, "gone");
+	if (r->p->o.log)
+		asb_log(r->p->o.log, ASB_LOG_DEBUG, "client gone while its request was held",
+		        "sandbox", r->route.id, "namespace", r->route.ns, NULL);
+	uv_timer_stop(&r->phase);
+	uv_timer_stop(&r->deadline);
+	r->done = true;
+	httpd_exchange_abort(r->ex);
+}
+
+static void hold_poll(uv_timer_t *t)
+{
+	rt_req *r = t->data;
+	if (r->holding && r->ex && !r->done && client_gone(r)) {
+		hold_gone(r);
+		return;
+	}
+	start_attempt(r);
+}
+
+/* Starts holding `r`: false (answered 503) when the router drains or
+ * --resume-max-held requests are held already. */
+static bool hold_begin(rt_req *r, uv_loop_t *loop)
+{
+	rt_proxy *p = r->p;
+	unsigned i = r->loop_index;
+	if (i >= MAX_LOOPS || r->l->draining[i]) {
+		fail_request(r, 503, HOLD_DRAIN_DETAIL);
+		return false;
+	}
+	if (atomic_fetch_add(&p->nheld, 1) >= p->o.flags->resume_max_held) {
+		atomic_fetch_sub(&p->nheld, 1);
+		if (p->o.log)
+			asb_log(p->o.log, ASB_LOG_DEBUG, "too many requests held; refused", "sandbox",
+			        r->route.id, "namespace", r->route.ns, NULL);
+		fail_request(r, 503, HOLD_FULL_DETAIL);
+		return false;
+	}
+	r->holding = true;
+	r->hold_start_ns = now_ns();
+	r->hold_until_ms = uv_now(loop) + (uint64_t)r->hold_limit_ms;
+	r->held_prev = NULL;
+	r->held_next = r->l->held[i];
+	if (r->held_next)
+		r->held_next->held_prev = r;
+	r->l->held[i] = r;
+	if (p->o.log)
+		asb_log(p->o.log, ASB_LOG_DEBUG, "holding a request until its sandbox is ready",
+		        "sandbox", r->route.id, "namespace", r->route.ns, NULL);
+	return true;
+}
+
+/* Whether the request must wait for its Sandbox's pod to be Ready (asking
+ * for the resume when it is still suspended); false: go on with the
+ * target. Only Sandboxes whose idle policy is Suspend wait: suspended
+ * (resumed here), or running without a Ready pod (starting, resuming). */
 static bool hold(rt_req *r)
 {
 	const rt_target *t = &r->target;
-	bool ready = t->source == RT_SRC_CACHE || t->source == RT_SRC_POD_IP;
-	if (!t->cached || (!t->idle.resumable && (!r->holding || t->idle.suspended || ready))) {
-		/* nothing to resume, or resumed (or no longer to be): as usual */
-		hold_end(r, ready && t->cached && !t->idle.suspended ? "ready" : "other");
+	if (!t->cached || !(t->idle.resumable || (t->idle.wakes && !t->pod_ready))) {
+		/* nothing to wait for, or ready (or no longer to be): as usual */
+		hold_end(r, t->cached && t->pod_ready ? "ready" : "other");
 		return false;
 	}
 	rt_proxy *p = r->p;
 	uv_loop_t *loop = httpd_exchange_loop(r->ex);
-	if (!r->holding) {
-		r->holding = true;
-		r->hold_start_ns = now_ns();
-		r->hold_until_ms = uv_now(loop) + (uint64_t)r->hold_limit_ms;
-		if (p->o.log)
-			asb_log(p->o.log, ASB_LOG_DEBUG, "holding a request while its sandbox resumes",
-			        "sandbox", r->route.id, "namespace", r->route.ns, NULL);
-	}
+	if (!r->holding && !hold_begin(r, loop))
+		return true;
 	if (uv_now(loop) >= r->hold_until_ms) {
 		hold_timeout(r);
 		return true;
@@ -969,6 +1050,13 @@ static void drain_loop(void *ud)
 {
 	drain_arg *a = ud;
 	a->l->draining[a->i] = true;
+	/* held requests reached no sandbox: answered now (safe to retry)
+	 * rather than cut at the shutdown deadline */
+	while (a->l->held[a->i]) {
+		rt_req *r = a->l->held[a->i];
+		hold_end(r, "drain");
+		fail_request(r, 503, HOLD_DRAIN_DETAIL);
+	}
 	if (a->l->pools[a->i])
 		rt_pool_close(a->l->pools[a->i]);
 	free(a);

@@ -81,6 +81,7 @@ int rt_resolve(const rt_route *r, const rt_cache_view *view, const char *cluster
 		have_pod = sandbox_pod(view, r->ns, &sb, &pod);
 		out->cached = true;
 		out->idle = sb.idle;
+		out->pod_ready = have_pod && pod.ready && !pod.deleting;
 	}
 
 	/* authoritative: the header may only name an IP of the Sandbox's live

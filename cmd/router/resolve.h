@@ -54,6 +54,10 @@ typedef struct {
 	                                nor being deleted, nor an unclaimed pool member
 	                                (sbx_idle_applies() without its Ready check) */
 	bool resumable;            /**< sbx_idle_resumable(): suspended, policy Suspend */
+	bool wakes;                /**< policy Suspend (a timeout, idlePolicy not Delete),
+	                                whatever the mode, not being deleted, not an
+	                                unclaimed pool member: a request waits for its
+	                                pod to be Ready (resumed first when suspended) */
 	bool suspended;            /**< spec.operatingMode Suspended (any policy) */
 	int64_t last_activity_ms;  /**< agents.x-k8s.io/last-activity (ms); 0: none */
 } rt_idle_info;
@@ -107,6 +111,7 @@ typedef struct {
 	bool is_ip;
 	rt_ip ip;                  /**< with is_ip */
 	bool cached;               /**< the Sandbox was found in an authoritative cache */
+	bool pod_ready;            /**< with `cached`: its pod is Ready and not being deleted */
 	rt_idle_info idle;         /**< its idle facts when `cached`, else zero */
 } rt_target;
 

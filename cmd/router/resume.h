@@ -7,7 +7,9 @@
  * Sandbox is resumed: its resume patch (rt_resume_patch()) is sent here,
  * on threads of their own (an API call blocks; never on a loop thread nor
  * on libuv's thread pool, which DNS lookups need), and the held requests
- * poll the cache until the Sandbox's pod is Ready.
+ * poll the cache until the Sandbox's pod is Ready (as do requests for a
+ * Sandbox with that policy that runs without a Ready pod yet: starting,
+ * or resumed by an earlier request; proxy.c `hold()`).
  *
  * Single flight: every request for a Sandbox asks (rt_resumeq_request())
  * each time it polls; one patch is sent per Sandbox and the requests

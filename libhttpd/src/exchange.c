@@ -228,6 +228,14 @@ bool httpd_exchange_is_tls(httpd_exchange *ex)
 	return ex && ex->is_tls;
 }
 
+int httpd_exchange_fd(httpd_exchange *ex)
+{
+	uv_os_fd_t fd;
+	if (!ex || ex->ended || !ex->c || uv_fileno((const uv_handle_t *)&ex->c->tcp, &fd) < 0)
+		return -1;
+	return (int)fd;
+}
+
 int64_t httpd_exchange_content_length(httpd_exchange *ex)
 {
 	return ex ? ex->content_length : 0;

@@ -12,9 +12,16 @@ ServiceAccount with its caches:
   answered once its new pod is Ready, also when they name the old pod's IP;
 - a request held past X-Sandbox-Timeout gets 504 "... is resuming; retry
   later."; a client that leaves while held is dropped;
+- a Sandbox resumed (spec Running) whose pod is not Ready yet holds the
+  retry after that 504 and answers it once Ready; a held POST whose client
+  left never reaches the sandbox; --resume-max-held caps the held
+  requests (503) and SIGTERM answers them 503 at once;
 - a Suspended Sandbox without the policy keeps today's behaviour;
 - the ValidatingAdmissionPolicy of deploy/router refuses the router's
-  ServiceAccount a podTemplate patch and lets the resume patch through.
+  ServiceAccount a podTemplate patch, a removed, back-dated or malformed
+  last-activity, a generateName or managedFields rewrite, the resume of
+  a Sandbox without the Suspend policy, and lets the router's writes
+  through.
 
 The session controller plays its part (suspend deletes the pod, resume
 creates one, kwok makes it Ready on a loopback IP). The test sandbox
@@ -24,6 +31,7 @@ the pod.
 import calendar
 import json
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -257,6 +265,105 @@ def test_request_held_past_its_timeout_gets_504(deployed, ns, idle_router):
     assert r.get_probe("/healthz")[0] == 200
 
 
+def gated(kube, name, ns, **spec):
+    """A Sandbox with the Suspend idle policy whose pod only gets a node (and
+    so Ready) once the nodes are labelled idle-gate=<ns> (open_gate())."""
+    kube.create(sandbox(name, idleTimeoutSeconds=300, podspec={
+        "containers": [{"name": "main", "image": "x"}], "nodeSelector": {"idle-gate": ns}}, **spec), ns)
+
+
+def open_gate(kube, ns, value=True):
+    for node in ("kwok-node-0", "kwok-node-1"):
+        kube.run("label", "node", node, f"idle-gate={ns}" if value else "idle-gate-", "--overwrite")
+
+
+def raw_request(r, name, ns, port, method="GET", path="/", body=b"", extra=""):
+    """A request on a socket of its own, left open (the caller reads or closes)."""
+    s = socket.create_connection(("127.0.0.1", r.port), timeout=30)
+    head = (f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-Sandbox-ID: {name}\r\n"
+            f"X-Sandbox-Namespace: {ns}\r\nX-Sandbox-Port: {port}\r\n{extra}")
+    if body:
+        head += f"Content-Length: {len(body)}\r\n"
+    s.sendall(head.encode() + b"\r\n" + body)
+    return s
+
+
+def test_request_for_a_resuming_sandbox_is_held(deployed, ns, idle_router, any_address_backend):
+    """A Sandbox resumed (spec Running) whose pod is not Ready yet: the retry
+    after the resuming 504 is held, and answered 200 once the pod is Ready;
+    a POST whose client leaves while held never reaches the sandbox."""
+    kube, r, be = deployed, idle_router, any_address_backend
+    gated(kube, "waker", ns, operatingMode="Suspended")
+    kube.patch("sandbox", "waker", ns, {"metadata": {"annotations": {SUSPENDED_AT: "2026-01-01T00:00:00Z"}}})
+    wait_for(lambda: (kube.get("sandbox", "waker", ns).get("status") or {}).get("conditions"),
+             timeout=30, desc="waker seen by the controller")
+    try:
+        # the first request resumes it and gives up after 2 s (no node fits yet)
+        h = sandbox_headers("waker", port=be.port, ip=None, ns=ns, **{"X-Sandbox-Timeout": "2"})
+        st, _, body = r.request("GET", "/echo?first=1", h, timeout=30)
+        assert (st, json.loads(body)) == (504, {"detail": f"Sandbox {ns}/waker is resuming; retry later."})
+        assert kube.get("sandbox", "waker", ns)["spec"]["operatingMode"] == "Running"
+        # resumed, pod not Ready: still held (504 again, not a 502 from DNS)
+        st, _, body = r.request("GET", "/echo?again=1", h, timeout=30)
+        assert (st, json.loads(body)["detail"]) == (504, f"Sandbox {ns}/waker is resuming; retry later."), body
+        # a POST with a body, held, whose client leaves
+        gone = metric(r, "sandbox_router_resume_hold_seconds_count", result="gone")
+        s = raw_request(r, "waker", ns, be.port, "POST", "/echo?abandoned=1", b"rm -rf /data")
+        time.sleep(0.3)
+        s.close()
+        wait_for(lambda: metric(r, "sandbox_router_resume_hold_seconds_count", result="gone") == gone + 1,
+                 timeout=10, desc="the abandoned POST dropped")
+        # the retry, sent while the pod is not Ready, is held and answered
+        ready = metric(r, "sandbox_router_resume_hold_seconds_count", result="ready")
+        out = []
+        t = threading.Thread(target=lambda: out.append(r.request(
+            "GET", "/echo?retry=1", sandbox_headers("waker", port=be.port, ip=None, ns=ns,
+                                                    **{"X-Sandbox-Timeout": "60"}), timeout=90)),
+            daemon=True)
+        t.start()
+        time.sleep(1.5)
+        assert not out, out
+        open_gate(kube, ns)
+        t.join(timeout=90)
+        assert out and out[0][0] == 200, out
+        assert metric(r, "sandbox_router_resume_hold_seconds_count", result="ready") == ready + 1
+        time.sleep(1)
+        assert not [x for x in be.server.seen if "abandoned" in str(x)], be.server.seen
+        assert [x for x in be.server.seen if "retry=1" in str(x)]
+    finally:
+        open_gate(kube, ns, False)
+
+
+def test_held_requests_capped_and_answered_at_shutdown(deployed, ns, router_kubeconfig,  # noqa: F811
+                                                       tmp_path):
+    """--resume-max-held 2: a third held request gets 503 at once; on
+    SIGTERM the held ones get 503 at once, not a cut at --shutdown-timeout."""
+    kube = deployed
+    gated(kube, "sleeper", ns)
+    r = start_router(tmp_path, router_kubeconfig, ["--resume-max-held=2", "--shutdown-timeout=20s",
+                                                   "--zap-log-level=debug"], name="router-held")
+    try:
+        wait_for(lambda: r.request("GET", "/", sandbox_headers("sleeper", ip=None, ns=ns,
+                                                                **{"X-Sandbox-Timeout": "0.2"}))[0] == 504,
+                 timeout=30, desc="sleeper held by the router")
+        held = [raw_request(r, "sleeper", ns, 8888) for _ in range(2)]
+        wait_for(lambda: metric(r, "sandbox_router_inflight_requests") >= 2, timeout=10, desc="two held")
+        time.sleep(0.3)
+        st, _, body = r.request("GET", "/", sandbox_headers("sleeper", ip=None, ns=ns), timeout=10)
+        assert (st, json.loads(body)) == (503, {"detail": "Too many requests waiting for sandboxes to resume."})
+        t0 = time.monotonic()
+        r.proc.send_signal(signal.SIGTERM)
+        for s in held:
+            data = s.recv(4096).decode()
+            assert data.startswith("HTTP/1.1 503 "), data
+            assert '"The router is shutting down; retry the request."' in data, data
+            s.close()
+        assert r.proc.wait(timeout=20) == 0
+        assert time.monotonic() - t0 < 10
+    finally:
+        r.stop()
+
+
 def test_suspended_without_policy_is_not_resumed(deployed, ns, idle_router):
     """No idleTimeoutSeconds: a Suspended Sandbox stays suspended, the
     request is answered as before (its pod is gone: 502 after the connect
@@ -276,14 +383,18 @@ def test_suspended_without_policy_is_not_resumed(deployed, ns, idle_router):
 def test_admission_policy_limits_the_router_service_account(deployed, ns,
                                                             router_kubeconfig):  # noqa: F811
     """RBAC gives the router `patch` on sandboxes; the policy lets it change
-    only activity and the resume."""
+    only activity (forward, well-formed, never removed) and the resume of a
+    Sandbox whose idle policy is Suspend."""
     kube = deployed
     kube.create(sandbox("guarded", idleTimeoutSeconds=300, operatingMode="Suspended"), ns)
+    kube.create(sandbox("byhand", operatingMode="Suspended"), ns)
+    kube.create(sandbox("deleter", idleTimeoutSeconds=300, idlePolicy="Delete",
+                        operatingMode="Suspended"), ns)
     kube.patch("sandbox", "guarded", ns, {"metadata": {"annotations": {SUSPENDED_AT: "2026-01-01T00:00:00Z"}}})
     as_router = Kube(router_kubeconfig)
 
-    def patch(body):
-        return as_router.run("-n", ns, "patch", "sandbox", "guarded", "--type=merge", "-p",
+    def patch(body, name="guarded"):
+        return as_router.run("-n", ns, "patch", "sandbox", name, "--type=merge", "-p",
                              json.dumps(body), check=False)
     refused = [
         ({"spec": {"podTemplate": {"spec": {"containers": [{"name": "main", "image": "evil"}]}}}},
@@ -294,24 +405,53 @@ def test_admission_policy_limits_the_router_service_account(deployed, ns,
         ({"metadata": {"annotations": {SUSPENDED_AT: "2027-01-01T00:00:00Z"}}},
          "may only set agents.x-k8s.io/last-activity"),
         ({"metadata": {"finalizers": ["example.com/x"]}}, "may not change a Sandbox's finalizers"),
+        ({"metadata": {"generateName": "pwn-"}}, "may not change a Sandbox's generateName"),
+        ({"metadata": {"managedFields": [{}]}}, "may not rewrite a Sandbox's managedFields"),
     ]
     for body, why in refused:
         p = patch(body)
         assert p.returncode != 0 and why in p.stderr, (body, p.stderr)
     sb = kube.get("sandbox", "guarded", ns)
     assert sb["spec"]["podTemplate"]["spec"]["containers"][0]["image"] != "evil"
+    assert not sb["metadata"].get("generateName")
+    fields = json.loads(kube.run("get", "sandbox", "guarded", "-n", ns, "-o", "json",
+                                 "--show-managed-fields").stdout)["metadata"]["managedFields"]
+    assert any("f:podTemplate" in json.dumps(m) for m in fields), fields
     # no update, no delete, no status at all (RBAC)
     for args in (["delete", "sandbox", "guarded"],
                  ["patch", "sandbox", "guarded", "--subresource=status", "--type=merge", "-p", "{}"]):
         p = as_router.run("-n", ns, *args, check=False)
         assert p.returncode != 0 and "forbidden" in p.stderr.lower(), (args, p.stderr)
-    # activity, then the resume, go through
+    # activity, then the resume, go through (the router's normal writes)
     assert patch({"metadata": {"annotations": {LAST_ACTIVITY: "2026-12-06T00:00:00Z"}}}).returncode == 0
     p = patch({"metadata": {"annotations": {LAST_ACTIVITY: "2026-12-06T00:00:01Z", SUSPENDED_AT: None}},
                "spec": {"operatingMode": "Running"}})
     assert p.returncode == 0, p.stderr
+    p = patch({"metadata": {"annotations": {LAST_ACTIVITY: "2026-12-06T00:00:11Z"}}})
+    assert p.returncode == 0, p.stderr
+    # the activity may not be removed, back-dated or malformed
+    for body, why in [
+        ({"metadata": {"annotations": {LAST_ACTIVITY: None}}}, "may not remove agents.x-k8s.io/last-activity"),
+        ({"metadata": {"annotations": {LAST_ACTIVITY: "1970-01-01T00:00:00Z"}}},
+         "may not move agents.x-k8s.io/last-activity back"),
+        ({"metadata": {"annotations": {LAST_ACTIVITY: "2026-12-06T00:00:10Z"}}},
+         "may not move agents.x-k8s.io/last-activity back"),
+        ({"metadata": {"annotations": {LAST_ACTIVITY: "not-a-time"}}}, "must be an RFC 3339 UTC time"),
+        ({"metadata": {"annotations": {LAST_ACTIVITY: "2026-13-45T99:00:00Z"}}}, "must be an RFC 3339 UTC time"),
+        ({"metadata": {"annotations": {LAST_ACTIVITY: "2030-01-01T00:00:00+02:00"}}}, "must be an RFC 3339 UTC time"),
+    ]:
+        p = patch(body)
+        assert p.returncode != 0 and why in p.stderr, (body, p.stderr)
+    ann = kube.get("sandbox", "guarded", ns)["metadata"]["annotations"]
+    assert ann[LAST_ACTIVITY] == "2026-12-06T00:00:11Z", ann
     # and suspending is not the router's
     p = patch({"spec": {"operatingMode": "Suspended"}})
     assert p.returncode != 0 and "may only resume a Sandbox" in p.stderr, p.stderr
+    # nor resuming a Sandbox without the Suspend idle policy
+    for name in ("byhand", "deleter"):
+        p = patch({"spec": {"operatingMode": "Running"}}, name=name)
+        assert p.returncode != 0 and "whose idle policy is Suspend" in p.stderr, (name, p.stderr)
+        assert kube.get("sandbox", name, ns)["spec"]["operatingMode"] == "Suspended"
     # the admin is not bound by it
     kube.patch("sandbox", "guarded", ns, {"metadata": {"labels": {"x": "y"}}})
+    kube.patch("sandbox", "guarded", ns, {"metadata": {"annotations": {LAST_ACTIVITY: None}}})

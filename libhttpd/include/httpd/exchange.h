@@ -128,6 +128,16 @@ HTTPD_EXTERN int httpd_exchange_peer(httpd_exchange *ex, char *ip, size_t cap, i
 HTTPD_EXTERN bool httpd_exchange_is_tls(httpd_exchange *ex);
 
 /**
+ * The client connection's socket, for inspection only (getsockopt(2),
+ * e.g. TCP_INFO to notice that the client closed while its request waits
+ * and the body is not being read). Never read, write, close or change its
+ * flags: the server owns it. Valid until the exchange ends; call on the
+ * exchange's loop.
+ * @return the file descriptor; -1 on NULL or an ended exchange.
+ */
+HTTPD_EXTERN int httpd_exchange_fd(httpd_exchange *ex);
+
+/**
  * The request body's declared length in bytes: the Content-Length; 0
  * when the request has neither Content-Length nor chunked encoding (no
  * body, RFC 9112 §6.3); -1 when chunked (length unknown).

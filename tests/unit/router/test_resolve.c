@@ -289,8 +289,17 @@ START_TEST(idle_facts_in_target)
 	ck_assert_int_eq(t.idle.timeout_ms, 60000);
 	ck_assert(t.idle.resumable && t.idle.suspended && !t.idle.applies);
 	ck_assert_int_eq(t.idle.last_activity_ms, 5000);
+	ck_assert(!t.pod_ready);  /* no pod */
 	ck_assert_int_eq(resolve("team", "alpha", NULL, false, &V, &t, &rej), 0);
 	ck_assert(t.cached && t.idle.timeout_ms == 0 && !t.idle.applies);
+	ck_assert(t.pod_ready);
+	/* a pod not Ready: by name to DNS, and said so (a request for a
+	 * Sandbox with the Suspend policy waits for Ready, proxy.c); also when
+	 * the header names the pod's IP */
+	ck_assert_int_eq(resolve("team", "starting", NULL, false, &V, &t, &rej), 0);
+	ck_assert(t.cached && !t.pod_ready && t.source == RT_SRC_DNS);
+	ck_assert_int_eq(resolve("team", "starting", "10.0.0.5", false, &V, &t, &rej), 0);
+	ck_assert(t.cached && !t.pod_ready && t.source == RT_SRC_POD_IP);
 	/* not authoritative: nothing known */
 	F.synced = false;
 	ck_assert_int_eq(resolve("team", "idler", NULL, false, &V, &t, &rej), 0);
@@ -401,6 +410,7 @@ START_TEST(sandbox_diet_idle)
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
 	ck_assert_int_eq(info.idle.timeout_ms, 120000);
 	ck_assert(info.idle.applies && !info.idle.resumable && !info.idle.suspended);
+	ck_assert(info.idle.wakes);  /* running, policy Suspend: requests wait for Ready */
 	ck_assert_int_eq(info.idle.last_activity_ms, 1767323045000LL);
 	cJSON_Delete(d);
 
@@ -416,6 +426,7 @@ START_TEST(sandbox_diet_idle)
 	cJSON_free(s);
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
 	ck_assert(info.idle.resumable && info.idle.suspended && !info.idle.applies);
+	ck_assert(info.idle.wakes);
 	ck_assert_int_eq(info.idle.last_activity_ms, 0);
 	cJSON_Delete(d);
 
@@ -425,7 +436,7 @@ START_TEST(sandbox_diet_idle)
 		"{\"metadata\":{\"name\":\"s4\"},\"spec\":{\"operatingMode\":\"Suspended\","
 		"\"idleTimeoutSeconds\":30,\"idlePolicy\":\"Delete\"}}"), NULL);
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
-	ck_assert(!info.idle.resumable && info.idle.suspended);
+	ck_assert(!info.idle.resumable && info.idle.suspended && !info.idle.wakes);
 	cJSON_Delete(d);
 	d = rt_cache_sandbox_transform(cJSON_Parse(
 		"{\"metadata\":{\"name\":\"s5\"},\"spec\":{\"operatingMode\":\"Suspended\"}}"), NULL);
@@ -434,13 +445,21 @@ START_TEST(sandbox_diet_idle)
 	cJSON_free(s);
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
 	ck_assert(!info.idle.resumable && info.idle.suspended && info.idle.timeout_ms == 0);
+	ck_assert(!info.idle.wakes);
 	cJSON_Delete(d);
 	/* being deleted: not resumable, not tracked */
 	d = rt_cache_sandbox_transform(cJSON_Parse(
 		"{\"metadata\":{\"name\":\"s6\",\"deletionTimestamp\":\"2026-01-02T03:04:05Z\"},"
 		"\"spec\":{\"operatingMode\":\"Suspended\",\"idleTimeoutSeconds\":30}}"), NULL);
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
-	ck_assert(!info.idle.resumable && !info.idle.applies);
+	ck_assert(!info.idle.resumable && !info.idle.applies && !info.idle.wakes);
+	cJSON_Delete(d);
+	/* an unclaimed pool member is reached by pod IP only: nothing waits */
+	d = rt_cache_sandbox_transform(cJSON_Parse(
+		"{\"metadata\":{\"name\":\"s7\",\"labels\":{\"agents.x-k8s.io/warm-pool-sandbox\":\"p\"}},"
+		"\"spec\":{\"idleTimeoutSeconds\":30}}"), NULL);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(info.warm_pool && !info.idle.wakes);
 	cJSON_Delete(d);
 }
 END_TEST

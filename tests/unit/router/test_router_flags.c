@@ -84,6 +84,7 @@ START_TEST(defaults_are_upstream)
 	ck_assert_int_eq(f.mtls_mode, RT_MTLS_OFF);
 	ck_assert(!f.enable_tracing);
 	ck_assert_int_eq(f.resume_timeout_ms, 120000);
+	ck_assert_int_eq(f.resume_max_held, 4096);
 	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), 0);
 	rt_flags_free(&f);
 }
@@ -122,6 +123,25 @@ START_TEST(resume_timeout)
 	ck_assert_int_eq(f.resume_timeout_ms, 5000);
 	rt_flags_free(&f);
 	unlink(cfg);
+}
+END_TEST
+
+/* --resume-max-held (ours): requests held at once, > 0. */
+START_TEST(resume_max_held)
+{
+	clear_env();
+	rt_flags f;
+	ck_assert_int_eq(load(&f, "--resume-max-held=10", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.resume_max_held, 10);
+	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), 0);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--resume-max-held=0", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(rt_flags_validate(&f, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "invalid value for flag --resume-max-held: must be positive");
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "--resume-max-held=lots", NULL), RT_FLAGS_ERROR);
+	ck_assert_ptr_nonnull(strstr(err, "--resume-max-held"));
+	rt_flags_free(&f);
 }
 END_TEST
 
@@ -356,6 +376,7 @@ int main(void)
 	TCase *tc = tcase_create("flags");
 	tcase_add_test(tc, defaults_are_upstream);
 	tcase_add_test(tc, resume_timeout);
+	tcase_add_test(tc, resume_max_held);
 	tcase_add_test(tc, spellings);
 	tcase_add_test(tc, errors_name_the_flag);
 	tcase_add_test(tc, help_and_version_exit);
