@@ -119,6 +119,14 @@ bool rt_activity_due(int64_t last_activity_ms, int64_t published_ms, int64_t int
 	return last_activity_ms > published_ms && now_ms - published_ms >= interval_ms;
 }
 
+int64_t rt_activity_due_at(int64_t last_activity_ms, int64_t published_ms, int64_t interval_ms)
+{
+	if (last_activity_ms <= published_ms)
+		return -1;
+	int64_t end = published_ms + interval_ms;
+	return end > last_activity_ms ? end : last_activity_ms;
+}
+
 size_t rt_activity_collect(rt_activity *a, int64_t now_ms, rt_activity_candidate *out,
                            size_t cap)
 {

@@ -95,6 +95,14 @@ bool rt_activity_due(int64_t last_activity_ms, int64_t published_ms, int64_t int
                      int64_t now_ms);
 
 /**
+ * Pure: when that activity became (or becomes) due: the later of the
+ * activity and the end of the interval after the publication; -1 when
+ * nothing is newer than the publication. rt_activity_due() is
+ * `due_at >= 0 && now_ms >= due_at`; the publisher's lag is now - due_at.
+ */
+int64_t rt_activity_due_at(int64_t last_activity_ms, int64_t published_ms, int64_t interval_ms);
+
+/**
  * One tick of the publisher, under the table's lock: moves the activity of
  * every entry with exchanges in flight to `now_ms`; evicts the entries
  * with nothing in flight and nothing to publish whose last activity is at

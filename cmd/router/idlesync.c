@@ -18,6 +18,9 @@
 /* A refused write (RBAC, admission) is a deployment problem: said at warn
  * level, at most this often. */
 #define WARN_EVERY_MS 60000
+/* Writes of one tick not started within this budget wait for the next
+ * tick (they stay due): a slow API server delays, never stalls, the rest. */
+#define TICK_BUDGET_MS 2000
 
 struct rt_idlesync {
 	k8s_client *client;
@@ -34,6 +37,15 @@ struct rt_idlesync {
 	int64_t last_warn_ms;
 	pthread_t thread;
 	bool started;
+	/* the tick's writes, sent by `nworkers` threads at once */
+	pthread_mutex_t plock;         /* guards the fields below */
+	pthread_cond_t pwork, pdone;
+	size_t pnext, pn;              /* next candidate to take, how many this tick */
+	int pbusy;                     /* writes being sent */
+	int64_t pnow, pdeadline;       /* the tick's time (wall), budget end (monotonic) */
+	bool pstop;
+	pthread_t *workers;
+	int nworkers;
 };
 
 static bool refused(int rc)
@@ -97,6 +109,9 @@ static void publish_one(rt_idlesync *s, const rt_activity_candidate *c, int64_t 
 	if (!rt_activity_due(c->last_activity_ms, published,
 	                     sbx_idle_publish_interval_ms(sb.idle.timeout_ms), now))
 		return;
+	int64_t due_at = rt_activity_due_at(c->last_activity_ms, published,
+	                                    sbx_idle_publish_interval_ms(sb.idle.timeout_ms));
+	rt_metrics_activity_lag(s->metrics, (double)(k8s_now_ms() - due_at) / 1000.0);
 	cJSON *body = rt_activity_patch(now);
 	int rc = patch_sandbox(s, c->ns, c->name, body);
 	cJSON_Delete(body);
@@ -116,12 +131,52 @@ static void publish_one(rt_idlesync *s, const rt_activity_candidate *c, int64_t 
 	}
 }
 
+/* A publishing thread: takes the tick's candidates one at a time; those
+ * left when the budget is over stay due for the next tick. */
+static void *publish_worker(void *ud)
+{
+	rt_idlesync *s = ud;
+	pthread_mutex_lock(&s->plock);
+	for (;;) {
+		while (!s->pstop && s->pnext >= s->pn)
+			pthread_cond_wait(&s->pwork, &s->plock);
+		if (s->pstop)
+			break;
+		if (k8s_monotonic_ms() >= s->pdeadline) {
+			s->pnext = s->pn;  /* the rest waits for the next tick */
+		} else {
+			size_t i = s->pnext++;
+			int64_t now = s->pnow;
+			s->pbusy++;
+			pthread_mutex_unlock(&s->plock);
+			publish_one(s, &s->cands[i], now);
+			pthread_mutex_lock(&s->plock);
+			s->pbusy--;
+		}
+		if (s->pnext >= s->pn && s->pbusy == 0)
+			pthread_cond_signal(&s->pdone);
+	}
+	pthread_cond_signal(&s->pdone);
+	pthread_mutex_unlock(&s->plock);
+	return NULL;
+}
+
 static void tick(rt_idlesync *s)
 {
 	int64_t now = k8s_now_ms();
 	size_t n = rt_activity_collect(s->activity, now, s->cands, MAX_PER_TICK);
-	for (size_t i = 0; i < n; i++)
-		publish_one(s, &s->cands[i], now);
+	if (n) {
+		pthread_mutex_lock(&s->plock);
+		s->pnow = now;
+		s->pdeadline = k8s_monotonic_ms() + TICK_BUDGET_MS;
+		s->pnext = 0;
+		s->pn = n;
+		pthread_cond_broadcast(&s->pwork);
+		while (!s->pstop && (s->pnext < s->pn || s->pbusy > 0))
+			pthread_cond_wait(&s->pdone, &s->plock);
+		s->pn = s->pnext = 0;
+		pthread_mutex_unlock(&s->plock);
+	}
 	rt_metrics_activity_tracked(s->metrics, rt_activity_count(s->activity));
 }
 
@@ -177,7 +232,11 @@ int rt_idlesync_new(rt_idlesync **out, const rt_idlesync_options *o)
 	if (!o || !o->client || !o->cache || !o->metrics)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "idle sync: invalid options");
 	rt_idlesync *s = calloc(1, sizeof(*s));
-	if (!s || !(s->cands = calloc(MAX_PER_TICK, sizeof(*s->cands)))) {
+	int nworkers = o->publish_workers > 0 ? o->publish_workers : 4;
+	if (!s || !(s->cands = calloc(MAX_PER_TICK, sizeof(*s->cands))) ||
+	    !(s->workers = calloc((size_t)nworkers, sizeof(pthread_t)))) {
+		if (s)
+			free(s->cands);
 		free(s);
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "idle sync: out of memory");
 	}
@@ -192,6 +251,9 @@ int rt_idlesync_new(rt_idlesync **out, const rt_idlesync_options *o)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&s->plock, NULL);
+	pthread_cond_init(&s->pwork, NULL);
+	pthread_cond_init(&s->pdone, NULL);
 	rt_resumeq_options ro = {
 		.resume = resume_one, .resume_ud = s,
 		.workers = o->resume_workers > 0 ? o->resume_workers : 2,
@@ -206,6 +268,13 @@ int rt_idlesync_new(rt_idlesync **out, const rt_idlesync_options *o)
 	    (rc = rt_resumeq_new(&s->resumes, &ro)) < 0) {
 		rt_idlesync_free(s);
 		return rc == ASB_ENOMEM ? asb_error_set(rc, 0, NULL, "idle sync: out of memory") : rc;
+	}
+	for (int i = 0; i < nworkers; i++) {
+		if (pthread_create(&s->workers[i], NULL, publish_worker, s) != 0) {
+			rt_idlesync_free(s);
+			return asb_error_set(ASB_ERROR, 0, NULL, "idle sync: cannot start a publisher");
+		}
+		s->nworkers++;
 	}
 	if (pthread_create(&s->thread, NULL, publisher, s) != 0) {
 		rt_idlesync_free(s);
@@ -230,6 +299,12 @@ void rt_idlesync_free(rt_idlesync *s)
 {
 	if (!s)
 		return;
+	/* writes not started are dropped; those being sent finish */
+	pthread_mutex_lock(&s->plock);
+	s->pstop = true;
+	pthread_cond_broadcast(&s->pwork);
+	pthread_cond_broadcast(&s->pdone);
+	pthread_mutex_unlock(&s->plock);
 	if (s->started) {
 		pthread_mutex_lock(&s->lock);
 		s->stopping = true;
@@ -237,6 +312,12 @@ void rt_idlesync_free(rt_idlesync *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->thread, NULL);
 	}
+	for (int i = 0; i < s->nworkers; i++)
+		pthread_join(s->workers[i], NULL);
+	free(s->workers);
+	pthread_cond_destroy(&s->pdone);
+	pthread_cond_destroy(&s->pwork);
+	pthread_mutex_destroy(&s->plock);
 	rt_resumeq_free(s->resumes);
 	rt_activity_free(s->activity);
 	pthread_cond_destroy(&s->wake);

@@ -7,10 +7,15 @@
  *   the Sandboxes whose activity is due (rt_activity_collect()), checks
  *   each against the Sandbox cache (still there, idle policy applies, the
  *   last-activity annotation another replica may have written since) and
- *   patches the due ones, one after the other (rt_activity_patch()). A
- *   write that failed is tried again at the next tick; a 404 drops the
- *   entry. sandbox_router_activity_writes_total{result} counts them,
- *   sandbox_router_activity_tracked the table.
+ *   patches the due ones (rt_activity_patch()), `publish_workers` (4) at
+ *   once on threads of their own; writes not started within the tick's
+ *   budget (2 s) stay due for the next tick, so a slow API server delays
+ *   publication without stalling it. A write that failed is tried again
+ *   at the next tick; a 404 drops the entry.
+ *   sandbox_router_activity_writes_total{result} counts them,
+ *   sandbox_router_activity_tracked the table,
+ *   sandbox_router_activity_publish_lag_seconds how late each write was
+ *   sent after it became due (rt_activity_due_at()).
  * - Resuming: rt_idlesync_resumes() is the single-flight queue whose
  *   threads send rt_resume_patch() (sandbox_router_resumes_total{result}).
  * Only with the Sandbox cache (--cache-enabled): a Sandbox without an
@@ -43,6 +48,7 @@ typedef struct {
 	long tick_ms;                /**< publisher period; 0: 1000 */
 	size_t max_entries;          /**< activity table bound; 0: RT_ACTIVITY_MAX_ENTRIES */
 	int resume_workers;          /**< resume threads; 0: 2 */
+	int publish_workers;         /**< activity writes sent at once; 0: 4 */
 	int resume_max_pending;      /**< Sandboxes resuming at once; 0: 1024 */
 } rt_idlesync_options;
 

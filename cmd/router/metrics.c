@@ -18,7 +18,8 @@ struct rt_metrics {
 	size_t nns;
 	asb_metric *requests, *duration, *inflight, *upstream_errors, *retries,
 	           *invalidations, *authz, *cert_reloads, *build_info, *upstream_conns,
-	           *activity_writes, *activity_tracked, *resumes, *resume_hold;
+	           *activity_writes, *activity_tracked, *resumes, *resume_hold,
+	           *activity_lag;
 	asb_metric_series *tracked_s;
 	asb_metric_series *inflight_s;
 	/* the connection gauge's two series, looked up once: every take and
@@ -114,6 +115,11 @@ int rt_metrics_new(rt_metrics **out, asb_metrics_registry *r, const rt_build_inf
 	                      "sandbox_router_resume_hold_seconds",
 	                      "Time a request was held while its Sandbox resumed, by how the hold "
 	                      "ended (ready, timeout, gone, other).", result, hold_buckets,
+	                      sizeof(hold_buckets) / sizeof(hold_buckets[0]))) < 0 ||
+	    (rc = reg_buckets(r, &m->activity_lag, ASB_METRIC_HISTOGRAM,
+	                      "sandbox_router_activity_publish_lag_seconds",
+	                      "How late a last-activity write was sent relative to when it became "
+	                      "due.", NULL, hold_buckets,
 	                      sizeof(hold_buckets) / sizeof(hold_buckets[0]))) < 0 ||
 	    (rc = asb_metric_series_get(&m->tracked_s, m->activity_tracked, NULL, 0)) < 0)
 		goto fail;
@@ -327,6 +333,11 @@ void rt_metrics_activity_tracked(rt_metrics *m, size_t n)
 void rt_metrics_resume(rt_metrics *m, int rc)
 {
 	asb_metric_add(m->resumes, (const char *[]){ rt_metrics_write_result(rc) }, 1, 1);
+}
+
+void rt_metrics_activity_lag(rt_metrics *m, double seconds)
+{
+	asb_metric_observe(m->activity_lag, NULL, 0, seconds < 0 ? 0 : seconds);
 }
 
 void rt_metrics_resume_hold(rt_metrics *m, const char *result, double seconds)

@@ -15,6 +15,7 @@
  * and ours for idle Sandboxes (docs/router.md#idle-sandboxes):
  *   sandbox_router_activity_writes_total{result="ok"|"not_found"|"error"}
  *   sandbox_router_activity_tracked
+ *   sandbox_router_activity_publish_lag_seconds (histogram)
  *   sandbox_router_resumes_total{result="ok"|"not_found"|"error"}
  *   sandbox_router_resume_hold_seconds{result="ready"|"timeout"|"gone"|"drain"|"other"}
  * No per-sandbox labels. Every label value an outside party chooses is
@@ -114,6 +115,8 @@ const char *rt_metrics_write_result(int rc);
 void rt_metrics_activity_write(rt_metrics *m, int rc);
 /** Sandboxes whose activity is tracked now. */
 void rt_metrics_activity_tracked(rt_metrics *m, size_t n);
+/** One last-activity write sent `seconds` after it became due (rt_activity_due_at()). */
+void rt_metrics_activity_lag(rt_metrics *m, double seconds);
 /** One resume patch that returned `rc`. */
 void rt_metrics_resume(rt_metrics *m, int rc);
 /**

@@ -38,6 +38,26 @@ START_TEST(due_rule)
 }
 END_TEST
 
+/* When activity became due (the publisher's lag is measured from it), and
+ * that it agrees with rt_activity_due(). */
+START_TEST(due_at)
+{
+	const int64_t iv = 10 * SEC;
+	ck_assert_int_eq(rt_activity_due_at(T0, T0, iv), -1);          /* nothing new */
+	ck_assert_int_eq(rt_activity_due_at(0, 0, iv), -1);
+	ck_assert_int_eq(rt_activity_due_at(T0, 0, iv), T0);           /* first: at once */
+	ck_assert_int_eq(rt_activity_due_at(T0 + 1 * SEC, T0, iv), T0 + iv);  /* interval */
+	ck_assert_int_eq(rt_activity_due_at(T0 + 30 * SEC, T0, iv), T0 + 30 * SEC);
+	static const int64_t acts[] = { 0, T0 - SEC, T0, T0 + 1, T0 + 5 * SEC, T0 + 20 * SEC };
+	for (size_t a = 0; a < sizeof(acts) / sizeof(acts[0]); a++)
+		for (int64_t now = T0 - SEC; now <= T0 + 40 * SEC; now += 500) {
+			int64_t d = rt_activity_due_at(acts[a], T0, iv);
+			bool due = acts[a] <= now && rt_activity_due(acts[a], T0, iv, now);
+			ck_assert_int_eq(due, d >= 0 && now >= d);
+		}
+}
+END_TEST
+
 static size_t collect(rt_activity *a, int64_t now, rt_activity_candidate *c, size_t cap)
 {
 	memset(c, 0, cap * sizeof(*c));
@@ -286,6 +306,7 @@ int main(void)
 	Suite *s = suite_create("activity");
 	TCase *tc = tcase_create("activity");
 	tcase_add_test(tc, due_rule);
+	tcase_add_test(tc, due_at);
 	tcase_add_test(tc, table_in_flight_and_publication);
 	tcase_add_test(tc, table_eviction_and_forget);
 	tcase_add_test(tc, table_bounds);
