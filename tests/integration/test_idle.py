@@ -122,7 +122,7 @@ def suspended_for_idleness(kube, name, ns):
 
 def test_idle_sandbox_is_suspended_keeping_its_pvc_and_resumes(kube, idle_ns):
     ns, _ = idle_ns
-    wait_ready(kube, "suspend", ns)
+    wait_ready(kube, "suspend", ns, timeout=180)   # the PVC's provisioning (test_sandbox.py)
     sb = wait_for(lambda: suspended_for_idleness(kube, "suspend", ns), timeout=TIMEOUT + 60,
                   desc="suspend suspended for idleness")
     assert sb["spec"]["operatingMode"] == "Suspended"

@@ -204,7 +204,9 @@ def test_volume_claim_templates_are_immutable(kube, ns):
     vct = [{"metadata": {"name": "data"},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]
     kube.apply(sandbox(name, volumeClaimTemplates=vct), ns)
-    wait_ready(kube, name, ns)
+    # the pod waits for kube-controller-manager's hostpath provisioner to bind
+    # the PVC, which once took over a minute under the sanitizer pass
+    wait_ready(kube, name, ns, timeout=180)
     pvc = kube.get("pvc", f"data-{name}", ns)
     assert pvc["metadata"]["labels"]["agents.x-k8s.io/sandbox-name-hash"] == name_hash(name)
     pod = kube.get("pod", name, ns)

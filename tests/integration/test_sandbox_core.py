@@ -330,7 +330,7 @@ def test_volume_claim_templates_kept_across_suspend_resume(kube, ns):
                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
                "volumes": [{"name": "data", "emptyDir": {}}, {"name": "scratch", "emptyDir": {}}]}
     kube.apply(sandbox(name, podspec=podspec, volumeClaimTemplates=vct), ns)
-    sb = wait_ready(kube, name, ns)
+    sb = wait_ready(kube, name, ns, timeout=180)   # the PVC's provisioning (test_sandbox.py)
     pvc = kube.get("pvc", f"data-{name}", ns)
     assert owner_uids(pvc) == [sb["metadata"]["uid"]]
     assert pvc["metadata"]["labels"] == {"tier": "fast", "agents.x-k8s.io/sandbox-name-hash": name_hash(name)}
