@@ -95,7 +95,9 @@ int rt_cache_sandbox_info(const cJSON *sb, rt_sandbox_info *out)
 	 * router sees requests only while a pod serves them anyway */
 	out->idle.applies = pol.action != SBX_IDLE_OFF && !k8s_obj_is_deleting(sb) &&
 	                    !out->warm_pool;
-	out->idle.resumable = sbx_idle_resumable(sb);
+	/* an unclaimed pool member is reached by pod IP only: a request by
+	 * its name (a guess) must not wake one suspended by hand either */
+	out->idle.resumable = sbx_idle_resumable(sb) && !out->warm_pool;
 	out->idle.wakes = pol.action == SBX_IDLE_SUSPEND && !k8s_obj_is_deleting(sb) &&
 	                  !out->warm_pool;
 	const char *mode = k8s_obj_str(sb, "spec.operatingMode");

@@ -461,6 +461,13 @@ START_TEST(sandbox_diet_idle)
 	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
 	ck_assert(info.warm_pool && !info.idle.wakes);
 	cJSON_Delete(d);
+	/* nor is one suspended by hand resumed by a request naming it */
+	d = rt_cache_sandbox_transform(cJSON_Parse(
+		"{\"metadata\":{\"name\":\"s8\",\"labels\":{\"agents.x-k8s.io/warm-pool-sandbox\":\"p\"}},"
+		"\"spec\":{\"operatingMode\":\"Suspended\",\"idleTimeoutSeconds\":30}}"), NULL);
+	ck_assert_int_eq(rt_cache_sandbox_info(d, &info), 0);
+	ck_assert(info.warm_pool && info.idle.suspended && !info.idle.resumable && !info.idle.wakes);
+	cJSON_Delete(d);
 }
 END_TEST
 
