@@ -63,6 +63,13 @@ void plan_fail(sbx_plan *p, sbx_step step, const char *fmt, ...)
 
 void plan_sandbox_annotation(sbx_plan *p, const char *key, const char *value)
 {
+	plan_sandbox_annotation_what(p, key, value,
+	                             "failed to update sandbox pod-name annotation");
+}
+
+void plan_sandbox_annotation_what(sbx_plan *p, const char *key, const char *value,
+                                  const char *what)
+{
 	cJSON *patch = cJSON_CreateObject();
 	cJSON *ann = ju_obj(ju_obj(patch, "metadata"), "annotations");
 	if (!plan_ok(p, ann && (value ? ju_set_str(ann, key, value)
@@ -71,8 +78,7 @@ void plan_sandbox_annotation(sbx_plan *p, const char *key, const char *value)
 		return;
 	}
 	plan_action *a = plan_add(p, SBX_STEP_POD, SBX_VERB_PATCH,
-	                          SBX_OBJ_SANDBOX, p->name, patch,
-	                          "failed to update sandbox pod-name annotation");
+	                          SBX_OBJ_SANDBOX, p->name, patch, what);
 	if (a)
 		a->sets_annotation = true;
 }

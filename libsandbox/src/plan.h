@@ -116,6 +116,9 @@ void plan_fail(sbx_plan *p, sbx_step step, const char *fmt, ...)
 /* Adds a Sandbox merge patch setting annotation `key` to `value` (NULL:
  * removing it), in the Pod step. */
 void plan_sandbox_annotation(sbx_plan *p, const char *key, const char *value);
+/* The same, failing with `what` (static) as its message prefix. */
+void plan_sandbox_annotation_what(sbx_plan *p, const char *key, const char *value,
+                                  const char *what);
 
 /* True when an unowned object may be adopted (label adoptable=true or the
  * name-hash label equal to this Sandbox's hash). */

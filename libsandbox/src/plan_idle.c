@@ -104,20 +104,9 @@ void plan_idle(sbx_plan *p)
 
 void plan_idle_annotation(sbx_plan *p)
 {
-	if (p->suspended ||
-	    !k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_IDLE_SUSPENDED_AT))
-		return;
-	cJSON *patch = cJSON_CreateObject();
-	cJSON *ann = patch ? ju_obj(ju_obj(patch, "metadata"), "annotations") : NULL;
-	if (!plan_ok(p, ann && ju_set_null(ann, SBX_ANNOTATION_IDLE_SUSPENDED_AT))) {
-		cJSON_Delete(patch);
-		return;
-	}
-	plan_action *a = plan_add(p, SBX_STEP_POD, SBX_VERB_PATCH, SBX_OBJ_SANDBOX,
-	                          p->name, patch,
-	                          "failed to remove sandbox idle-suspended-at annotation");
-	if (a)
-		a->sets_annotation = true;
+	if (!p->suspended && k8s_obj_annotation(p->sandbox, SBX_ANNOTATION_IDLE_SUSPENDED_AT))
+		plan_sandbox_annotation_what(p, SBX_ANNOTATION_IDLE_SUSPENDED_AT, NULL,
+		                             "failed to remove sandbox idle-suspended-at annotation");
 }
 
 char *plan_idle_event(const sbx_plan *p)
