@@ -57,20 +57,29 @@ class Observer(threading.Thread):
         self.active_until = time.monotonic() + TIMEOUT + 15
         self.suspended_while_active = None
         self.writes = 0
+        self.last_write = None      # the last last-activity written (RFC 3339)
+        self.mode_after_active = None
         self.claimed = None
         self.forger = None
         self.error = None
 
     def run(self):
         try:
-            while time.monotonic() < self.active_until or self.claimed is None or self.forger is None:
+            while (time.monotonic() < self.active_until or self.mode_after_active is None
+                   or self.claimed is None or self.forger is None):
                 if time.monotonic() < self.active_until:
                     sb = self.kube.get("sandbox", "active", self.ns)
                     if sb and sb["spec"].get("operatingMode", "Running") != "Running":
                         self.suspended_while_active = sb
+                    stamp = now_rfc3339()
                     self.kube.patch("sandbox", "active", self.ns,
-                                    {"metadata": {"annotations": {LAST_ACTIVITY: now_rfc3339()}}})
+                                    {"metadata": {"annotations": {LAST_ACTIVITY: stamp}}})
+                    self.last_write = stamp
                     self.writes += 1
+                elif self.mode_after_active is None:
+                    # read at once: the test may run long after (other tests first)
+                    sb = self.kube.get("sandbox", "active", self.ns)
+                    self.mode_after_active = sb["spec"].get("operatingMode", "Running")
                 if self.claimed is None:
                     c = self.kube.get("sandboxclaim", "idle-claim", self.ns) or {}
                     name = c.get("status", {}).get("sandbox", {}).get("name")
@@ -158,10 +167,15 @@ def test_activity_keeps_a_sandbox_running_past_its_timeout(kube, idle_ns):
     assert obs.error is None, obs.error
     assert obs.writes >= 5
     assert obs.suspended_while_active is None, "suspended while in use"
-    assert kube.get("sandbox", "active", ns)["spec"].get("operatingMode", "Running") == "Running"
-    # activity stops: it idles out one timeout after the last write
-    wait_for(lambda: suspended_for_idleness(kube, "active", ns), timeout=TIMEOUT + 60,
-             desc="active suspended once activity stopped")
+    wait_for(lambda: obs.mode_after_active or obs.error, timeout=30, desc="the mode after activity")
+    assert obs.mode_after_active == "Running"
+    # activity stops: it idles out one timeout after the last write, not before
+    sb = wait_for(lambda: suspended_for_idleness(kube, "active", ns), timeout=TIMEOUT + 60,
+                  desc="active suspended once activity stopped")
+    def t(s):
+        return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ")
+    at = condition(sb, "Suspended")["lastTransitionTime"]
+    assert t(at) >= t(obs.last_write) + datetime.timedelta(seconds=TIMEOUT), (at, obs.last_write)
 
 
 def test_idle_policy_delete_deletes_the_sandbox(kube, idle_ns):

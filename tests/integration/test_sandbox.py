@@ -47,8 +47,32 @@ def ready(kube, name, ns):
 
 
 def wait_ready(kube, name, ns, timeout=60):
-    return wait_for(lambda: ready(kube, name, ns), timeout=timeout,
-                    desc=f"Sandbox {ns}/{name} Ready=True")
+    try:
+        return wait_for(lambda: ready(kube, name, ns), timeout=timeout,
+                        desc=f"Sandbox {ns}/{name} Ready=True")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{why_not_ready(kube, name, ns)}") from None
+
+
+def why_not_ready(kube, name, ns):
+    """What a failed wait for Ready saw: the Sandbox's conditions, its pod's
+    node and conditions, the namespace's PVCs and its recent events (a CI
+    log is all there is to read afterwards)."""
+    def conds(obj):
+        return [(c.get("type"), c.get("status"), c.get("reason"), c.get("message"))
+                for c in (obj or {}).get("status", {}).get("conditions", [])]
+    sb = kube.get("sandbox", name, ns)
+    pod = kube.get("pod", name, ns)
+    lines = [f"Sandbox conditions: {conds(sb)}",
+             f"pod: {'absent' if pod is None else (pod['spec'].get('nodeName'), pod['status'].get('phase'), conds(pod))}"]
+    for pvc in kube.list("persistentvolumeclaim", ns):
+        lines.append(f"pvc {pvc['metadata']['name']}: {pvc['status'].get('phase')} "
+                     f"volume {pvc['spec'].get('volumeName')}")
+    evs = sorted(kube.list("events", ns), key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    for e in evs[-15:]:
+        lines.append(f"event {e.get('lastTimestamp') or e.get('eventTime')} {e['involvedObject']['kind']}/"
+                     f"{e['involvedObject']['name']} {e.get('reason')}: {e.get('message')}")
+    return "\n".join(lines)
 
 
 def sandbox_manifests():
