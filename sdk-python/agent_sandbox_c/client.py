@@ -11,6 +11,7 @@ import functools
 import json
 import logging
 import threading
+import time
 from typing import Any, Generic, Optional, Type, TypeVar
 
 from . import _native
@@ -108,7 +109,6 @@ class SandboxClient(Generic[T]):
         # cancels it; the claim is deleted before the interrupt goes on.
         cancel = ctypes.c_int(0)
         out: dict[str, Any] = {}
-        done = threading.Event()
 
         def work() -> None:
             try:
@@ -116,17 +116,20 @@ class SandboxClient(Generic[T]):
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 out["error"] = e
             finally:
-                done.set()
-        # An Event, not Thread.join(): a KeyboardInterrupt inside join() can
-        # leave the thread looking finished while it still runs (CPython
-        # gh-90882), and the claim would not be deleted before exit.
+                out["finished"] = True
+        # A plain flag polled with time.sleep(), no lock: a KeyboardInterrupt
+        # raised inside a lock-based wait (Event, Condition, join) can leave
+        # the lock held, and then neither this thread nor the worker gets
+        # past it (CPython gh-90882, bpo-29988); the claim would never be
+        # deleted.
         threading.Thread(target=work, name="agent_sandbox_c-create", daemon=True).start()
         try:
-            while not done.wait(0.1):
-                pass
+            while "finished" not in out:
+                time.sleep(0.05)
         except BaseException:
             cancel.value = 1
-            done.wait()
+            while "finished" not in out:
+                time.sleep(0.05)
             sb = out.get("sandbox")
             if sb is not None:  # won the race with the interrupt: nobody will use it
                 self.delete_sandbox(sb.claim_name or "", sb.namespace)
