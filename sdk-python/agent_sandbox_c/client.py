@@ -6,6 +6,7 @@ handles it gave out.
 from __future__ import annotations
 
 import atexit
+import contextvars
 import ctypes
 import datetime
 import functools
@@ -117,10 +118,11 @@ class SandboxClient(Generic[T]):
         cancel = ctypes.c_int(0)
         out: dict[str, Any] = {}
         done = threading.Event()
+        ctx = contextvars.copy_context()  # the caller's current span, for the worker
 
         def work() -> None:
             try:
-                out["sandbox"] = call(cancel=cancel)
+                out["sandbox"] = ctx.run(call, cancel=cancel)
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 out["error"] = e
             finally:
