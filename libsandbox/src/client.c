@@ -37,6 +37,8 @@ const char *sbx_strerror(int code)
 	case SBX_ECLOSED: return "sandbox handle closed";
 	case SBX_EUNSUPPORTED: return "not supported by the sandbox runtime";
 	case SBX_ERESPONSE: return "unexpected answer from the sandbox";
+	case SBX_ENOSERVICE: return "sandbox has no service";
+	case SBX_ENOPODIP: return "sandbox has no pod IP yet";
 	default: return asb_strerror(code);
 	}
 }
@@ -270,6 +272,8 @@ int sbx_client_create(sbx_client *c, const sbx_claim_options *opts, sbx_claim_in
 	int rc = sbx_client_create_claim(c, opts, &created);
 	if (rc != 0)
 		return rc;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	const char *ns = sbx__ns_or_default(c, opts->ns);
 	char *name = strdup(ju_nz(k8s_obj_name(created)));
 	char *rv = strdup(ju_nz(k8s_obj_resource_version(created)));
@@ -278,6 +282,8 @@ int sbx_client_create(sbx_client *c, const sbx_claim_options *opts, sbx_claim_in
 		rc = asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory waiting for a claim");
 	} else {
 		rc = sbx__client_wait(c, ns, name, rv, true, opts->ready_timeout_ms, opts->cancel, out);
+		if (rc == 0)
+			(*out)->created_at = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 	}
 	if (rc != 0 && name && !opts->keep_on_failure) {
 		/* Keep the wait's error for the caller, whatever the delete says. */

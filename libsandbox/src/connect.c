@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "handle_internal.h"
 #include "jsonutil.h"
 #include "k8s/object.h"
@@ -132,23 +133,47 @@ static int gateway_url(sbx_handle *h, char **url)
 
 /* ---- in-cluster ---- */
 
-/* http://<pod IP>:<port>, else the per-sandbox Service's DNS name. */
+/* http://<pod IP>:<port>, else the per-sandbox Service's DNS name; or one
+ * of the two only (in_cluster_address). Only a pod IP is cached: the
+ * Service name is tried again each time, as the IP may appear. */
 static int incluster_url(sbx_handle *h, char **url, bool *cacheable)
 {
 	cJSON *sb = NULL;
 	char ip[SBX_IP_SIZE];
 	const char *found = NULL;
+	char *fqdn = NULL;
+	sbx_in_cluster_address want = h->conn.in_cluster_address;
 	int rc = sbx__handle_get_sandbox(h, &sb);
-	if (rc == 0)
+	if (rc == 0 && want == SBX_IN_CLUSTER_SERVICE) {
+		const char *f = k8s_obj_str(sb, "status.serviceFQDN");
+		fqdn = ju_empty(f) ? NULL : strdup(f);
+	} else if (rc == 0) {
 		found = sbx_pick_pod_ip(k8s_obj_at(sb, "status.podIPs"), ip);
+	}
 	cJSON_Delete(sb);
-	*cacheable = found != NULL;
-	if (found)
+	*cacheable = found != NULL || fqdn != NULL;
+	if (want == SBX_IN_CLUSTER_SERVICE) {
+		if (rc == 0 && !fqdn)
+			rc = asb_error_set(SBX_ENOSERVICE, 0, NULL, "Sandbox %s/%s has no Service "
+			                   "(status.serviceFQDN); set spec.service: true on its "
+			                   "template to connect by Service", h->ns, h->sandbox_id);
+		if (rc == 0)
+			*url = ju_printf("http://%s:%d", fqdn, h->conn.server_port);
+		free(fqdn);
+		if (rc)
+			return rc;
+	} else if (found) {
 		*url = ju_printf(strchr(found, ':') ? "http://[%s]:%d" : "http://%s:%d", found,
 		                 h->conn.server_port);
-	else
+	} else if (want == SBX_IN_CLUSTER_POD_IP) {
+		if (rc == 0)
+			rc = asb_error_set(SBX_ENOPODIP, 0, NULL, "Sandbox %s/%s has no pod IP in its "
+			                   "status yet", h->ns, h->sandbox_id);
+		return rc;
+	} else {
 		*url = ju_printf("http://%s.%s.svc.%s:%d", h->sandbox_id, h->ns,
 		                 SBX_DEFAULT_CLUSTER_DOMAIN, h->conn.server_port);
+	}
 	return *url ? 0 : asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 }
 
@@ -183,6 +208,14 @@ static int tunnel_url(sbx_handle *h, char **url)
 }
 
 /* ---- the URL ---- */
+
+/* Monotonic milliseconds, with their fraction (discovery timings). */
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
 
 /* Copies the cached URL, or checks a cached tunnel is still alive. */
 static int cached_url(sbx_handle *h, char **url)
@@ -234,10 +267,22 @@ int sbx__handle_base_url(sbx_handle *h, char **url, bool *router)
 	rc = cached_url(h, url);  /* another thread may have connected meanwhile */
 	if (rc == 0 && !*url) {
 		bool cacheable = true;
+		double t0 = mono_ms();
 		switch (h->conn.mode) {
 		case SBX_CONNECT_GATEWAY: rc = gateway_url(h, url); break;
 		case SBX_CONNECT_LOCAL_TUNNEL: rc = tunnel_url(h, url); break;
 		default: rc = incluster_url(h, url, &cacheable); break;
+		}
+		if (h->conn.on_connect) {
+			/* the callback may log or record: keep the error for our caller */
+			asb_error saved = *asb_error_last();
+			char msg[1024], reason[64];
+			snprintf(msg, sizeof(msg), "%s", saved.message);
+			snprintf(reason, sizeof(reason), "%s", saved.reason);
+			h->conn.on_connect(h->conn.on_connect_userdata, h->conn.mode, rc,
+			                   mono_ms() - t0);
+			if (rc)
+				asb_error_set(saved.code, saved.http_status, reason, "%s", msg);
 		}
 		if (rc == 0 && cacheable) {
 			char *keep = strdup(*url);

@@ -4,6 +4,7 @@
  * close and terminate. Requests are http.c's, the way to the router
  * connect.c's.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "handle_internal.h"
@@ -12,20 +13,38 @@
 #include "k8s/validation.h"
 #include "sandbox/clientclaim.h"
 
+/* Bytes of a version 1 struct: everything before the version 2 fields. */
+#define CONN_V1_SIZE offsetof(sbx_connection_options, in_cluster_address)
+
 int sbx_connection_options_init(sbx_connection_options *opts, unsigned int version)
 {
 	sbx_connection_options d = SBX_CONNECTION_OPTIONS_INIT;
-	if (!opts || version != SBX_CONNECTION_OPTIONS_VERSION)
+	if (!opts || version < 1 || version > SBX_CONNECTION_OPTIONS_VERSION)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "connection options: unknown version %u",
 		                     version);
-	*opts = d;
+	d.version = version;
+	memcpy(opts, &d, version == 1 ? CONN_V1_SIZE : sizeof(d));
 	return 0;
+}
+
+/* A caller's options as the current struct: a version 1 struct is read only
+ * as far as it goes, the later fields taking their defaults. */
+static void conn_copy(sbx_connection_options *o, const sbx_connection_options *in)
+{
+	sbx_connection_options d = SBX_CONNECTION_OPTIONS_INIT;
+	*o = d;
+	if (in->version == 1)
+		memcpy(o, in, CONN_V1_SIZE);
+	else if (in->version == SBX_CONNECTION_OPTIONS_VERSION)
+		*o = *in;
+	else
+		o->version = in->version;  /* refused by check_conn() */
 }
 
 /* Checks the options of one mode; records ASB_EINVAL naming the problem. */
 static int check_conn(const sbx_connection_options *o)
 {
-	if (o->version != SBX_CONNECTION_OPTIONS_VERSION)
+	if (o->version < 1 || o->version > SBX_CONNECTION_OPTIONS_VERSION)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "connection options: unknown version %u",
 		                     o->version);
 	if (o->server_port < 1 || o->server_port > 65535)
@@ -52,6 +71,11 @@ static int check_conn(const sbx_connection_options *o)
 			                     "namespace name (DNS-1123 label)", o->router_namespace);
 		return 0;
 	case SBX_CONNECT_IN_CLUSTER:
+		if (o->in_cluster_address != SBX_IN_CLUSTER_ANY &&
+		    o->in_cluster_address != SBX_IN_CLUSTER_POD_IP &&
+		    o->in_cluster_address != SBX_IN_CLUSTER_SERVICE)
+			return asb_error_set(ASB_EINVAL, 0, NULL, "in-cluster connection: unknown "
+			                     "address kind %d", (int)o->in_cluster_address);
 		return 0;
 	}
 	return asb_error_set(ASB_EINVAL, 0, NULL, "unknown connection mode %d", (int)o->mode);
@@ -68,7 +92,7 @@ int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns, const c
 		                     "sandbox name");
 	sbx_connection_options o = SBX_CONNECTION_OPTIONS_INIT;
 	if (conn)
-		o = *conn;
+		conn_copy(&o, conn);
 	int rc = check_conn(&o);
 	if (rc)
 		return rc;
@@ -110,8 +134,12 @@ int sbx_handle_create(sbx_handle **out, sbx_client *client, const sbx_claim_opti
 	if (!out)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_create: no output");
 	*out = NULL;
-	if (conn && check_conn(conn) != 0)
-		return ASB_EINVAL;  /* refused before anything is created */
+	if (conn) {
+		sbx_connection_options o;
+		conn_copy(&o, conn);
+		if (check_conn(&o) != 0)
+			return ASB_EINVAL;  /* refused before anything is created */
+	}
 	sbx_claim_info *info = NULL;
 	int rc = sbx_client_create(client, claim, &info);
 	if (rc)

@@ -7,8 +7,10 @@ import line::
     from k8s_agent_sandbox import SandboxClient      # upstream
     from agent_sandbox_c import SandboxClient        # this package
 
-(models are importable from ``agent_sandbox_c`` directly as well as from
-``agent_sandbox_c.models``). See docs/sdk-python.md.
+Upstream's module paths are here too (``agent_sandbox_c.sandbox_client``,
+``.async_sandbox_client``, ``.files.filesystem``, ``.commands.command_executor``,
+``.models``, ``.exceptions``, ``.metrics_utils``, ``.trace_manager``, ...), so
+replacing the package name in imports is enough. See docs/sdk-python.md.
 """
 from .async_client import AsyncCommandExecutor, AsyncFilesystem, AsyncSandbox, AsyncSandboxClient
 from .client import SandboxClient
@@ -17,10 +19,12 @@ from .exceptions import (SandboxApiError, SandboxClaimFailedError, SandboxError,
                          SandboxNotReadyError, SandboxPortForwardError, SandboxRequestError,
                          SandboxServiceUnavailableError, SandboxTemplateNotFoundError,
                          SandboxWarmPoolNotFoundError, SnapshotNotFoundError)
+from .metrics_utils import get_metrics, print_metrics
 from .models import (ExecutionResult, FileEntry, SandboxConnectionConfig,
-                     SandboxDirectConnectionConfig, SandboxdPodTunnelConnectionConfig,
-                     SandboxGatewayConnectionConfig, SandboxInClusterConnectionConfig,
-                     SandboxLocalTunnelConnectionConfig, SandboxTracerConfig)
+                     SandboxDirectConnectionConfig, SandboxdInClusterConnectionConfig,
+                     SandboxdPodTunnelConnectionConfig, SandboxGatewayConnectionConfig,
+                     SandboxInClusterConnectionConfig, SandboxLocalTunnelConnectionConfig,
+                     SandboxTracerConfig)
 from .sandbox import CommandExecutor, Filesystem, Sandbox
 
 __version__ = "0.1.0"
@@ -31,6 +35,7 @@ __all__ = [
     "SandboxConnectionConfig", "SandboxDirectConnectionConfig",
     "SandboxGatewayConnectionConfig", "SandboxLocalTunnelConnectionConfig",
     "SandboxInClusterConnectionConfig", "SandboxdPodTunnelConnectionConfig",
+    "SandboxdInClusterConnectionConfig", "get_metrics", "print_metrics",
     "SandboxTracerConfig", "SandboxError", "SandboxNotFoundError",
     "SandboxTemplateNotFoundError", "SandboxWarmPoolNotFoundError", "SandboxNotReadyError",
     "SandboxClaimFailedError", "SandboxPortForwardError", "SandboxRequestError",

@@ -87,6 +87,8 @@ SBX_EPORTFORWARD = -111
 SBX_ECLOSED = -112
 SBX_EUNSUPPORTED = -113
 SBX_ERESPONSE = -114
+SBX_ENOSERVICE = -115
+SBX_ENOPODIP = -116
 
 
 class _Error(Structure):
@@ -146,6 +148,10 @@ def raise_for(err: NativeError) -> NoReturn:
         raise NotImplementedError(msg)
     if code == SBX_ERESPONSE:
         raise RuntimeError(msg)
+    if code == SBX_ENOSERVICE:
+        raise exc.SandboxNoServiceError(msg)
+    if code == SBX_ENOPODIP:
+        raise exc.SandboxNotReadyError(msg)
     if code == ASB_ECANCELED:
         raise exc.SandboxError(msg)
     raise exc.SandboxApiError(msg, code=code, status=err.http_status or None,
@@ -187,7 +193,12 @@ class ClaimOptions(Structure):
 
 class ClaimInfo(Structure):
     _fields_ = [("ns", c_char_p), ("claim_name", c_char_p), ("sandbox_name", c_char_p),
-                ("pod_ip", c_char_p), ("resource_version", c_char_p)]
+                ("pod_ip", c_char_p), ("resource_version", c_char_p),
+                ("created_at", c_double)]
+
+
+#: sbx_connect_fn: (userdata, mode, rc, elapsed_ms)
+CONNECT_FN = CFUNCTYPE(None, c_void_p, c_int, c_int, c_double)
 
 
 class ConnectionOptions(Structure):
@@ -196,7 +207,9 @@ class ConnectionOptions(Structure):
                 ("gateway_ready_timeout_ms", c_long), ("router_namespace", c_char_p),
                 ("port_forward_ready_timeout_ms", c_long), ("kubectl", c_char_p),
                 ("server_port", c_int), ("max_retries", c_int),
-                ("retry_backoff_ms", c_long), ("connect_timeout_ms", c_long)]
+                ("retry_backoff_ms", c_long), ("connect_timeout_ms", c_long),
+                ("in_cluster_address", c_int), ("on_connect", CONNECT_FN),
+                ("on_connect_userdata", c_void_p)]
 
 
 class ExecResult(Structure):
@@ -224,8 +237,9 @@ class FileList(Structure):
 
 CLIENT_OPTIONS_VERSION = 1
 CLAIM_OPTIONS_VERSION = 1
-CONNECTION_OPTIONS_VERSION = 1
+CONNECTION_OPTIONS_VERSION = 2
 MODE_LOCAL_TUNNEL, MODE_GATEWAY, MODE_DIRECT, MODE_IN_CLUSTER = 0, 1, 2, 3
+IN_CLUSTER_ANY, IN_CLUSTER_POD_IP, IN_CLUSTER_SERVICE = 0, 1, 2
 FILE_ALLOW_UNSAFE_PATHS = 1
 STATES = {0: "SandboxReady", 1: "SandboxNotReady", 2: "SandboxNotFound"}
 
@@ -364,8 +378,9 @@ class Client:
                pod_labels: Mapping[str, str] | None = None,
                pod_annotations: Mapping[str, str] | None = None,
                env: Mapping[str, str] | None = None,
-               cancel: c_int | None = None) -> tuple[str, str, str, str | None]:
-        """sbx_client_create(): (namespace, claim, sandbox, pod IP)."""
+               cancel: c_int | None = None) -> tuple[str, str, str, str | None, float]:
+        """sbx_client_create(): (namespace, claim, sandbox, pod IP, when the
+        claim was created in POSIX seconds)."""
         o = ClaimOptions()
         check(lib.sbx_claim_options_init(ctypes.byref(o), CLAIM_OPTIONS_VERSION))
         keep: list[Any] = []
@@ -385,7 +400,8 @@ class Client:
             o.cancel = ctypes.pointer(cancel)
         info = POINTER(ClaimInfo)()
         check(lib.sbx_client_create(self._ptr(), ctypes.byref(o), ctypes.byref(info)))
-        return _take_info(info)
+        created_at = info.contents.created_at
+        return (*_take_info(info), created_at)
 
     def wait(self, claim: str, namespace: str, need_ready: bool, timeout: float,
              cancel: c_int | None = None) -> tuple[str, str, str, str | None]:
@@ -612,6 +628,9 @@ def path_guard(path: str) -> str:
 
 
 def connection_options(mode: int, **fields: Any) -> ConnectionOptions:
+    """sbx_connection_options of `mode` with `fields` set (strings encoded).
+    The result must outlive the handle made from it only for `on_connect`,
+    which callers keep in a module-level object."""
     o = ConnectionOptions()
     check(lib.sbx_connection_options_init(ctypes.byref(o), CONNECTION_OPTIONS_VERSION))
     o.mode = mode

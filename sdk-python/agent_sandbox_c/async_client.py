@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import ctypes
 import functools
 import logging
@@ -34,7 +35,11 @@ class _Runner:
 
     async def __call__(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+        # in the caller's context, so that its current span is the parent of
+        # the call's span (run_in_executor alone does not carry it over)
+        ctx = contextvars.copy_context()
+        return await loop.run_in_executor(self.executor,
+                                          functools.partial(ctx.run, fn, *args, **kwargs))
 
 
 class AsyncCommandExecutor:
@@ -49,7 +54,7 @@ class AsyncCommandExecutor:
 
 
 class AsyncFilesystem:
-    """``sandbox.files`` of an AsyncSandbox (write, read, list, exists)."""
+    """``sandbox.files`` of an AsyncSandbox (write, read, list, exists, delete)."""
 
     def __init__(self, sync: Any, run: _Runner) -> None:
         self._sync, self._run = sync, run
@@ -72,6 +77,11 @@ class AsyncFilesystem:
     async def exists(self, path: str, timeout: float = 60) -> bool:
         """As Filesystem.exists."""
         return await self._run(self._sync.exists, path, timeout)
+
+    async def delete(self, path: str, recursive: bool = False, timeout: float = 60) -> None:
+        """As Filesystem.delete: NotImplementedError (the python-runtime API
+        has no delete; upstream raises the same on that runtime)."""
+        await self._run(self._sync.delete, path, recursive, timeout)
 
 
 class AsyncSandbox:
@@ -202,7 +212,7 @@ class AsyncSandboxClient:
         cancel = ctypes.c_int(0)
         loop = asyncio.get_running_loop()
         fut = loop.run_in_executor(self._executor, functools.partial(
-            self._sync._create, warmpool, namespace, sandbox_ready_timeout, labels,
+            contextvars.copy_context().run, self._sync._create, warmpool, namespace, sandbox_ready_timeout, labels,
             claim_name=claim_name, shutdown_after_seconds=shutdown_after_seconds,
             volume_claim_templates=volume_claim_templates, pod_labels=pod_labels,
             pod_annotations=pod_annotations, env=env, cancel=cancel))

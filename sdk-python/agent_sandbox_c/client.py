@@ -6,7 +6,9 @@ handles it gave out.
 from __future__ import annotations
 
 import atexit
+import contextvars
 import ctypes
+import datetime
 import functools
 import json
 import logging
@@ -18,6 +20,8 @@ from . import _native
 from .exceptions import SandboxError, SandboxNotFoundError
 from .models import SandboxConnectionConfig, SandboxLocalTunnelConnectionConfig, SandboxTracerConfig
 from .sandbox import Sandbox
+from .trace_manager import (context as otel_context, create_tracer_manager, initialize_tracer, record_error,
+                            trace, trace_span)
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,7 @@ class SandboxClient(Generic[T]):
     Args:
         connection_config: how handles reach their sandbox (default: a local
             ``kubectl port-forward`` tunnel to the router).
-        tracer_config: accepted for compatibility; no spans are emitted.
+        tracer_config: OpenTelemetry spans (trace_manager.py); off by default.
         cleanup: delete every tracked sandbox when the program exits.
         kubeconfig, context: the cluster (default: in-cluster config when in
             a pod, else ``$KUBECONFIG`` / ``~/.kube/config``).
@@ -62,6 +66,10 @@ class SandboxClient(Generic[T]):
                  *, kubeconfig: Optional[str] = None, context: Optional[str] = None) -> None:
         self.connection_config = connection_config or SandboxLocalTunnelConnectionConfig()
         self.tracer_config = tracer_config or SandboxTracerConfig()
+        self.trace_service_name = self.tracer_config.trace_service_name
+        if self.tracer_config.enable_tracing:
+            initialize_tracer(self.trace_service_name)
+        self.tracing_manager, self.tracer = create_tracer_manager(self.tracer_config)
         self.k8s_helper = _native.Client(kubeconfig, context)
         self._active: dict[tuple[str, str], T] = {}
         self._lock = threading.Lock()
@@ -109,10 +117,11 @@ class SandboxClient(Generic[T]):
         # cancels it; the claim is deleted before the interrupt goes on.
         cancel = ctypes.c_int(0)
         out: dict[str, Any] = {}
+        ctx = contextvars.copy_context()  # the caller's current span, for the worker
 
         def work() -> None:
             try:
-                out["sandbox"] = call(cancel=cancel)
+                out["sandbox"] = ctx.run(call, cancel=cancel)
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 out["error"] = e
             finally:
@@ -148,9 +157,10 @@ class SandboxClient(Generic[T]):
         (the async client's task cancellation)."""
         if not warmpool:
             raise ValueError("warmpool name cannot be empty")
-        ns, claim, sandbox, pod_ip = self.k8s_helper.create(
-            warmpool, namespace, sandbox_ready_timeout, name=claim_name, labels=labels,
-            shutdown_after_seconds=check_shutdown_after(shutdown_after_seconds),
+        shutdown = check_shutdown_after(shutdown_after_seconds)
+        ns, claim, sandbox, pod_ip = self._create_and_wait(
+            warmpool, namespace, sandbox_ready_timeout, shutdown, name=claim_name, labels=labels,
+            shutdown_after_seconds=shutdown,
             volume_claim_templates_json=vcts_json(volume_claim_templates),
             pod_labels=pod_labels, pod_annotations=pod_annotations, env=env, cancel=cancel)
         try:
@@ -161,6 +171,43 @@ class SandboxClient(Generic[T]):
         with self._lock:
             self._active[(ns, claim)] = sb
         return sb
+
+    def _create_and_wait(self, warmpool: str, namespace: str, timeout: float,
+                         shutdown: Optional[int], **kw: Any) -> tuple[str, str, str, Optional[str]]:
+        """One sbx_client_create() call: the claim's create, then the wait for
+        Ready. Traced, it is upstream's two spans, ``create_claim`` and
+        ``wait_for_claim_ready``, split where the C call says the create was
+        answered; the claim carries the trace context (annotation
+        ``opentelemetry.io/trace-context``) as upstream's does."""
+        if not self.tracer:
+            return self.k8s_helper.create(warmpool, namespace, timeout, **kw)[:4]
+        t0 = time.time_ns()
+        span = self.tracer.start_span(f"{self.trace_service_name}.create_claim", start_time=t0)
+        token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            carried = self.tracing_manager.get_trace_context_json()
+            ns, claim, sandbox, pod_ip, created = self.k8s_helper.create(
+                warmpool, namespace, timeout,
+                annotations={"opentelemetry.io/trace-context": carried} if carried else None,
+                **kw)
+        except BaseException as e:
+            record_error(span, e)
+            span.end()
+            raise
+        finally:
+            otel_context.detach(token)
+        t2 = time.time_ns()
+        t1 = min(max(int(created * 1e9), t0), t2) if created else t2
+        span.set_attribute("sandbox.claim.name", claim)
+        if shutdown:
+            at = datetime.datetime.fromtimestamp(t0 / 1e9 + shutdown, datetime.timezone.utc)
+            span.set_attribute("sandbox.lifecycle.shutdown_time",
+                               at.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            span.set_attribute("sandbox.lifecycle.shutdown_policy", "Delete")
+        span.end(end_time=t1)
+        self.tracer.start_span(f"{self.trace_service_name}.wait_for_claim_ready",
+                               start_time=t1).end(end_time=t2)
+        return ns, claim, sandbox, pod_ip
 
     def get_sandbox(self, claim_name: str, namespace: str = "default",
                     resolve_timeout: int = 30) -> T:
@@ -214,12 +261,16 @@ class SandboxClient(Generic[T]):
         with self._lock:
             sb = self._active.pop((namespace, claim_name), None)
         try:
-            if sb is not None:
-                sb.terminate()
-            else:
-                self.k8s_helper.delete_claim(claim_name, namespace)
+            self._delete_claim(sb, claim_name, namespace)
         except Exception as e:  # noqa: BLE001 - upstream logs and goes on
             log.error("deleting sandbox claim %s/%s failed: %s", namespace, claim_name, e)
+
+    @trace_span("delete_claim")
+    def _delete_claim(self, sb: Optional[T], claim_name: str, namespace: str) -> None:
+        if sb is not None:
+            sb.terminate()
+        else:
+            self.k8s_helper.delete_claim(claim_name, namespace)
 
     def delete_all(self) -> None:
         """Deletes every tracked sandbox."""

@@ -64,12 +64,14 @@ class SandboxRequestError(SandboxError):
         self.response = response
 
 
-class SandboxNoServiceError(SandboxNotReadyError):
-    """The Sandbox has no Service (newer upstream releases; not raised here)."""
+class SandboxNoServiceError(SandboxError):
+    """Connecting by Service (``SandboxdInClusterConnectionConfig(mode=
+    "in-cluster-service")``) to a Sandbox whose status has no
+    ``serviceFQDN`` (its template does not ask for a Service)."""
 
 
-class SandboxServiceUnavailableError(SandboxNotReadyError):
-    """The Sandbox's Service is not reachable (newer upstream releases; not raised here)."""
+#: upstream 1.0.8's deprecated name of SandboxNoServiceError: the same class
+SandboxServiceUnavailableError = SandboxNoServiceError
 
 
 class SandboxApiError(SandboxError):

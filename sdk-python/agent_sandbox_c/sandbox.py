@@ -14,6 +14,7 @@ from typing import IO, Any, Optional, Union
 from . import _native
 from .models import (ExecutionResult, FileEntry, SandboxConnectionConfig,
                      SandboxLocalTunnelConnectionConfig, SandboxTracerConfig, native_connection)
+from .trace_manager import create_tracer_manager, trace, trace_span
 
 #: what ``files.write`` accepts: bytes, text (sent as UTF-8), or a binary
 #: file object (streamed: by its file descriptor when it has one)
@@ -35,18 +36,40 @@ def timeout_ms(timeout: Any) -> int:
     return _native.ms(t)
 
 
+def _executable(command: str) -> str:
+    """The program of a command line, as upstream's span attribute names it:
+    the first word that is not a VAR=value, without its directory."""
+    for word in (command or "").split():
+        if "=" not in word:
+            return word.split("/")[-1]
+    return ""
+
+
+def _attrs(**attrs: Any) -> None:
+    """Sets attributes on the current span, when it records."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        for k, v in attrs.items():
+            span.set_attribute(k.replace("__", "."), v)
+
+
 class CommandExecutor:
     """``sandbox.commands``: runs commands in the sandbox."""
 
-    def __init__(self, handle: "_native.Handle") -> None:
+    def __init__(self, handle: "_native.Handle", tracer: Any = None,
+                 trace_service_name: str = "sandbox-client") -> None:
         self._h = handle
+        self.tracer, self.trace_service_name = tracer, trace_service_name
 
+    @trace_span("run")
     def run(self, command: str, timeout: float = 60) -> ExecutionResult:
         """Runs ``command`` (split shell-style by the runtime, no shell) and
         returns its stdout, stderr and exit code. Raises SandboxRequestError
         when the sandbox can not be reached, SandboxNotFoundError when it was
         deleted."""
+        _attrs(sandbox__command__executable=_executable(command))
         out, err, code = self._h.run(command, timeout_ms(timeout))
+        _attrs(sandbox__exit_code=code)
         return ExecutionResult(stdout=out, stderr=err, exit_code=code)
 
 
@@ -55,14 +78,21 @@ class Filesystem:
     streamed by libsandbox, so a file object or a destination file moves in
     bounded memory whatever its size."""
 
-    def __init__(self, handle: "_native.Handle") -> None:
+    def __init__(self, handle: "_native.Handle", tracer: Any = None,
+                 trace_service_name: str = "sandbox-client") -> None:
         self._h = handle
+        self.tracer, self.trace_service_name = tracer, trace_service_name
 
+    @trace_span("write")
     def write(self, path: str, content: Content, timeout: float = 60,
               allow_unsafe_paths: bool = False) -> None:
         """Writes ``content`` to ``path`` in the sandbox (parents created).
         ``path`` is normalised and refused when it escapes the sandbox root,
         unless ``allow_unsafe_paths``."""
+        _attrs(sandbox__file__path=path)
+        if isinstance(content, (bytes, bytearray, memoryview, str)):
+            _attrs(sandbox__file__size=len(content.encode("utf-8")) if isinstance(content, str)
+                   else memoryview(content).nbytes)
         self._h.write(path, content, timeout_ms(timeout),
                       _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0)
 
@@ -73,10 +103,28 @@ class Filesystem:
         writable binary file object) streams them there instead and returns
         the number of bytes written. A path is written whole or not at all
         (a failed read leaves it as it was)."""
-        flags = _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0
-        ms = timeout_ms(timeout)
         if destination is None:
-            return self._h.read(path, ms, flags)
+            return self._read(path, timeout, allow_unsafe_paths)
+        return self._read_to(path, destination, timeout, allow_unsafe_paths)
+
+    @trace_span("read")
+    def _read(self, path: str, timeout: float, allow_unsafe_paths: bool) -> bytes:
+        _attrs(sandbox__file__path=path)
+        flags = _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0
+        data = self._h.read(path, timeout_ms(timeout), flags)
+        _attrs(sandbox__file__size=len(data))
+        return data
+
+    @trace_span("read_to")
+    def _read_to(self, path: str, destination: Any, timeout: float,
+                 allow_unsafe_paths: bool) -> int:
+        _attrs(sandbox__file__path=path)
+        n = self._read_into(path, destination, timeout_ms(timeout),
+                            _native.FILE_ALLOW_UNSAFE_PATHS if allow_unsafe_paths else 0)
+        _attrs(sandbox__file__size=n)
+        return n
+
+    def _read_into(self, path: str, destination: Any, ms: int, flags: int) -> int:
         if isinstance(destination, (str, os.PathLike)):
             # into a temporary file beside it, renamed once whole: a failed
             # read leaves neither an empty or partial file nor a clobbered one
@@ -93,19 +141,28 @@ class Filesystem:
                 raise
         return self._h.read_into(path, destination, ms, flags)
 
+    @trace_span("list")
     def list(self, path: str, timeout: float = 60) -> list[FileEntry]:
         """Lists the directory ``path`` (sent as given)."""
-        import datetime as dt
-        return [FileEntry(name=n, size=s, type="directory" if d else "file",
-                          modified=dt.datetime.fromtimestamp(m, dt.timezone.utc))
-                for n, s, d, m in self._h.list(path, timeout_ms(timeout))]
+        _attrs(sandbox__file__path=path)
+        entries = [FileEntry(name=n, size=s, type="directory" if d else "file", mod_time=m)
+                   for n, s, d, m in self._h.list(path, timeout_ms(timeout))]
+        _attrs(sandbox__file__count=len(entries))
+        return entries
 
+    @trace_span("exists")
     def exists(self, path: str, timeout: float = 60) -> bool:
         """Whether ``path`` exists in the sandbox."""
-        return self._h.exists(path, timeout_ms(timeout))
+        _attrs(sandbox__file__path=path)
+        found = self._h.exists(path, timeout_ms(timeout))
+        _attrs(sandbox__file__exists=found)
+        return found
 
+    @trace_span("delete")
     def delete(self, path: str, recursive: bool = False, timeout: float = 60) -> None:
-        """The python-runtime API has no delete (upstream raises the same)."""
+        """The python-runtime API has no delete: NotImplementedError, as
+        upstream raises on that runtime."""
+        _attrs(sandbox__file__path=path)
         raise NotImplementedError("the sandbox runtime reached through the router has no file "
                                   "delete endpoint")
 
@@ -128,12 +185,16 @@ class Sandbox:
         self.namespace = namespace
         self.connection_config = connection_config or SandboxLocalTunnelConnectionConfig()
         self.tracer_config = tracer_config or SandboxTracerConfig()
+        self.trace_service_name = self.tracer_config.trace_service_name
+        self.tracing_manager, self.tracer = create_tracer_manager(self.tracer_config)
         self._client = k8s_helper or _native.Client()
         self._handle = _native.Handle(self._client, namespace, claim_name, sandbox_id, pod_ip,
                                       native_connection(self.connection_config))
         self.connector = self._handle
-        self._commands: Optional[CommandExecutor] = CommandExecutor(self._handle)
-        self._files: Optional[Filesystem] = Filesystem(self._handle)
+        self._commands: Optional[CommandExecutor] = CommandExecutor(
+            self._handle, self.tracer, self.trace_service_name)
+        self._files: Optional[Filesystem] = Filesystem(self._handle, self.tracer,
+                                                       self.trace_service_name)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

@@ -57,8 +57,12 @@ typedef enum {
 	                                *   could not start or died */
 	SBX_ECLOSED = -112,            /**< the handle was closed or terminated */
 	SBX_EUNSUPPORTED = -113,       /**< not offered by the sandbox's runtime */
-	SBX_ERESPONSE = -114           /**< the sandbox's answer is not what the
+	SBX_ERESPONSE = -114,          /**< the sandbox's answer is not what the
 	                                *   runtime API defines (bad JSON, fields) */
+	SBX_ENOSERVICE = -115,         /**< in-cluster by Service: the Sandbox has
+	                                *   no status.serviceFQDN */
+	SBX_ENOPODIP = -116            /**< in-cluster by pod IP: the Sandbox's
+	                                *   status has no pod IP yet */
 } sbx_error_code;
 
 /**
@@ -231,6 +235,10 @@ typedef struct {
 	char *pod_ip;                /**< from status.sandbox.podIPs (IPv4
 	                              *   preferred), or NULL */
 	char *resource_version;      /**< of the claim when it was read */
+	double created_at;           /**< sbx_client_create(): when the API server
+	                              *   answered the claim's create, POSIX
+	                              *   seconds (the wait began then; tracing
+	                              *   splits the call there); else 0 */
 } sbx_claim_info;
 
 /** Frees an sbx_claim_info and its strings; NULL is accepted. */

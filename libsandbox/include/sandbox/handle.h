@@ -45,7 +45,38 @@ typedef enum {
 	SBX_CONNECT_IN_CLUSTER = 3
 } sbx_connect_mode;
 
-#define SBX_CONNECTION_OPTIONS_VERSION 1
+/**
+ * Which address SBX_CONNECT_IN_CLUSTER takes (upstream 1.0.8's
+ * SandboxdInClusterConnectionConfig modes).
+ */
+typedef enum {
+	/** the pod IP of the Sandbox's status.podIPs, else the Service DNS name
+	 *  `<sandbox>.<ns>.svc.cluster.local` (SandboxInClusterConnectionConfig) */
+	SBX_IN_CLUSTER_ANY = 0,
+	/** the pod IP only ("in-cluster-pod-ip"); none yet: SBX_ENOPODIP */
+	SBX_IN_CLUSTER_POD_IP = 1,
+	/** the Sandbox's status.serviceFQDN only ("in-cluster-service"); none:
+	 *  SBX_ENOSERVICE */
+	SBX_IN_CLUSTER_SERVICE = 2
+} sbx_in_cluster_address;
+
+/**
+ * Told how working out the way to the sandbox went, once per attempt:
+ * the Gateway's address wait (GATEWAY), the kubectl tunnel's start
+ * (LOCAL_TUNNEL) or the Sandbox lookup (IN_CLUSTER); DIRECT has none.
+ * `rc` is 0 or the error code the request then fails with, `elapsed_ms`
+ * the time the attempt took (monotonic clock). Called on the thread of
+ * the request that needed the address while the handle's other requests
+ * wait for that address: it must be quick and must not call into the
+ * handle. The thread's last error (asb_error_last()) is kept across it. Upstream's SDK times the same
+ * step for its sandbox_client_discovery_latency_ms histogram.
+ */
+typedef void (*sbx_connect_fn)(void *userdata, sbx_connect_mode mode, int rc,
+                               double elapsed_ms);
+
+/** Version 2 added in_cluster_address, on_connect and on_connect_userdata;
+ *  version 1 structs (without them) are still accepted. */
+#define SBX_CONNECTION_OPTIONS_VERSION 2
 
 /**
  * How to reach sandboxes; initialise with SBX_CONNECTION_OPTIONS_INIT or
@@ -77,6 +108,11 @@ typedef struct {
 	long retry_backoff_ms;         /**< waits 0, 2b, 4b, 8b, 16b... between tries
 	                                *   (b = 500: 0, 1, 2, 4, 8 s as upstream) */
 	long connect_timeout_ms;       /**< TCP connect to the router (10000) */
+	/* version 2 */
+	sbx_in_cluster_address in_cluster_address; /**< IN_CLUSTER: which address
+	                                *   (SBX_IN_CLUSTER_ANY) */
+	sbx_connect_fn on_connect;     /**< may be NULL (none) */
+	void *on_connect_userdata;     /**< passed to on_connect; not owned */
 } sbx_connection_options;
 
 #define SBX_CONNECTION_OPTIONS_INIT { .version = SBX_CONNECTION_OPTIONS_VERSION, \
@@ -84,7 +120,8 @@ typedef struct {
 	.port_forward_ready_timeout_ms = 30000, .server_port = 8888, .max_retries = 5, \
 	.retry_backoff_ms = 500, .connect_timeout_ms = 10000 }
 
-/** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
+/** Fills `opts` with the defaults of `version` (1 or 2; a version 1
+ *  struct is filled only as far as it goes); ASB_EINVAL for another. */
 SBX_EXTERN int sbx_connection_options_init(sbx_connection_options *opts,
                                            unsigned int version);
 
@@ -104,8 +141,8 @@ typedef struct sbx_handle sbx_handle;
  *
  * @return 0; ASB_EINVAL (empty names, DIRECT without api_url or with a URL
  *         that is not http(s), GATEWAY without a name, an invalid
- *         router_namespace, a port outside 1-65535, negative retries);
- *         ASB_ENOMEM.
+ *         router_namespace, a port outside 1-65535, negative retries, an
+ *         unknown version or in_cluster_address); ASB_ENOMEM.
  */
 SBX_EXTERN int sbx_handle_new(sbx_handle **out, sbx_client *client, const char *ns,
                               const char *claim_name, const char *sandbox_id,

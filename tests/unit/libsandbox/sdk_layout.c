@@ -73,7 +73,7 @@ int main(void)
 	S(sbx_claim_info);
 	F(sbx_claim_info, ns); F(sbx_claim_info, claim_name);
 	F(sbx_claim_info, sandbox_name); F(sbx_claim_info, pod_ip);
-	F(sbx_claim_info, resource_version);
+	F(sbx_claim_info, resource_version); F(sbx_claim_info, created_at);
 	struct_end();
 
 	S(sbx_connection_options);
@@ -86,6 +86,8 @@ int main(void)
 	F(sbx_connection_options, kubectl); F(sbx_connection_options, server_port);
 	F(sbx_connection_options, max_retries); F(sbx_connection_options, retry_backoff_ms);
 	F(sbx_connection_options, connect_timeout_ms);
+	F(sbx_connection_options, in_cluster_address); F(sbx_connection_options, on_connect);
+	F(sbx_connection_options, on_connect_userdata);
 	struct_end();
 
 	S(sbx_exec_result);

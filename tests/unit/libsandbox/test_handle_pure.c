@@ -117,6 +117,27 @@ START_TEST(connection_options_are_checked)
 }
 END_TEST
 
+START_TEST(connection_options_version_1_is_filled_as_far_as_it_goes)
+{
+	/* a version 1 caller's struct ends before in_cluster_address: init must
+	 * not write past it (the canary stands where version 2 fields are) */
+	sbx_connection_options o;
+	memset(&o, 0x5a, sizeof(o));
+	ck_assert_int_eq(sbx_connection_options_init(&o, 1), 0);
+	ck_assert_uint_eq(o.version, 1);
+	ck_assert_int_eq(o.server_port, 8888);
+	ck_assert_int_eq(o.connect_timeout_ms, 10000);
+	const unsigned char *tail = (const unsigned char *)&o.in_cluster_address;
+	ck_assert_uint_eq(tail[0], 0x5a);
+	ck_assert_int_eq(sbx_connection_options_init(&o, 2), 0);
+	ck_assert_int_eq(o.in_cluster_address, SBX_IN_CLUSTER_ANY);
+	ck_assert_ptr_null(o.on_connect);
+	ck_assert_int_eq(sbx_connection_options_init(&o, 0), ASB_EINVAL);
+	ck_assert_int_eq(sbx_connection_options_init(&o, 3), ASB_EINVAL);
+	ck_assert_str_eq(sbx_strerror(SBX_ENOSERVICE), "sandbox has no service");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("handle_pure");
@@ -125,6 +146,7 @@ int main(void)
 	tcase_add_test(tc, path_guard_refuses);
 	tcase_add_test(tc, gateway_addresses);
 	tcase_add_test(tc, connection_options_are_checked);
+	tcase_add_test(tc, connection_options_version_1_is_filled_as_far_as_it_goes);
 	suite_add_tcase(s, tc);
 	SRunner *r = srunner_create(s);
 	srunner_run_all(r, CK_NORMAL);

@@ -1,0 +1,1 @@
+"""Upstream's ``files`` package: ``files.filesystem`` and ``files.async_filesystem``."""
