@@ -339,6 +339,19 @@ def test_release_manifests_hold_the_objects_of_deploy(tmp_path):
     assert {k[0] for k in ext} == {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Deployment"}
 
 
+def test_optional_objects_are_accepted_by_the_api_server(deployed):
+    """The router's objects (router.enabled) pass the API server's validation
+    (server-side dry run; its ValidatingAdmissionPolicy's CEL is compiled
+    there). The ServiceMonitor and PrometheusRule need the Prometheus
+    Operator's CRDs, which this cluster lacks: they are checked by shape in
+    test_an_upstream_values_file_carries_over."""
+    out = helm("template", "agent-sandbox", CHART, "-n", NS, "--set", "router.enabled=true",
+               "--show-only", "templates/router.yaml").stdout
+    p = deployed.run("apply", "--dry-run=server", "-f", "-", input=out)
+    assert "validatingadmissionpolicy.admissionregistration.k8s.io/sandbox-router-sandbox-writes" in p.stdout
+    assert "deployment.apps/sandbox-router" in p.stdout
+
+
 # ---------------------------------------------------------------- helm install
 
 
