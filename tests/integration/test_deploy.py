@@ -43,7 +43,8 @@ def test_controller_deployment_rolls_out_and_the_metrics_service_selects_it(depl
     (c,) = pod_spec["containers"]
     # upstream's name, so users' patches by container name apply
     assert c["name"] == "agent-sandbox-controller"
-    assert dep["spec"]["template"]["metadata"]["annotations"] == {"kubectl.kubernetes.io/default-container": "agent-sandbox-controller"}
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kubectl.kubernetes.io/default-container"] == "agent-sandbox-controller"
     assert c["args"] == ["--leader-elect=true", "--extensions=true"]
     assert {(p["name"], p["containerPort"]) for p in c["ports"]} == \
         {("metrics", 8080), ("healthz", 8081), ("webhook", 9443)}

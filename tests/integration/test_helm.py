@@ -312,8 +312,49 @@ def test_an_upstream_values_file_carries_over(tmp_path):
 
     # every flag the chart can pass is one the controller has
     usage = subprocess.run([controller_binary(), "--help"], capture_output=True, text=True, timeout=30)
-    for arg in c["args"][:-1]:
+    for arg in c["args"]:
         assert arg.split("=", 1)[0] in usage.stdout + usage.stderr, f"controller has no flag {arg}"
+
+
+# Upstream's chart's values.yaml as it ships (its keys and defaults).
+UPSTREAM_DEFAULTS = """
+namespace: {create: true, name: agent-sandbox-system}
+image: {repository: registry.k8s.io/agent-sandbox/agent-sandbox-controller, tag: "", pullPolicy: IfNotPresent}
+imagePullSecrets: []
+replicaCount: 1
+podAnnotations: {}
+podLabels: {}
+controller: {leaderElect: true, extensions: false, extraArgs: []}
+resources: {}
+nodeSelector: {}
+tolerations: []
+affinity: {}
+podSecurityContext: null
+containerSecurityContext: null
+webhookServiceName: agent-sandbox-webhook-service
+service: {name: agent-sandbox-controller}
+metrics:
+  serviceMonitor: {enabled: false, additionalLabels: {}, interval: 30s, scrapeTimeout: ""}
+  prometheusRule: {enabled: false, additionalLabels: {}, additionalGroups: []}
+"""
+
+
+def test_upstreams_default_values_file_carries_over(tmp_path):
+    """Upstream's shipped values.yaml plus the image tag it requires: its
+    explicit choices hold (extensions off, no security contexts); an empty
+    map cannot remove a default (Helm merges maps): resources stay ours."""
+    p = tmp_path / "values.yaml"
+    p.write_text(UPSTREAM_DEFAULTS)
+    assert "image.tag is required" in helm("template", CHART, "-f", str(p), check=False).stderr
+    objs = template("--set", "image.tag=v0.1.0", values=UPSTREAM_DEFAULTS, tmp_path=tmp_path)
+    c = container(objs)
+    assert c["args"] == ["--leader-elect=true", "--extensions=false", *WEBHOOK_ARGS]
+    assert c["image"] == "registry.k8s.io/agent-sandbox/agent-sandbox-controller:v0.1.0"
+    assert "securityContext" not in c
+    assert "securityContext" not in controller_deployment(objs)["spec"]["template"]["spec"]
+    assert c["resources"]["limits"] == {"memory": "512Mi"}
+    assert ("ClusterRoleBinding", None, "agent-sandbox-controller-extensions") not in objs
+    assert ("Namespace", None, NS) in objs
 
 
 def test_release_manifests_hold_the_objects_of_deploy(tmp_path):
@@ -350,6 +391,15 @@ def test_optional_objects_are_accepted_by_the_api_server(deployed):
     p = deployed.run("apply", "--dry-run=server", "-f", "-", input=out)
     assert "validatingadmissionpolicy.admissionregistration.k8s.io/sandbox-router-sandbox-writes" in p.stdout
     assert "deployment.apps/sandbox-router" in p.stdout
+
+    # in another namespace, the policy names the router's ServiceAccount there
+    objs = template("--set", "router.enabled=true", "--set", "namespace.name=elsewhere")
+    policy = objs[("ValidatingAdmissionPolicy", None, "sandbox-router-sandbox-writes")]
+    assert policy["spec"]["matchConditions"][0]["expression"] == \
+        "request.userInfo.username == 'system:serviceaccount:elsewhere:sandbox-router'"
+    for name in ("sandbox-router", "sandbox-router-auth-delegator"):
+        assert objs[("ClusterRoleBinding", None, name)]["subjects"][0]["namespace"] == "elsewhere"
+    assert ("Deployment", "elsewhere", "sandbox-router") in objs
 
 
 # ---------------------------------------------------------------- helm install
