@@ -18,6 +18,17 @@ UPSTREAM_CLIENT = os.environ.get("AGENT_SANDBOX_UPSTREAM_CLIENT", os.path.join(
     "k8s-agent-sandbox-1.0.8"))
 
 
+def helm_binary():
+    """helm as tools/install-deps builds it (the version tools/helm/go.mod
+    pins, in the cache), or $AGENT_SANDBOX_HELM."""
+    if os.environ.get("AGENT_SANDBOX_HELM"):
+        return os.environ["AGENT_SANDBOX_HELM"]
+    with open(os.path.join(ROOT, "tools", "helm", "go.mod")) as f:
+        version = next(line.split()[2] for line in f if line.startswith("require helm.sh/helm/v4 "))
+    cache = os.environ.get("AGENT_SANDBOX_CACHE", os.path.expanduser("~/.cache/agent-sandbox"))
+    return os.path.join(cache, f"helm-{version}", "bin", "helm")
+
+
 def admin_kube():
     """A Kube on $KUBECONFIG, the admin kubeconfig of a running cluster;
     None when it is not set or the file is missing (the caller says what to do)."""

@@ -74,6 +74,12 @@ def kube():
 @pytest.fixture(scope="session")
 def deployed(kube):
     """Installs the namespace, CRDs and RBAC of deploy/ and waits for the CRD."""
+    apply_deploy(kube)
+    return kube
+
+
+def apply_deploy(kube):
+    """`kubectl apply -k deploy/`, waiting for the CRDs to be Established."""
     # A controller run with --webhook-url (below) left the CRDs' conversion
     # clientConfig on a URL; `apply` would add the Service beside it, which the
     # API server refuses (exactly one of url and service): put the Service back.
@@ -86,7 +92,6 @@ def deployed(kube):
                     "path": "/convert"}}}}}}))
     kube.run("apply", "-k", os.path.join(ROOT, "deploy"))
     kube.run("wait", "--for=condition=Established", "--timeout=60s", *[f"crd/{c}" for c in CRDS])
-    return kube
 
 
 def controller_binary():

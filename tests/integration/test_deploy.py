@@ -41,6 +41,10 @@ def test_controller_deployment_rolls_out_and_the_metrics_service_selects_it(depl
     pod_spec = dep["spec"]["template"]["spec"]
     assert pod_spec["serviceAccountName"] == "agent-sandbox-controller"
     (c,) = pod_spec["containers"]
+    # upstream's name, so users' patches by container name apply
+    assert c["name"] == "agent-sandbox-controller"
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["kubectl.kubernetes.io/default-container"] == "agent-sandbox-controller"
     assert c["args"] == ["--leader-elect=true", "--extensions=true"]
     assert {(p["name"], p["containerPort"]) for p in c["ports"]} == \
         {("metrics", 8080), ("healthz", 8081), ("webhook", 9443)}

@@ -97,6 +97,7 @@ jp 1 .spec.replicas
 jp agent-sandbox-controller .spec.template.spec.serviceAccountName
 jp '{"app":"agent-sandbox-controller"}' .spec.selector.matchLabels
 jp agent-sandbox-controller .spec.template.metadata.labels.app
+jp agent-sandbox-controller "$C.name"
 jp agent-sandbox-controller:dev "$C.image"
 jp '["--leader-elect=true","--extensions=true"]' "$C.args"
 jp 'metrics:8080 healthz:8081 webhook:9443 ' "range $C.ports[*]}{.name}:{.containerPort} {end"
