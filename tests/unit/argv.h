@@ -1,12 +1,16 @@
 /*
  * argv.h - for the flag tests of the commands: builds a command line from
- * a NULL-terminated list of arguments. Header-only, test code.
+ * a NULL-terminated list of arguments, and captures what a parse prints on
+ * stderr. Header-only, test code.
  */
 #ifndef TESTS_UNIT_ARGV_H
 #define TESTS_UNIT_ARGV_H
 
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Fills a static argv: `prog`, then the arguments of `ap` up to NULL (at
  * most 62, each cut at 511 bytes), NULL-terminated; returns argc. The array
@@ -22,6 +26,40 @@ static inline int test_argv(char ***out, const char *prog, va_list ap)
 	argv[argc] = NULL;
 	*out = argv;
 	return argc;
+}
+
+/* stderr sent to a temporary file between test_stderr_begin() and
+ * test_stderr_end(). */
+typedef struct {
+	FILE *tmp;
+	int saved;
+} test_stderr;
+
+static inline void test_stderr_begin(test_stderr *c)
+{
+	fflush(stderr);
+	c->tmp = tmpfile();
+	c->saved = dup(2);
+	if (c->tmp)
+		dup2(fileno(c->tmp), 2);
+}
+
+/* Restores stderr; returns what was written meanwhile (malloc'd, never
+ * NULL unless out of memory). */
+static inline char *test_stderr_end(test_stderr *c)
+{
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	if (!c->tmp)
+		return strdup("");
+	long n = ftell(c->tmp);
+	char *out = calloc(1, n > 0 ? (size_t)n + 1 : 1);
+	rewind(c->tmp);
+	if (out && n > 0 && fread(out, 1, (size_t)n, c->tmp) != (size_t)n)
+		out[0] = '\0';
+	fclose(c->tmp);
+	return out;
 }
 
 #endif
