@@ -672,7 +672,7 @@ int main(int argc, char **argv)
 	if (parsed != 0)
 		return parsed > 0 ? 0 : 1;
 	controller_app a = { .f = &f, .infs.n = f.extensions ? INF_COUNT : INF_CORE_COUNT };
-	if (asb_logger_new(&a.log, stderr, f.log.format, f.log.level) < 0 ||
+	if (asb_log_flags_logger(&a.log, &f.log, stderr) < 0 ||
 	    asb_logger_named(&a.setup, a.log, "setup") < 0) {
 		asb_logger_free(a.log);
 		return 1;

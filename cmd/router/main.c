@@ -189,7 +189,7 @@ static int setup_logging(router_app *a)
 	const rt_flags *f = &a->f;
 	static const char *const parts[L_COUNT] = { "cache", "proxy", "server", "idle" };
 	asb_logger *root;
-	if (asb_logger_new(&root, stderr, f->log.format, f->log.level) < 0)
+	if (asb_log_flags_logger(&root, &f->log, stderr) < 0)
 		return -1;
 	int rc = asb_logger_named(&a->log, root, "sandbox-router");
 	asb_logger_free(root);  /* the named ones keep the stream */

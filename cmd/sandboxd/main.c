@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 
 	/* one logger, named as upstream's sandboxd names its own */
 	asb_logger *root = NULL, *log = NULL;
-	if (asb_logger_new(&root, stderr, f.log.format, f.log.level) != 0)
+	if (asb_log_flags_logger(&root, &f.log, stderr) != 0)
 		return 1;
 	int named = asb_logger_named(&log, root, "sandboxd");
 	asb_logger_free(root);  /* `log` keeps the stream */

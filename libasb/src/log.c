@@ -23,6 +23,7 @@ typedef struct {
 	FILE *stream;
 	asb_log_format format;
 	asb_log_level min_level;
+	atomic_int time;   /* asb_log_time */
 	pthread_mutex_t lock;
 	atomic_int refs;
 } sink;
@@ -49,6 +50,7 @@ int asb_logger_new(asb_logger **out, FILE *stream, asb_log_format format,
 	s->min_level = min_level;
 	pthread_mutex_init(&s->lock, NULL);
 	atomic_init(&s->refs, 1);
+	atomic_init(&s->time, ASB_LOG_TIME_RFC3339_MS);
 	l->sink = s;
 	*out = l;
 	return 0;
@@ -74,6 +76,12 @@ int asb_logger_named(asb_logger **out, asb_logger *parent, const char *name)
 	atomic_fetch_add(&l->sink->refs, 1);
 	*out = l;
 	return 0;
+}
+
+void asb_logger_set_time(asb_logger *log, asb_log_time time)
+{
+	if (log)
+		atomic_store(&log->sink->time, (int)time);
 }
 
 const char *asb_logger_name(const asb_logger *log)
@@ -173,14 +181,57 @@ static void lb_logfmt_value(linebuf *b, const char *v)
 	lb_put(b, "\"", 1);
 }
 
-static void timestamp(char *buf, size_t cap)
+/* `frac` as `digits` decimals after a dot, trailing zeros dropped (and the
+ * dot with them when nothing is left). */
+static void put_fraction(char *out, size_t cap, long frac, int digits)
+{
+	char d[16];
+	snprintf(d, sizeof(d), "%0*ld", digits, frac);
+	int n = digits;
+	while (n > 0 && d[n - 1] == '0')
+		n--;
+	if (n)
+		snprintf(out, cap, ".%.*s", n, d);
+	else
+		out[0] = '\0';
+}
+
+/* Now as `how` writes it; true when it is a number (for JSON). */
+static bool timestamp(char *buf, size_t cap, asb_log_time how)
 {
 	struct timespec ts;
 	struct tm tm;
+	char frac[16];
 	clock_gettime(CLOCK_REALTIME, &ts);
+	switch (how) {
+	case ASB_LOG_TIME_EPOCH:
+	case ASB_LOG_TIME_MILLIS:
+		/* exact decimals of the nanoseconds, where zap prints a float64 */
+		if (how == ASB_LOG_TIME_EPOCH) {
+			put_fraction(frac, sizeof(frac), ts.tv_nsec, 9);
+			snprintf(buf, cap, "%lld%s", (long long)ts.tv_sec, frac);
+		} else {
+			put_fraction(frac, sizeof(frac), ts.tv_nsec % 1000000, 6);
+			snprintf(buf, cap, "%lld%s", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+			         frac);
+		}
+		return true;
+	case ASB_LOG_TIME_NANOS:
+		snprintf(buf, cap, "%lld", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+		return true;
+	default:
+		break;
+	}
 	gmtime_r(&ts.tv_sec, &tm);
 	size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	if (how == ASB_LOG_TIME_RFC3339)
+		frac[0] = '\0';
+	else if (how == ASB_LOG_TIME_RFC3339NANO)
+		put_fraction(frac, sizeof(frac), ts.tv_nsec, 9);
+	else  /* ours and ISO 8601: always three digits */
+		snprintf(frac, sizeof(frac), ".%03ld", ts.tv_nsec / 1000000);
+	snprintf(buf + n, cap - n, "%sZ", frac);
+	return false;
 }
 
 /* A number as JSON (and logfmt) writes it: the shortest of 15 or 17
@@ -218,7 +269,7 @@ static cJSON *json_value(const asb_log_field *f)
 }
 
 static void json_line(linebuf *b, const asb_logger *log, asb_log_level level, const char *ts,
-                      const char *msg, const asb_log_field *fields, size_t n)
+                      bool ts_number, const char *msg, const asb_log_field *fields, size_t n)
 {
 	cJSON *o = cJSON_CreateObject();
 	if (!o) {
@@ -226,7 +277,10 @@ static void json_line(linebuf *b, const asb_logger *log, asb_log_level level, co
 		return;
 	}
 	cJSON_AddStringToObject(o, "level", level_names[level]);
-	cJSON_AddStringToObject(o, "ts", ts);
+	if (ts_number)
+		cJSON_AddRawToObject(o, "ts", ts);
+	else
+		cJSON_AddStringToObject(o, "ts", ts);
 	if (log->name)
 		cJSON_AddStringToObject(o, "logger", log->name);
 	cJSON_AddStringToObject(o, "msg", msg ? msg : "");
@@ -295,11 +349,11 @@ void asb_log_fields(asb_logger *log, asb_log_level level, const char *msg,
 {
 	if (!asb_log_enabled(log, level))
 		return;
-	char ts[40];
-	timestamp(ts, sizeof(ts));
+	char ts[48];
+	bool ts_number = timestamp(ts, sizeof(ts), (asb_log_time)atomic_load(&log->sink->time));
 	linebuf b = { 0 };
 	if (log->sink->format == ASB_LOG_JSON)
-		json_line(&b, log, level, ts, msg, fields, n);
+		json_line(&b, log, level, ts, ts_number, msg, fields, n);
 	else
 		text_line(&b, log, level, ts, msg, fields, n);
 	lb_put(&b, "\n", 1);

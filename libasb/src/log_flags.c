@@ -72,8 +72,14 @@ int asb_log_flags_set(void *opts, const asb_flag *fl, const char *v, char *why, 
 		/* controller-runtime takes "nanos"; its help text says "nano": both */
 		static const char *const enc[] = { "epoch", "millis", "nano", "nanos", "iso8601",
 		                                   "rfc3339", "rfc3339nano", NULL };
-		if (word_index(v, enc, true) < 0)
+		static const asb_log_time times[] = { ASB_LOG_TIME_EPOCH, ASB_LOG_TIME_MILLIS,
+		                                      ASB_LOG_TIME_NANOS, ASB_LOG_TIME_NANOS,
+		                                      ASB_LOG_TIME_ISO8601, ASB_LOG_TIME_RFC3339,
+		                                      ASB_LOG_TIME_RFC3339NANO };
+		int i = word_index(v, enc, true);
+		if (i < 0)
 			return want(why, cap, "use epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano");
+		lf->time = times[i];
 		return 0;
 	}
 	return want(why, cap, "not a logging flag");
@@ -87,4 +93,12 @@ void asb_log_flags_finish(asb_log_flags *lf)
 		lf->level = ASB_LOG_DEBUG;
 	if (!lf->format_set)
 		lf->format = ASB_LOG_TEXT;
+}
+
+int asb_log_flags_logger(asb_logger **out, const asb_log_flags *lf, FILE *stream)
+{
+	int rc = asb_logger_new(out, stream, lf->format, lf->level);
+	if (rc == 0)
+		asb_logger_set_time(*out, lf->time);
+	return rc;
 }

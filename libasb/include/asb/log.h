@@ -9,7 +9,8 @@
  *
  *   {"level":"info","ts":"2026-01-02T03:04:05.678Z","logger":"setup","msg":"...","workers":100}
  *
- * `level`, `ts` (RFC 3339, UTC), `logger` (only when the logger has a name,
+ * `level`, `ts` (RFC 3339 in UTC with milliseconds; asb_logger_set_time()
+ * picks another of zap's encodings), `logger` (only when the logger has a name,
  * see asb_logger_named()), `msg`, then the event's fields in order, each as
  * its JSON type: strings from asb_log(), and numbers or booleans from
  * asb_log_typed(). The text format carries the same keys as logfmt:
@@ -39,6 +40,20 @@ typedef enum {
  *  object a line. */
 typedef enum { ASB_LOG_TEXT = 0, ASB_LOG_JSON = 1 } asb_log_format;
 
+/**
+ * How `ts` is written: controller-runtime's --zap-time-encoding values.
+ * Always UTC. Strings in JSON unless said otherwise.
+ */
+typedef enum {
+	ASB_LOG_TIME_RFC3339_MS = 0, /**< ours, the default: 2026-01-02T03:04:05.678Z */
+	ASB_LOG_TIME_RFC3339,        /**< whole seconds, upstream's default: 2026-01-02T03:04:05Z */
+	ASB_LOG_TIME_RFC3339NANO,    /**< up to 9 digits, trailing zeros dropped */
+	ASB_LOG_TIME_ISO8601,        /**< zap's ISO 8601: milliseconds, as RFC3339_MS */
+	ASB_LOG_TIME_EPOCH,          /**< seconds since 1970 as a JSON number: 1767323045.678 */
+	ASB_LOG_TIME_MILLIS,         /**< milliseconds since 1970 as a number */
+	ASB_LOG_TIME_NANOS           /**< nanoseconds since 1970 as an integer */
+} asb_log_time;
+
 /** Opaque logger; thread-safe. */
 typedef struct asb_logger asb_logger;
 
@@ -59,6 +74,13 @@ ASB_EXTERN int asb_logger_new(asb_logger **out, FILE *stream,
  * @return 0, or ASB_ENOMEM (`*out` NULL).
  */
 ASB_EXTERN int asb_logger_named(asb_logger **out, asb_logger *parent, const char *name);
+
+/**
+ * Sets how `ts` is written by `log` and every logger sharing its stream
+ * (asb_logger_named()). Thread-safe; lines being written meanwhile may
+ * have either. NULL `log`: no-op.
+ */
+ASB_EXTERN void asb_logger_set_time(asb_logger *log, asb_log_time time);
 
 /** The logger's name, "" when it has none (or `log` is NULL). Borrowed:
  *  valid while `log` is. */

@@ -24,6 +24,7 @@ typedef struct {
 	bool format_set;         /**< a format flag was given */
 	bool level_set;          /**< a level flag was given */
 	bool devel;              /**< --zap-devel */
+	asb_log_time time;       /**< --zap-time-encoding (default: RFC 3339 with ms) */
 } asb_log_flags;
 
 /** The defaults: JSON lines at info, controller-runtime's production mode. */
@@ -39,9 +40,10 @@ typedef struct {
  *  - zap-log-level: debug, info, warn, error, panic (our error: nothing of
  *    ours is more severe), any case, or an integer > 0 (a zap debug
  *    verbosity: our debug);
- *  - zap-stacktrace-level: info, error or panic; zap-time-encoding: epoch,
- *    millis, nano, nanos, iso8601, rfc3339 or rfc3339nano (any case):
- *    checked, then ignored (no stack traces; timestamps are RFC 3339).
+ *  - zap-time-encoding: epoch, millis, nano or nanos, iso8601, rfc3339,
+ *    rfc3339nano (any case), as asb_log_time;
+ *  - zap-stacktrace-level: info, error or panic (any case): checked, then
+ *    ignored (no stack traces are logged).
  * The last format flag and the last level flag given win.
  * @return 0, or -1 with the reason ("use ...") in `why`.
  */
@@ -54,6 +56,13 @@ ASB_EXTERN int asb_log_flags_set(void *opts, const asb_flag *fl, const char *val
  * (console) unless a format flag was given.
  */
 ASB_EXTERN void asb_log_flags_finish(asb_log_flags *lf);
+
+/**
+ * Creates the logger the flags describe (format, level, time encoding),
+ * writing to `stream`, without a name (asb_logger_new()).
+ * @return 0, or ASB_ENOMEM.
+ */
+ASB_EXTERN int asb_log_flags_logger(asb_logger **out, const asb_log_flags *lf, FILE *stream);
 
 /** A row of the logging flags: `name_` for the asb_log_flags at `off_`. */
 #define ASB_LOG_FLAG_ROW(name_, off_, arg_, help_) \
@@ -77,7 +86,7 @@ ASB_EXTERN void asb_log_flags_finish(asb_log_flags *lf);
 	ASB_LOG_FLAG_ROW("zap-stacktrace-level", off_, "L", \
 	  "info|error|panic: accepted and ignored (no stack traces)"), \
 	ASB_LOG_FLAG_ROW("zap-time-encoding", off_, "E", \
-	  "epoch|millis|nanos|iso8601|rfc3339|rfc3339nano: accepted\nand ignored (timestamps are RFC 3339, UTC, in ms)")
+	  "ts as epoch, millis, nanos, iso8601, rfc3339 or\nrfc3339nano (default: RFC 3339 with milliseconds)")
 
 #ifdef __cplusplus
 }

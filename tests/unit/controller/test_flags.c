@@ -270,7 +270,11 @@ START_TEST(zap_flags)
 	ck_assert_int_eq(f.log.level, ASB_LOG_ERROR);
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=Panic", "--zap-time-encoding=ISO8601",
 	                       NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_ISO8601);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nanos", NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_NANOS);
+	ck_assert_int_eq(parse(&f, "-zap-time-encoding", "RFC3339", NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_RFC3339);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nano", NULL), 0);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=Warn", NULL), 0);
 	ck_assert_int_eq(f.log.level, ASB_LOG_WARN);

@@ -203,6 +203,59 @@ START_TEST(text_line_has_logger_and_bare_typed_values)
 }
 END_TEST
 
+/* Each of zap's time encodings (--zap-time-encoding): its shape and JSON type. */
+START_TEST(time_encodings)
+{
+	static const struct {
+		asb_log_time time;
+		const char *re;   /* of the string, or of the number's text */
+		bool number;
+	} cases[] = {
+		{ ASB_LOG_TIME_RFC3339_MS, TS_RE, false },
+		{ ASB_LOG_TIME_ISO8601, TS_RE, false },
+		{ ASB_LOG_TIME_RFC3339, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$", false },
+		{ ASB_LOG_TIME_RFC3339NANO,
+		  "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,8}[1-9])?Z$", false },
+		{ ASB_LOG_TIME_EPOCH, "^1[0-9]{9}(\\.[0-9]{0,8}[1-9])?$", true },
+		{ ASB_LOG_TIME_MILLIS, "^1[0-9]{12}(\\.[0-9]{0,5}[1-9])?$", true },
+		{ ASB_LOG_TIME_NANOS, "^1[0-9]{18}$", true },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int fmt = ASB_LOG_TEXT; fmt <= ASB_LOG_JSON; fmt++) {
+			mem_log m;
+			mem_open(&m, (asb_log_format)fmt, ASB_LOG_INFO);
+			asb_logger *named;
+			ck_assert_int_eq(asb_logger_named(&named, m.log, "n"), 0);
+			asb_logger_set_time(named, cases[i].time);  /* the shared stream's setting */
+			asb_log(m.log, ASB_LOG_INFO, "x", NULL);
+			asb_logger_free(named);
+			mem_close(&m);
+			char ts[64];
+			if (fmt == ASB_LOG_TEXT) {
+				ck_assert_int_eq(sscanf(m.buf, "ts=%63s ", ts), 1);
+			} else {
+				cJSON *o = cJSON_Parse(m.buf);
+				ck_assert_ptr_nonnull(o);
+				cJSON *t = cJSON_GetObjectItem(o, "ts");
+				ck_assert_msg(cases[i].number ? cJSON_IsNumber(t) : cJSON_IsString(t),
+				              "case %zu: %s", i, m.buf);
+				/* the number's text as written, for its digits */
+				const char *p = strstr(m.buf, "\"ts\":") + 5;
+				size_t n = strcspn(p, ",");
+				snprintf(ts, sizeof(ts), "%.*s", (int)n, p);
+				if (!cases[i].number) {  /* strip the quotes */
+					memmove(ts, ts + 1, strlen(ts));
+					ts[strlen(ts) - 1] = '\0';
+				}
+				cJSON_Delete(o);
+			}
+			ck_assert_msg(matches(cases[i].re, ts), "case %zu: %s", i, ts);
+			free(m.buf);
+		}
+	}
+}
+END_TEST
+
 START_TEST(named_logger_of_null_is_silent)
 {
 	asb_logger *l = (asb_logger *)1;
@@ -284,6 +337,7 @@ int main(void)
 	tcase_add_test(tc, json_non_finite_floats_are_strings);
 	tcase_add_test(tc, text_line_has_logger_and_bare_typed_values);
 	tcase_add_test(tc, named_logger_of_null_is_silent);
+	tcase_add_test(tc, time_encodings);
 	tcase_add_test(tc, threads_never_interleave_lines);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
