@@ -31,8 +31,9 @@ typedef struct {
 #define ASB_LOG_FLAGS_INIT { .format = ASB_LOG_JSON, .level = ASB_LOG_INFO }
 
 /**
- * The setter of the rows below but zap-devel (a plain boolean row) (asb_flag_set_fn): the asb_log_flags is at
- * `fl->off` in `opts`, and the row's name says which flag it is. Values:
+ * The setter (asb_flag_set_fn) of the rows below but zap-devel, a plain
+ * boolean row: the asb_log_flags is at `fl->off` in `opts`, and the row's
+ * name says which flag it is. Values:
  *  - log-format: text or json (exact case);
  *  - zap-encoder: console (our text) or json, any case (controller-runtime
  *    lower-cases them);
@@ -78,15 +79,18 @@ ASB_EXTERN int asb_log_flags_logger(asb_logger **out, const asb_log_flags *lf, F
 /** controller-runtime's five zap flags, for the asb_log_flags at `off_`. */
 #define ASB_ZAP_FLAG_ROWS(off_) \
 	ASB_FLAG("zap-devel", ASB_FLAG_BOOL, (off_) + offsetof(asb_log_flags, devel), "[=B]", \
-	  "development mode: debug level and text lines unless\na level or format flag is given (default false)"), \
+	  "development mode: debug level and text lines unless\n" \
+	  "a level or format flag is given (default false)"), \
 	ASB_LOG_FLAG_ROW("zap-encoder", off_, "json|console", \
 	  "JSON lines, or console: logfmt text (default json)"), \
 	ASB_LOG_FLAG_ROW("zap-log-level", off_, "L", \
-	  "minimum level: debug, info, warn, error, panic, or an\ninteger N > 0 for debug (default info)"), \
+	  "minimum level: debug, info, warn, error, panic, or an\n" \
+	  "integer N > 0 for debug (default info)"), \
 	ASB_LOG_FLAG_ROW("zap-stacktrace-level", off_, "L", \
 	  "info|error|panic: accepted and ignored (no stack traces)"), \
 	ASB_LOG_FLAG_ROW("zap-time-encoding", off_, "E", \
-	  "ts as epoch, millis, nanos, iso8601, rfc3339 or\nrfc3339nano (default: RFC 3339 with milliseconds)")
+	  "ts as epoch, millis, nanos, iso8601, rfc3339 or\n" \
+	  "rfc3339nano (default: RFC 3339 with milliseconds)")
 
 #ifdef __cplusplus
 }

@@ -133,28 +133,27 @@ START_TEST(every_bool_flag_spelling)
 		{ "enable-pprof-debug", offsetof(controller_flags, enable_pprof_debug) },
 		{ "zap-devel", offsetof(controller_flags, log.devel) },
 	};
+	/* each spelling, with the value it sets (-1: refused); one dash or
+	 * two, as Go's flag package */
+	static const struct {
+		const char *dashes, *suffix;
+		int want;
+	} spellings[] = {
+		{ "--", "", 1 }, { "--", "=false", 0 }, { "--", "=true", 1 }, { "--", "=yes", -1 },
+		{ "-", "=false", 0 }, { "-", "", 1 }, { "-", "=0", 0 }, { "-", "=T", 1 },
+	};
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		controller_flags f;
-		char a[128];
-		bool *v = (bool *)((char *)&f + flags[i].off);
-		snprintf(a, sizeof(a), "--%s", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=false", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(!*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=true", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=yes", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), -1);
-		/* and with one dash, as Go's flag package */
-		snprintf(a, sizeof(a), "-%s=false", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(!*v, "%s", a);
-		snprintf(a, sizeof(a), "-%s", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(*v, "%s", a);
+		for (size_t j = 0; j < sizeof(spellings) / sizeof(spellings[0]); j++) {
+			controller_flags f;
+			char a[128];
+			bool *v = (bool *)((char *)&f + flags[i].off);
+			snprintf(a, sizeof(a), "%s%s%s", spellings[j].dashes, flags[i].name,
+			         spellings[j].suffix);
+			int want = spellings[j].want;
+			ck_assert_int_eq(parse(&f, a, NULL), want < 0 ? -1 : 0);
+			if (want >= 0)
+				ck_assert_msg(*v == (want == 1), "%s", a);
+		}
 	}
 }
 END_TEST
@@ -454,48 +453,47 @@ START_TEST(go_style_spellings)
 }
 END_TEST
 
-/* Runs the parse with stderr captured; returns what it printed (to free). */
-static char *parse_stderr(int *rc, ...)
+/* A parse into fresh defaults, for test_stderr_of(). */
+static int parse_fresh(int argc, char **argv)
 {
-	char **argv;
-	va_list ap;
-	va_start(ap, rc);
-	int argc = test_argv(&argv, "/usr/local/bin/agent-sandbox-controller", ap);
-	va_end(ap);
 	controller_flags f;
 	controller_flags_defaults(&f);
-	test_stderr c;
-	test_stderr_begin(&c);
-	*rc = controller_flags_parse(argc, argv, &f);
-	return test_stderr_end(&c);
+	return controller_flags_parse(argc, argv, &f);
+}
+
+/* What the parse of `args` printed (to free), run as an installed binary
+ * would be, so that a message naming the program's path would show. */
+static char *err_of(int *rc, const char *const *args)
+{
+	return test_stderr_of(parse_fresh, rc, "/usr/local/bin/agent-sandbox-controller", args);
 }
 
 /* The message names the flag as given, never the program's path. */
 START_TEST(errors_name_the_flag)
 {
 	int rc;
-	char *e = parse_stderr(&rc, "-leader-elect=false", "-nope", NULL);
+	char *e = err_of(&rc, TEST_ARGS("-leader-elect=false", "-nope"));
 	ck_assert_int_eq(rc, -1);
 	ck_assert_msg(strncmp(e, "agent-sandbox-controller: flag provided but not defined: -nope\n",
 	                      63) == 0, "%s", e);
 	ck_assert_ptr_null(strstr(e, "/usr/local/bin"));
 	free(e);
-	e = parse_stderr(&rc, "--nope=3", NULL);
+	e = err_of(&rc, TEST_ARGS("--nope=3"));
 	ck_assert_ptr_nonnull(strstr(e, "flag provided but not defined: --nope\n"));
 	free(e);
-	e = parse_stderr(&rc, "-leader-elect=maybe", NULL);
+	e = err_of(&rc, TEST_ARGS("-leader-elect=maybe"));
 	ck_assert_int_eq(rc, -1);
 	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"maybe\" for flag "
 	                    "--leader-elect: must be true or false\n");
 	free(e);
-	e = parse_stderr(&rc, "-webhook-port", "x", NULL);
+	e = err_of(&rc, TEST_ARGS("-webhook-port", "x"));
 	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"x\" for flag --webhook-port: "
 	                    "must be an integer >= 1\n");
 	free(e);
-	e = parse_stderr(&rc, "-kubeconfig", NULL);
+	e = err_of(&rc, TEST_ARGS("-kubeconfig"));
 	ck_assert_str_eq(e, "agent-sandbox-controller: flag needs an argument: --kubeconfig\n");
 	free(e);
-	e = parse_stderr(&rc, "-zap-encoder=logfmt", NULL);
+	e = err_of(&rc, TEST_ARGS("-zap-encoder=logfmt"));
 	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"logfmt\" for flag "
 	                    "--zap-encoder: use json or console\n");
 	free(e);

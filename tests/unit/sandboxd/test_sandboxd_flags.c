@@ -128,63 +128,56 @@ START_TEST(go_style_spellings)
 }
 END_TEST
 
-/* controller-runtime's zap flags, which upstream's sandboxd binds. */
+/* controller-runtime's zap flags, which upstream's sandboxd binds (their
+ * values: asb/log_flags.h, tested with the controller's) */
 START_TEST(zap_flags)
 {
 	sandboxd_flags f;
 	ck_assert_int_eq(parse(&f, "-zap-encoder=console", "-zap-log-level", "error", NULL), 0);
-	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
-	ck_assert_int_eq(f.log.level, ASB_LOG_ERROR);
-	ck_assert_int_eq(parse(&f, "-zap-devel", NULL), 0);
-	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
-	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
-	ck_assert_int_eq(parse(&f, "-zap-devel=true", "-zap-encoder=JSON", "-zap-log-level=2", NULL), 0);
-	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
-	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
-	ck_assert_int_eq(parse(&f, "-zap-stacktrace-level=error", "-zap-time-encoding=rfc3339", NULL), 0);
-	ck_assert_int_eq(parse(&f, "-zap-time-encoding=unix", NULL), -1);
-	ck_assert_int_eq(parse(&f, "-zap-devel=maybe", NULL), -1);
+	ck_assert(f.log.format == ASB_LOG_TEXT && f.log.level == ASB_LOG_ERROR);
+	ck_assert_int_eq(parse(&f, "-zap-devel", "-zap-time-encoding=epoch", NULL), 0);
+	ck_assert(f.log.level == ASB_LOG_DEBUG && f.log.time == ASB_LOG_TIME_EPOCH);
+	ck_assert_int_eq(parse(&f, "-zap-stacktrace-level=warn", NULL), -1);
 }
 END_TEST
 
-/* Runs the parse with stderr captured; returns what it printed (to free). */
-static char *parse_stderr(int *rc, ...)
+/* A parse into fresh defaults, for test_stderr_of(). */
+static int parse_fresh(int argc, char **argv)
 {
-	char **argv;
-	va_list ap;
-	va_start(ap, rc);
-	int argc = test_argv(&argv, "/usr/local/bin/sandboxd", ap);
-	va_end(ap);
 	sandboxd_flags f;
 	sandboxd_flags_defaults(&f);
-	test_stderr c;
-	test_stderr_begin(&c);
-	*rc = sandboxd_flags_parse(argc, argv, &f);
-	return test_stderr_end(&c);
+	return sandboxd_flags_parse(argc, argv, &f);
+}
+
+/* What the parse of `args` printed (to free), run as an installed binary
+ * would be, so that a message naming the program's path would show. */
+static char *err_of(int *rc, const char *const *args)
+{
+	return test_stderr_of(parse_fresh, rc, "/usr/local/bin/sandboxd", args);
 }
 
 /* The message names the flag as given, never the program's path. */
 START_TEST(errors_name_the_flag)
 {
 	int rc;
-	char *e = parse_stderr(&rc, "-zzz", NULL);
+	char *e = err_of(&rc, TEST_ARGS("-zzz"));
 	ck_assert_int_eq(rc, -1);
 	ck_assert_str_eq(e, "sandboxd: flag provided but not defined: -zzz\n");
 	free(e);
-	e = parse_stderr(&rc, "-rest-port=8081", "--nope=1", NULL);
+	e = err_of(&rc, TEST_ARGS("-rest-port=8081", "--nope=1"));
 	ck_assert_str_eq(e, "sandboxd: flag provided but not defined: --nope\n");
 	free(e);
-	e = parse_stderr(&rc, "-rest-port", NULL);
+	e = err_of(&rc, TEST_ARGS("-rest-port"));
 	ck_assert_str_eq(e, "sandboxd: flag needs an argument: --rest-port\n");
 	free(e);
-	e = parse_stderr(&rc, "-rest-port=x", NULL);
+	e = err_of(&rc, TEST_ARGS("-rest-port=x"));
 	ck_assert_str_eq(e, "sandboxd: invalid value \"x\" for flag --rest-port: must be an integer "
 	                    "in [1, 65535]\n");
 	free(e);
-	e = parse_stderr(&rc, "-log-format", "xml", NULL);
+	e = err_of(&rc, TEST_ARGS("-log-format", "xml"));
 	ck_assert_str_eq(e, "sandboxd: invalid value \"xml\" for flag --log-format: use json or text\n");
 	free(e);
-	e = parse_stderr(&rc, "-max-processes=5", "stray", NULL);
+	e = err_of(&rc, TEST_ARGS("-max-processes=5", "stray"));
 	ck_assert_str_eq(e, "sandboxd: unexpected argument \"stray\"\n");
 	ck_assert_int_eq(rc, -1);
 	free(e);
