@@ -87,7 +87,7 @@ ASB_EXTERN int asb_log_flags_logger(asb_logger **out, const asb_log_flags *lf, F
 	  "minimum level: debug, info, warn, error, panic, or an\n" \
 	  "integer N > 0 for debug (default info)"), \
 	ASB_LOG_FLAG_ROW("zap-stacktrace-level", off_, "L", \
-	  "info|error|panic: accepted and ignored (no stack traces)"), \
+	  "info|error|panic: accepted and ignored, no stack traces\n(default error)"), \
 	ASB_LOG_FLAG_ROW("zap-time-encoding", off_, "E", \
 	  "ts as epoch, millis, nanos, iso8601, rfc3339 or\n" \
 	  "rfc3339nano (default: RFC 3339 with milliseconds)")
