@@ -1,10 +1,11 @@
 /*
  * flags.c - the controller's command line (flags.h). One asb_flag row per
  * flag, in --help order, drives both parsing and --help (asb/flags.h).
- * Spellings are GNU getopt_long()'s, as they always were here:
- * --flag=value, --flag value, unique prefixes, and for booleans --flag,
- * --flag=true, --flag=false. Each value is checked as it is set; the checks
- * across flags are in controller_flags_validate().
+ * Spellings are those of Go's flag package, which upstream's controller
+ * uses and people's manifests carry: -flag or --flag, =value or the next
+ * word, and for booleans -flag, -flag=true, -flag=false. Each value is
+ * checked as it is set; the checks across flags are in
+ * controller_flags_validate().
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include "asb/duration.h"
 #include "asb/flags.h"
 #include "flags.h"
@@ -25,8 +25,7 @@ void controller_flags_defaults(controller_flags *f)
 		.cluster_domain = "cluster.local",
 		.sandbox_workers = 100,
 		.sandbox_status_coalesce_window_ms = 500,
-		.log_format = ASB_LOG_TEXT,
-		.log_level = ASB_LOG_INFO,
+		.log = ASB_LOG_FLAGS_INIT,
 		.metrics_addr = ":8080",
 		.probe_addr = ":8081",
 		.leader_elect = true,
@@ -121,78 +120,6 @@ static int set_nonempty(void *o, const asb_flag *fl, const char *v, char *why, s
 	return 0;
 }
 
-/* The index of `s` in the NULL-terminated `set`, or -1. */
-static int word_index(const char *s, const char *const *set, bool any_case)
-{
-	for (int i = 0; set[i]; i++)
-		if (any_case ? strcasecmp(s, set[i]) == 0 : strcmp(s, set[i]) == 0)
-			return i;
-	return -1;
-}
-
-/* controller-runtime's zap flags: it lower-cases their values
- * (strings.ToLower) before matching them, so `--zap-encoder=JSON` in
- * existing manifests works there and must work here. */
-static bool is_zap(const asb_flag *fl)
-{
-	return strncmp(fl->name, "zap-", 4) == 0;
-}
-
-/* --log-format text|json, and --zap-encoder console|json (any case). */
-static int set_format(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	bool zap = is_zap(fl);
-	const char *const words[] = { zap ? "console" : "text", "json", NULL };
-	int i = word_index(v, words, zap);
-	if (i < 0)
-		return want(why, cap, zap ? "use json or console" : "use text or json");
-	((controller_flags *)o)->log_format = i ? ASB_LOG_JSON : ASB_LOG_TEXT;
-	return 0;
-}
-
-/* controller-runtime's --zap-log-level: debug, info, error (any case), or an
- * integer > 0 (a debug verbosity, which is our debug). Returns an
- * asb_log_level or -1. */
-static int zap_level(const char *s)
-{
-	static const int levels[] = { ASB_LOG_DEBUG, ASB_LOG_INFO, ASB_LOG_ERROR };
-	int i = word_index(s, (const char *const[]){ "debug", "info", "error", NULL }, true);
-	if (i >= 0)
-		return levels[i];
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	return errno || end == s || *end || v <= 0 ? -1 : ASB_LOG_DEBUG;
-}
-
-/* --log-level and --zap-log-level: the last level flag given wins. */
-static int set_level(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	controller_flags *f = o;
-	bool zap = is_zap(fl);
-	if ((f->log_level = zap ? zap_level(v) : asb_log_level_parse(v)) < 0)
-		return want(why, cap, zap ? "use debug, info, error or an integer > 0"
-		                          : "use error, warn, info or debug");
-	f->log_level_set = true;
-	return 0;
-}
-
-/* --zap-stacktrace-level and --zap-time-encoding: validated (any case),
- * kept, and otherwise ignored. controller-runtime accepts the time encoding
- * "nanos" (its help text says "nano", which it refuses): both are taken. */
-static int set_zap_word(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	static const char *const levels[] = { "info", "error", "panic", NULL };
-	static const char *const encodings[] = { "epoch", "millis", "nano", "nanos", "iso8601",
-	                                         "rfc3339", "rfc3339nano", NULL };
-	bool time = fl->off == offsetof(controller_flags, zap_time_encoding);
-	if (word_index(v, time ? encodings : levels, true) < 0)
-		return want(why, cap, time ? "use epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano"
-		                           : "use info, error or panic");
-	*(const char **)((char *)o + fl->off) = v;
-	return 0;
-}
-
 /* --webhook-cert-name and --webhook-key-name (stored by the row's kind) are
  * honoured only when given: note that they were. */
 static int mark_given(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
@@ -267,22 +194,10 @@ static const asb_flag table[] = {
 	  "serve /metrics on ADDR (host:port or :port;\n0 disables; default :8080)"),
 	STR_FLAG("health-probe-bind-address", probe_addr, "ADDR",
 	  "serve /healthz and /readyz on ADDR (same forms;\n0 disables; default :8081)"),
-	CUSTOM_FLAG("log-format", set_format, log_format, "text|json",
-	  "log line format on stderr (default text)"),
-	CUSTOM_FLAG("log-level", set_level, log_level, "error|warn|info|debug",
-	  "minimum level logged (default info)"),
+	ASB_LOG_FLAG_ROWS(OFF(log)),
 	BOOL_FLAG("cache-label-selectors", cache_label_selectors,
 	  "cache only Pods and Services labelled agents.x-k8s.io/sandbox-name-hash (default false)"),
-	BOOL_FLAG("zap-devel", zap_devel,
-	  "development mode: debug level unless a level flag is given (default false)"),
-	CUSTOM_FLAG("zap-encoder", set_format, log_format, "json|console",
-	  "same as --log-format json|text (default console)"),
-	CUSTOM_FLAG("zap-log-level", set_level, log_level, "debug|info|error|N",
-	  "same as --log-level; an integer N > 0 means debug (default info)"),
-	CUSTOM_FLAG("zap-stacktrace-level", set_zap_word, zap_stacktrace_level, "info|error|panic",
-	  "accepted and ignored: no stack traces are logged (default error)"),
-	CUSTOM_FLAG("zap-time-encoding", set_zap_word, zap_time_encoding, "E",
-	  "epoch|millis|nanos|iso8601|rfc3339|rfc3339nano: accepted and ignored (timestamps are RFC 3339)"),
+	ASB_ZAP_FLAG_ROWS(OFF(log)),
 	ASB_FLAG("version", ASB_FLAG_ACTION, 0, NULL, "print the version and exit"),
 	{ .name = "help", .kind = ASB_FLAG_ACTION, .help = "print this help and exit", .short_opt = 'h' },
 	ASB_FLAG_LINE(""),
@@ -363,18 +278,14 @@ static void usage(FILE *f)
 	asb_flags_usage(f, table, &lay);
 }
 
-/* Says on stderr why asb_flags_parse() refused argv; returns -1. */
+/* Says on stderr why asb_flags_parse() refused argv (its message names the
+ * flag); an unknown flag gets the list, as Go's flag package prints it.
+ * Returns -1. */
 static int refuse(const asb_flags_result *r)
 {
-	if (r->status == ASB_FLAGS_BAD_VALUE)
-		fprintf(stderr, PROG ": invalid value \"%s\" for --%s: %s\n", r->value, r->flag->name,
-		        r->why);
-	else if (r->status == ASB_FLAGS_UNEXPECTED)
-		fprintf(stderr, PROG ": unexpected argument \"%s\"\n", r->word);
-	else if (r->status == ASB_FLAGS_NOMEM)
-		fprintf(stderr, PROG ": out of memory\n");
-	else {  /* unknown, ambiguous, or a value missing or not wanted */
-		fprintf(stderr, PROG ": unknown or incomplete flag \"%s\"\n\n", r->word);
+	fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
+	if (r->status == ASB_FLAGS_UNKNOWN) {
+		fputc('\n', stderr);
 		usage(stderr);
 	}
 	return -1;
@@ -383,7 +294,7 @@ static int refuse(const asb_flags_result *r)
 int controller_flags_parse(int argc, char **argv, controller_flags *f)
 {
 	asb_flags_result r;
-	if (asb_flags_parse(table, ASB_FLAGS_GETOPT, f, argc, argv, NULL, &r) != ASB_OK)
+	if (asb_flags_parse(table, ASB_FLAGS_GO, f, argc, argv, NULL, &r) != ASB_OK)
 		return refuse(&r);
 	if (r.status == ASB_FLAGS_ACTION) {  /* --help or --version */
 		if (r.flag->short_opt == 'h')
@@ -392,9 +303,7 @@ int controller_flags_parse(int argc, char **argv, controller_flags *f)
 			printf(PROG " %s\n", AGENT_SANDBOX_VERSION);
 		return 1;
 	}
-	/* controller-runtime: development mode defaults the level to debug */
-	if (f->zap_devel && !f->log_level_set)
-		f->log_level = ASB_LOG_DEBUG;
+	asb_log_flags_finish(&f->log);  /* --zap-devel */
 	/* as upstream: a negative block profile rate is clamped to 0 */
 	if (f->pprof_block_profile_rate < 0)
 		f->pprof_block_profile_rate = 0;

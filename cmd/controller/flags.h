@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "asb/log.h"
+#include "asb/log_flags.h"
 #include "webhook_flags.h"
 
 typedef struct {
@@ -17,8 +17,9 @@ typedef struct {
 	const char *context;
 	const char *cluster_domain;
 	int sandbox_workers;
-	asb_log_format log_format;
-	int log_level;
+	/** --log-format, --log-level and controller-runtime's zap flags
+	 *  (asb/log_flags.h): JSON at info by default, as upstream. */
+	asb_log_flags log;
 	const char *metrics_addr;
 	const char *probe_addr;
 	bool leader_elect;
@@ -60,16 +61,6 @@ typedef struct {
 	int pprof_block_profile_rate;                 /**< default 1000000; < 0 clamped to 0 */
 	int pprof_mutex_profile_fraction;             /**< default 10 */
 
-	/* controller-runtime's zap flags. --zap-encoder and --zap-log-level set
-	 * log_format and log_level (as --log-format/--log-level; the last one
-	 * given wins); --zap-devel makes the level debug unless a level flag is
-	 * given; the stack trace level and time encoding are validated, kept
-	 * and otherwise ignored (no stack traces; timestamps are RFC 3339). */
-	bool zap_devel;
-	const char *zap_stacktrace_level;             /**< NULL: not given */
-	const char *zap_time_encoding;                /**< NULL: not given */
-	bool log_level_set;                           /**< a level flag was given */
-
 	/* The conversion webhook (webhook_flags.h). */
 	webhook_flags webhook;
 } controller_flags;
@@ -78,9 +69,11 @@ typedef struct {
 void controller_flags_defaults(controller_flags *f);
 
 /**
- * Parses argv into `f` (pointers into argv). Returns 0 to run, 1 when the
- * program should exit 0 (--help, --version: already printed), -1 on a bad
- * flag (the message, naming the flag, is printed on stderr).
+ * Parses argv into `f` (pointers into argv) as Go's flag package reads
+ * upstream's (asb/flags.h ASB_FLAGS_GO): -flag or --flag, =value or the
+ * next word, booleans bare or =value. Returns 0 to run, 1 when the program
+ * should exit 0 (--help, -h, --version: already printed), -1 on a bad flag
+ * (the message, naming the flag, is printed on stderr).
  */
 int controller_flags_parse(int argc, char **argv, controller_flags *f);
 

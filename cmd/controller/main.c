@@ -326,7 +326,8 @@ static int start_extensions(const controller_flags *f, k8s_client *client, k8s_i
  * shut_down() can free whatever exists. */
 typedef struct {
 	const controller_flags *f;
-	asb_logger *log;
+	asb_logger *log;     /* unnamed, for the libraries, as controller-runtime's own lines */
+	asb_logger *setup;   /* "setup": main's own lines and the webhook's, as upstream's */
 	k8s_config *cfg;
 	k8s_client_options client_opts;   /* also the base of the Lease client's */
 	k8s_client *client, *lease_client;
@@ -348,7 +349,7 @@ typedef struct {
 /* Logs `what` with the last error; returns -1. */
 static int cannot(controller_app *a, const char *what)
 {
-	asb_log(a->log, ASB_LOG_ERROR, what, "error", asb_error_last()->message, NULL);
+	asb_log(a->setup, ASB_LOG_ERROR, what, "error", asb_error_last()->message, NULL);
 	return -1;
 }
 
@@ -379,10 +380,10 @@ static int setup_client(controller_app *a)
 {
 	const controller_flags *f = a->f;
 	if (k8s_global_init() < 0) {
-		asb_log(a->log, ASB_LOG_ERROR, "cannot initialise libcurl", NULL);
+		asb_log(a->setup, ASB_LOG_ERROR, "cannot initialise libcurl", NULL);
 		return -1;
 	}
-	if (load_config(f, a->log, &a->cfg) < 0)
+	if (load_config(f, a->setup, &a->cfg) < 0)
 		return cannot(a, "cannot load cluster configuration");
 	k8s_client_options co = K8S_CLIENT_OPTIONS_INIT;
 	co.logger = a->log;
@@ -397,7 +398,7 @@ static int setup_client(controller_app *a)
 		return cannot(a, "cannot create API client");
 	/* Conversion is served from startup on every replica, leader or not:
 	 * the caches themselves may need it to sync. */
-	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->log) < 0)
+	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->setup) < 0)
 		return cannot(a, "cannot start the conversion webhook");
 	return 0;
 }
@@ -490,7 +491,7 @@ static int setup_controllers(controller_app *a)
 	if (sbx_reconciler_new(&a->rec, &ro) < 0)
 		return cannot(a, "cannot create the Sandbox reconciler");
 	a->lead.ctrl = a->ctrl;
-	a->lead.log = a->log;
+	a->lead.log = a->setup;
 	if (f->extensions && start_extensions(f, a->client, inf, a->infs.packer, a->metrics, a->log,
 	                                      a->instance,
 	                                      a->wp_events, &a->lead) < 0)
@@ -502,11 +503,10 @@ static int setup_controllers(controller_app *a)
  * fill: alive, not ready yet. Returns 0 or -1 (said). */
 static int start_serving(controller_app *a)
 {
-	char workers[16];
-	snprintf(workers, sizeof(workers), "%d", a->f->sandbox_workers);
-	asb_log(a->log, ASB_LOG_INFO, "starting", "version", AGENT_SANDBOX_VERSION,
-	        "server", k8s_config_server(a->cfg), "workers", workers,
-	        "clusterDomain", a->f->cluster_domain, NULL);
+	asb_log_typed(a->setup, ASB_LOG_INFO, "starting", ASB_LOG_STR("version", AGENT_SANDBOX_VERSION),
+	              ASB_LOG_STR("server", k8s_config_server(a->cfg)),
+	              ASB_LOG_INT("workers", a->f->sandbox_workers),
+	              ASB_LOG_STR("clusterDomain", a->f->cluster_domain));
 	if (httpd_server_start(a->metrics_srv) < 0 || httpd_server_start(a->probe_srv) < 0)
 		return cannot(a, "cannot start");
 	for (int i = 0; i < a->infs.n; i++)
@@ -524,7 +524,7 @@ static int wait_synced(controller_app *a, const sigset_t *sigs)
 		while (k8s_informer_wait_synced(a->infs.inf[i], 1000) == ASB_ETIMEOUT) {
 			struct timespec zero = { 0, 0 };
 			if (sigtimedwait(sigs, NULL, &zero) > 0) {
-				asb_log(a->log, ASB_LOG_INFO, "signal received before caches synced; exiting", NULL);
+				asb_log(a->setup, ASB_LOG_INFO, "signal received before caches synced; exiting", NULL);
 				return 1;
 			}
 		}
@@ -538,14 +538,14 @@ static int start_leading(controller_app *a)
 {
 	const controller_flags *f = a->f;
 	if (!f->leader_elect) {
-		asb_log(a->log, ASB_LOG_INFO, "caches synced; starting workers", NULL);
+		asb_log(a->setup, ASB_LOG_INFO, "caches synced; starting workers", NULL);
 		return start_workers(&a->lead) < 0 ? cannot(a, "cannot start") : 0;
 	}
 	const char *lease_ns = f->leader_election_namespace;
 	if (!lease_ns && getenv("KUBERNETES_SERVICE_HOST"))
 		lease_ns = k8s_config_namespace(a->cfg);
 	if (!lease_ns) {
-		asb_log(a->log, ASB_LOG_ERROR, "cannot find the leader election namespace: not running "
+		asb_log(a->setup, ASB_LOG_ERROR, "cannot find the leader election namespace: not running "
 		        "in-cluster; set --leader-election-namespace (or --leader-elect=false)", NULL);
 		return -1;
 	}
@@ -567,7 +567,7 @@ static int start_leading(controller_app *a)
 	if (k8s_client_new(&a->lease_client, a->cfg, &lco) < 0 ||
 	    k8s_leader_new(&a->leader, a->lease_client, &lo) < 0 || k8s_leader_start(a->leader) < 0)
 		return cannot(a, "cannot start");
-	asb_log(a->log, ASB_LOG_INFO, "caches synced; waiting for leadership", "lease",
+	asb_log(a->setup, ASB_LOG_INFO, "caches synced; waiting for leadership", "lease",
 	        LEASE_NAME, "namespace", lease_ns, "identity", a->instance, NULL);
 	return 0;
 }
@@ -596,10 +596,10 @@ static int run(controller_app *a, const sigset_t *sigs)
 	} while (sig < 0);
 	if (sig == SIGUSR1) {
 		/* as controller-runtime: a lost Lease ends the process, a restart re-elects */
-		asb_log(a->log, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
+		asb_log(a->setup, ASB_LOG_ERROR, "leader election lost; exiting", NULL);
 		return 1;
 	}
-	asb_log(a->log, ASB_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
+	asb_log(a->setup, ASB_LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT", NULL);
 	return 0;
 }
 
@@ -649,7 +649,7 @@ static void shut_down(controller_app *a)
 	k8s_config_free(a->cfg);
 	asb_metrics_registry_free(a->metrics);
 	k8s_global_cleanup();
-	asb_log(a->log, ASB_LOG_INFO, "stopped", NULL);
+	asb_log(a->setup, ASB_LOG_INFO, "stopped", NULL);
 }
 
 /* Signals are taken synchronously by the main thread with sigwait(),
@@ -672,18 +672,21 @@ int main(int argc, char **argv)
 	if (parsed != 0)
 		return parsed > 0 ? 0 : 1;
 	controller_app a = { .f = &f, .infs.n = f.extensions ? INF_COUNT : INF_CORE_COUNT };
-	if (asb_logger_new(&a.log, stderr, f.log_format, (asb_log_level)f.log_level) < 0)
-		return 1;
-	char invalid[256];
-	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
-		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
+	if (asb_log_flags_logger(&a.log, &f.log, stderr) < 0 ||
+	    asb_logger_named(&a.setup, a.log, "setup") < 0) {
 		asb_logger_free(a.log);
 		return 1;
 	}
-	controller_flags_warnings(&f, log_flag_warning, a.log);
-
-	int rc = run(&a, &sigs);
-	shut_down(&a);
+	char invalid[256];
+	int rc = 1;
+	if (controller_flags_validate(&f, invalid, sizeof(invalid)) < 0) {
+		fprintf(stderr, "agent-sandbox-controller: %s\n", invalid);
+	} else {
+		controller_flags_warnings(&f, log_flag_warning, a.setup);
+		rc = run(&a, &sigs);
+		shut_down(&a);
+	}
+	asb_logger_free(a.setup);
 	asb_logger_free(a.log);
 	return rc;
 }

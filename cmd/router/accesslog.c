@@ -60,8 +60,8 @@ static size_t format_line(const rt_access_entry *e, const char *ts, char *buf, s
 	bytes[asb_format_int(bytes, (long long)e->bytes_out)] = '\0';
 	cJSON f[NFIELDS];
 	memset(f, 0, sizeof(f));
-	field(&f[0], "ts", cJSON_String, ts);
-	field(&f[1], "level", cJSON_String, "info");
+	field(&f[0], "level", cJSON_String, "info");  /* zap's key order, as asb/log.h */
+	field(&f[1], "ts", cJSON_String, ts);
 	field(&f[2], "logger", cJSON_String, "sandbox-router.access");
 	field(&f[3], "msg", cJSON_String, "request");
 	field(&f[4], "method", cJSON_String, e->method);

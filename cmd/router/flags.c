@@ -40,8 +40,7 @@ int rt_flags_defaults(rt_flags *f)
 		.tokenreview_max_pending = 1024,
 		.tokenreview_max_pending_per_client = 64,
 		.access_review = true,
-		.log_format = ASB_LOG_JSON,
-		.log_level = ASB_LOG_INFO,
+		.log = ASB_LOG_FLAGS_INIT,
 		.max_header_bytes = 65536,
 		.read_header_timeout_ms = 10000,
 		.idle_timeout_ms = 120000,
@@ -117,71 +116,6 @@ static int set_authz(void *opts, const asb_flag *fl, const char *v, char *why, s
 		f->authz_mode = RT_AUTHZ_SCOPED_TOKEN;
 	else
 		return want(why, cap, "must be allow-all, tokenreview or scoped-token");
-	return 0;
-}
-
-static int set_encoder(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	(void)fl;
-	rt_flags *f = opts;
-	if (strcasecmp(v, "json") == 0)
-		f->log_format = ASB_LOG_JSON;
-	else if (strcasecmp(v, "console") == 0)
-		f->log_format = ASB_LOG_TEXT;
-	else
-		return want(why, cap, "must be json or console");
-	return 0;
-}
-
-/* debug, info, warn, error (any case), or an integer > 0 (debug) */
-static int set_level(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	rt_flags *f = opts;
-	int l = -1;
-	if (strcasecmp(v, "debug") == 0)
-		l = ASB_LOG_DEBUG;
-	else if (strcasecmp(v, "info") == 0)
-		l = ASB_LOG_INFO;
-	else if (strcasecmp(v, "warn") == 0)
-		l = ASB_LOG_WARN;
-	else if (strcasecmp(v, "error") == 0)
-		l = ASB_LOG_ERROR;
-	else {
-		/* an integer in Go's syntax: the row's own kind parses it */
-		const asb_flag as_int = { .name = fl->name, .kind = ASB_FLAG_I64 };
-		int64_t n;
-		char scratch[8];
-		if (asb_flags_set(&as_int, &n, v, scratch, sizeof(scratch)) == 0 && n > 0)
-			l = ASB_LOG_DEBUG;
-	}
-	if (l < 0)
-		return want(why, cap, "must be debug, info, warn, error or an integer > 0");
-	f->log_level = l, f->log_level_set = true;
-	return 0;
-}
-
-static bool one_of_ci(const char *s, const char *const *set)
-{
-	for (; *set; set++)
-		if (strcasecmp(s, *set) == 0)
-			return true;
-	return false;
-}
-
-static int check_zapstack(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	(void)opts, (void)fl;
-	if (!one_of_ci(v, (const char *const[]){ "info", "error", "panic", NULL }))
-		return want(why, cap, "must be info, error or panic");
-	return 0;
-}
-
-static int check_zaptime(void *opts, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	(void)opts, (void)fl;
-	if (!one_of_ci(v, (const char *const[]){ "epoch", "millis", "nano", "nanos", "iso8601",
-	                                         "rfc3339", "rfc3339nano", NULL }))
-		return want(why, cap, "must be epoch, millis, nanos, iso8601, rfc3339 or rfc3339nano");
 	return 0;
 }
 
@@ -262,13 +196,7 @@ const rt_flag_def rt_flag_table[] = {
 	  "kubeconfig for the cache and TokenReviews (env KUBECONFIG; default in-cluster)"),
 	ASB_FLAG("config", ASB_FLAG_STRING, OFF(config), "PATH",
 	  "YAML file of flag-name: value (env SANDBOX_ROUTER_CONFIG)"),
-	ASB_FLAG("zap-devel", ASB_FLAG_BOOL, OFF(zap_devel), "[=B]",
-	  "development logging: console lines at debug level (default false)"),
-	ASB_FLAG_FN("zap-encoder", ASB_FLAG_CUSTOM, OFF(log_format), "E", "json or console (default json)", set_encoder),
-	ASB_FLAG_FN("zap-log-level", ASB_FLAG_CUSTOM, OFF(log_level), "L",
-	  "debug, info, warn, error or an integer > 0 for debug (default info)", set_level),
-	ASB_FLAG_FN("zap-stacktrace-level", ASB_FLAG_CUSTOM, 0, "L", "accepted and ignored (no stack traces)", check_zapstack),
-	ASB_FLAG_FN("zap-time-encoding", ASB_FLAG_CUSTOM, 0, "E", "accepted and ignored (timestamps are RFC 3339)", check_zaptime),
+	ASB_ZAP_FLAG_ROWS(OFF(log)),
 	ASB_FLAG("max-header-bytes", ASB_FLAG_LONG, OFF(max_header_bytes), "N",
 	  "request line + header fields, larger get 431; at most 81920 (default 65536)"),
 	ASB_FLAG("read-header-timeout", ASB_FLAG_DURATION_MS, OFF(read_header_timeout_ms), "D",
@@ -429,11 +357,7 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 		f->enable_tracing = true;
 	if (metrics_env && !explicit_metrics)
 		f->enable_otel_metrics = true;
-	if (f->zap_devel) {
-		if (!f->log_level_set)
-			f->log_level = ASB_LOG_DEBUG;
-		f->log_format = ASB_LOG_TEXT;
-	}
+	asb_log_flags_finish(&f->log);  /* --zap-devel */
 	return RT_FLAGS_RUN;
 }
 

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "asb/log.h"
+#include "asb/log_flags.h"
 
 typedef enum {
 	RT_AUTHZ_ALLOW_ALL = 0,     /**< every request allowed (default, legacy) */
@@ -72,10 +72,8 @@ typedef struct {
 	                                      waits for its suspended Sandbox to resume */
 	int resume_max_held;             /**< --resume-max-held (4096; ours): requests held
 	                                      at once for their Sandboxes to get Ready */
-	/* logging: controller-runtime's zap flags */
-	asb_log_format log_format;       /**< --zap-encoder (json) */
-	int log_level;                   /**< --zap-log-level (info) */
-	bool zap_devel, log_level_set;
+	/* logging: controller-runtime's zap flags (asb/log_flags.h; JSON at info) */
+	asb_log_flags log;
 	/* ours (not in the Go router): limits and threads */
 	long max_header_bytes;           /**< --max-header-bytes (65536) */
 	long read_header_timeout_ms;     /**< --read-header-timeout (10s) */

@@ -159,9 +159,13 @@ static unsigned cpu_loops(const rt_flags *f)
 /* Everything main() builds, so that each step below fills its part and
  * shut_down() frees whatever exists. */
 enum { S_HTTP, S_HTTPS, S_METRICS, S_PROBE, S_COUNT };
+/* The parts' loggers, named as upstream's router names them (sandbox-router.cache...);
+ * idle is ours. */
+enum { L_CACHE, L_PROXY, L_SERVER, L_IDLE, L_COUNT };
 typedef struct {
 	rt_flags f;
-	asb_logger *log;
+	asb_logger *log;            /* "sandbox-router" */
+	asb_logger *part[L_COUNT];  /* "sandbox-router.<part>" */
 	k8s_config *cfg;
 	k8s_client *client, *auth_client, *write_client;
 	asb_metrics_registry *reg;
@@ -183,7 +187,15 @@ typedef struct {
 static int setup_logging(router_app *a)
 {
 	const rt_flags *f = &a->f;
-	if (asb_logger_new(&a->log, stderr, f->log_format, (asb_log_level)f->log_level) < 0)
+	static const char *const parts[L_COUNT] = { "cache", "proxy", "server", "idle" };
+	asb_logger *root;
+	if (asb_log_flags_logger(&root, &f->log, stderr) < 0)
+		return -1;
+	int rc = asb_logger_named(&a->log, root, "sandbox-router");
+	asb_logger_free(root);  /* the named ones keep the stream */
+	for (int i = 0; i < L_COUNT && rc == 0; i++)
+		rc = asb_logger_named(&a->part[i], a->log, parts[i]);
+	if (rc < 0)
 		return -1;
 	if (f->enable_tracing || f->enable_otel_metrics)
 		asb_log(a->log, ASB_LOG_WARN, "OpenTelemetry is not supported by this build: tracing and "
@@ -256,7 +268,7 @@ static int setup_authz_and_cache(router_app *a)
 	}
 	if (!f->cache_enabled)
 		return 0;
-	if (rt_cache_new(&a->cache, a->client, f->cache_namespace, a->log) < 0 ||
+	if (rt_cache_new(&a->cache, a->client, f->cache_namespace, a->part[L_CACHE]) < 0 ||
 	    rt_cache_start(a->cache) < 0 ||
 	    rt_cache_wait_synced(a->cache, CACHE_SYNC_TIMEOUT_MS) < 0) {
 		fprintf(stderr, PROG ": the Sandbox and Pod caches did not sync within %d s: check "
@@ -268,7 +280,7 @@ static int setup_authz_and_cache(router_app *a)
 	        *f->cache_namespace ? f->cache_namespace : "(all)", NULL);
 	/* idle Sandboxes: activity published, suspended ones resumed on request */
 	rt_idlesync_options io = { .client = a->write_client, .cache = a->cache,
-	                           .metrics = a->metrics, .log = a->log };
+	                           .metrics = a->metrics, .log = a->part[L_IDLE] };
 	if (rt_idlesync_new(&a->idle, &io) < 0) {
 		fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
 		return -1;
@@ -282,10 +294,10 @@ static int setup_servers(router_app *a)
 {
 	rt_flags *f = &a->f;
 	httpd_server **srv = a->srv;
-	asb_logger *log = a->log;
+	asb_logger *log = a->part[L_SERVER];
 	rt_proxy_options po = { .flags = f, .authz = a->authz, .reviews = a->reviews,
 	                        .cache = a->cache, .idle = a->idle, .metrics = a->metrics,
-	                        .log = log, .access_log = f->access_log ? stderr : NULL };
+	                        .log = a->part[L_PROXY], .access_log = f->access_log ? stderr : NULL };
 	if (rt_proxy_new(&a->proxy, &po) < 0)
 		return -1;
 	unsigned loops = a->loops = cpu_loops(f);
@@ -340,6 +352,8 @@ static void shut_down(router_app *a)
 		k8s_global_cleanup();
 	rt_metrics_free(a->metrics);
 	asb_metrics_registry_free(a->reg);
+	for (int i = 0; i < L_COUNT; i++)
+		asb_logger_free(a->part[i]);
 	asb_logger_free(a->log);
 	rt_flags_free(&a->f);
 }
@@ -369,12 +383,11 @@ int main(int argc, char **argv)
 	    setup_servers(&app) < 0)
 		goto out;
 	atomic_store(&ready, true);
-	char lp[16];
-	snprintf(lp, sizeof(lp), "%u", app.loops);
-	asb_log(app.log, ASB_LOG_INFO, "sandbox-router ready", "http", f->http_addr, "https",
-	        f->https_addr, "metrics", f->metrics_addr, "probes", f->probe_addr, "loops", lp,
-	        "authz", rt_authz_mode_name(f->authz_mode), "cache",
-	        f->cache_enabled ? "true" : "false", NULL);
+	asb_log_typed(app.log, ASB_LOG_INFO, "sandbox-router ready", ASB_LOG_STR("http", f->http_addr),
+	              ASB_LOG_STR("https", f->https_addr), ASB_LOG_STR("metrics", f->metrics_addr),
+	              ASB_LOG_STR("probes", f->probe_addr), ASB_LOG_INT("loops", app.loops),
+	              ASB_LOG_STR("authz", rt_authz_mode_name(f->authz_mode)),
+	              ASB_LOG_BOOL("cache", f->cache_enabled));
 
 	int sig = 0;
 	sigwait(&sigs, &sig);

@@ -1,7 +1,8 @@
 /*
- * flags.c - sandboxd's command line (flags.h). Go-style spellings are
- * accepted: --flag=value and --flag value, as upstream's Go flag package.
- * One asb_flag row per flag drives parsing and --help.
+ * flags.c - sandboxd's command line (flags.h). The spellings are those of
+ * Go's flag package, which upstream's sandboxd uses: -flag or --flag,
+ * =value or the next word, booleans bare or =value. One asb_flag row per
+ * flag drives parsing and --help.
  */
 #include <errno.h>
 #include <limits.h>
@@ -38,15 +39,8 @@ void sandboxd_flags_defaults(sandboxd_flags *f)
 		.idle_keepers = 8,
 		.kill_grace_ms = 2000,
 		.max_upload_bytes = 0,
-		.log_format = ASB_LOG_TEXT,
-		.log_level = ASB_LOG_INFO,
+		.log = ASB_LOG_FLAGS_INIT,
 	};
-}
-
-static int bad(const char *flag, const char *value, const char *want)
-{
-	fprintf(stderr, PROG ": invalid value \"%s\" for --%s: %s\n", value, flag, want);
-	return -1;
 }
 
 int sandboxd_parse_bytes(const char *s, uint64_t *out)
@@ -170,28 +164,6 @@ static int set_max_upload(void *o, const asb_flag *fl, const char *v, char *why,
 	return 0;
 }
 
-static int set_log_format(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	(void)fl;
-	sandboxd_flags *f = o;
-	if (strcmp(v, "text") == 0)
-		f->log_format = ASB_LOG_TEXT;
-	else if (strcmp(v, "json") == 0)
-		f->log_format = ASB_LOG_JSON;
-	else
-		return snprintf(why, cap, "must be text or json"), -1;
-	return 0;
-}
-
-static int set_log_level(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
-{
-	(void)fl;
-	sandboxd_flags *f = o;
-	if ((f->log_level = asb_log_level_parse(v)) < 0)
-		return snprintf(why, cap, "must be error, warn, info or debug"), -1;
-	return 0;
-}
-
 #define OFF(field) offsetof(sandboxd_flags, field)
 #define RANGED(name_, fn_, field_, arg_, lo_, hi_, help_) \
 	{ .name = (name_), .kind = ASB_FLAG_CUSTOM, .off = OFF(field_), .arg = (arg_), \
@@ -239,10 +211,8 @@ static const asb_flag table[] = {
 	  "SIGTERM to SIGKILL delay at a timeout (default 2s)"),
 	ASB_FLAG_FN("max-upload-bytes", ASB_FLAG_CUSTOM, 0, "SIZE",
 	  "largest upload or PUT body (default 0: no limit)", set_max_upload),
-	ASB_FLAG_FN("log-format", ASB_FLAG_CUSTOM, 0, "text|json",
-	  "log line format on stderr (default text)", set_log_format),
-	ASB_FLAG_FN("log-level", ASB_FLAG_CUSTOM, 0, "error|warn|info|debug", "(default info)",
-	  set_log_level),
+	ASB_LOG_FLAG_ROWS(OFF(log)),
+	ASB_ZAP_FLAG_ROWS(OFF(log)),
 	ASB_FLAG("version", ASB_FLAG_ACTION, 0, NULL, "print the version and exit"),
 	{ .name = "help", .kind = ASB_FLAG_ACTION, .help = "this text", .short_opt = 'h' },
 	ASB_FLAGS_END,
@@ -265,25 +235,19 @@ int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f)
 {
 	bool seen[sizeof(table) / sizeof(table[0])] = { false };
 	asb_flags_result r;
-	asb_flags_parse(table, ASB_FLAGS_GETOPT_LONG_ONLY, f, argc, argv, seen, &r);
-	switch (r.status) {
-	case ASB_FLAGS_DONE:
-		break;
-	case ASB_FLAGS_ACTION:
+	if (asb_flags_parse(table, ASB_FLAGS_GO, f, argc, argv, seen, &r) != ASB_OK) {
+		/* the message names the flag as given */
+		fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
+		return -1;
+	}
+	if (r.status == ASB_FLAGS_ACTION) {
 		if (!strcmp(r.flag->name, "version"))
 			printf(PROG " %s\n", SANDBOXD_VERSION);
 		else
 			usage(stdout);
 		return 1;
-	case ASB_FLAGS_BAD_VALUE:
-		return bad(r.flag->name, r.value, r.why);
-	case ASB_FLAGS_UNEXPECTED:
-		fprintf(stderr, PROG ": unexpected argument: %s\n", r.word);
-		return -1;
-	default:  /* unknown flag or missing value */
-		fprintf(stderr, PROG ": unknown flag or missing value: %s\n", r.word ? r.word : "");
-		return -1;
 	}
+	asb_log_flags_finish(&f->log);  /* --zap-devel */
 	bool root_set = seen[asb_flags_find(table, "root-dir", 8) - table];
 	if (!root_set) {
 		const char *env = getenv("SANDBOX_BASE_DIR");

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "asb/log.h"
+#include "asb/log_flags.h"
 
 typedef struct {
 	const char *listen_host;        /**< --listen-host, default 127.0.0.1 */
@@ -30,20 +30,23 @@ typedef struct {
 	int idle_keepers;               /**< --idle-keepers per API, default 8; 0: a keeper per command */
 	long kill_grace_ms;             /**< --kill-grace, default 2s */
 	uint64_t max_upload_bytes;      /**< --max-upload-bytes, 0: unbounded */
-	asb_log_format log_format;      /**< --log-format text|json */
-	int log_level;                  /**< --log-level */
+	/** --log-format, --log-level and controller-runtime's zap flags
+	 *  (asb/log_flags.h): JSON at info by default, as upstream's sandboxd. */
+	asb_log_flags log;
 } sandboxd_flags;
 
 /** The defaults (before the environment and argv). */
 void sandboxd_flags_defaults(sandboxd_flags *f);
 
 /**
- * Parses argv into `f` (pointers into argv or the environment): applies
+ * Parses argv into `f` (pointers into argv or the environment) as Go's
+ * flag package reads upstream's (asb/flags.h ASB_FLAGS_GO): -flag or
+ * --flag, =value or the next word, booleans bare or =value. Applies
  * $SANDBOX_BASE_DIR when --root-dir is not given, then validates (ports
  * 1..65535, REST and runtime ports distinct, non-empty root dir).
  * Returns 0 to run, 1 when the program should exit 0 (--help, --version:
  * already printed on stdout), -1 on a bad flag (message on stderr naming
- * the flag).
+ * the flag as given).
  */
 int sandboxd_flags_parse(int argc, char **argv, sandboxd_flags *f);
 

@@ -82,8 +82,8 @@ static void req_close(httpd_exchange *ex, int reason, void *ud)
 	proc_req *r = ud;
 	r->ex = NULL;
 	if (r->run.proc && !sbxd_proc_done(r->run.proc))
-		asb_log(r->d->log, ASB_LOG_INFO, "client went away: process killed",
-		        "process_id", r->run.id > 0 ? "" : "-", NULL);
+		asb_log_typed(r->d->log, ASB_LOG_INFO, "client went away: process killed",
+		              ASB_LOG_INT("process_id", r->run.id));  /* 0: not registered */
 	req_free(r);  /* kills the group if it still runs */
 }
 
@@ -124,11 +124,8 @@ static void on_output(sbxd_proc *p, sbxd_stream s, const char *data, size_t n, v
 static void on_exit_ev(sbxd_proc *p, const sbxd_exit *ex, void *ud)
 {
 	proc_req *r = ud;
-	char code[16], sig[16];
-	snprintf(code, sizeof(code), "%d", ex->exit_code);
-	snprintf(sig, sizeof(sig), "%d", ex->signal);
-	asb_log(r->d->log, ASB_LOG_INFO, "process exited", "exit_code", code, "signal", sig,
-	        "timed_out", ex->timed_out ? "true" : "false", NULL);
+	asb_log_typed(r->d->log, ASB_LOG_INFO, "process exited", ASB_LOG_INT("exit_code", ex->exit_code),
+	              ASB_LOG_INT("signal", ex->signal), ASB_LOG_BOOL("timed_out", ex->timed_out));
 	/* docs/upstream.md#process-semantics: unregistered when its Start call ends; the slot goes too */
 	sbxd_run_release(&r->run);
 	if (!r->ex)
@@ -267,20 +264,18 @@ static void on_started(sbxd_proc *p, int rc, void *ud)
 		return;
 	}
 	const char *argv0 = r->argv0 ? r->argv0 : "";
-	char pid[16];
-	snprintf(pid, sizeof(pid), "%d", (int)sbxd_proc_pid(r->run.proc));
+	int pid = (int)sbxd_proc_pid(r->run.proc);
 	if (!r->streaming) {
-		asb_log(d->log, ASB_LOG_INFO, "process started", "api", "execute", "pid", pid,
-		        "command", argv0, NULL);
+		asb_log_typed(d->log, ASB_LOG_INFO, "process started", ASB_LOG_STR("api", "execute"),
+		              ASB_LOG_INT("pid", pid), ASB_LOG_STR("command", argv0));
 		return;
 	}
 	pthread_mutex_lock(&d->cap_lock);
 	r->run.id = sbxd_proctable_add(d->cap, r);
 	pthread_mutex_unlock(&d->cap_lock);
-	char id[16];
-	snprintf(id, sizeof(id), "%d", r->run.id);
-	asb_log(d->log, ASB_LOG_INFO, "process started", "api", "start", "process_id", id, "pid",
-	        pid, "command", argv0, "pty", r->pty ? "true" : "false", NULL);
+	asb_log_typed(d->log, ASB_LOG_INFO, "process started", ASB_LOG_STR("api", "start"),
+	              ASB_LOG_INT("process_id", r->run.id), ASB_LOG_INT("pid", pid),
+	              ASB_LOG_STR("command", argv0), ASB_LOG_BOOL("pty", r->pty));
 	if (r->run.id < 0) {
 		r->run.id = 0;
 		sbxd_respond_error(r->ex, 500, "INTERNAL", "out of memory");

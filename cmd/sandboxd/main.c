@@ -57,8 +57,13 @@ int main(int argc, char **argv)
 	if (pr != 0)
 		return pr > 0 ? 0 : 2;
 
-	asb_logger *log = NULL;
-	if (asb_logger_new(&log, stderr, f.log_format, (asb_log_level)f.log_level) != 0)
+	/* one logger, named as upstream's sandboxd names its own */
+	asb_logger *root = NULL, *log = NULL;
+	if (asb_log_flags_logger(&root, &f.log, stderr) != 0)
+		return 1;
+	int named = asb_logger_named(&log, root, "sandboxd");
+	asb_logger_free(root);  /* `log` keeps the stream */
+	if (named != 0)
 		return 1;
 	if (f.grpc_port_set)
 		asb_log(log, ASB_LOG_WARN, "--grpc-port has no effect: processes are served over "
@@ -133,14 +138,13 @@ int main(int argc, char **argv)
 		asb_logger_free(log);
 		return 1;
 	}
-	char rest_port[16], runtime_port[16];
-	snprintf(rest_port, sizeof(rest_port), "%d", httpd_server_port(d.rest.srv));
-	snprintf(runtime_port, sizeof(runtime_port), "%d",
-	         d.runtime.srv ? httpd_server_port(d.runtime.srv) : 0);
-	asb_log(log, ASB_LOG_INFO, "sandboxd started", "version", SANDBOXD_VERSION, "root",
-	        sbxd_root_path(d.root), "resolver",
-	        sbxd_root_resolver(d.root) == SBXD_RESOLVE_OPENAT2 ? "openat2" : "walk",
-	        "rest_port", rest_port, "runtime_port", runtime_port, NULL);
+	asb_log_typed(log, ASB_LOG_INFO, "sandboxd started", ASB_LOG_STR("version", SANDBOXD_VERSION),
+	              ASB_LOG_STR("root", sbxd_root_path(d.root)),
+	              ASB_LOG_STR("resolver", sbxd_root_resolver(d.root) == SBXD_RESOLVE_OPENAT2
+	                                      ? "openat2" : "walk"),
+	              ASB_LOG_INT("rest_port", httpd_server_port(d.rest.srv)),
+	              ASB_LOG_INT("runtime_port",
+	                          d.runtime.srv ? httpd_server_port(d.runtime.srv) : 0));
 
 	int sig = 0;
 	sigwait(&stop, &sig);

@@ -107,6 +107,17 @@ static int bad_value(asb_flags_result *res, const asb_flag *fl, const char *v)
 	                     fl->name, res->why);
 }
 
+/* A row by its name, or a one-letter name by a row's short option (Go's
+ * flag package answers -h with the usage, as --help). */
+static const asb_flag *find_go(const asb_flag *table, const char *name, size_t len)
+{
+	const asb_flag *d = asb_flags_find(table, name, len);
+	for (const asb_flag *r = table; !d && len == 1 && (r->name || r->help); r++)
+		if (r->name && r->short_opt == name[0])
+			d = r;
+	return d;
+}
+
 static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bool *seen,
                     asb_flags_result *res)
 {
@@ -129,18 +140,27 @@ static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bo
 		const char *name = a + (a[1] == '-' ? 2 : 1);
 		const char *eq = strchr(name, '=');
 		size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-		const asb_flag *d = asb_flags_find(table, name, nlen);
+		const asb_flag *d = find_go(table, name, nlen);
 		if (!d) {
+			/* named as given, dashes included, without its value */
 			res->status = ASB_FLAGS_UNKNOWN;
 			res->word = a;
 			res->name = name;
 			res->name_len = nlen;
-			return asb_error_set(ASB_EINVAL, 0, NULL, "flag provided but not defined: -%.*s",
-			                     (int)nlen, name);
+			return asb_error_set(ASB_EINVAL, 0, NULL, "flag provided but not defined: %.*s",
+			                     (int)(name - a + nlen), a);
 		}
 		if (seen)
 			seen[d - table] = true;
 		if (d->kind == ASB_FLAG_ACTION) {
+			/* Go's -version and -help are booleans: -version=false is no request */
+			bool on = true;
+			if (eq && k8s_parse_bool(eq + 1, &on) < 0) {
+				snprintf(res->why, sizeof(res->why), "must be true or false");
+				return bad_value(res, d, eq + 1);
+			}
+			if (!on)
+				continue;
 			res->status = ASB_FLAGS_ACTION;
 			res->flag = d;
 			return ASB_OK;

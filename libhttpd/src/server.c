@@ -2133,11 +2133,9 @@ int httpd_server_start(httpd_server *s)
 		return rc;
 	}
 	s->started = true;
-	char port[16], loops[16];
-	snprintf(port, sizeof(port), "%d", s->bound_port);
-	snprintf(loops, sizeof(loops), "%u", s->nloops);
-	asb_log(s->log, ASB_LOG_INFO, s->tls ? "serving HTTPS" : "serving HTTP", "server", s->name,
-	        "host", *s->host ? s->host : "*", "port", port, "loops", loops, NULL);
+	asb_log_typed(s->log, ASB_LOG_INFO, s->tls ? "serving HTTPS" : "serving HTTP",
+	              ASB_LOG_STR("server", s->name), ASB_LOG_STR("host", *s->host ? s->host : "*"),
+	              ASB_LOG_INT("port", s->bound_port), ASB_LOG_INT("loops", s->nloops));
 	return 0;
 }
 

@@ -697,15 +697,11 @@ void k8s__client_after(k8s_client *c, CURL *h, const k8s__request *rq,
 	}
 	if (!asb_log_enabled(c->log, ASB_LOG_DEBUG))
 		return;
-	char code[16], ms[24], try[16];
-	snprintf(code, sizeof(code), "%ld", status);
-	snprintf(ms, sizeof(ms), "%" PRId64, k8s__now_ms() - started_ms);
-	snprintf(try, sizeof(try), "%d", attempt + 1);
-	asb_log(c->log, ASB_LOG_DEBUG, "api request", "verb", rq->method,
-	        "path", rq->path, "status", code, "duration_ms", ms,
-	        "http_version", http_version_name(status ? version : 0),
-	        "new_connection", connects > 0 ? "true" : "false",
-	        "try", try, NULL);
+	asb_log_typed(c->log, ASB_LOG_DEBUG, "api request", ASB_LOG_STR("verb", rq->method),
+	              ASB_LOG_STR("path", rq->path), ASB_LOG_INT("status", status),
+	              ASB_LOG_INT("duration_ms", k8s__now_ms() - started_ms),
+	              ASB_LOG_STR("http_version", http_version_name(status ? version : 0)),
+	              ASB_LOG_BOOL("new_connection", connects > 0), ASB_LOG_INT("try", attempt + 1));
 }
 
 /* --- retries ---------------------------------------------------------------------- */
@@ -741,12 +737,9 @@ static int throttle(k8s_client *c, const k8s__request *rq)
 		atomic_fetch_add_explicit(&c->stats.throttled, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->stats.throttle_wait_ms, (uint64_t)waited,
 		                          memory_order_relaxed);
-		if (asb_log_enabled(c->log, ASB_LOG_DEBUG)) {
-			char ms[24];
-			snprintf(ms, sizeof(ms), "%ld", waited);
-			asb_log(c->log, ASB_LOG_DEBUG, "client-side throttling",
-			        "verb", rq->method, "path", rq->path, "waited_ms", ms, NULL);
-		}
+		asb_log_typed(c->log, ASB_LOG_DEBUG, "client-side throttling",
+		              ASB_LOG_STR("verb", rq->method), ASB_LOG_STR("path", rq->path),
+		              ASB_LOG_INT("waited_ms", waited));
 	}
 	return 0;
 }
@@ -880,13 +873,10 @@ static int do_request(k8s_client *c, const k8s__request *rq, cJSON **out)
 			retries++;
 		}
 		atomic_fetch_add_explicit(&c->stats.retries, 1, memory_order_relaxed);
-		if (asb_log_enabled(c->log, ASB_LOG_DEBUG)) {
-			char ms[24];
-			snprintf(ms, sizeof(ms), "%ld", delay);
-			asb_log(c->log, ASB_LOG_DEBUG, "retrying api request",
-			        "verb", rq->method, "path", rq->path,
-			        "error", asb_error_last()->message, "delay_ms", ms, NULL);
-		}
+		asb_log_typed(c->log, ASB_LOG_DEBUG, "retrying api request",
+		              ASB_LOG_STR("verb", rq->method), ASB_LOG_STR("path", rq->path),
+		              ASB_LOG_STR("error", asb_error_last()->message),
+		              ASB_LOG_INT("delay_ms", delay));
 		if (delay > 0)
 			sleep_ms(delay);
 	}

@@ -79,16 +79,15 @@ static void process(k8s_controller *c, const char *key)
 	k8s__ctrl_metrics_end(c->metrics, rc < 0 ? K8S__RECONCILE_ERROR
 	                      : res.requeue_after_ms > 0 ? K8S__RECONCILE_REQUEUE_AFTER
 	                      : res.requeue ? K8S__RECONCILE_REQUEUE : K8S__RECONCILE_SUCCESS, mstart);
-	char dur[32];
-	snprintf(dur, sizeof(dur), "%lld", (long long)(k8s_monotonic_ms() - start));
+	int64_t dur = k8s_monotonic_ms() - start;
 	if (rc < 0) {
 		const asb_error *e = asb_error_last();
-		char retries[16];
-		snprintf(retries, sizeof(retries), "%d", k8s_workqueue_num_requeues(c->queue, key));
-		asb_log(c->log, rc == ASB_ECONFLICT ? ASB_LOG_DEBUG : ASB_LOG_ERROR,
-		        "reconcile failed", "controller", c->name, "key", key,
-		        "error", *e->message ? e->message : asb_strerror(rc),
-		        "retries", retries, "duration_ms", dur, NULL);
+		asb_log_typed(c->log, rc == ASB_ECONFLICT ? ASB_LOG_DEBUG : ASB_LOG_ERROR,
+		              "reconcile failed", ASB_LOG_STR("controller", c->name),
+		              ASB_LOG_STR("key", key),
+		              ASB_LOG_STR("error", *e->message ? e->message : asb_strerror(rc)),
+		              ASB_LOG_INT("retries", k8s_workqueue_num_requeues(c->queue, key)),
+		              ASB_LOG_INT("duration_ms", dur));
 		/* an unreachable API server is not hammered by retries: per-key
 		 * backoff only, so an outage does not drain the shared bucket */
 		if (rc == ASB_ETRANSPORT)
@@ -104,8 +103,8 @@ static void process(k8s_controller *c, const char *key)
 		k8s_workqueue_forget(c->queue, key);
 	}
 	if (rc >= 0)
-		asb_log(c->log, ASB_LOG_DEBUG, "reconciled", "controller", c->name,
-		        "key", key, "duration_ms", dur, NULL);
+		asb_log_typed(c->log, ASB_LOG_DEBUG, "reconciled", ASB_LOG_STR("controller", c->name),
+		              ASB_LOG_STR("key", key), ASB_LOG_INT("duration_ms", dur));
 }
 
 static void *worker(void *arg)

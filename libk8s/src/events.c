@@ -495,13 +495,11 @@ static void log_drop(k8s_event_recorder *rec, const char *why,
 		level = ASB_LOG_WARN;
 		rec->last_drop_log_ms = now_ms;
 	}
-	if (!asb_log_enabled(rec->log, level))
-		return;
-	char n[32];
-	snprintf(n, sizeof(n), "%llu", (unsigned long long)total);
-	asb_log(rec->log, level, "events: event dropped", "why", why,
-	        "kind", regarding->kind, "namespace", regarding->namespace_,
-	        "name", regarding->name, "reason", reason, "dropped_total", n, NULL);
+	asb_log_typed(rec->log, level, "events: event dropped", ASB_LOG_STR("why", why),
+	              ASB_LOG_STR("kind", regarding->kind),
+	              ASB_LOG_STR("namespace", regarding->namespace_),
+	              ASB_LOG_STR("name", regarding->name), ASB_LOG_STR("reason", reason),
+	              ASB_LOG_INT("dropped_total", total));
 }
 
 /* Removes entries whose series ended with nothing left to write. Caller holds the lock. */
@@ -776,18 +774,16 @@ static bool transient(int rc)
 static void log_write_error(k8s_event_recorder *rec, const char *what,
                             const char *ns, const char *name, bool retry)
 {
-	asb_log(rec->log, ASB_LOG_WARN, what, "namespace", ns, "event", name,
-	        "retry", retry ? "true" : "false", "error", asb_error_last()->message, NULL);
+	asb_log_typed(rec->log, ASB_LOG_WARN, what, ASB_LOG_STR("namespace", ns),
+	              ASB_LOG_STR("event", name), ASB_LOG_BOOL("retry", retry),
+	              ASB_LOG_STR("error", asb_error_last()->message));
 }
 
 static void log_written(k8s_event_recorder *rec, const char *what, const char *ns,
                         const char *name, int count)
 {
-	if (!asb_log_enabled(rec->log, ASB_LOG_DEBUG))
-		return;
-	char n[16];
-	snprintf(n, sizeof(n), "%d", count);
-	asb_log(rec->log, ASB_LOG_DEBUG, what, "namespace", ns, "event", name, "count", n, NULL);
+	asb_log_typed(rec->log, ASB_LOG_DEBUG, what, ASB_LOG_STR("namespace", ns),
+	              ASB_LOG_STR("event", name), ASB_LOG_INT("count", count));
 }
 
 /* Detaches the first create that may run now. Caller holds the lock. */

@@ -622,8 +622,8 @@ int sbx_reconciler_reconcile(sbx_reconciler *r, const char *key,
 		goto done;
 	if (deferrals) {
 		if (out.pod_patch_deferred_since_ms && !b.obs.pod_patch_deferred_since_ms)
-			asb_log(r->logger, ASB_LOG_DEBUG, "pod metadata patch deferred",
-			        "sandbox", key, "yield", yield ? "true" : "false", NULL);
+			asb_log_typed(r->logger, ASB_LOG_DEBUG, "pod metadata patch deferred",
+			              ASB_LOG_STR("sandbox", key), ASB_LOG_BOOL("yield", yield));
 		deferral_put(r, key, out.pod_patch_deferred_since_ms);
 		/* a yield ends with the backlog: look again soon, not at the window's end */
 		if (yield && out.pod_patch_deferred_since_ms &&

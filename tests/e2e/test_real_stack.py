@@ -84,7 +84,8 @@ def test_sdk_default_mode_runs_in_a_real_container(stack, ns, replicas):
         assert on_disk.returncode == 0, on_disk.stderr
         assert on_disk.stdout == content
         logs = stack.run("logs", "-n", ns, pod, "-c", "sandboxd").stdout
-        assert 'msg="sandboxd started"' in logs, logs[-2000:]
+        # JSON lines by default, as upstream's sandboxd
+        assert '"logger":"sandboxd","msg":"sandboxd started"' in logs, logs[-2000:]
     wait_for(lambda: stack.list(CLAIM, ns) == [], timeout=30, desc="claim deleted on exit")
 
 

@@ -119,6 +119,18 @@ class LoggedProcess:
         with open(self.log) as f:
             return f.read()
 
+    def records(self):
+        """The log's JSON lines (the programs' default format), parsed;
+        other lines (a sanitizer report) are skipped."""
+        out = []
+        for ln in self.text().splitlines():
+            if ln.startswith("{"):
+                try:
+                    out.append(json.loads(ln))
+                except ValueError:
+                    pass
+        return out
+
     def stop(self, sig=signal.SIGTERM, timeout=30):
         """Sends `sig` and waits; returns the exit code (SIGKILL: -9)."""
         if self.proc.poll() is None:

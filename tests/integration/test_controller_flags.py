@@ -8,6 +8,7 @@ with another message). --cache-label-selectors needs a controller that
 reconciles alone: it runs under `exclusive_controller`.
 """
 import datetime
+import json
 import re
 import subprocess
 import urllib.request
@@ -73,26 +74,26 @@ def test_help_lists_every_upstream_flag_with_its_default():
 
 # (flag, the part of the message that must name it and say why); docs/upstream.md#startup-validation.
 INVALID = [
-    ("--sandbox-concurrent-workers=0", '"0" for --sandbox-concurrent-workers'),
-    ("--sandbox-claim-concurrent-workers=0", '"0" for --sandbox-claim-concurrent-workers'),
-    ("--sandbox-warm-pool-concurrent-workers=-1", '"-1" for --sandbox-warm-pool-concurrent-workers'),
-    ("--sandbox-warm-pool-max-batch-size=0", '"0" for --sandbox-warm-pool-max-batch-size'),
+    ("--sandbox-concurrent-workers=0", '"0" for flag --sandbox-concurrent-workers'),
+    ("--sandbox-claim-concurrent-workers=0", '"0" for flag --sandbox-claim-concurrent-workers'),
+    ("--sandbox-warm-pool-concurrent-workers=-1", '"-1" for flag --sandbox-warm-pool-concurrent-workers'),
+    ("--sandbox-warm-pool-max-batch-size=0", '"0" for flag --sandbox-warm-pool-max-batch-size'),
     ("--sandbox-warm-pool-readiness-grace-period=0s",
-     '"0s" for --sandbox-warm-pool-readiness-grace-period: must be a positive duration'),
+     '"0s" for flag --sandbox-warm-pool-readiness-grace-period: must be a positive duration'),
     ("--sandbox-warm-pool-unschedulable-recheck-interval=-1m",
-     '"-1m" for --sandbox-warm-pool-unschedulable-recheck-interval: must be a positive duration'),
-    ("--sandbox-warm-pool-readiness-grace-period=5", '"5" for --sandbox-warm-pool-readiness-grace-period'),
-    ("--sandbox-warm-pool-max-refill-rate=NaN", '"NaN" for --sandbox-warm-pool-max-refill-rate'),
-    ("--sandbox-warm-pool-max-refill-rate=+Inf", '"+Inf" for --sandbox-warm-pool-max-refill-rate'),
-    ("--sandbox-warm-pool-max-refill-rate=-0.5", '"-0.5" for --sandbox-warm-pool-max-refill-rate'),
-    ("--sandbox-write-behind-window=-1s", '"-1s" for --sandbox-write-behind-window'),
-    ("--kube-api-burst=0", '"0" for --kube-api-burst'),
-    ("--api-connections=0", '"0" for --api-connections'),
-    ("--cache-label-selectors=maybe", '"maybe" for --cache-label-selectors'),
-    ("--zap-encoder=logfmt", '"logfmt" for --zap-encoder'),
-    ("--zap-log-level=0", '"0" for --zap-log-level'),
-    ("--zap-stacktrace-level=warn", '"warn" for --zap-stacktrace-level'),
-    ("--zap-time-encoding=unix", '"unix" for --zap-time-encoding'),
+     '"-1m" for flag --sandbox-warm-pool-unschedulable-recheck-interval: must be a positive duration'),
+    ("--sandbox-warm-pool-readiness-grace-period=5", '"5" for flag --sandbox-warm-pool-readiness-grace-period'),
+    ("--sandbox-warm-pool-max-refill-rate=NaN", '"NaN" for flag --sandbox-warm-pool-max-refill-rate'),
+    ("--sandbox-warm-pool-max-refill-rate=+Inf", '"+Inf" for flag --sandbox-warm-pool-max-refill-rate'),
+    ("--sandbox-warm-pool-max-refill-rate=-0.5", '"-0.5" for flag --sandbox-warm-pool-max-refill-rate'),
+    ("--sandbox-write-behind-window=-1s", '"-1s" for flag --sandbox-write-behind-window'),
+    ("--kube-api-burst=0", '"0" for flag --kube-api-burst'),
+    ("--api-connections=0", '"0" for flag --api-connections'),
+    ("--cache-label-selectors=maybe", '"maybe" for flag --cache-label-selectors'),
+    ("--zap-encoder=logfmt", '"logfmt" for flag --zap-encoder'),
+    ("--zap-log-level=0", '"0" for flag --zap-log-level'),
+    ("--zap-stacktrace-level=warn", '"warn" for flag --zap-stacktrace-level'),
+    ("--zap-time-encoding=unix", '"unix" for flag --zap-time-encoding'),
 ]
 
 
@@ -129,27 +130,93 @@ def test_valid_upstream_flags_pass_validation():
     assert p.returncode == 1
     assert "invalid value" not in p.stderr, p.stderr
     assert "cannot load cluster configuration" in p.stderr, p.stderr
-    assert "level=warn" not in p.stderr, p.stderr
+    assert '"level":"warn"' not in p.stderr and "level=warn" not in p.stderr, p.stderr
+
+
+def json_lines(text):
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    assert lines and all(ln.startswith("{") for ln in lines), lines
+    return [json.loads(ln) for ln in lines]
 
 
 def test_warnings_for_questionable_and_unsupported_flags():
     p = run(*NO_CONFIG, "--enable-tracing", "--enable-pprof-debug", "--kube-api-qps=20",
             "--sandbox-concurrent-workers=990")
     assert p.returncode == 1 and "cannot load cluster configuration" in p.stderr, p.stderr
-    warns = [ln for ln in p.stderr.splitlines() if "level=warn" in ln]
+    warns = [r for r in json_lines(p.stderr) if r["level"] == "warn"]
     assert len(warns) == 4, warns
-    assert any("flag=--sandbox-concurrent-workers" in w and "1042" in w for w in warns), warns
-    assert any("flag=--kube-api-burst" in w for w in warns), warns
-    assert any("flag=--enable-tracing" in w and "not supported" in w for w in warns), warns
-    assert any("flag=--enable-pprof-debug" in w and "pprof" in w for w in warns), warns
+    assert all(r["logger"] == "setup" for r in warns), warns
+    by_flag = {r["flag"]: r["msg"] for r in warns}
+    assert "1042" in by_flag["--sandbox-concurrent-workers"], warns
+    assert "--kube-api-burst" in by_flag, warns
+    assert "not supported" in by_flag["--enable-tracing"], warns
+    assert "pprof" in by_flag["--enable-pprof-debug"], warns
+
+
+def test_default_log_is_upstreams_json_shape():
+    """As upstream's controller (controller-runtime's production zap): one
+    JSON object a line, keys level, ts (RFC 3339), logger, msg, then the
+    fields."""
+    p = run(*NO_CONFIG, "-sandbox-concurrent-workers=990", "-enable-tracing")
+    assert p.returncode == 1, p.stderr
+    records = json_lines(p.stderr)
+    for r in records:
+        assert list(r)[:2] == ["level", "ts"], r
+        assert r["level"] in ("debug", "info", "warn", "error"), r
+        assert datetime.datetime.fromisoformat(r["ts"].replace("Z", "+00:00")).tzinfo, r
+        keys = [k for k in r if k != "logger"]
+        assert keys[2] == "msg", r
+    err = next(r for r in records if r["level"] == "error")
+    assert list(err)[:4] == ["level", "ts", "logger", "msg"], err
+    assert err["logger"] == "setup" and err["msg"] == "cannot load cluster configuration", err
+    assert "/nonexistent/kubeconfig" in err["error"], err
+
+
+def test_text_format_by_flag():
+    for flags in (["--log-format=text"], ["-zap-encoder", "console"], ["-zap-devel"]):
+        p = run(*NO_CONFIG, *flags)
+        assert p.returncode == 1, p.stderr
+        line = next(ln for ln in p.stderr.splitlines() if "level=error" in ln)
+        assert re.match(r'ts=\S+Z level=error logger=setup msg="cannot load cluster configuration" '
+                        r'error=', line), line
 
 
 def test_zap_encoder_json_and_log_level_apply_to_the_log():
     p = run(*NO_CONFIG, "--zap-encoder=json", "--zap-log-level=error")
     assert p.returncode == 1
-    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert lines and all(ln.startswith("{") for ln in lines), lines
-    assert all('"level":"error"' in ln for ln in lines), lines  # info lines filtered
+    assert all(r["level"] == "error" for r in json_lines(p.stderr))  # info lines filtered
+
+
+# ---- Go's flag syntax, as upstream's manifests write it ----
+
+def test_go_style_single_dash_flags_are_accepted():
+    p = run("-kubeconfig", "/nonexistent/kubeconfig", "-leader-elect=false", "-webhook-port",
+            "9444", "-enable-webhook=false", "-zap-log-level=info", "-extensions")
+    assert p.returncode == 1
+    assert "invalid value" not in p.stderr and "not defined" not in p.stderr, p.stderr
+    assert "cannot load cluster configuration" in p.stderr, p.stderr
+
+
+def test_go_style_version_and_help():
+    v = run("-version")
+    assert v.returncode == 0 and v.stdout.startswith("agent-sandbox-controller "), v
+    h = run("-h")
+    assert h.returncode == 0 and "-leader-elect" in h.stdout, h
+
+
+@pytest.mark.parametrize("args,message", [
+    (["-leader-elect=false", "-nope"], "flag provided but not defined: -nope"),
+    (["--nope=1"], "flag provided but not defined: --nope"),
+    (["-leader-elect=maybe"], 'invalid value "maybe" for flag --leader-elect'),
+    (["-webhook-port"], "flag needs an argument: --webhook-port"),
+])
+def test_bad_flag_message_names_the_flag_not_the_program(args, message):
+    p = run(*NO_CONFIG, *args)
+    assert p.returncode == 1, p
+    first = p.stderr.splitlines()[0]
+    assert first == "agent-sandbox-controller: " + message or first.startswith(
+        "agent-sandbox-controller: " + message + ":"), p.stderr
+    assert controller_binary() not in p.stderr, p.stderr
 
 
 # ---- --cache-label-selectors (docs/upstream.md#cache-scoping) ----

@@ -1154,7 +1154,7 @@ def test_network_policy_unmanaged_and_foreign_policies(kube, ns, extensions_cont
     for t in ("um", "bare-um", "foreign"):
         wait_obj(kube, TEMPLATE, t, ns, lambda o: labels(o).get(L_TPL_REF), f"template {t} reconciled")
     msg = 'refusing to update NetworkPolicy "foreign-network-policy" as it is not controlled by SandboxTemplate "foreign"'
-    # logfmt escapes the quotes of a quoted value
+    # the log escapes the quotes in a value (JSON, the default, and logfmt alike)
     wait_for(lambda: msg.replace('"', '\\"') in extensions_controller.text() or msg in extensions_controller.text(),
              timeout=30, desc="the refusal logged")
     time.sleep(1)

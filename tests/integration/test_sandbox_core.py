@@ -578,4 +578,7 @@ def test_write_behind_window_defers_and_coalesces_pod_metadata(kube, ns, exclusi
     pod = wait_for(lambda: (lambda p: p if p["metadata"]["labels"].get("v") == "3" else None)(pod_of(kube, name, ns)),
                    desc="the pod labelled v=3")
     assert pod["metadata"]["annotations"]["agents.x-k8s.io/propagated-labels"] == "v"
-    assert f"msg=\"pod metadata patch deferred\" sandbox={ns}/{name}" in c.text()
+    deferred = [r for r in c.records() if r.get("msg") == "pod metadata patch deferred"
+                and r.get("sandbox") == f"{ns}/{name}"]
+    assert deferred, c.text()[-4000:]
+    assert all(isinstance(r["yield"], bool) for r in deferred), deferred  # a JSON boolean

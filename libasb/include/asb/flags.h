@@ -71,7 +71,10 @@ struct asb_flag {
 /** How argv is read. */
 typedef enum {
 	/** Go's flag package: -name or --name, "=value" or the next word
-	 *  (booleans: "=value" only), stops at "--", no other words allowed. */
+	 *  (booleans: "=value" only), stops at "--", no other words allowed;
+	 *  -X is also the row whose short option is X (-h); an ACTION row
+	 *  given "=false" is skipped (Go's -version=false). An unknown flag's
+	 *  message names it as given (`--nope`), never the program. */
 	ASB_FLAGS_GO = 0,
 	/** GNU getopt_long(): --name, unique prefixes, booleans take an optional
 	 *  "=value", words are permuted to the end and are an error there. */

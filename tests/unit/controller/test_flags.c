@@ -1,7 +1,9 @@
 /*
  * test_flags.c - unit tests of cmd/controller/flags.c: defaults, the
- * spellings of each flag, the Go duration syntax, and the startup
- * validation of docs/upstream.md#controller-flags, #startup-validation.
+ * spellings of each flag (Go's flag package: one dash or two, =value or
+ * the next word), the Go duration syntax, the messages naming a bad flag,
+ * and the startup validation of docs/upstream.md#controller-flags,
+ * #startup-validation.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -107,9 +109,9 @@ START_TEST(defaults_of_upstream_only_flags)
 	ck_assert(!f.enable_pprof_debug);
 	ck_assert_int_eq(f.pprof_block_profile_rate, 1000000);
 	ck_assert_int_eq(f.pprof_mutex_profile_fraction, 10);
-	ck_assert(!f.zap_devel);
-	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
-	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
+	ck_assert(!f.log.devel);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);  /* upstream's production default */
+	ck_assert_int_eq(f.log.level, ASB_LOG_INFO);
 }
 END_TEST
 
@@ -129,23 +131,29 @@ START_TEST(every_bool_flag_spelling)
 		{ "enable-tracing", offsetof(controller_flags, enable_tracing) },
 		{ "enable-pprof", offsetof(controller_flags, enable_pprof) },
 		{ "enable-pprof-debug", offsetof(controller_flags, enable_pprof_debug) },
-		{ "zap-devel", offsetof(controller_flags, zap_devel) },
+		{ "zap-devel", offsetof(controller_flags, log.devel) },
+	};
+	/* each spelling, with the value it sets (-1: refused); one dash or
+	 * two, as Go's flag package */
+	static const struct {
+		const char *dashes, *suffix;
+		int want;
+	} spellings[] = {
+		{ "--", "", 1 }, { "--", "=false", 0 }, { "--", "=true", 1 }, { "--", "=yes", -1 },
+		{ "-", "=false", 0 }, { "-", "", 1 }, { "-", "=0", 0 }, { "-", "=T", 1 },
 	};
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
-		controller_flags f;
-		char a[128];
-		bool *v = (bool *)((char *)&f + flags[i].off);
-		snprintf(a, sizeof(a), "--%s", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=false", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(!*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=true", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), 0);
-		ck_assert_msg(*v, "%s", a);
-		snprintf(a, sizeof(a), "--%s=yes", flags[i].name);
-		ck_assert_int_eq(parse(&f, a, NULL), -1);
+		for (size_t j = 0; j < sizeof(spellings) / sizeof(spellings[0]); j++) {
+			controller_flags f;
+			char a[128];
+			bool *v = (bool *)((char *)&f + flags[i].off);
+			snprintf(a, sizeof(a), "%s%s%s", spellings[j].dashes, flags[i].name,
+			         spellings[j].suffix);
+			int want = spellings[j].want;
+			ck_assert_int_eq(parse(&f, a, NULL), want < 0 ? -1 : 0);
+			if (want >= 0)
+				ck_assert_msg(*v == (want == 1), "%s", a);
+		}
 	}
 }
 END_TEST
@@ -217,48 +225,58 @@ START_TEST(zap_flags)
 {
 	controller_flags f;
 	ck_assert_int_eq(parse(&f, "--zap-encoder=json", NULL), 0);
-	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-encoder", "console", NULL), 0);
-	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
+	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
 	ck_assert_int_eq(parse(&f, "--zap-encoder=logfmt", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=error", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_ERROR);
+	ck_assert_int_eq(f.log.level, ASB_LOG_ERROR);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=info", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
+	ck_assert_int_eq(f.log.level, ASB_LOG_INFO);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=3", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
+	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--zap-log-level=warn", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=dpanic", NULL), -1);
+	/* panic: accepted as upstream; nothing of ours is more severe than error */
+	ck_assert_int_eq(parse(&f, "--zap-log-level=panic", NULL), 0);
+	ck_assert_int_eq(f.log.level, ASB_LOG_ERROR);
 	/* the last level flag wins, as both set one setting */
 	ck_assert_int_eq(parse(&f, "--zap-log-level=error", "--log-level=warn", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_WARN);
-	/* development mode: debug unless a level is given, in any order */
+	ck_assert_int_eq(f.log.level, ASB_LOG_WARN);
+	/* development mode: debug and text unless a level or format is given,
+	 * in any order */
 	ck_assert_int_eq(parse(&f, "--zap-devel", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
-	ck_assert_int_eq(parse(&f, "--zap-log-level=info", "--zap-devel", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
+	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
+	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=info", "--zap-devel", "-zap-encoder=json", NULL), 0);
+	ck_assert_int_eq(f.log.level, ASB_LOG_INFO);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-devel=false", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_INFO);
+	ck_assert_int_eq(f.log.level, ASB_LOG_INFO);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=panic", "--zap-time-encoding=rfc3339nano",
 	                       NULL), 0);
-	ck_assert_str_eq(f.zap_stacktrace_level, "panic");
-	ck_assert_str_eq(f.zap_time_encoding, "rfc3339nano");
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=warn", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=unix", NULL), -1);
 	/* controller-runtime lower-cases the values; "nanos" is its real spelling */
 	ck_assert_int_eq(parse(&f, "--zap-encoder=JSON", NULL), 0);
-	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
 	ck_assert_int_eq(parse(&f, "--zap-encoder=Console", NULL), 0);
-	ck_assert_int_eq(f.log_format, ASB_LOG_TEXT);
+	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=DEBUG", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_DEBUG);
+	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
 	ck_assert_int_eq(parse(&f, "--zap-log-level=Error", NULL), 0);
-	ck_assert_int_eq(f.log_level, ASB_LOG_ERROR);
+	ck_assert_int_eq(f.log.level, ASB_LOG_ERROR);
 	ck_assert_int_eq(parse(&f, "--zap-stacktrace-level=Panic", "--zap-time-encoding=ISO8601",
 	                       NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_ISO8601);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nanos", NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_NANOS);
+	ck_assert_int_eq(parse(&f, "-zap-time-encoding", "RFC3339", NULL), 0);
+	ck_assert_int_eq(f.log.time, ASB_LOG_TIME_RFC3339);
 	ck_assert_int_eq(parse(&f, "--zap-time-encoding=nano", NULL), 0);
-	ck_assert_int_eq(parse(&f, "--zap-log-level=Warn", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--zap-log-level=Warn", NULL), 0);
+	ck_assert_int_eq(f.log.level, ASB_LOG_WARN);
 }
 END_TEST
 
@@ -375,17 +393,16 @@ START_TEST(core_flag_values)
 	ck_assert_str_eq(f.metrics_addr, ":9");
 	ck_assert_str_eq(f.probe_addr, "0");
 	ck_assert_int_eq(parse(&f, "--log-format=json", "--log-level", "warn", NULL), 0);
-	ck_assert_int_eq(f.log_format, ASB_LOG_JSON);
-	ck_assert_int_eq(f.log_level, ASB_LOG_WARN);
-	ck_assert(f.log_level_set);
+	ck_assert_int_eq(f.log.format, ASB_LOG_JSON);
+	ck_assert_int_eq(f.log.level, ASB_LOG_WARN);
+	ck_assert(f.log.level_set);
+	ck_assert_int_eq(parse(&f, "--log-format=text", NULL), 0);
+	ck_assert_int_eq(f.log.format, ASB_LOG_TEXT);
 	ck_assert_int_eq(parse(&f, "--log-format=JSON", NULL), -1);  /* exact, unlike --zap-encoder */
 	ck_assert_int_eq(parse(&f, "--log-level=trace", NULL), -1);
 
-	/* unique prefixes, as getopt_long() */
-	ck_assert_int_eq(parse(&f, "--kube-api-b=4", "--sandbox-write=1s", NULL), 0);
-	ck_assert_int_eq(f.kube_api_burst, 4);
-	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 1000);
-	ck_assert_int_eq(parse(&f, "--leader=x", NULL), -1);  /* ambiguous */
+	/* no abbreviations, as Go's flag package */
+	ck_assert_int_eq(parse(&f, "--kube-api-b=4", NULL), -1);
 }
 END_TEST
 
@@ -394,19 +411,92 @@ START_TEST(actions_and_refusals)
 {
 	controller_flags f;
 	ck_assert_int_eq(parse(&f, "--help", NULL), 1);
+	ck_assert_int_eq(parse(&f, "-help", NULL), 1);
+	ck_assert_int_eq(parse(&f, "-h", "--bogus", NULL), 1);
 	ck_assert_int_eq(parse(&f, "--version", NULL), 1);
-	ck_assert_int_eq(parse(&f, "--ver", NULL), 1);
+	ck_assert_int_eq(parse(&f, "-version", NULL), 1);
+	ck_assert_int_eq(parse(&f, "-version=true", NULL), 1);
+	ck_assert_int_eq(parse(&f, "-version=false", NULL), 0);  /* a Go boolean: no request */
+	ck_assert_int_eq(parse(&f, "--ver", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--bogus", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--bogus", "--help", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--kubeconfig", NULL), -1);  /* its value missing */
-	ck_assert_int_eq(parse(&f, "--help=x", NULL), -1);      /* a value not wanted */
+	ck_assert_int_eq(parse(&f, "--help=x", NULL), -1);      /* not a boolean */
 	ck_assert_int_eq(parse(&f, "positional", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--leader-elect", "false", NULL), -1);  /* booleans: =B only */
 	ck_assert_int_eq(parse(&f, "--", "x", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--", NULL), 0);
-	/* last: getopt keeps its place inside "-h" across calls, and the next
-	 * test_argv() reuses the buffer it points into */
-	ck_assert_int_eq(parse(&f, "-h", "--bogus", NULL), 1);
+}
+END_TEST
+
+/* Go's spellings, as upstream's manifests write them: one dash or two,
+ * =value or the next word. */
+START_TEST(go_style_spellings)
+{
+	controller_flags f;
+	ck_assert_int_eq(parse(&f, "-leader-elect=false", "-webhook-port", "9444",
+	                       "-cluster-domain=example.org", "--kube-api-burst", "7",
+	                       "--sandbox-concurrent-workers=5", "-zap-log-level", "debug",
+	                       "-metrics-bind-address=:9999", NULL), 0);
+	ck_assert(!f.leader_elect);
+	ck_assert_int_eq(f.webhook.port, 9444);
+	ck_assert_str_eq(f.cluster_domain, "example.org");
+	ck_assert_int_eq(f.kube_api_burst, 7);
+	ck_assert_int_eq(f.sandbox_workers, 5);
+	ck_assert_int_eq(f.log.level, ASB_LOG_DEBUG);
+	ck_assert_str_eq(f.metrics_addr, ":9999");
+	/* a value that starts with a dash is taken as the next word */
+	ck_assert_int_eq(parse(&f, "-kube-api-qps", "-1", NULL), 0);
+	ck_assert(f.kube_api_qps == -1);
+	ck_assert_int_eq(parse(&f, "-extensions", "-enable-webhook=0", NULL), 0);
+	ck_assert(f.extensions && !f.webhook.enable);
+}
+END_TEST
+
+/* A parse into fresh defaults, for test_stderr_of(). */
+static int parse_fresh(int argc, char **argv)
+{
+	controller_flags f;
+	controller_flags_defaults(&f);
+	return controller_flags_parse(argc, argv, &f);
+}
+
+/* What the parse of `args` printed (to free), run as an installed binary
+ * would be, so that a message naming the program's path would show. */
+static char *err_of(int *rc, const char *const *args)
+{
+	return test_stderr_of(parse_fresh, rc, "/usr/local/bin/agent-sandbox-controller", args);
+}
+
+/* The message names the flag as given, never the program's path. */
+START_TEST(errors_name_the_flag)
+{
+	int rc;
+	char *e = err_of(&rc, TEST_ARGS("-leader-elect=false", "-nope"));
+	ck_assert_int_eq(rc, -1);
+	ck_assert_msg(strncmp(e, "agent-sandbox-controller: flag provided but not defined: -nope\n",
+	                      63) == 0, "%s", e);
+	ck_assert_ptr_null(strstr(e, "/usr/local/bin"));
+	free(e);
+	e = err_of(&rc, TEST_ARGS("--nope=3"));
+	ck_assert_ptr_nonnull(strstr(e, "flag provided but not defined: --nope\n"));
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-leader-elect=maybe"));
+	ck_assert_int_eq(rc, -1);
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"maybe\" for flag "
+	                    "--leader-elect: must be true or false\n");
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-webhook-port", "x"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"x\" for flag --webhook-port: "
+	                    "must be an integer >= 1\n");
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-kubeconfig"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: flag needs an argument: --kubeconfig\n");
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-zap-encoder=logfmt"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"logfmt\" for flag "
+	                    "--zap-encoder: use json or console\n");
+	free(e);
 }
 END_TEST
 
@@ -427,6 +517,8 @@ int main(void)
 	tcase_add_test(tc, startup_warnings);
 	tcase_add_test(tc, core_flag_values);
 	tcase_add_test(tc, actions_and_refusals);
+	tcase_add_test(tc, go_style_spellings);
+	tcase_add_test(tc, errors_name_the_flag);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -44,15 +44,41 @@ START_TEST(errors_name_the_flag)
 	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, bad, NULL, &r), ASB_EINVAL);
 	ck_assert_int_eq(r.status, ASB_FLAGS_BAD_VALUE);
 	ck_assert_str_eq(asb_error_last()->message, "invalid value \"x\" for flag --n: must be an integer");
-	char *unk[] = { "p", "--nope", NULL };
+	char *unk[] = { "p", "--nope=3", NULL };
 	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, unk, NULL, &r);
 	ck_assert_int_eq(r.status, ASB_FLAGS_UNKNOWN);
+	/* as given, dashes and all, without its value */
+	ck_assert_str_eq(asb_error_last()->message, "flag provided but not defined: --nope");
+	char *unk1[] = { "p", "-on", "-x", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 3, unk1, NULL, &r);
+	ck_assert_str_eq(asb_error_last()->message, "flag provided but not defined: -x");
 	char *last[] = { "p", "--n", NULL };
 	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, last, NULL, &r);
 	ck_assert_int_eq(r.status, ASB_FLAGS_NEEDS_VALUE);
 	char *pos[] = { "p", "word", NULL };
 	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, pos, NULL, &r);
 	ck_assert_int_eq(r.status, ASB_FLAGS_UNEXPECTED);
+}
+END_TEST
+
+/* Go's -h, and its boolean -help=false (no request) */
+START_TEST(go_style_short_option_and_boolean_actions)
+{
+	opts o = { 0 };
+	asb_flags_result r;
+	char *h[] = { "p", "-n", "1", "-h", NULL };
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 4, h, NULL, &r), 0);
+	ck_assert_int_eq(r.status, ASB_FLAGS_ACTION);
+	ck_assert_str_eq(r.flag->name, "help");
+	char *off[] = { "p", "-help=false", "--on", NULL };
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 3, off, NULL, &r), 0);
+	ck_assert_int_eq(r.status, ASB_FLAGS_DONE);
+	ck_assert(o.on);
+	char *bad[] = { "p", "--help=perhaps", NULL };
+	ck_assert_int_eq(asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, bad, NULL, &r), ASB_EINVAL);
+	ck_assert_int_eq(r.status, ASB_FLAGS_BAD_VALUE);
+	ck_assert_str_eq(asb_error_last()->message,
+	                 "invalid value \"perhaps\" for flag --help: must be true or false");
 }
 END_TEST
 
@@ -94,6 +120,7 @@ int main(void)
 	tcase_add_test(tc, go_style_takes_both_spellings);
 	tcase_add_test(tc, errors_name_the_flag);
 	tcase_add_test(tc, getopt_style_and_actions);
+	tcase_add_test(tc, go_style_short_option_and_boolean_actions);
 	tcase_add_test(tc, usage_lists_rows);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

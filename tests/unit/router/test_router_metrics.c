@@ -245,13 +245,13 @@ START_TEST(access_line)
 	ck_assert_str_eq(cJSON_GetObjectItem(o, "user_agent")->valuestring, "curl/8");
 	cJSON_Delete(o);
 	free(line);
-	/* the whole line, byte for byte: key order, numbers as the log always
+	/* the whole line, byte for byte: key order (zap's), numbers as the log always
 	 * printed them (milliseconds to three decimals, no trailing zeros) */
 	rt_access_entry f = { "POST", "/x", "::1", "", NULL, "a\\b\n", 499, 12.5, 3000000000u };
 	line = rt_access_line(&f, "2026-01-01T00:00:00.000Z");
 	ck_assert_ptr_nonnull(line);
 	ck_assert_str_eq(line,
-	                 "{\"ts\":\"2026-01-01T00:00:00.000Z\",\"level\":\"info\","
+	                 "{\"level\":\"info\",\"ts\":\"2026-01-01T00:00:00.000Z\","
 	                 "\"logger\":\"sandbox-router.access\",\"msg\":\"request\","
 	                 "\"method\":\"POST\",\"path\":\"/x\",\"status\":499,\"duration_ms\":12.5,"
 	                 "\"client_ip\":\"::1\",\"sandbox_id\":\"\",\"sandbox_namespace\":\"\","
