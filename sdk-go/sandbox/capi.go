@@ -277,8 +277,10 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -402,19 +404,33 @@ func (f *cancelFlag) done() {
 	f.mu.Unlock()
 }
 
-// msUntil is the time left before ctx's deadline, capped at `d`, in ms
-// (at least 1).
-func msUntil(ctx context.Context, d time.Duration) C.long {
+// msUntil is `d`, or the time left before ctx's deadline when that is
+// sooner (then byDeadline), in ms (at least 1).
+func msUntil(ctx context.Context, d time.Duration) (ms C.long, byDeadline bool) {
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); left < d {
-			d = left
+			d, byDeadline = left, true
 		}
 	}
-	ms := d.Milliseconds()
-	if ms < 1 {
-		ms = 1
+	if d.Milliseconds() < 1 {
+		return 1, byDeadline
 	}
-	return C.long(ms)
+	return C.long(d.Milliseconds()), byDeadline
+}
+
+// markDeadline: a call whose limit was the context's deadline and that
+// timed out (libsandbox's own clock may run out a moment before the
+// context's) failed by that deadline: the error is context.DeadlineExceeded too.
+func markDeadline(err error, byDeadline bool) error {
+	var se *Error
+	if !byDeadline || !errors.As(err, &se) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if se.Code == codeTimeout ||
+		(se.Code == codeRequest && se.HTTPStatus == 0 && strings.Contains(se.Message, "timed out")) {
+		se.wrapped = append(se.wrapped, context.DeadlineExceeded)
+	}
+	return err
 }
 
 // cClient owns a C client. It is freed by the garbage collector once
@@ -548,17 +564,16 @@ func (c *cClient) resolve(ctx context.Context, op, name, ns string, ready time.D
 	var info C.gosbx_info
 	var e C.gosbx_err
 	var rc C.int
+	ms, byDeadline := msUntil(ctx, ready)
 	if create {
-		rc = C.gosbx_create(&p, &info, c.p, cs.must(name), cs.must(ns), msUntil(ctx, ready),
-			f.p, &cc, &e)
+		rc = C.gosbx_create(&p, &info, c.p, cs.must(name), cs.must(ns), ms, f.p, &cc, &e)
 	} else {
-		rc = C.gosbx_attach(&p, &info, c.p, cs.must(name), cs.must(ns), msUntil(ctx, ready),
-			f.p, &cc, &e)
+		rc = C.gosbx_attach(&p, &info, c.p, cs.must(name), cs.must(ns), ms, f.p, &cc, &e)
 	}
 	keepAlive(c)
 	ci := takeInfo(&info)
 	if rc < 0 {
-		return nil, ci, takeErr(op, &e, ctx)
+		return nil, ci, markDeadline(takeErr(op, &e, ctx), byDeadline)
 	}
 	return newCHandle(p), ci, nil
 }
@@ -628,10 +643,16 @@ func (h *cHandle) podName() (string, error) {
 // call is what every sandbox request shares: the cancel flag watching the
 // context and the time the request may take.
 type call struct {
-	ctx     context.Context
-	flag    *cancelFlag
-	timeout C.long
-	retries C.int
+	ctx        context.Context
+	flag       *cancelFlag
+	timeout    C.long
+	byDeadline bool
+	retries    C.int
+}
+
+// fail is the error of a failed request.
+func (c *call) fail(op string, e *C.gosbx_err) error {
+	return markDeadline(takeErr(op, e, c.ctx), c.byDeadline)
 }
 
 func startCall(ctx context.Context, op string, timeout time.Duration, retries int) (*call, error) {
@@ -642,7 +663,8 @@ func startCall(ctx context.Context, op string, timeout time.Duration, retries in
 	if err != nil {
 		return nil, err
 	}
-	return &call{ctx: ctx, flag: f, timeout: msUntil(ctx, timeout), retries: C.int(retries)}, nil
+	ms, byDeadline := msUntil(ctx, timeout)
+	return &call{ctx: ctx, flag: f, timeout: ms, byDeadline: byDeadline, retries: C.int(retries)}, nil
 }
 
 func (h *cHandle) run(c *call, command string) (*ExecutionResult, error) {
@@ -653,7 +675,7 @@ func (h *cHandle) run(c *call, command string) (*ExecutionResult, error) {
 	rc := C.gosbx_run(h.p, cs.must(command), c.timeout, c.retries, c.flag.p, &res, &e)
 	keepAlive(h)
 	if rc < 0 {
-		return nil, takeErr("run", &e, c.ctx)
+		return nil, c.fail("run", &e)
 	}
 	r := &ExecutionResult{
 		Stdout:   C.GoStringN(res.out, C.int(res.out_len)),
@@ -675,7 +697,7 @@ func (h *cHandle) upload(c *call, path string, u *upload, size int64) error {
 		c.retries, c.flag.p, &e)
 	keepAlive(h)
 	if rc < 0 {
-		return takeErr("write", &e, c.ctx)
+		return c.fail("write", &e)
 	}
 	return nil
 }
@@ -691,7 +713,7 @@ func (h *cHandle) download(c *call, path string, d *download) error {
 		&written, &e)
 	keepAlive(h)
 	if rc < 0 {
-		return takeErr("read", &e, c.ctx)
+		return c.fail("read", &e)
 	}
 	return nil
 }
@@ -704,7 +726,7 @@ func (h *cHandle) list(c *call, path string) ([]FileEntry, error) {
 	rc := C.gosbx_list(h.p, cs.must(path), c.timeout, c.retries, c.flag.p, &l, &e)
 	keepAlive(h)
 	if rc < 0 {
-		return nil, takeErr("list", &e, c.ctx)
+		return nil, c.fail("list", &e)
 	}
 	defer C.sbx_file_list_free(l)
 	out := make([]FileEntry, 0, int(l.count))
@@ -728,7 +750,7 @@ func (h *cHandle) exists(c *call, path string) (bool, error) {
 	rc := C.gosbx_exists(h.p, cs.must(path), c.timeout, c.retries, c.flag.p, &ex, &e)
 	keepAlive(h)
 	if rc < 0 {
-		return false, takeErr("exists", &e, c.ctx)
+		return false, c.fail("exists", &e)
 	}
 	return ex != 0, nil
 }
