@@ -98,6 +98,9 @@ typedef struct {
 	sbx_write_fn sink;            /* stream a 2xx body here; NULL: buffer */
 	void *sink_ud;
 	size_t max_body;              /* limit of a buffered body */
+	int max_retries;              /* tries after the first; < 0: the handle's */
+	const atomic_int *cancel;     /* NULL, or the call's cancel flag
+	                               * (sbx_call_options) */
 } sbx_http_req;
 
 typedef struct {
@@ -112,7 +115,8 @@ typedef struct {
  * retries (connection failures and 500/502/503/504) and error mapping of
  * sandbox/handle.h. On 0 the answer is a success status (2xx, or a 3xx
  * that is not a redirect with Location); `resp->body` is the caller's to
- * free.
+ * free. ASB_ECANCELED once `req->cancel` is set (sbx_call_options says
+ * when it is read).
  */
 int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp);
 

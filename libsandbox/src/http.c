@@ -174,6 +174,42 @@ static bool upload_rewind(body_out *u)
 	return u->sent == 0;  /* a callback or pipe that gave nothing yet */
 }
 
+/* ---- cancellation ---- */
+
+static bool cancelled(const sbx_http_req *req)
+{
+	return req->cancel && atomic_load(req->cancel);
+}
+
+/* libcurl's progress callback: called at once while bytes move and about
+ * once a second while the connection is silent; non-zero aborts. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return cancelled(ud) ? 1 : 0;
+}
+
+/* Sleeps `ms`, looking at the cancel flag every 50 ms; false when it was
+ * set. */
+static bool sleep_unless_cancelled(const sbx_http_req *req, long ms)
+{
+	while (ms > 0) {
+		if (cancelled(req))
+			return false;
+		long step = ms < 50 ? ms : 50;
+		sbx__sleep_ms(step);
+		ms -= step;
+	}
+	return !cancelled(req);
+}
+
+static int cancel_error(const sbx_http_req *req)
+{
+	return asb_error_set(ASB_ECANCELED, 0, NULL, "the request %s %s was cancelled", req->method,
+	                     req->path);
+}
+
 /* ---- headers ---- */
 
 /* X-Sandbox-Timeout as Python's str() prints the seconds: "60", "2.5". */
@@ -316,7 +352,10 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		up.start = lseek(req->upload->fd, 0, SEEK_CUR);
 	bool checked_gone = false, stale_ip = false;
 	int rc = 0;
+	int max_retries = req->max_retries >= 0 ? req->max_retries : h->conn.max_retries;
 	for (int attempt = 0;; attempt++) {
+		if (cancelled(req))
+			return cancel_error(req);
 		char *base = NULL;
 		bool router = false;
 		if ((rc = sbx__handle_base_url(h, &base, &router)) != 0)
@@ -345,6 +384,11 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 131072L);
 		curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, 131072L);
+		if (req->cancel) {
+			curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+			curl_easy_setopt(c, CURLOPT_XFERINFODATA, req);
+			curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+		}
 		if (req->json) {
 			curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->json);
 			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->json));
@@ -380,6 +424,13 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 		free(url);
 
 		verdict v;
+		if (cc == CURLE_ABORTED_BY_CALLBACK && cancelled(req) && !b.sink_aborted &&
+		    !up.aborted) {
+			/* nothing to learn from the Sandbox or to retry: the caller
+			 * gave up */
+			free(b.buf);
+			return cancel_error(req);
+		}
 		if (b.sink_aborted) {
 			rc = asb_error_set(ASB_ECANCELED, 0, NULL, "the download of %s was stopped by the "
 			                   "caller", req->path);
@@ -443,13 +494,14 @@ int sbx__http_do(sbx_handle *h, const sbx_http_req *req, sbx_http_resp *resp)
 				asb_error_set(SBX_EREQUEST, (int)status, NULL, "%s", saved);
 			}
 		}
-		if (v == FAIL || attempt >= h->conn.max_retries || resp->streamed > 0 ||
+		if (v == FAIL || attempt >= max_retries || resp->streamed > 0 ||
 		    (req->upload && !upload_rewind(&up)))
 			return rc;
 		/* urllib3's schedule with backoff_factor b: 0, 2b, 4b, 8b, ... */
 		long delay = attempt == 0 ? 0 : h->conn.retry_backoff_ms << attempt;
 		asb_log(h->client->logger, ASB_LOG_DEBUG, "sandbox request retried", "sandbox",
 		        h->sandbox_id, "path", req->path, "error", asb_error_last()->message, NULL);
-		sbx__sleep_ms(delay);
+		if (!sleep_unless_cancelled(req, delay))
+			return cancel_error(req);
 	}
 }

@@ -153,6 +153,43 @@ static char *verb_path(const char *verb, const char *path)
 	return r;
 }
 
+/* ---- call options ---- */
+
+int sbx_call_options_init(sbx_call_options *opts, unsigned int version)
+{
+	if (!opts || version != SBX_CALL_OPTIONS_VERSION)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unknown sbx_call_options version %u",
+		                     version);
+	*opts = (sbx_call_options)SBX_CALL_OPTIONS_INIT;
+	return 0;
+}
+
+/* The caller's options, or the defaults; checked. */
+static int call_opts(const sbx_call_options *in, sbx_call_options *out)
+{
+	if (!in) {
+		*out = (sbx_call_options)SBX_CALL_OPTIONS_INIT;
+		return 0;
+	}
+	if (in->version != SBX_CALL_OPTIONS_VERSION)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "unknown sbx_call_options version %u",
+		                     in->version);
+	if (in->timeout_ms <= 0)
+		return asb_error_set(ASB_EINVAL, 0, NULL, "a request timeout must be positive, got %ld ms",
+		                     in->timeout_ms);
+	*out = *in;
+	return 0;
+}
+
+/* The options of a plain call: defaults with its timeout and flags. */
+static sbx_call_options plain(long timeout_ms, unsigned int flags)
+{
+	sbx_call_options o = SBX_CALL_OPTIONS_INIT;
+	o.timeout_ms = timeout_ms;
+	o.flags = flags;
+	return o;
+}
+
 /* ---- run ---- */
 
 void sbx_exec_result_free(sbx_exec_result *r)
@@ -208,11 +245,22 @@ static int parse_exec(const char *body, sbx_exec_result **out)
 
 int sbx_handle_run(sbx_handle *h, const char *command, long timeout_ms, sbx_exec_result **out)
 {
+	sbx_call_options o = plain(timeout_ms, 0);
+	return sbx_handle_run_opts(h, command, &o, out);
+}
+
+int sbx_handle_run_opts(sbx_handle *h, const char *command, const sbx_call_options *opts,
+                        sbx_exec_result **out)
+{
 	if (!out)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_run: no output");
 	*out = NULL;
 	if (!h || ju_empty(command))
 		return asb_error_set(ASB_EINVAL, 0, NULL, "a command is required");
+	sbx_call_options o;
+	int orc = call_opts(opts, &o);
+	if (orc)
+		return orc;
 	cJSON *body = cJSON_CreateObject();
 	char *json = body && ju_set_str(body, "command", command) ? cJSON_PrintUnformatted(body)
 	                                                           : NULL;
@@ -220,7 +268,8 @@ int sbx_handle_run(sbx_handle *h, const char *command, long timeout_ms, sbx_exec
 	if (!json)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	sbx_http_req req = { .method = "POST", .path = "execute", .json = json,
-	                     .timeout_ms = timeout_ms, .max_body = MAX_JSON_BODY };
+	                     .timeout_ms = o.timeout_ms, .max_body = MAX_JSON_BODY,
+	                     .max_retries = o.max_retries, .cancel = o.cancel };
 	sbx_http_resp resp;
 	int rc = sbx__http_do(h, &req, &resp);
 	free(json);
@@ -235,12 +284,23 @@ int sbx_handle_run(sbx_handle *h, const char *command, long timeout_ms, sbx_exec
 int sbx_handle_write(sbx_handle *h, const char *path, const sbx_upload_source *src,
                      long timeout_ms, unsigned int flags)
 {
+	sbx_call_options o = plain(timeout_ms, flags);
+	return sbx_handle_write_opts(h, path, src, &o);
+}
+
+int sbx_handle_write_opts(sbx_handle *h, const char *path, const sbx_upload_source *src,
+                          const sbx_call_options *opts)
+{
 	if (!h || !src || (!src->data && src->fd < 0 && !src->read))
 		return asb_error_set(ASB_EINVAL, 0, NULL, "a write needs a handle and a source");
 	if (src->data && src->size < 0)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "a buffer source needs its size");
+	sbx_call_options o;
+	int rc = call_opts(opts, &o);
+	if (rc)
+		return rc;
 	char *p = NULL;
-	int rc = request_path(path, flags, &p);
+	rc = request_path(path, o.flags, &p);
 	if (rc)
 		return rc;
 	sbx_upload_source s = *src;
@@ -256,7 +316,8 @@ int sbx_handle_write(sbx_handle *h, const char *path, const sbx_upload_source *s
 			s.size = st.st_size - at;
 	}
 	sbx_http_req req = { .method = "POST", .path = "upload", .upload = &s, .filename = p,
-	                     .timeout_ms = timeout_ms, .max_body = MAX_JSON_BODY };
+	                     .timeout_ms = o.timeout_ms, .max_body = MAX_JSON_BODY,
+	                     .max_retries = o.max_retries, .cancel = o.cancel };
 	sbx_http_resp resp;
 	rc = sbx__http_do(h, &req, &resp);
 	free(resp.body);
@@ -267,20 +328,32 @@ int sbx_handle_write(sbx_handle *h, const char *path, const sbx_upload_source *s
 int sbx_handle_read_cb(sbx_handle *h, const char *path, sbx_write_fn fn, void *userdata,
                        long timeout_ms, unsigned int flags, int64_t *written)
 {
+	sbx_call_options o = plain(timeout_ms, flags);
+	return sbx_handle_read_cb_opts(h, path, fn, userdata, &o, written);
+}
+
+int sbx_handle_read_cb_opts(sbx_handle *h, const char *path, sbx_write_fn fn, void *userdata,
+                            const sbx_call_options *opts, int64_t *written)
+{
 	if (written)
 		*written = 0;
 	if (!h || !fn)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "a read needs a handle and a sink");
+	sbx_call_options o;
+	int rc = call_opts(opts, &o);
+	if (rc)
+		return rc;
 	char *p = NULL;
-	int rc = request_path(path, flags, &p);
+	rc = request_path(path, o.flags, &p);
 	if (rc)
 		return rc;
 	char *vp = verb_path("download", p);
 	free(p);
 	if (!vp)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = timeout_ms, .sink = fn,
-	                     .sink_ud = userdata };
+	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = o.timeout_ms, .sink = fn,
+	                     .sink_ud = userdata, .max_retries = o.max_retries,
+	                     .cancel = o.cancel };
 	sbx_http_resp resp;
 	rc = sbx__http_do(h, &req, &resp);
 	if (written)
@@ -370,16 +443,17 @@ int sbx_handle_read(sbx_handle *h, const char *path, long timeout_ms, unsigned i
 }
 
 /* GET <verb>/<path> and parse the JSON answer ("" and "null" parse as NULL). */
-static int get_json(sbx_handle *h, const char *verb, const char *path, long timeout_ms,
-                    cJSON **out, bool *empty)
+static int get_json(sbx_handle *h, const char *verb, const char *path,
+                    const sbx_call_options *o, cJSON **out, bool *empty)
 {
 	*out = NULL;
 	*empty = false;
 	char *vp = verb_path(verb, path);
 	if (!vp)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
-	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = timeout_ms,
-	                     .max_body = MAX_JSON_BODY };
+	sbx_http_req req = { .method = "GET", .path = vp, .timeout_ms = o->timeout_ms,
+	                     .max_body = MAX_JSON_BODY, .max_retries = o->max_retries,
+	                     .cancel = o->cancel };
 	sbx_http_resp resp;
 	int rc = sbx__http_do(h, &req, &resp);
 	free(vp);
@@ -427,14 +501,25 @@ static bool parse_entry(const cJSON *it, sbx_file_entry *e)
 
 int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms, sbx_file_list **out)
 {
+	sbx_call_options o = plain(timeout_ms, 0);
+	return sbx_handle_list_opts(h, path, &o, out);
+}
+
+int sbx_handle_list_opts(sbx_handle *h, const char *path, const sbx_call_options *opts,
+                         sbx_file_list **out)
+{
 	if (!out)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_list: no output");
 	*out = NULL;
 	if (!h)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_list: no handle");
+	sbx_call_options o;
+	int rc = call_opts(opts, &o);
+	if (rc)
+		return rc;
 	cJSON *j = NULL;
 	bool empty;
-	int rc = get_json(h, "list", path, timeout_ms, &j, &empty);
+	rc = get_json(h, "list", path, &o, &j, &empty);
 	if (rc)
 		return rc;
 	sbx_file_list *l = calloc(1, sizeof(*l));
@@ -472,12 +557,23 @@ int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms, sbx_file_l
 
 int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_ms, bool *exists)
 {
+	sbx_call_options o = plain(timeout_ms, 0);
+	return sbx_handle_exists_opts(h, path, &o, exists);
+}
+
+int sbx_handle_exists_opts(sbx_handle *h, const char *path, const sbx_call_options *opts,
+                           bool *exists)
+{
 	if (!h || !exists)
 		return asb_error_set(ASB_EINVAL, 0, NULL, "sbx_handle_exists: no handle or output");
 	*exists = false;
+	sbx_call_options o;
+	int rc = call_opts(opts, &o);
+	if (rc)
+		return rc;
 	cJSON *j = NULL;
 	bool empty;
-	int rc = get_json(h, "exists", path, timeout_ms, &j, &empty);
+	rc = get_json(h, "exists", path, &o, &j, &empty);
 	if (rc)
 		return rc;
 	if (!empty && !cJSON_IsObject(j))

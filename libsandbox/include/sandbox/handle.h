@@ -356,6 +356,84 @@ SBX_EXTERN int sbx_handle_list(sbx_handle *h, const char *path, long timeout_ms,
 SBX_EXTERN int sbx_handle_exists(sbx_handle *h, const char *path, long timeout_ms,
                                  bool *exists);
 
+/* ---- per-call options: timeout, retries, cancellation ---- */
+
+#define SBX_CALL_OPTIONS_VERSION 1
+
+/**
+ * How one request of sbx_handle_run_opts() and its siblings runs;
+ * initialise with SBX_CALL_OPTIONS_INIT or sbx_call_options_init(). The
+ * plain functions (sbx_handle_run(), ...) are these with the defaults and
+ * their own timeout and flags.
+ *
+ * Cancellation: once `*cancel` is non-zero the call stops and returns
+ * ASB_ECANCELED ("... was cancelled"). The flag is read before each try,
+ * while a transfer runs (libcurl's progress callback: at once while bytes
+ * move, at least about once a second while the connection is silent, as
+ * during a long command) and every 50 ms of a wait between retries. Not
+ * interrupted: a Kubernetes API request the call makes on the way (the
+ * Sandbox read for X-Sandbox-Pod-IP or for a sandbox deleted under the
+ * client; each bounded by the client's request_timeout_ms), the start of
+ * the kubectl tunnel (port_forward_ready_timeout_ms) and the wait for a
+ * Gateway's address (gateway_ready_timeout_ms). A cancelled POST (run,
+ * write) may already have reached the sandbox: the command may run, the
+ * file may be partly written. This is how a language binding maps its own
+ * cancellation (a Go context, an asyncio task) onto a call: it sets the
+ * flag from another thread while the call blocks.
+ */
+typedef struct {
+	unsigned int version;      /**< SBX_CALL_OPTIONS_VERSION */
+	long timeout_ms;           /**< the whole request, each try (> 0; 60000);
+	                            *   sent as X-Sandbox-Timeout */
+	unsigned int flags;        /**< write and read: SBX_FILE_ALLOW_UNSAFE_PATHS */
+	int max_retries;           /**< tries after the first, as the connection
+	                            *   options' max_retries; < 0 (default): the
+	                            *   handle's */
+	const atomic_int *cancel;  /**< NULL, or a flag read as above (borrowed
+	                            *   for the call; another thread may set it) */
+} sbx_call_options;
+
+#define SBX_CALL_OPTIONS_INIT { .version = SBX_CALL_OPTIONS_VERSION, .timeout_ms = 60000, \
+	.max_retries = -1 }
+
+/** Fills `opts` with the defaults (ASB_EINVAL for an unknown version). */
+SBX_EXTERN int sbx_call_options_init(sbx_call_options *opts, unsigned int version);
+
+/**
+ * sbx_handle_run() with call options (NULL: the defaults). Returns as
+ * sbx_handle_run(), plus ASB_ECANCELED; ASB_EINVAL for an unknown options
+ * version or a timeout <= 0.
+ */
+SBX_EXTERN int sbx_handle_run_opts(sbx_handle *h, const char *command,
+                                   const sbx_call_options *opts, sbx_exec_result **out);
+
+/**
+ * sbx_handle_write() with call options (NULL: the defaults). A source
+ * callback that blocks is not interrupted by the flag; the flag is read
+ * again when it returns. Returns as sbx_handle_write() (ASB_ECANCELED
+ * also when the callback aborted).
+ */
+SBX_EXTERN int sbx_handle_write_opts(sbx_handle *h, const char *path,
+                                     const sbx_upload_source *src,
+                                     const sbx_call_options *opts);
+
+/**
+ * sbx_handle_read_cb() with call options (NULL: the defaults). Returns as
+ * sbx_handle_read_cb() (ASB_ECANCELED when `fn` aborted or the flag was
+ * set; `*written` counts what `fn` took either way).
+ */
+SBX_EXTERN int sbx_handle_read_cb_opts(sbx_handle *h, const char *path, sbx_write_fn fn,
+                                       void *userdata, const sbx_call_options *opts,
+                                       int64_t *written);
+
+/** sbx_handle_list() with call options (NULL: the defaults); plus ASB_ECANCELED. */
+SBX_EXTERN int sbx_handle_list_opts(sbx_handle *h, const char *path,
+                                    const sbx_call_options *opts, sbx_file_list **out);
+
+/** sbx_handle_exists() with call options (NULL: the defaults); plus ASB_ECANCELED. */
+SBX_EXTERN int sbx_handle_exists_opts(sbx_handle *h, const char *path,
+                                      const sbx_call_options *opts, bool *exists);
+
 /**
  * Upstream's path guard for write and read (docs/upstream.md#commands-and-files): refuses
  * ASCII control characters, then trims surrounding whitespace (empty:

@@ -1,0 +1,3 @@
+module agent-sandbox/sdk-go
+
+go 1.26
