@@ -120,8 +120,8 @@ static int register_build_info(asb_metrics_registry *reg)
 	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
 	o.type = ASB_METRIC_GAUGE;
 	o.name = "agent_sandbox_build_info";
-	o.help = "A metric with a constant '1' value labeled by the version, commit, build date, "
-	         "compiler and platform agent-sandbox was built with.";
+	/* upstream's help text: a scrape compares equal */
+	o.help = "Agent sandbox controller build metadata exposed as labels with a constant value of 1.";
 	o.const_labels = labels;
 	asb_metric *m;
 	int rc = asb_metrics_register(&m, reg, &o);
