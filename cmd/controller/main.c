@@ -361,6 +361,7 @@ static int setup_endpoints(controller_app *a)
 	               "--health-probe-bind-address", a->log) < 0)
 		return -1;
 	if (asb_metrics_registry_new(&a->metrics) < 0 || register_build_info(a->metrics) < 0 ||
+	    asb_metrics_register_process(a->metrics) < 0 ||
 	    register_sandboxes_gauge(a->metrics, &a->sandboxes_gauge) < 0 ||
 	    httpd_health_checks_new(&a->live) < 0 || httpd_health_checks_new(&a->ready) < 0 ||
 	    httpd_health_checks_add(a->live, "ping", ping, NULL) < 0 ||
@@ -397,7 +398,7 @@ static int setup_client(controller_app *a)
 		return cannot(a, "cannot create API client");
 	/* Conversion is served from startup on every replica, leader or not:
 	 * the caches themselves may need it to sync. */
-	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->log) < 0)
+	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->log, a->metrics) < 0)
 		return cannot(a, "cannot start the conversion webhook");
 	return 0;
 }
@@ -558,6 +559,7 @@ static int start_leading(controller_app *a)
 	lo.on_new_leader = new_leader;
 	lo.userdata = &a->lead;
 	lo.logger = a->log;
+	lo.metrics = a->metrics;  /* leader_election_master_status{name=LEASE_NAME} */
 	/* its own client: one Lease write (with its retry) must end well
 	 * inside the 10 s renew deadline, whatever the workers are doing */
 	k8s_client_options lco = a->client_opts;
