@@ -120,8 +120,8 @@ static int register_build_info(asb_metrics_registry *reg)
 	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
 	o.type = ASB_METRIC_GAUGE;
 	o.name = "agent_sandbox_build_info";
-	o.help = "A metric with a constant '1' value labeled by the version, commit, build date, "
-	         "compiler and platform agent-sandbox was built with.";
+	/* upstream's help text: a scrape compares equal */
+	o.help = "Agent sandbox controller build metadata exposed as labels with a constant value of 1.";
 	o.const_labels = labels;
 	asb_metric *m;
 	int rc = asb_metrics_register(&m, reg, &o);
@@ -362,6 +362,7 @@ static int setup_endpoints(controller_app *a)
 	               "--health-probe-bind-address", a->log) < 0)
 		return -1;
 	if (asb_metrics_registry_new(&a->metrics) < 0 || register_build_info(a->metrics) < 0 ||
+	    asb_metrics_register_process(a->metrics) < 0 ||
 	    register_sandboxes_gauge(a->metrics, &a->sandboxes_gauge) < 0 ||
 	    httpd_health_checks_new(&a->live) < 0 || httpd_health_checks_new(&a->ready) < 0 ||
 	    httpd_health_checks_add(a->live, "ping", ping, NULL) < 0 ||
@@ -398,7 +399,7 @@ static int setup_client(controller_app *a)
 		return cannot(a, "cannot create API client");
 	/* Conversion is served from startup on every replica, leader or not:
 	 * the caches themselves may need it to sync. */
-	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->setup) < 0)
+	if (webhook_start(&a->wh, &f->webhook, f->cluster_domain, a->client, a->setup, a->metrics) < 0)
 		return cannot(a, "cannot start the conversion webhook");
 	return 0;
 }
@@ -558,6 +559,7 @@ static int start_leading(controller_app *a)
 	lo.on_new_leader = new_leader;
 	lo.userdata = &a->lead;
 	lo.logger = a->log;
+	lo.metrics = a->metrics;  /* leader_election_master_status{name=LEASE_NAME} */
 	/* its own client: one Lease write (with its retry) must end well
 	 * inside the 10 s renew deadline, whatever the workers are doing */
 	k8s_client_options lco = a->client_opts;

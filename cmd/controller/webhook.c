@@ -41,6 +41,11 @@ static const k8s_resource secrets = { "", "v1", "secrets", "Secret", true };
 struct webhook {
 	httpd_server *srv;
 	asb_logger *log;
+	/* controller-runtime's webhook server metrics, webhook="/convert";
+	 * NULL without a registry */
+	asb_metric *requests;            /* _requests_total{code,webhook} */
+	asb_metric_series *in_flight;    /* _requests_in_flight{webhook} */
+	asb_metric *latency;             /* _latency_seconds{webhook} */
 };
 
 /* --- files and base64 ------------------------------------------------------- */
@@ -366,11 +371,84 @@ static int patch_crds(const webhook_flags *f, const pem_set *ca, k8s_client *c, 
 	return rc;
 }
 
+/* --- metrics ---------------------------------------------------------------- */
+
+/*
+ * The families controller-runtime's webhook server registers (its
+ * webhook/internal/metrics, and the admission and conversion panic
+ * counters), with their names, help texts, labels and buckets. As there,
+ * the code="200" and code="500" series and the in-flight gauge exist from
+ * the start; the latency series from the first request.
+ */
+static int register_metrics(webhook *w, asb_metrics_registry *reg, bool serving)
+{
+	static const char *const panic_names[] = {
+		"controller_runtime_webhook_panics_total", "Total number of webhook panics",
+		"controller_runtime_conversion_webhook_panics_total",
+		"Total number of conversion webhook panics",
+	};
+	int rc = 0;
+	/* a C handler cannot panic and be recovered: 0, for queries written
+	 * against upstream */
+	for (int i = 0; rc == 0 && i < 4; i += 2) {
+		asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+		o.name = panic_names[i];
+		o.help = panic_names[i + 1];
+		asb_metric *m;
+		asb_metric_series *s;
+		if ((rc = asb_metrics_register(&m, reg, &o)) == 0)
+			rc = asb_metric_series_get(&s, m, NULL, 0);
+	}
+	if (rc < 0 || !serving)
+		return rc;
+	static const char *const by_code[] = { "webhook", "code", NULL };
+	static const char *const by_hook[] = { "webhook", NULL };
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.name = "controller_runtime_webhook_requests_total";
+	o.help = "Total number of admission requests by HTTP status code.";
+	o.label_names = by_code;
+	if ((rc = asb_metrics_register(&w->requests, reg, &o)) < 0)
+		return rc;
+	const char *ok[] = { WEBHOOK_PATH, "200" }, *failed[] = { WEBHOOK_PATH, "500" };
+	asb_metric_series *s;
+	if ((rc = asb_metric_series_get(&s, w->requests, ok, 2)) < 0 ||
+	    (rc = asb_metric_series_get(&s, w->requests, failed, 2)) < 0)
+		return rc;
+	asb_metric_options g = ASB_METRIC_OPTIONS_INIT;
+	g.type = ASB_METRIC_GAUGE;
+	g.name = "controller_runtime_webhook_requests_in_flight";
+	g.help = "Current number of admission requests being served.";
+	g.label_names = by_hook;
+	asb_metric *gauge;
+	const char *hook[] = { WEBHOOK_PATH };
+	if ((rc = asb_metrics_register(&gauge, reg, &g)) < 0 ||
+	    (rc = asb_metric_series_get(&w->in_flight, gauge, hook, 1)) < 0)
+		return rc;
+	/* client_golang's ExponentialBuckets(10e-9, 10, 12): 10 ns to 1000 s */
+	double buckets[12];
+	asb_metrics_exponential_buckets(10e-9, 10, 12, buckets);
+	asb_metric_options h = ASB_METRIC_OPTIONS_INIT;
+	h.type = ASB_METRIC_HISTOGRAM;
+	h.name = "controller_runtime_webhook_latency_seconds";
+	h.help = "Histogram of the latency of processing admission requests";
+	h.label_names = by_hook;
+	h.buckets = buckets;
+	h.nbuckets = 12;
+	return asb_metrics_register(&w->latency, reg, &h);
+}
+
+static double monotonic_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* --- serving ---------------------------------------------------------------- */
 
-static void handle_convert(const httpd_request *req, httpd_response *res, void *ud)
+/* Converts one ConversionReview; returns the HTTP status it answered. */
+static int convert(webhook *w, const httpd_request *req, httpd_response *res)
 {
-	webhook *w = ud;
 	size_t len;
 	const char *body = httpd_request_body(req, &len);
 	char *out = NULL, *failure = NULL;
@@ -378,10 +456,11 @@ static void handle_convert(const httpd_request *req, httpd_response *res, void *
 	if (rc < 0) {
 		const char *msg = asb_error_last()->message;
 		asb_log(w->log, ASB_LOG_ERROR, "conversion request rejected", "error", msg, NULL);
-		httpd_response_set_status(res, rc == ASB_ENOMEM ? 500 : 400);
+		int status = rc == ASB_ENOMEM ? 500 : 400;
+		httpd_response_set_status(res, status);
 		httpd_response_write(res, msg, strlen(msg));
 		httpd_response_write(res, "\n", 1);
-		return;
+		return status;
 	}
 	if (failure) {
 		asb_log(w->log, ASB_LOG_ERROR, "conversion failed", "error", failure, NULL);
@@ -390,6 +469,26 @@ static void handle_convert(const httpd_request *req, httpd_response *res, void *
 	httpd_response_add_header(res, "Content-Type", "application/json");
 	httpd_response_write(res, out, strlen(out));
 	free(out);
+	return 200;
+}
+
+static void handle_convert(const httpd_request *req, httpd_response *res, void *ud)
+{
+	webhook *w = ud;
+	if (!w->requests) {
+		convert(w, req, res);
+		return;
+	}
+	asb_metric_series_add(w->in_flight, 1);
+	double start = monotonic_seconds();
+	int status = convert(w, req, res);
+	double seconds = monotonic_seconds() - start;
+	asb_metric_series_add(w->in_flight, -1);
+	char code[8];
+	snprintf(code, sizeof(code), "%d", status);
+	const char *by_code[] = { WEBHOOK_PATH, code }, *hook[] = { WEBHOOK_PATH };
+	asb_metric_add(w->requests, by_code, 2, 1);
+	asb_metric_observe(w->latency, hook, 1, seconds);
 }
 
 /* With --manage-webhook-certs=false: the files the operator provides (docs/upstream.md#webhook-certificates). */
@@ -420,13 +519,18 @@ static int provided_files(const webhook_flags *f, char *cert, char *key, size_t 
 }
 
 int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_domain,
-                  k8s_client *client, asb_logger *log)
+                  k8s_client *client, asb_logger *log, asb_metrics_registry *metrics)
 {
 	*out = NULL;
 	webhook *w = calloc(1, sizeof(*w));
 	if (!w)
 		return asb_error_set(ASB_ENOMEM, 0, NULL, "out of memory");
 	w->log = log;
+	int rc;
+	if (metrics && (rc = register_metrics(w, metrics, f->enable)) < 0) {
+		free(w);
+		return rc;
+	}
 	if (!f->enable) {
 		asb_log(log, ASB_LOG_INFO, "conversion webhook disabled (--enable-webhook=false): installed CRDs "
 		        "must use conversion.strategy: None, or v1alpha1 requests will fail; "
@@ -435,7 +539,6 @@ int webhook_start(webhook **out, const webhook_flags *f, const char *cluster_dom
 		return 0;
 	}
 	char cert[4200], key[4200];
-	int rc;
 	if (f->manage_certs) {
 		if (f->cert_name_set || f->key_name_set)
 			asb_log(log, ASB_LOG_WARN, "--webhook-cert-name and --webhook-key-name are ignored with "

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include "k8s/client.h"
 #include "asb/log.h"
+#include "asb/metrics.h"
 #include "webhook_flags.h"
 
 /** Name of the Secret holding ca.crt, tls.crt and tls.key. */
@@ -27,12 +28,18 @@ typedef struct webhook webhook;
  * Prepares the certificates (docs/upstream.md#webhook-certificates), patches the four CRDs' conversion
  * config (those that exist and use Webhook conversion) and starts the
  * HTTPS server. With --enable-webhook=false logs the notice of docs/upstream.md#startup-validation and
- * returns a webhook that does nothing. `client` and `log` are borrowed
- * and must outlive the webhook; `cluster_domain` is copied.
+ * returns a webhook that does nothing. `client`, `log` and `metrics` are
+ * borrowed and must outlive the webhook; `cluster_domain` is copied.
+ *
+ * `metrics` (NULL: none) gets the families of controller-runtime's webhook
+ * server for webhook="/convert" (docs/controller.md#metrics): requests
+ * answered by status code, requests in flight and a latency histogram,
+ * only while serving; and its two panic counters, always, at 0.
+ *
  * Returns 0 or a negative ASB_E* code (message in asb_error_last()).
  */
 int webhook_start(webhook **out, const webhook_flags *flags, const char *cluster_domain,
-                  k8s_client *client, asb_logger *log);
+                  k8s_client *client, asb_logger *log, asb_metrics_registry *metrics);
 
 /** Stops serving (requests in flight get `timeout_ms`) and frees; NULL accepted. */
 void webhook_free(webhook *w, long timeout_ms);

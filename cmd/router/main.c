@@ -203,7 +203,7 @@ static int setup_logging(router_app *a)
 	if (f->mtls_mode == RT_MTLS_OPTIONAL)
 		asb_log(a->log, ASB_LOG_WARN, "--mtls-mode=optional: this build's TLS server asks every "
 		        "client for a certificate (as required)", NULL);
-	if (asb_metrics_registry_new(&a->reg) < 0)
+	if (asb_metrics_registry_new(&a->reg) < 0 || asb_metrics_register_process(a->reg) < 0)
 		return -1;
 	rt_build_info bi = { AGENT_SANDBOX_VERSION, AGENT_SANDBOX_GIT_COMMIT, AGENT_SANDBOX_BUILD_DATE,
 	                     COMPILER, "linux/" ARCH };

@@ -5,7 +5,8 @@
  * Thin by design: parse flags (flags.c), open the confined root
  * (confine.c), build two HTTP servers of libhttpd, one for sandboxd's REST
  * and process API (--rest-port) and one for the python-runtime API
- * (--runtime-port), wait for SIGTERM/SIGINT, then shut down: /v1/health
+ * (--runtime-port; the first also serves GET /metrics), wait for
+ * SIGTERM/SIGINT, then shut down: /v1/health
  * turns 503, every running process gets SIGTERM and SIGKILL after the
  * grace period, the servers finish what is in flight within
  * --shutdown-timeout and cut the rest.
@@ -23,6 +24,7 @@
 #include "httpd/exchange.h"
 #include "httpd/server.h"
 #include "asb/log.h"
+#include "asb/metrics.h"
 #include "flags.h"
 #include "http.h"
 
@@ -115,7 +117,16 @@ int main(int argc, char **argv)
 		asb_log(log, ASB_LOG_WARN, "--max-tasks has no effect on commands run as root "
 		        "(RLIMIT_NPROC is not enforced for root)", NULL);
 
+	/* GET /metrics on the REST port: the process_* families
+	 * (docs/sandboxd.md#metrics); commands' processes are not counted */
+	asb_metrics_registry *metrics = NULL;
+	if (asb_metrics_registry_new(&metrics) != 0 || asb_metrics_register_process(metrics) != 0) {
+		asb_log(log, ASB_LOG_ERROR, "out of memory", NULL);
+		return 1;
+	}
 	rc = new_server(&d.rest.srv, &f, f.rest_port, "rest", log);
+	if (!rc)
+		rc = httpd_server_handle_metrics(d.rest.srv, "/metrics", metrics);
 	if (!rc && f.runtime_port)
 		rc = new_server(&d.runtime.srv, &f, f.runtime_port, "runtime", log);
 	if (!rc)
@@ -135,6 +146,7 @@ int main(int argc, char **argv)
 		sbxd_proctable_free(d.cap);
 		sbxd_reaper_free(d.reaper);
 		free(d.metadata);
+		asb_metrics_registry_free(metrics);
 		asb_logger_free(log);
 		return 1;
 	}
@@ -171,6 +183,7 @@ int main(int argc, char **argv)
 	sbxd_reaper_free(d.reaper);
 	pthread_mutex_destroy(&d.cap_lock);
 	free(d.metadata);
+	asb_metrics_registry_free(metrics);
 	asb_log(log, ASB_LOG_INFO, "stopped", NULL);
 	asb_logger_free(log);
 	return 0;

@@ -55,6 +55,20 @@ int k8s__ctrl_metrics_new(k8s__ctrl_metrics **out, asb_metrics_registry *reg,
 	if (rc == 0)
 		rc = series(&m->errors, reg, ASB_METRIC_COUNTER, "controller_runtime_reconcile_errors_total",
 		            "Total number of reconciliation errors per controller", controller);
+	/* Counted by controller-runtime and always 0 here (see the header): a
+	 * reconcile cannot panic and be recovered in C, has no deadline, and
+	 * every error is requeued. Exported at 0 so that queries and alerts
+	 * written for upstream find them. */
+	asb_metric_series *zero;
+	if (rc == 0)
+		rc = series(&zero, reg, ASB_METRIC_COUNTER, "controller_runtime_terminal_reconcile_errors_total",
+		            "Total number of terminal reconciliation errors per controller", controller);
+	if (rc == 0)
+		rc = series(&zero, reg, ASB_METRIC_COUNTER, "controller_runtime_reconcile_panics_total",
+		            "Total number of reconciliation panics per controller", controller);
+	if (rc == 0)
+		rc = series(&zero, reg, ASB_METRIC_COUNTER, "controller_runtime_reconcile_timeouts_total",
+		            "Total number of reconciliation timeouts per controller", controller);
 	if (rc == 0)
 		rc = series(&m->time, reg, ASB_METRIC_HISTOGRAM, "controller_runtime_reconcile_time_seconds",
 		            "Length of time per reconciliation per controller", controller);

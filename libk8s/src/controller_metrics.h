@@ -5,7 +5,17 @@
  * controller_runtime_reconcile_errors_total{controller},
  * controller_runtime_reconcile_time_seconds{controller},
  * controller_runtime_active_workers{controller},
- * controller_runtime_max_concurrent_reconciles{controller}.
+ * controller_runtime_max_concurrent_reconciles{controller}, and at 0:
+ * controller_runtime_terminal_reconcile_errors_total{controller},
+ * controller_runtime_reconcile_panics_total{controller},
+ * controller_runtime_reconcile_timeouts_total{controller}.
+ *
+ * Why those three stay 0: controller-runtime counts a Go panic that it
+ * recovers (a C reconcile that crashes takes the process with it, so there
+ * is nothing left to count), a reconcile cut by its ReconciliationTimeout
+ * (ours have no deadline; upstream's controller sets none either), and an
+ * error wrapped in reconcile.TerminalError, which is not requeued (every
+ * error of ours is requeued with backoff).
  *
  * Internal to libk8s. A NULL handle means metrics are off: every function
  * then does nothing. Recording is lock-free (the series are looked up once).

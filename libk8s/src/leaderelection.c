@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -211,6 +212,7 @@ struct k8s_leader {
 	k8s_leader_fn on_started, on_stopped;
 	k8s_leader_new_leader_fn on_new_leader;
 	void *userdata;
+	asb_metric *master_status;  /* leader_election_master_status; NULL: no metrics */
 
 	pthread_mutex_t lock;       /* guards the fields below, up to the blank line */
 	pthread_cond_t cond;        /* signalled on stop */
@@ -226,17 +228,18 @@ struct k8s_leader {
 
 int k8s_leader_options_init(k8s_leader_options *opts, unsigned int version)
 {
-	if (!opts || version != K8S_LEADER_OPTIONS_VERSION)
+	if (!opts || version < 1 || version > K8S_LEADER_OPTIONS_VERSION)
 		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: unknown options version %u", version);
 	k8s_leader_options def = K8S_LEADER_OPTIONS_INIT;
-	*opts = def;
+	def.version = version;
+	memcpy(opts, &def, version == 1 ? offsetof(k8s_leader_options, metrics) : sizeof(def));
 	return 0;
 }
 
 static int check_options(const k8s_leader_options *o)
 {
-	if (!o || o->version != K8S_LEADER_OPTIONS_VERSION)
+	if (!o || o->version < 1 || o->version > K8S_LEADER_OPTIONS_VERSION)
 		return asb_error_set(ASB_EINVAL, 0, NULL,
 		                     "leader election: options missing or of an unknown version");
 	if (!o->lease_namespace || !o->lease_namespace[0] ||
@@ -262,11 +265,40 @@ static int check_options(const k8s_leader_options *o)
 	return 0;
 }
 
+/* leader_election_master_status at scrape time: k8s_leader_is_leader(). */
+static void collect_master_status(asb_metrics_emitter *e, void *userdata)
+{
+	k8s_leader *le = userdata;
+	const char *name = le->name;
+	asb_metrics_emit(e, &name, 1, k8s_leader_is_leader(le) ? 1 : 0);
+}
+
+/* client-go's help text; controller-runtime registers the family. */
+static int register_master_status(k8s_leader *le, asb_metrics_registry *reg)
+{
+	static const char *const labels[] = { "name", NULL };
+	asb_metric_options o = ASB_METRIC_OPTIONS_INIT;
+	o.type = ASB_METRIC_GAUGE;
+	o.name = "leader_election_master_status";
+	o.help = "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+	         "backup, 1 indicates master. 'name' is the string used to identify the lease. "
+	         "Please make sure to group by name.";
+	o.label_names = labels;
+	asb_metric *m;
+	int rc = asb_metrics_register(&m, reg, &o);
+	if (rc == 0 && (rc = asb_metric_add_collector(m, collect_master_status, le)) == 0)
+		le->master_status = m;
+	return rc;
+}
+
 void k8s_leader_free(k8s_leader *le)
 {
 	if (!le)
 		return;
 	k8s_leader_stop(le);
+	/* waits for a scrape that is reading this elector */
+	if (le->master_status)
+		asb_metric_remove_collector(le->master_status, collect_master_status, le);
 	pthread_cond_destroy(&le->cond);
 	pthread_mutex_destroy(&le->lock);
 	cJSON_Delete(le->observed);
@@ -316,6 +348,10 @@ int k8s_leader_new(k8s_leader **out, k8s_client *client,
 	le->on_new_leader = o->on_new_leader;
 	le->userdata = o->userdata;
 	le->rng = k8s__rng_seed(le);
+	if (o->version >= 2 && o->metrics && (rc = register_master_status(le, o->metrics)) < 0) {
+		k8s_leader_free(le);
+		return rc;
+	}
 	*out = le;
 	return 0;
 }

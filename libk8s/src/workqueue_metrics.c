@@ -114,7 +114,8 @@ int k8s__wq_metrics_new(k8s__wq_metrics **out, asb_metrics_registry *reg, const 
 	                 "How many seconds has the longest running processor for workqueue been running.",
 	                 labels)) ||
 	    (rc = family(&retries, reg, ASB_METRIC_COUNTER, "workqueue_retries_total",
-	                 "Total number of retries handled by workqueue", labels)) ||
+	                 "Total number of items added to the workqueue with a non-zero delay "
+	                 "(rate-limited requeues, explicit RequeueAfter or AddAfter calls)", labels)) ||
 	    (rc = series(&m->depth, depth, m->name, true)) ||
 	    (rc = series(&m->adds, adds, m->name, false)) ||
 	    (rc = series(&m->queue_duration, queue_duration, m->name, false)) ||

@@ -1,15 +1,20 @@
 """The controller's metrics and probe endpoints (docs/upstream.md#controller-flags and #controller-metrics-and-probes,
-docs/api.md#metrics), scraped over HTTP from the controller the
+docs/api.md#metrics, docs/controller.md#metrics), scraped over HTTP from the controller the
 `controller` fixture runs on free loopback ports.
 """
 import os
 import re
+import time
 import urllib.error
 import urllib.request
 
 from conftest import ROOT, condition, wait_for
+from promtext import check_process_metrics, families
 
 IMAGE = "registry.k8s.io/pause:3.10"
+LEASE = "a3317529.agent-sandbox.x-k8s.io"
+# before any test runs, so before the session controller starts
+IMPORTED = time.time()
 
 
 def get(url):
@@ -114,3 +119,69 @@ def test_reconcile_and_workqueue_metrics_after_a_sandbox(deployed, controller, n
                          ("workqueue_depth", "gauge"),
                          ("workqueue_queue_duration_seconds", "histogram")):
         assert f"# TYPE {family} {kind}\n" in body
+
+
+def test_process_leader_and_reconcile_counter_families(controller):
+    """What users alert on, as the Go binary exposes it: process_*, the
+    leader gauge (the fixture runs with leader election and waited until it
+    leads), controller-runtime's panic/timeout/terminal-error counters (0:
+    docs/controller.md#metrics says why) and the webhook's panic counters."""
+    body, s = scrape(controller)
+    check_process_metrics(body, IMPORTED, pid=controller["proc"].pid)
+    fams = families(body)
+    assert fams["leader_election_master_status"] == (
+        "gauge", "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+        "backup, 1 indicates master. 'name' is the string used to identify the lease. Please make "
+        "sure to group by name.")
+    assert s[f'leader_election_master_status{{name="{LEASE}"}}'] == 1
+    for family, help_text in (
+            ("controller_runtime_reconcile_panics_total", "Total number of reconciliation panics per controller"),
+            ("controller_runtime_reconcile_timeouts_total", "Total number of reconciliation timeouts per controller"),
+            ("controller_runtime_terminal_reconcile_errors_total",
+             "Total number of terminal reconciliation errors per controller")):
+        assert fams[family] == ("counter", help_text)
+        assert s[f'{family}{{controller="sandbox"}}'] == 0
+    assert fams["controller_runtime_webhook_panics_total"] == ("counter", "Total number of webhook panics")
+    assert fams["controller_runtime_conversion_webhook_panics_total"] == (
+        "counter", "Total number of conversion webhook panics")
+    assert s["controller_runtime_webhook_panics_total"] == 0
+    assert s["controller_runtime_conversion_webhook_panics_total"] == 0
+    # a counter never goes back
+    _, later = scrape(controller)
+    assert later["process_cpu_seconds_total"] >= s["process_cpu_seconds_total"]
+
+
+def test_webhook_metrics_count_a_conversion_by_the_api_server(deployed, controller, ns):
+    """A v1alpha1 read of a Sandbox stored as v1beta1 makes the API server
+    post a ConversionReview to the controller: counted as controller-runtime
+    counts it, webhook="/convert"."""
+    hook = 'webhook="/convert"'
+    ok = f'controller_runtime_webhook_requests_total{{code="200",{hook}}}'
+    count = f"controller_runtime_webhook_latency_seconds_count{{{hook}}}"
+    body, before = scrape(controller)
+    # from the start, as controller-runtime: 200 and 500 at 0 or more, nothing in flight
+    assert f'controller_runtime_webhook_requests_total{{code="500",{hook}}}' in before
+    assert ok in before
+    deployed.apply({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+                    "metadata": {"name": "webhook-metrics"},
+                    "spec": {"podTemplate": {"spec": {"containers": [
+                        {"name": "main", "image": IMAGE}]}}}}, ns=ns)
+    alpha = deployed.get("sandboxes.v1alpha1.agents.x-k8s.io", "webhook-metrics", ns)
+    assert alpha["apiVersion"] == "agents.x-k8s.io/v1alpha1"
+    body, after = scrape(controller)
+    assert after[ok] > before[ok]
+    assert after[count] > before.get(count, 0)
+    assert after[f"controller_runtime_webhook_requests_in_flight{{{hook}}}"] == 0
+    fams = families(body)
+    assert fams["controller_runtime_webhook_requests_total"] == (
+        "counter", "Total number of admission requests by HTTP status code.")
+    assert fams["controller_runtime_webhook_requests_in_flight"] == (
+        "gauge", "Current number of admission requests being served.")
+    assert fams["controller_runtime_webhook_latency_seconds"] == (
+        "histogram", "Histogram of the latency of processing admission requests")
+    # client_golang's ExponentialBuckets(10e-9, 10, 12), written as Go writes them
+    les = re.findall(r'^controller_runtime_webhook_latency_seconds_bucket\{webhook="/convert",le="([^"]+)"\}',
+                     body, re.M)
+    assert les == ["1e-08", "1e-07", "1e-06", "9.999999999999999e-06", "9.999999999999999e-05",
+                   "0.001", "0.01", "0.1", "1", "10", "100", "1000", "+Inf"]
+    assert after[f'controller_runtime_webhook_latency_seconds_bucket{{{hook},le="+Inf"}}'] == after[count]

@@ -2,8 +2,10 @@
 controller started by the `controller` fixture holds upstream's Lease, and a
 second replica waits without reconciling until the first one is gone."""
 import time
+import urllib.request
 
 from conftest import ControllerProcess, wait_for
+from promtext import samples
 
 LEASE = "a3317529.agent-sandbox.x-k8s.io"
 
@@ -31,6 +33,14 @@ def test_second_replica_waits_and_takes_over_on_release(kube, controller, tmp_pa
         text = replica.text()
         assert replica.proc.poll() is None, text
         assert "became leader" not in text, text
+        # the follower says so on /metrics; the leader says 1
+        gauge = f'leader_election_master_status{{name="{LEASE}"}}'
+        follower = samples(urllib.request.urlopen(replica.metrics_url + "/metrics", timeout=10).read().decode())
+        leader = samples(urllib.request.urlopen(controller["metrics_url"] + "/metrics", timeout=10).read().decode())
+        assert (follower[gauge], leader[gauge]) == (0, 1)
+        # without a webhook server: no request families (as upstream), panic counters still there
+        assert not any(k.startswith("controller_runtime_webhook_requests_total") for k in follower)
+        assert follower["controller_runtime_conversion_webhook_panics_total"] == 0
     finally:
         rc = replica.stop()
     assert rc == 0, replica.text()

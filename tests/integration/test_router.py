@@ -18,6 +18,10 @@ import pytest
 
 from router_util import (Backend, Router, WebSocketEcho, asan_build, sandbox_headers, ws_connect,
                          ws_frame, ws_read_frame, wait_for)
+from promtext import check_process_metrics
+
+# before the module's router starts
+IMPORTED = time.time()
 
 
 @pytest.fixture(scope="module")
@@ -256,6 +260,12 @@ def test_probes_metrics_and_access_log(router, backend):
     assert (line["method"], line["path"], line["status"], line["sandbox_id"]) == ("GET", "/echo", 200, "sb")
     assert line["client_ip"] == "127.0.0.1" and line["bytes_out"] > 0
     assert not any('"path":"/healthz"' in ln for ln in router.text().splitlines())
+
+
+def test_process_metrics(router):
+    """The process_* families of client_golang's process collector on the
+    metrics port (docs/router.md#metrics)."""
+    check_process_metrics(router.metrics(), IMPORTED, pid=router.proc.pid)
 
 
 def test_scoped_token(tmp_path):

@@ -12,7 +12,11 @@ import time
 import pytest
 import requests
 
+from promtext import check_process_metrics
 from sandboxd_util import Sandboxd
+
+# before the module's sandboxd starts
+IMPORTED = time.time()
 
 MB = 1024 * 1024
 
@@ -264,6 +268,16 @@ def test_health_and_metadata(sbx):
     env = sbx.session.get(sbx.rest + "/v1/metadata").json()["env"]
     assert env.get("SANDBOX_GREETING") == "hi"
     assert "SANDBOX_API_TOKEN" not in env and "OTHER_VAR" not in env
+
+
+def test_process_metrics_on_the_rest_port(sbx):
+    """GET /metrics: the process_* families of client_golang's process
+    collector (docs/sandboxd.md#metrics); not served on the python-runtime port."""
+    r = sbx.session.get(sbx.rest + "/metrics")
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
+    check_process_metrics(r.text, IMPORTED, pid=sbx.pid)
+    assert sbx.session.get(sbx.runtime + "/metrics").status_code == 404
 
 
 # --- 100 MB round trips, memory flat ----------------------------------------------

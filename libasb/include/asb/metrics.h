@@ -245,6 +245,33 @@ ASB_EXTERN int asb_metrics_exponential_buckets(double start, double factor,
  */
 ASB_EXTERN char *asb_metrics_format_float(double v, char *buf, size_t cap);
 
+/**
+ * Registers the process_* families of client_golang's process collector
+ * (the one controller-runtime registers), with its names, help texts and
+ * types, computed from /proc at each scrape as prometheus/procfs does
+ * (proc_pid_stat(5), proc_pid_limits, proc_pid_fd, /proc/stat):
+ * - process_cpu_seconds_total (counter): user + system CPU time, seconds
+ *   (utime + stime over the clock ticks per second);
+ * - process_resident_memory_bytes (gauge): resident set (rss pages times
+ *   the page size);
+ * - process_virtual_memory_bytes (gauge): vsize;
+ * - process_virtual_memory_max_bytes (gauge): soft RLIMIT_AS
+ *   ("unlimited": 2^64 - 1, written 1.8446744073709552e+19);
+ * - process_open_fds (gauge): descriptors open now;
+ * - process_max_fds (gauge): soft RLIMIT_NOFILE;
+ * - process_start_time_seconds (gauge): start time, seconds since the
+ *   epoch (boot time + start ticks);
+ * - process_network_receive_bytes_total and _transmit_bytes_total
+ *   (counters): IpExt InOctets/OutOctets of /proc/self/net/netstat, i.e.
+ *   of the process's network namespace (the pod), not of the process alone.
+ * A family whose file cannot be read is left out of that scrape. Calling
+ * it again on the same registry changes nothing. Linux only.
+ *
+ * @return 0; ASB_EINVAL (NULL registry, or a family of one of these names
+ *         registered with another shape); ASB_ENOMEM.
+ */
+ASB_EXTERN int asb_metrics_register_process(asb_metrics_registry *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -52,7 +52,10 @@ typedef struct {
 	 *  controller_runtime_reconcile_total{controller,result} (result
 	 *  success, error, requeue, requeue_after), _reconcile_errors_total,
 	 *  _reconcile_time_seconds, _active_workers and
-	 *  _max_concurrent_reconciles with controller=`name`, and the queue's
+	 *  _max_concurrent_reconciles with controller=`name`, the
+	 *  _terminal_reconcile_errors_total, _reconcile_panics_total and
+	 *  _reconcile_timeouts_total counters at 0 (no error is terminal, a
+	 *  reconcile has no deadline and cannot panic), and the queue's
 	 *  workqueue_* metrics (named `name` unless queue.name says otherwise).
 	 *  Must outlive the controller. */
 	asb_metrics_registry *metrics;

@@ -39,6 +39,7 @@
 
 #include "k8s/client.h"
 #include "asb/log.h"
+#include "asb/metrics.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,7 +69,7 @@ typedef void (*k8s_leader_new_leader_fn)(const char *identity, void *userdata);
 /** Randomisation of a follower's retry period (client-go's JitterFactor). */
 #define K8S_LEADER_JITTER_FACTOR 1.2
 
-#define K8S_LEADER_OPTIONS_VERSION 1
+#define K8S_LEADER_OPTIONS_VERSION 2
 
 /**
  * Elector options; initialise with K8S_LEADER_OPTIONS_INIT. The defaults
@@ -77,7 +78,7 @@ typedef void (*k8s_leader_new_leader_fn)(const char *identity, void *userdata);
  * lease_duration_ms > renew_deadline_ms > K8S_LEADER_JITTER_FACTOR *
  * retry_period_ms > 0, and lease_duration_ms >= 1000 because the Lease
  * stores whole seconds (a duration that is not a multiple of 1000 ms is
- * written rounded up).
+ * written rounded up). Version 1 structs end at `logger`.
  */
 typedef struct {
 	unsigned int version;         /**< K8S_LEADER_OPTIONS_VERSION */
@@ -93,6 +94,16 @@ typedef struct {
 	k8s_leader_new_leader_fn on_new_leader; /**< optional */
 	void *userdata;               /**< passed to the callbacks */
 	asb_logger *logger;           /**< borrowed; NULL: silent */
+	/** Version 2. Borrowed, must outlive the elector; NULL: no metrics.
+	 *  Exposes leader_election_master_status{name=lease_name} (gauge), as
+	 *  client-go's leader election reports it through controller-runtime's
+	 *  metrics provider: 1 while k8s_leader_is_leader() is true, else 0
+	 *  (before the first acquisition, as a follower, after losing the
+	 *  lease or its renew deadline, after k8s_leader_stop()). Read at each
+	 *  scrape, so it is never staler than k8s_leader_is_leader(). One
+	 *  elector per lease name per registry (a second would repeat the
+	 *  series). */
+	asb_metrics_registry *metrics;
 } k8s_leader_options;
 
 #define K8S_LEADER_OPTIONS_INIT { .version = K8S_LEADER_OPTIONS_VERSION, \
@@ -100,7 +111,8 @@ typedef struct {
 	.release_on_cancel = true }
 
 /**
- * Fills `opts` with the defaults of K8S_LEADER_OPTIONS_INIT. Returns 0, or
+ * Fills `opts` with the defaults of K8S_LEADER_OPTIONS_INIT (`version` 1
+ * or 2; a version 1 struct is filled up to `logger`). Returns 0, or
  * ASB_EINVAL for a NULL `opts` or an unknown version. Thread-safe.
  */
 K8S_EXTERN int k8s_leader_options_init(k8s_leader_options *opts,
@@ -118,9 +130,10 @@ K8S_EXTERN int k8s_leader_options_init(k8s_leader_options *opts,
  * get, create and update on coordination.k8s.io leases in the Lease's
  * namespace.
  *
- * @return 0; ASB_EINVAL for a missing field, an unknown options version or
- *         durations that break the constraints above (message says which);
- *         ASB_ENOMEM.
+ * @return 0; ASB_EINVAL for a missing field, an unknown options version,
+ *         durations that break the constraints above (message says which)
+ *         or a leader_election_master_status family of another shape in
+ *         `metrics`; ASB_ENOMEM.
  */
 K8S_EXTERN int k8s_leader_new(k8s_leader **out, k8s_client *client,
                               const k8s_leader_options *opts);

@@ -1,8 +1,9 @@
 /*
  * Unit tests of libk8s/src/leaderelection.c: the pure decision (acquire /
  * renew / wait / lost from the observed Lease record and local times), the
- * Lease documents written, option validation, and the elector's lifecycle
- * when no API server answers (it stays a follower and stops at once).
+ * Lease documents written, option validation, the elector's lifecycle
+ * when no API server answers (it stays a follower and stops at once), and
+ * its leader_election_master_status gauge.
  */
 #include <check.h>
 #include <regex.h>
@@ -12,6 +13,7 @@
 #include "k8s/client.h"
 #include "k8s/leaderelection.h"
 #include "k8s/object.h"
+#include "asb/metrics.h"
 #include "leaderelection_internal.h"
 #include "microtime.h"
 
@@ -381,7 +383,9 @@ START_TEST(options_are_validated_like_client_go)
 	o.lease_name = NULL;
 	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 	o = valid_options();
-	o.version = 2;
+	o.version = K8S_LEADER_OPTIONS_VERSION + 1;
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
+	o.version = 0;
 	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
 	ck_assert_int_eq(k8s_leader_new(&le, NULL, &o), ASB_EINVAL);
 	k8s_client_free(c);
@@ -438,6 +442,73 @@ START_TEST(without_a_server_the_elector_follows_and_stops_promptly)
 }
 END_TEST
 
+static char *scrape(asb_metrics_registry *reg)
+{
+	char *text = NULL;
+	ck_assert_int_eq(asb_metrics_registry_expose(reg, &text, NULL), 0);
+	return text;
+}
+
+START_TEST(master_status_gauge_follows_leadership)
+{
+	k8s_client *c = unreachable_client();
+	asb_metrics_registry *reg;
+	ck_assert_int_eq(asb_metrics_registry_new(&reg), 0);
+	k8s_leader_options o = valid_options();
+	o.lease_duration_ms = 30000;
+	o.renew_deadline_ms = 20000;
+	o.retry_period_ms = 10000;
+	o.metrics = reg;
+	k8s_leader *le = NULL;
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), 0);
+	/* 0 from creation on, as client-go sets it; labelled with the lease name */
+	char *text = scrape(reg);
+	ck_assert_str_eq(text,
+		"# HELP leader_election_master_status Gauge of if the reporting system is master of the "
+		"relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to "
+		"identify the lease. Please make sure to group by name.\n"
+		"# TYPE leader_election_master_status gauge\n"
+		"leader_election_master_status{name=\"lock\"} 0\n");
+	free(text);
+	/* a follower (no server answers) stays at 0 */
+	ck_assert_int_eq(k8s_leader_start(le), 0);
+	usleep(300 * 1000);
+	text = scrape(reg);
+	ck_assert_ptr_nonnull(strstr(text, "leader_election_master_status{name=\"lock\"} 0\n"));
+	free(text);
+	/* freed: its collector is gone, so is the series */
+	k8s_leader_free(le);
+	text = scrape(reg);
+	ck_assert_str_eq(text, "");
+	free(text);
+
+	/* a version 1 struct has no metrics field and is still accepted */
+	o = valid_options();
+	o.version = 1;
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), 0);
+	k8s_leader_free(le);
+	k8s_leader_options v1;
+	ck_assert_int_eq(k8s_leader_options_init(&v1, 1), 0);
+	ck_assert_uint_eq(v1.version, 1);
+	ck_assert_int_eq(v1.retry_period_ms, 2000);
+
+	/* a family of that name with another shape is refused */
+	asb_metric_options mo = ASB_METRIC_OPTIONS_INIT;
+	mo.name = "leader_election_master_status";
+	asb_metric *m;
+	asb_metrics_registry *other;
+	ck_assert_int_eq(asb_metrics_registry_new(&other), 0);
+	ck_assert_int_eq(asb_metrics_register(&m, other, &mo), 0);
+	o = valid_options();
+	o.metrics = other;
+	ck_assert_int_eq(k8s_leader_new(&le, c, &o), ASB_EINVAL);
+	ck_assert_ptr_null(le);
+	asb_metrics_registry_free(other);
+	asb_metrics_registry_free(reg);
+	k8s_client_free(c);
+}
+END_TEST
+
 START_TEST(null_and_never_started_electors_are_safe)
 {
 	k8s_leader_stop(NULL);
@@ -486,6 +557,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, options_are_validated_like_client_go);
 	tcase_add_test(tc, without_a_server_the_elector_follows_and_stops_promptly);
 	tcase_add_test(tc, null_and_never_started_electors_are_safe);
+	tcase_add_test(tc, master_status_gauge_follows_leadership);
 	suite_add_tcase(s, tc);
 	return s;
 }

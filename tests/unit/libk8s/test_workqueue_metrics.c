@@ -180,6 +180,22 @@ START_TEST(controller_records_controller_runtime_metrics)
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_total" T ",result=\"requeue\"}") == 0);
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_total" T ",result=\"requeue_after\"}") == 0);
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_errors_total" T "}") == 0);
+	/* present at 0, with controller-runtime's help texts and types */
+	ck_assert(value_of(s.reg, "controller_runtime_terminal_reconcile_errors_total" T "}") == 0);
+	ck_assert(value_of(s.reg, "controller_runtime_reconcile_panics_total" T "}") == 0);
+	ck_assert(value_of(s.reg, "controller_runtime_reconcile_timeouts_total" T "}") == 0);
+	char *text = scrape(s.reg);
+	ck_assert_ptr_nonnull(strstr(text,
+		"# HELP controller_runtime_terminal_reconcile_errors_total Total number of terminal "
+		"reconciliation errors per controller\n"
+		"# TYPE controller_runtime_terminal_reconcile_errors_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(text,
+		"# HELP controller_runtime_reconcile_panics_total Total number of reconciliation panics "
+		"per controller\n# TYPE controller_runtime_reconcile_panics_total counter\n"));
+	ck_assert_ptr_nonnull(strstr(text,
+		"# HELP controller_runtime_reconcile_timeouts_total Total number of reconciliation "
+		"timeouts per controller\n# TYPE controller_runtime_reconcile_timeouts_total counter\n"));
+	free(text);
 
 	ck_assert_int_eq(k8s_controller_start(c), 0);
 	k8s_controller_enqueue(c, "ns/err");      /* error, error, success */
@@ -195,6 +211,8 @@ START_TEST(controller_records_controller_runtime_metrics)
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_total" T ",result=\"error\"}") == 2);
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_total" T ",result=\"requeue_after\"}") == 1);
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_errors_total" T "}") == 2);
+	/* both errors were requeued (ns/err then succeeded): none terminal */
+	ck_assert(value_of(s.reg, "controller_runtime_terminal_reconcile_errors_total" T "}") == 0);
 	ck_assert(value_of(s.reg, "controller_runtime_reconcile_time_seconds_count" T "}") == 5);
 	ck_assert(value_of(s.reg, "controller_runtime_active_workers" T "}") == 0);
 	ck_assert_int_ge(atomic_load(&s.active_seen), 1);
