@@ -236,7 +236,8 @@ def test_cancelled_async_create_deletes_its_claim(kube, ns):
 
 
 INTERRUPT_SCRIPT = """
-import sys, time
+import faulthandler, signal, sys, time
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's post-mortem
 sys.path.insert(0, {sdk!r})
 import agent_sandbox_c as sdk
 c = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url="http://127.0.0.1:9"),
@@ -265,7 +266,15 @@ def test_ctrl_c_ends_a_sync_create_and_deletes_its_claim(kube, ns):
         assert p.stdout.readline().strip() == "waiting"
         wait_for(lambda: claims(kube, ns), timeout=30, desc="the claim created")
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        try:
+            out, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            # where every thread of the child is: its stacks on stderr
+            p.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            p.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"no exit 60 s after SIGINT; stdout {out!r}; stacks:\n{err[-6000:]}")
     finally:
         if p.poll() is None:
             p.kill()
