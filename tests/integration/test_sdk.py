@@ -238,6 +238,10 @@ def test_cancelled_async_create_deletes_its_claim(kube, ns):
 INTERRUPT_SCRIPT = """
 import faulthandler, signal, sys, time
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test's post-mortem
+# A job a shell starts in the background inherits SIGINT ignored, and then
+# Python installs no KeyboardInterrupt handler: give the child the one an
+# interactive user has, whatever ran the suite.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {sdk!r})
 import agent_sandbox_c as sdk
 c = sdk.SandboxClient(sdk.SandboxDirectConnectionConfig(api_url="http://127.0.0.1:9"),
