@@ -199,7 +199,7 @@ static char *slurp(const char *path)
 		return NULL;
 	asb_strbuf b = ASB_STRBUF_INIT;
 	char chunk[4096];
-	ssize_t n;
+	ssize_t n = 0;
 	/* procfs files are generated per read call: read to EOF; 4 MiB is far
 	 * more than any of these files holds */
 	while (b.len < (4u << 20) && ((n = read(fd, chunk, sizeof(chunk))) > 0 ||
