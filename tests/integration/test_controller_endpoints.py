@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 
 from conftest import ROOT, condition, wait_for
-from promtext import check_process_metrics, families
+from promtext import check_process_metrics, families, samples
 
 IMAGE = "registry.k8s.io/pause:3.10"
 LEASE = "a3317529.agent-sandbox.x-k8s.io"
@@ -24,17 +24,6 @@ def get(url):
             return r.status, r.headers, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read().decode()
-
-
-def samples(text):
-    """Exposition text -> {'name{labels}': value} (comments skipped)."""
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        series, _, value = line.rpartition(" ")
-        out[series] = float(value)
-    return out
 
 
 def scrape(controller):

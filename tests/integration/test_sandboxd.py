@@ -4,6 +4,7 @@ binary round trips both ways with the daemon's memory staying flat, and a
 graceful shutdown. No cluster: the built binary on a temporary root.
 """
 import base64
+import concurrent.futures
 import hashlib
 import os
 import stat
@@ -278,6 +279,20 @@ def test_process_metrics_on_the_rest_port(sbx):
     assert r.headers["Content-Type"] == "text/plain; version=0.0.4; charset=utf-8"
     check_process_metrics(r.text, IMPORTED, pid=sbx.pid)
     assert sbx.session.get(sbx.runtime + "/metrics").status_code == 404
+
+
+def test_metrics_refuses_hostile_requests(sbx):
+    """What a tenant could send /metrics: other methods, a 100 kB header, a
+    NUL in the path, 100 scrapes at once; it keeps answering."""
+    for m in ("POST", "PUT", "DELETE"):
+        assert sbx.session.request(m, sbx.rest + "/metrics", data=b"x").status_code == 405
+    assert sbx.session.get(sbx.rest + "/metrics", headers={"X-Big": "a" * 100_000}).status_code == 431
+    assert sbx.session.get(sbx.rest + "/metrics%00x").status_code == 404
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        codes = list(ex.map(lambda _: requests.get(sbx.rest + "/metrics", timeout=30).status_code,
+                            range(100)))
+    assert codes == [200] * 100
+    check_process_metrics(sbx.session.get(sbx.rest + "/metrics").text, IMPORTED, pid=sbx.pid)
 
 
 # --- 100 MB round trips, memory flat ----------------------------------------------
