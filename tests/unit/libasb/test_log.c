@@ -182,6 +182,68 @@ START_TEST(json_non_finite_floats_are_strings)
 }
 END_TEST
 
+/* True when s is well-formed UTF-8 (RFC 3629: no overlongs, no surrogates,
+ * nothing above U+10FFFF), as RFC 8259 requires of JSON text. */
+static bool utf8_ok(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned c = *p;
+		int n = c < 0x80 ? 0 : c >= 0xc2 && c <= 0xdf ? 1 : c >= 0xe0 && c <= 0xef ? 2
+		      : c >= 0xf0 && c <= 0xf4 ? 3 : -1;
+		if (n < 0)
+			return false;
+		unsigned cp = n == 0 ? c : c & (0x3f >> n);
+		for (int i = 1; i <= n; i++) {
+			if ((p[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i] & 0x3f);
+		}
+		if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+			return false;
+		p += n + 1;
+	}
+	return true;
+}
+
+/* Text from outside (a request path, a flag's value) may hold any bytes:
+ * the line stays UTF-8, each byte that starts no valid sequence becoming
+ * U+FFFD as zap writes it; control characters are escaped. */
+START_TEST(json_line_stays_utf8_and_escaped_whatever_the_bytes)
+{
+	mem_log m;
+	mem_open(&m, ASB_LOG_JSON, ASB_LOG_INFO);
+	asb_logger *named;
+	ck_assert_int_eq(asb_logger_named(&named, m.log, "n\xff"), 0);
+	asb_log_typed(named, ASB_LOG_INFO, "m\xc3", ASB_LOG_STR("path", "a\xff\xfe" "b\xc3"),
+	              ASB_LOG_STR("overlong", "\xc0\xaf"), ASB_LOG_STR("surrogate", "\xed\xa0\x80"),
+	              ASB_LOG_STR("big", "\xf4\x90\x80\x80"), ASB_LOG_STR("ok", "\xc3\xa9\xe2\x82\xac"),
+	              ASB_LOG_STR("ctl", "\x01\x1b[31m\t\x7f"), ASB_LOG_STR("k\xfe", "v"));
+	asb_logger_free(named);
+	mem_close(&m);
+	ck_assert(utf8_ok(m.buf));
+	ck_assert_ptr_eq(strchr(m.buf, '\n'), m.buf + m.len - 1);
+	for (const char *p = m.buf; *p != '\n'; p++)
+		ck_assert_uint_ge((unsigned char)*p, 0x20);
+	cJSON *o = cJSON_Parse(m.buf);
+	ck_assert_ptr_nonnull(o);
+#define FFFD "\xef\xbf\xbd"
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "logger")->valuestring, "n" FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "msg")->valuestring, "m" FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "path")->valuestring, "a" FFFD FFFD "b" FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "overlong")->valuestring, FFFD FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "surrogate")->valuestring, FFFD FFFD FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "big")->valuestring, FFFD FFFD FFFD FFFD);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "ok")->valuestring, "\xc3\xa9\xe2\x82\xac");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "ctl")->valuestring, "\x01\x1b[31m\t\x7f");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "k" FFFD)->valuestring, "v");
+#undef FFFD
+	cJSON_Delete(o);
+	free(m.buf);
+}
+END_TEST
+
 START_TEST(text_line_has_logger_and_bare_typed_values)
 {
 	mem_log m;
@@ -335,6 +397,7 @@ int main(void)
 	tcase_add_test(tc, json_line_has_zaps_keys_in_order_and_typed_values);
 	tcase_add_test(tc, json_line_without_name_has_no_logger_key);
 	tcase_add_test(tc, json_non_finite_floats_are_strings);
+	tcase_add_test(tc, json_line_stays_utf8_and_escaped_whatever_the_bytes);
 	tcase_add_test(tc, text_line_has_logger_and_bare_typed_values);
 	tcase_add_test(tc, named_logger_of_null_is_silent);
 	tcase_add_test(tc, time_encodings);
