@@ -250,6 +250,67 @@ static bool format_double(char out[32], double d)
 	return true;
 }
 
+/* The length of the well-formed UTF-8 sequence (RFC 3629) at `p`, or 0:
+ * no overlongs, surrogates or code points above U+10FFFF. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* `s` as JSON text must be: UTF-8 (RFC 8259), each byte that starts no
+ * valid sequence written as U+FFFD, as zap does. Returns `s` itself when it
+ * is valid, else a copy in *copy (the caller frees it); NULL when out of
+ * memory. cJSON escapes control characters but copies bytes as they are. */
+static const char *utf8_clean(const char *s, char **copy)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t bad = 0, len = 0;
+	*copy = NULL;
+	for (size_t n; p[len]; len += n ? n : 1)
+		if (!(n = utf8_seq(p + len)))
+			bad++;
+	if (!bad)
+		return s;
+	char *out = malloc(len + bad * 2 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0, n; i < len; i += n ? n : 1) {
+		if ((n = utf8_seq(p + i)))
+			memcpy(o, p + i, n), o += n;
+		else
+			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
+	}
+	*o = '\0';
+	return *copy = out;
+}
+
+/* A JSON string node of `s`, made valid UTF-8; NULL when out of memory. */
+static cJSON *json_string(const char *s)
+{
+	char *copy;
+	const char *v = utf8_clean(s, &copy);
+	cJSON *node = v ? cJSON_CreateString(v) : NULL;
+	free(copy);
+	return node;
+}
+
 /* The JSON node of a field's value, or NULL when out of memory. */
 static cJSON *json_value(const asb_log_field *f)
 {
@@ -264,7 +325,7 @@ static cJSON *json_value(const asb_log_field *f)
 		return cJSON_CreateBool(f->v.b);
 	case ASB_LOG_FIELD_STR:
 	default:
-		return cJSON_CreateString(f->v.s ? f->v.s : "");
+		return json_string(f->v.s ? f->v.s : "");
 	}
 }
 
@@ -282,18 +343,22 @@ static void json_line(linebuf *b, const asb_logger *log, asb_log_level level, co
 	else
 		cJSON_AddStringToObject(o, "ts", ts);
 	if (log->name)
-		cJSON_AddStringToObject(o, "logger", log->name);
-	cJSON_AddStringToObject(o, "msg", msg ? msg : "");
+		cJSON_AddItemToObject(o, "logger", json_string(log->name));
+	cJSON_AddItemToObject(o, "msg", json_string(msg ? msg : ""));
 	for (size_t i = 0; i < n; i++) {
 		if (!fields[i].key)
 			continue;
-		cJSON *v = json_value(&fields[i]);
+		char *copy;
+		const char *key = utf8_clean(fields[i].key, &copy);
+		cJSON *v = key ? json_value(&fields[i]) : NULL;
 		if (!v) {
+			free(copy);
 			b->oom = 1;
 			break;
 		}
-		cJSON_DeleteItemFromObjectCaseSensitive(o, fields[i].key);
-		cJSON_AddItemToObject(o, fields[i].key, v);
+		cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+		cJSON_AddItemToObject(o, key, v);
+		free(copy);
 	}
 	char *s = b->oom ? NULL : cJSON_PrintUnformatted(o);
 	if (s)
