@@ -343,6 +343,20 @@ START_TEST(config_file_errors)
 	ck_assert_int_eq(load(&f, "--config", "/nonexistent/router.yaml", NULL), RT_FLAGS_ERROR);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/router.yaml"));
 	rt_flags_free(&f);
+	/* a file larger than a flag map could be is refused, not read whole:
+	 * --config /dev/zero took the memory of the machine */
+	char *big = malloc(2 << 20);
+	ck_assert_ptr_nonnull(big);
+	for (size_t i = 0; i < (2 << 20) - 1; i++)
+		big[i] = i % 64 == 63 ? '\n' : '#';
+	big[(2 << 20) - 1] = '\0';
+	const char *bigpath = tmpfile_with(big);
+	free(big);
+	ck_assert_int_eq(rt_flags_defaults(&f), 0);
+	ck_assert_int_eq(rt_flags_apply_file(&f, bigpath, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, bigpath) && strstr(err, "larger than 1 MiB"), "%s", err);
+	rt_flags_free(&f);
+	unlink(bigpath);
 	/* an empty file sets nothing */
 	const char *path = tmpfile_with("");
 	ck_assert_int_eq(rt_flags_defaults(&f), 0);
