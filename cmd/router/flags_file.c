@@ -42,7 +42,12 @@ static const char *render(const cJSON *v, char *buf, size_t cap)
 	return buf;
 }
 
-/* The whole file into `out`; -1 with errno on failure. */
+/* A flag map is a few kB: a bound keeps a wrong path (a device such as
+ * /dev/zero, a huge file) from taking the machine's memory. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
+/* The whole file into `out`; -1 with errno on failure (EFBIG: larger than
+ * CONFIG_MAX_BYTES). */
 static int read_all(const char *path, asb_strbuf *out)
 {
 	FILE *fp = fopen(path, "rb");
@@ -50,9 +55,9 @@ static int read_all(const char *path, asb_strbuf *out)
 		return -1;
 	char chunk[4096];
 	size_t n;
-	while ((n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+	while (out->len <= CONFIG_MAX_BYTES && (n = fread(chunk, 1, sizeof(chunk), fp)) > 0)
 		asb_strbuf_add(out, chunk, n);
-	int bad = ferror(fp) ? EIO : out->failed ? ENOMEM : 0;
+	int bad = ferror(fp) ? EIO : out->failed ? ENOMEM : out->len > CONFIG_MAX_BYTES ? EFBIG : 0;
 	fclose(fp);
 	errno = bad;
 	return bad ? -1 : 0;
@@ -64,6 +69,8 @@ int rt_flags_apply_file_seen(rt_flags *f, const char *path, bool *seen, char *er
 	if (read_all(path, &text) < 0) {
 		int e = errno;
 		asb_strbuf_free(&text);
+		if (e == EFBIG)
+			return fail(err, cap, "config file %s: larger than 1 MiB", path);
 		return fail(err, cap, "config file %s: %s", path, strerror(e));
 	}
 	char origin[512];

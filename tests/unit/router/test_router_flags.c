@@ -357,6 +357,10 @@ START_TEST(config_file_errors)
 	ck_assert_msg(strstr(err, bigpath) && strstr(err, "larger than 1 MiB"), "%s", err);
 	rt_flags_free(&f);
 	unlink(bigpath);
+	ck_assert_int_eq(rt_flags_defaults(&f), 0);
+	ck_assert_int_eq(rt_flags_apply_file(&f, "/dev/zero", err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "/dev/zero: larger than 1 MiB"), "%s", err);
+	rt_flags_free(&f);
 	/* an empty file sets nothing */
 	const char *path = tmpfile_with("");
 	ck_assert_int_eq(rt_flags_defaults(&f), 0);
