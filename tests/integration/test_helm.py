@@ -176,6 +176,26 @@ def test_explicit_false_and_zero_values_reach_the_flags(tmp_path):
                                        *WEBHOOK_ARGS]
 
 
+
+def test_null_huge_and_nested_values_never_render_a_wrong_flag(tmp_path):
+    """A key set to null is left out, as Helm's null means (not
+    `--kube-api-qps=`, which the controller refuses); a whole number beyond
+    int64 keeps its value (not -9223372036854775808: a qps of 1.5e300 read
+    as negative meant no limit); a map or a list fails the render naming
+    the key."""
+    values = {"controller": {"kubeApiQps": None, "kubeApiBurst": 1e20,
+                             "pprofBlockProfileRate": 12345678901234567890,
+                             "sandboxConcurrentWorkers": -1e300, "sandboxWarmPoolMaxBatchSize": 3e9}}
+    args = container(template(values=values, tmp_path=tmp_path))["args"]
+    assert args[:6] == ["--leader-elect=true", "--extensions=true", "--pprof-block-profile-rate=1.2345678901234567e+19",
+                        "--kube-api-burst=1e+20", "--sandbox-concurrent-workers=-1e+300",
+                        "--sandbox-warm-pool-max-batch-size=3000000000"], args
+    assert not any(a.startswith("--kube-api-qps") for a in args), args
+    for bad in ('{"a": 1}', "[1, 2]"):
+        p = helm("template", "agent-sandbox", CHART, "--set", "image.tag=x", "--set-json",
+                 f"controller.kubeApiQps={bad}", check=False)
+        assert p.returncode != 0 and "controller.kubeApiQps" in p.stderr, (p.stdout[-300:], p.stderr)
+
 # Upstream's chart's values.yaml, every key set (its names and shapes; the
 # values are a user's). Each must carry over.
 UPSTREAM_VALUES = """
