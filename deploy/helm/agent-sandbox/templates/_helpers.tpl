@@ -47,15 +47,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/*
 A flag's value as the controller parses it. Helm reads numbers from values
 files as float64 and prints 1000000 as 1e+06: a whole number is printed
-as an integer.
+as an integer, when int64 holds it (beyond, int64 would print
+-9223372036854775808, a value nobody wrote).
 */}}
 {{- define "agent-sandbox.flagValue" -}}
-{{- if and (kindIs "float64" .) (eq . (floor .)) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
+{{- if and (kindIs "float64" .) (eq . (floor .)) (lt . 9.2e18) (gt . -9.2e18) }}{{ int64 . }}{{ else }}{{ . }}{{ end }}
 {{- end }}
 
 {{/*
 The controller's flags: each controller.* key that is set, false and 0
-included (hasKey, never `if`, which would drop them), in upstream's order;
+included (hasKey, never `if`, which would drop them), null not (Helm's
+"unset"), in upstream's order;
 then the webhook Service's name and namespace; then controller.extraArgs.
 */}}
 {{- define "agent-sandbox.controllerArgs" -}}
@@ -80,8 +82,12 @@ then the webhook Service's name and namespace; then controller.extraArgs.
     (list "sandboxWarmPoolReadinessGracePeriod" "sandbox-warm-pool-readiness-grace-period")
     (list "sandboxWarmPoolUnschedulableRecheckInterval" "sandbox-warm-pool-unschedulable-recheck-interval")
     (list "enableWarmPoolEviction" "enable-warm-pool-eviction") }}
-{{- if hasKey $c (index . 0) }}
-- {{ printf "--%s=%s" (index . 1) (include "agent-sandbox.flagValue" (index $c (index . 0))) | quote }}
+{{- $v := index $c (index . 0) }}
+{{- if and (hasKey $c (index . 0)) (not (kindIs "invalid" $v)) }}
+{{- if or (kindIs "map" $v) (kindIs "slice" $v) }}
+{{- fail (printf "controller.%s: want a single value (a flag's), not %s" (index . 0) (kindOf $v)) }}
+{{- end }}
+- {{ printf "--%s=%s" (index . 1) (include "agent-sandbox.flagValue" $v) | quote }}
 {{- end }}
 {{- end }}
 - {{ printf "--webhook-service-name=%s" .Values.webhookServiceName | quote }}
