@@ -41,6 +41,36 @@ def test_committed_crds_are_what_the_generator_writes(kube):
     assert p.returncode == 0, p.stderr[-6000:]
 
 
+POD_SPEC = "io.k8s.api.core.v1.PodSpec"
+
+
+@pytest.mark.parametrize("doc,names", [
+    ("{not json", "openapi.json"),
+    ([], "components.schemas"),
+    ({"info": 5, "components": 5}, "components.schemas"),
+    ({"components": {"schemas": {POD_SPEC: 5}}}, POD_SPEC),
+    ({"components": {"schemas": {POD_SPEC: {"type": "object", "properties": {"a": 5}}}}}, POD_SPEC + ".a"),
+    ({"components": {"schemas": {POD_SPEC: {"type": "object", "properties": []}}}}, POD_SPEC),
+    ({"components": {"schemas": {POD_SPEC: {"type": "object", "properties": {"a": {"$ref": 5}}}}}},
+     POD_SPEC + ".a"),
+    ({"components": {"schemas": {POD_SPEC: {"type": "object", "required": 5}}}}, POD_SPEC),
+    ({"components": {"schemas": {POD_SPEC: {"type": "object", "allOf": [5]}}}}, POD_SPEC),
+    ({"components": {"schemas": {POD_SPEC: {"type": "array", "items": [1]}}}}, POD_SPEC + "[]"),
+], ids=["not-json", "list", "scalars", "type-not-object", "property-not-object", "properties-list", "ref-not-string",
+        "required-not-list", "allof-not-ref", "items-list"])
+def test_generator_names_what_is_wrong_in_a_malformed_openapi_document(tmp_path, doc, names):
+    """A document of the wrong shape is refused with exit 2 and a message
+    naming the place (never a Python traceback, and never exit 1, which
+    --check means "deploy/crds is out of date")."""
+    if isinstance(doc, dict):
+        doc.setdefault("info", {"version": "v1.34.0"})
+    path = tmp_path / "openapi.json"
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+    p = subprocess.run([os.path.join(ROOT, "tools", "gen-crd-schemas"), "--check", "--openapi", str(path)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    assert "Traceback" not in p.stderr and names in p.stderr, p.stderr[-2000:]
+
 def test_crds_fit_client_side_apply(deployed):
     """`kubectl apply` (client side) stores the whole CRD in the
     last-applied annotation; the API server refuses annotations over
