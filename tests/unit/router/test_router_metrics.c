@@ -262,6 +262,21 @@ START_TEST(access_line)
 	line = rt_access_line(&f, "t");
 	ck_assert_ptr_nonnull(strstr(line, "\"status\":200,\"duration_ms\":0,"));
 	free(line);
+	/* a request's bytes are any bytes (a User-Agent in Latin-1, a raw 0xff in
+	 * the path): the line stays UTF-8, each stray byte U+FFFD, as zap writes */
+	rt_access_entry g = { "GET", "/a\xff", "::1", "sb\xc3", "t\xed\xa0\x80", "caf\xe9 \xc3\xa9", 200, 1, 1 };
+	line = rt_access_line(&g, "t");
+	ck_assert_ptr_nonnull(line);
+	o = cJSON_Parse(line);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "path")->valuestring, "/a\xef\xbf\xbd");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "sandbox_id")->valuestring, "sb\xef\xbf\xbd");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "sandbox_namespace")->valuestring,
+	                 "t\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+	ck_assert_str_eq(cJSON_GetObjectItem(o, "user_agent")->valuestring,
+	                 "caf\xef\xbf\xbd \xc3\xa9");
+	cJSON_Delete(o);
+	free(line);
 	/* a path longer than the stack buffer of rt_access_log still logs whole */
 	char *long_path = malloc(10000);
 	memset(long_path, 'p', 9999);
