@@ -73,14 +73,26 @@ static size_t format_line(const rt_access_entry *e, const char *ts, char *buf, s
 	field(&f[10], "sandbox_namespace", cJSON_String, e->sandbox_namespace);
 	field(&f[11], "bytes_out", cJSON_Raw, bytes);
 	field(&f[12], "user_agent", cJSON_String, e->user_agent);
+	/* the request's bytes may be any bytes: JSON must be UTF-8, so a value
+	 * that is not gets a copy with U+FFFD for each stray byte (rare: an
+	 * allocation only then) */
+	asb_strbuf clean[NFIELDS] = { 0 };
+	bool ok = true;
 	for (int i = 0; i < NFIELDS; i++) {
 		f[i].next = i + 1 < NFIELDS ? &f[i + 1] : NULL;
 		f[i].prev = i ? &f[i - 1] : &f[NFIELDS - 1];
+		if (cJSON_IsString(&f[i]) && !asb_utf8_valid(f[i].valuestring)) {
+			ok &= asb_strbuf_add_utf8(&clean[i], f[i].valuestring) == 0;
+			f[i].valuestring = clean[i].data ? clean[i].data : "";
+		}
 	}
 	cJSON root = { .type = cJSON_Object, .child = &f[0] };
 	/* cJSON asks for 5 bytes more than it prints; one more for the newline */
-	if (cap < 8 || cap > (size_t)INT32_MAX ||
-	    !cJSON_PrintPreallocated(&root, buf, (int)cap - 1, 0))
+	ok = ok && cap >= 8 && cap <= (size_t)INT32_MAX &&
+	     cJSON_PrintPreallocated(&root, buf, (int)cap - 1, 0);
+	for (int i = 0; i < NFIELDS; i++)
+		asb_strbuf_free(&clean[i]);
+	if (!ok)
 		return 0;
 	size_t n = strlen(buf);
 	buf[n++] = '\n';

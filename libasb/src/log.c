@@ -16,6 +16,7 @@
 #include <time.h>
 #include <cjson/cJSON.h>
 #include "asb/log.h"
+#include "asb/strbuf.h"
 
 /* What a logger and the loggers named after it share: the stream, its
  * lock, the format and the level. Freed with the last logger. */
@@ -250,55 +251,21 @@ static bool format_double(char out[32], double d)
 	return true;
 }
 
-/* The length of the well-formed UTF-8 sequence (RFC 3629) at `p`, or 0:
- * no overlongs, surrogates or code points above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *p)
-{
-	unsigned c = p[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-	else
-		return 0;
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 /* `s` as JSON text must be: UTF-8 (RFC 8259), each byte that starts no
- * valid sequence written as U+FFFD, as zap does. Returns `s` itself when it
- * is valid, else a copy in *copy (the caller frees it); NULL when out of
- * memory. cJSON escapes control characters but copies bytes as they are. */
+ * valid sequence written as U+FFFD, as zap does (asb_strbuf_add_utf8).
+ * Returns `s` itself when it is valid, else a copy in *copy (the caller
+ * frees it); NULL when out of memory. */
 static const char *utf8_clean(const char *s, char **copy)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t bad = 0, len = 0;
 	*copy = NULL;
-	for (size_t n; p[len]; len += n ? n : 1)
-		if (!(n = utf8_seq(p + len)))
-			bad++;
-	if (!bad)
+	if (asb_utf8_valid(s))
 		return s;
-	char *out = malloc(len + bad * 2 + 1), *o = out;
-	if (!out)
+	asb_strbuf b = ASB_STRBUF_INIT;
+	if (asb_strbuf_add_utf8(&b, s) < 0) {
+		asb_strbuf_free(&b);
 		return NULL;
-	for (size_t i = 0, n; i < len; i += n ? n : 1) {
-		if ((n = utf8_seq(p + i)))
-			memcpy(o, p + i, n), o += n;
-		else
-			memcpy(o, "\xef\xbf\xbd", 3), o += 3;
 	}
-	*o = '\0';
-	return *copy = out;
+	return *copy = asb_strbuf_detach(&b, NULL);
 }
 
 /* A JSON string node of `s`, made valid UTF-8; NULL when out of memory. */

@@ -55,6 +55,57 @@ int asb_strbuf_adds(asb_strbuf *b, const char *s)
 	return asb_strbuf_add(b, s, strlen(s));
 }
 
+/* The length of the well-formed UTF-8 sequence (RFC 3629) at `p`, or 0:
+ * no overlongs, surrogates or code points above U+10FFFF. */
+static size_t utf8_seq(const unsigned char *p)
+{
+	unsigned c = p[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+	else
+		return 0;
+	if (p[1] < lo || p[1] > hi)   /* a NUL ends the check here */
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+bool asb_utf8_valid(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t n; *p; p += n)
+		if (!(n = utf8_seq(p)))
+			return false;
+	return true;
+}
+
+int asb_strbuf_add_utf8(asb_strbuf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		/* the longest valid run in one append */
+		size_t run = 0, n;
+		while (p[run] && (n = utf8_seq(p + run)))
+			run += n;
+		asb_strbuf_add(b, (const char *)p, run);
+		p += run;
+		if (*p) {
+			asb_strbuf_add(b, "\xef\xbf\xbd", 3);
+			p++;
+		}
+	}
+	return b->failed ? -1 : 0;
+}
+
 int asb_strbuf_addc(asb_strbuf *b, char c)
 {
 	return asb_strbuf_add(b, &c, 1);

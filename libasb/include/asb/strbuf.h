@@ -34,6 +34,20 @@ ASB_EXTERN int asb_strbuf_adds(asb_strbuf *b, const char *s);
  */
 ASB_EXTERN int asb_strbuf_reserve(asb_strbuf *b, size_t n);
 
+/**
+ * Appends the NUL-terminated `s` as well-formed UTF-8 (RFC 3629): each byte
+ * that starts no valid sequence (a stray byte, an overlong form, a
+ * surrogate, a code point above U+10FFFF, a sequence cut short) becomes
+ * U+FFFD, as Go's encoders (zap, encoding/json) write it; JSON text must be
+ * UTF-8 (RFC 8259) and cJSON copies bytes as they are.
+ * @return 0, or -1 once out of memory.
+ */
+ASB_EXTERN int asb_strbuf_add_utf8(asb_strbuf *b, const char *s);
+
+/** True when the NUL-terminated `s` is well-formed UTF-8 (RFC 3629).
+ *  Pure; thread-safe. */
+ASB_EXTERN bool asb_utf8_valid(const char *s);
+
 /** Appends one byte. */
 ASB_EXTERN int asb_strbuf_addc(asb_strbuf *b, char c);
 

@@ -86,6 +86,36 @@ START_TEST(growth_and_detach)
 }
 END_TEST
 
+/* RFC 3629's well-formed sequences pass whole; each byte that starts none
+ * becomes U+FFFD, one per byte, as Go's utf8.DecodeRune steps. */
+START_TEST(utf8)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "", "" },
+		{ "plain \x7f", "plain \x7f" },
+		{ "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf" },
+		{ "a\xff" "b", "a\xef\xbf\xbd" "b" },
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },             /* overlong '/' */
+		{ "\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* overlong, 3 bytes */
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* a surrogate */
+		{ "\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* > U+10FFFF */
+		{ "x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd" },            /* cut short at the end */
+		{ "\xe2\x82x", "\xef\xbf\xbd\xef\xbf\xbdx" },            /* cut short by a byte */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		asb_strbuf b = ASB_STRBUF_INIT;
+		ck_assert_int_eq(asb_strbuf_add_utf8(&b, cases[i].in), 0);
+		ck_assert_msg(b.len == strlen(cases[i].out) &&
+		              memcmp(b.data ? b.data : "", cases[i].out, b.len) == 0, "case %zu", i);
+		ck_assert(asb_utf8_valid(cases[i].out));
+		ck_assert(asb_utf8_valid(cases[i].in) == (strcmp(cases[i].in, cases[i].out) == 0));
+		asb_strbuf_free(&b);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("strbuf");
@@ -94,6 +124,7 @@ int main(void)
 	tcase_add_test(tc, reserve_allocates_once);
 	tcase_add_test(tc, growth_and_detach);
 	tcase_add_test(tc, integers);
+	tcase_add_test(tc, utf8);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
