@@ -58,6 +58,17 @@ START_TEST(errors_name_the_flag)
 	char *pos[] = { "p", "word", NULL };
 	asb_flags_parse(table, ASB_FLAGS_GO, &o, 2, pos, NULL, &r);
 	ck_assert_int_eq(r.status, ASB_FLAGS_UNEXPECTED);
+	/* a boolean's value as the next word (Go reads it as no flag): the
+	 * message names the flag and the spelling that works */
+	char *sep[] = { "p", "-on", "false", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 3, sep, NULL, &r);
+	ck_assert_int_eq(r.status, ASB_FLAGS_UNEXPECTED);
+	ck_assert_str_eq(r.word, "false");
+	ck_assert_str_eq(asb_error_last()->message, "unexpected argument \"false\" after -on: "
+	                 "a boolean flag takes its value as -on=false");
+	char *other[] = { "p", "--on", "word", NULL };
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 3, other, NULL, &r);
+	ck_assert_str_eq(asb_error_last()->message, "unexpected argument \"word\"");
 }
 END_TEST
 
