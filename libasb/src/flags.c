@@ -121,8 +121,11 @@ static const asb_flag *find_go(const asb_flag *table, const char *name, size_t l
 static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bool *seen,
                     asb_flags_result *res)
 {
+	const char *bare_bool = NULL;  /* the word before, when a boolean without "=" */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		const char *after_bool = bare_bool;
+		bare_bool = NULL;
 		if (strcmp(a, "--") == 0) {
 			if (i + 1 < argc) {
 				res->status = ASB_FLAGS_UNEXPECTED;
@@ -135,6 +138,12 @@ static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bo
 		if (a[0] != '-' || a[1] == '\0') {
 			res->status = ASB_FLAGS_UNEXPECTED;
 			res->word = a;
+			/* "-leader-elect false": Go's booleans take no separate value */
+			bool b;
+			if (after_bool && k8s_parse_bool(a, &b) == 0)
+				return asb_error_set(ASB_EINVAL, 0, NULL, "unexpected argument \"%s\" after %s: "
+				                     "a boolean flag takes its value as %s=%s", a, after_bool,
+				                     after_bool, a);
 			return asb_error_set(ASB_EINVAL, 0, NULL, "unexpected argument \"%s\"", a);
 		}
 		const char *name = a + (a[1] == '-' ? 2 : 1);
@@ -169,7 +178,7 @@ static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bo
 		if (eq)
 			v = eq + 1;
 		else if (d->kind == ASB_FLAG_BOOL)
-			v = "true";
+			v = "true", bare_bool = a;
 		else if (i + 1 < argc)
 			v = argv[++i];
 		else {

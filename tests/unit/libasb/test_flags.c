@@ -69,6 +69,9 @@ START_TEST(errors_name_the_flag)
 	char *other[] = { "p", "--on", "word", NULL };
 	asb_flags_parse(table, ASB_FLAGS_GO, &o, 3, other, NULL, &r);
 	ck_assert_str_eq(asb_error_last()->message, "unexpected argument \"word\"");
+	char *val[] = { "p", "-name", "-on", "true", NULL };  /* "-on" is -name's value */
+	asb_flags_parse(table, ASB_FLAGS_GO, &o, 4, val, NULL, &r);
+	ck_assert_str_eq(asb_error_last()->message, "unexpected argument \"true\"");
 }
 END_TEST
 
