@@ -386,6 +386,9 @@ START_TEST(core_flag_values)
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=0", NULL), 0);
 	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 0);
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-1ms", NULL), -1);
+	/* negative however small: not rounded to 0 and let through */
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-0.5ms", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-status-coalesce-window=-1ns", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=5", NULL), -1);
 
 	ck_assert_int_eq(parse(&f, "--metrics-bind-address=:9", "--health-probe-bind-address", "0",
