@@ -78,7 +78,8 @@ static int set_ms(void *o, const asb_flag *fl, const char *v, char *why, size_t 
 		return want(why, cap, "must be a positive duration such as 30s, 5m or 1h");
 	if (asb_duration_parse_ms(v, &ms) < 0)
 		return want(why, cap, "must be a duration such as 250ms, 1s, 1m or 0");
-	if (ms < fl->min)
+	/* -0.5ms is 0 in whole ms: still below a min of 0 */
+	if (ms < fl->min || (fl->min == 0 && asb_duration_parse(v, &ns) == 0 && ns < 0))
 		return snprintf(why, cap, "must be >= %ldms", fl->min), -1;
 	*(long *)((char *)o + fl->off) = ms;
 	return 0;
