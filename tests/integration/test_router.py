@@ -262,6 +262,17 @@ def test_probes_metrics_and_access_log(router, backend):
     assert not any('"path":"/healthz"' in ln for ln in router.text().splitlines())
 
 
+def test_access_log_stays_utf8_json_for_latin1_headers(router, backend):
+    """A User-Agent in Latin-1 (HTTP allows such bytes in a header value)
+    still gives an access line that is UTF-8 JSON: the stray byte is U+FFFD."""
+    echo(router, backend, h={"User-Agent": "probe-test/3 caf\xe9"})  # http.client sends 0xe9
+    def line():
+        with open(router.log, "rb") as f:
+            raw = f.read()
+        return [json.loads(ln.decode("utf-8")) for ln in raw.splitlines() if b"probe-test/3" in ln]
+    rec = wait_for(line, timeout=5, desc="access log line")[-1]
+    assert rec["user_agent"] == "probe-test/3 caf\ufffd", rec
+
 def test_process_metrics(router):
     """The process_* families of client_golang's process collector on the
     metrics port (docs/router.md#metrics)."""
