@@ -380,6 +380,10 @@ START_TEST(core_flag_values)
 	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=99999999999", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--kube-api-qps=inf", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--kube-api-qps=", NULL), -1);
+	/* Go's strconv refuses spaces around a number */
+	ck_assert_int_eq(parse(&f, "--kube-api-qps= 5", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kube-api-burst= 5", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=\n1", NULL), -1);
 
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=1.5ms", NULL), 0);
 	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 2);  /* rounded up */

@@ -89,6 +89,9 @@ START_TEST(refused)
 	ck_assert_int_eq(parse(&f, "--rest-port=0", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--rest-port=65536", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--rest-port=x", NULL), -1);
+	/* Go's strconv refuses spaces around a number */
+	ck_assert_int_eq(parse(&f, "--rest-port= 9000", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--max-processes=\t5", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--runtime-port=8080", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--grpc-port=8080", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--root-dir=", NULL), -1);
