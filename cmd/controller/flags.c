@@ -7,6 +7,7 @@
  * checked as it is set; the checks across flags are in
  * controller_flags_validate().
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -59,7 +60,7 @@ static int set_int(void *o, const asb_flag *fl, const char *v, char *why, size_t
 	char *end;
 	errno = 0;
 	long n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < fl->min || n > INT_MAX)
+	if (errno || end == v || *end || isspace((unsigned char)*v) || n < fl->min || n > INT_MAX)
 		return snprintf(why, cap, "must be an integer >= %ld", fl->min), -1;
 	if (fl->max && n > fl->max)
 		return snprintf(why, cap, "must be at most %ld", fl->max), -1;
@@ -85,13 +86,14 @@ static int set_ms(void *o, const asb_flag *fl, const char *v, char *why, size_t 
 	return 0;
 }
 
-/* A finite number (strtod syntax), or -1. */
+/* A finite number (strtod syntax, without the leading spaces it skips and
+ * Go refuses), or -1. */
 static int parse_finite(const char *v, double *out)
 {
 	char *end;
 	errno = 0;
 	*out = strtod(v, &end);
-	return errno || end == v || *end || !isfinite(*out) ? -1 : 0;
+	return errno || end == v || *end || isspace((unsigned char)*v) || !isfinite(*out) ? -1 : 0;
 }
 
 static int set_qps(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)

@@ -4,6 +4,7 @@
  * =value or the next word, booleans bare or =value. One asb_flag row per
  * flag drives parsing and --help.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -80,7 +81,8 @@ static int why_range(const asb_flag *fl, const char *v, long *out, char *why, si
 	char *end;
 	errno = 0;
 	long n = strtol(v, &end, 10);
-	if (errno || end == v || *end || n < fl->min || n > fl->max) {
+	/* strtol skips leading spaces; Go's strconv refuses them */
+	if (errno || end == v || *end || isspace((unsigned char)*v) || n < fl->min || n > fl->max) {
 		snprintf(why, cap, "must be an integer in [%ld, %ld]", fl->min, fl->max);
 		return -1;
 	}
