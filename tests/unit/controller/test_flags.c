@@ -497,6 +497,19 @@ START_TEST(errors_name_the_flag)
 	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"x\" for flag --webhook-port: "
 	                    "must be an integer >= 1\n");
 	free(e);
+	/* a number out of int's range is told so, not "must be an integer >= MIN" */
+	e = err_of(&rc, TEST_ARGS("-webhook-port=99999999999"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"99999999999\" for flag "
+	                    "--webhook-port: must be at most 2147483647\n");
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-pprof-mutex-profile-fraction=-99999999999999999999"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"-99999999999999999999\" for "
+	                    "flag --pprof-mutex-profile-fraction: must be at least -2147483648\n");
+	free(e);
+	e = err_of(&rc, TEST_ARGS("-pprof-mutex-profile-fraction=x"));
+	ck_assert_str_eq(e, "agent-sandbox-controller: invalid value \"x\" for flag "
+	                    "--pprof-mutex-profile-fraction: must be an integer\n");
+	free(e);
 	e = err_of(&rc, TEST_ARGS("-kubeconfig"));
 	ck_assert_str_eq(e, "agent-sandbox-controller: flag needs an argument: --kubeconfig\n");
 	free(e);
