@@ -60,7 +60,15 @@ static int set_int(void *o, const asb_flag *fl, const char *v, char *why, size_t
 	char *end;
 	errno = 0;
 	long n = strtol(v, &end, 10);
-	if (errno || end == v || *end || isspace((unsigned char)*v) || n < fl->min || n > INT_MAX)
+	if (end == v || *end || isspace((unsigned char)*v))
+		return fl->min == INT_MIN ? want(why, cap, "must be an integer")
+		                          : (snprintf(why, cap, "must be an integer >= %ld", fl->min), -1);
+	/* out of range: say which end (strtol's ERANGE gives LONG_MIN/MAX) */
+	if (n > INT_MAX)
+		return snprintf(why, cap, "must be at most %d", INT_MAX), -1;
+	if (n < INT_MIN)
+		return snprintf(why, cap, "must be at least %d", INT_MIN), -1;
+	if (n < fl->min)
 		return snprintf(why, cap, "must be an integer >= %ld", fl->min), -1;
 	if (fl->max && n > fl->max)
 		return snprintf(why, cap, "must be at most %ld", fl->max), -1;
