@@ -61,11 +61,15 @@ create_str() { kc create -f - <<<"$1"; }
 
 "$LC" status >/dev/null || { echo "the local cluster is not up: run tools/local-cluster up" >&2; exit 1; }
 # A controller run with --webhook-url (integration tests, local development)
-# leaves the CRD's conversion clientConfig on a URL; `apply` would add the
-# Service beside it, which the API server refuses: put the Service back first.
-if [[ -n "$(kc get crd sandboxes.agents.x-k8s.io -o jsonpath='{.spec.conversion.webhook.clientConfig.url}' 2>/dev/null)" ]]; then
-    kc patch crd sandboxes.agents.x-k8s.io --type=merge -p '{"spec":{"conversion":{"webhook":{"clientConfig":{"url":null,"service":{"name":"agent-sandbox-webhook-service","namespace":"agent-sandbox-system","path":"/convert"}}}}}}' >/dev/null
-fi
+# leaves each CRD's conversion clientConfig on a URL; `apply` would add the
+# Service beside it, which the API server refuses: put the Service back first,
+# on all four (the controller patches every CRD it converts).
+for crd in sandboxes.agents.x-k8s.io sandboxclaims.extensions.agents.x-k8s.io \
+           sandboxtemplates.extensions.agents.x-k8s.io sandboxwarmpools.extensions.agents.x-k8s.io; do
+    if [[ -n "$(kc get crd "$crd" -o jsonpath='{.spec.conversion.webhook.clientConfig.url}' 2>/dev/null)" ]]; then
+        kc patch crd "$crd" --type=merge -p '{"spec":{"conversion":{"webhook":{"clientConfig":{"url":null,"service":{"name":"agent-sandbox-webhook-service","namespace":"agent-sandbox-system","path":"/convert"}}}}}}' >/dev/null
+    fi
+done
 
 echo "== deploy/"
 kc kustomize "$ROOT/deploy" >/dev/null && ok "kubectl kustomize deploy/ renders" || bad "kubectl kustomize deploy/"
