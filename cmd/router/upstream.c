@@ -225,6 +225,8 @@ static void idle_timeout(uv_timer_t *t)
 	conn_close(t->data);
 }
 
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+
 /* Ends the exchange now (after a callback asked while the parser ran). */
 static void do_release(rt_upconn *c, bool reuse)
 {
@@ -251,9 +253,12 @@ static void do_release(rt_upconn *c, bool reuse)
 	h->nidle++;
 	set_metric(c, "idle");
 	uv_timer_start(&c->timer, idle_timeout, (uint64_t)p->idle_timeout_ms, 0);
-	/* read on while idle: a close by the sandbox is seen at once */
+	/* read on while idle: a close by the sandbox is seen at once. Reading
+	 * may have been paused by the last exchange (back-pressure at its last
+	 * bytes): restarted here, or a dead connection would stay pooled. */
 	c->paused = false;
-	uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, NULL);
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, on_read);
 }
 
 void rt_upconn_release(rt_upconn *c, bool reuse)

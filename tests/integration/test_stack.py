@@ -94,13 +94,10 @@ class Stack:
         return sdk.SandboxDirectConnectionConfig(api_url=self.url, **kw)
 
 
-# kwok marks a pod Ready at once, with no probe: its sandboxd (started by
-# tools/sandboxd-pods, a Python process on the same two cores) may come up
-# after the claim is Ready, where a kubelet's readiness probe would have held
-# it back. The router's connect retries cover that gap here: 8 of up to 1 s
-# (~6 s) instead of the default 3 (1.4 s), which 100 claims at once on a
-# loaded CI machine outran.
-STAND_IN_RETRIES = ["--upstream-max-retries", "8", "--upstream-retry-max-delay", "1s"]
+# kwok marks a pod Ready at once, with no probe: a pod listing this gate is
+# held not Ready (tools/local-cluster's kwok stage) until tools/sandboxd-pods
+# sees its sandboxd start, as a kubelet's readiness probe would hold it.
+SANDBOXD_GATE = "agent-sandbox.local/sandboxd-started"
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +106,7 @@ def stack(kube, extensions_controller, tmp_path_factory):
     pods = SandboxdPods(logdir, kube.kubeconfig)
     router = None
     try:
-        router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig,
-                                 *STAND_IN_RETRIES])
+        router = Router(logdir, ["--cache-enabled", "--kubeconfig", kube.kubeconfig])
         router.wait_ready()
         yield Stack(pods, router)
     finally:
@@ -139,6 +135,10 @@ def stack(kube, extensions_controller, tmp_path_factory):
 def sandboxd_template(**fields):
     with open(os.path.join(ROOT, "deploy", "sandboxd", "sandboxtemplate.yaml")) as f:
         tpl = yaml.safe_load(f)
+    # Ready once its sandboxd listens (tools/sandboxd-pods sets the gate), not
+    # at once as kwok makes pods: what the template's readinessProbe does on
+    # a kubelet.
+    tpl["spec"]["podTemplate"]["spec"]["readinessGates"] = [{"conditionType": SANDBOXD_GATE}]
     tpl["spec"].update(fields)
     return tpl
 
@@ -221,7 +221,7 @@ def test_gateway_mode(kube, ns, stack, replicas, tmp_path):
                {"status": {"addresses": [{"type": "IPAddress", "value": "127.0.0.78"}]}},
                subresource="status")
     gw = Router(tmp_path, ["--cache-enabled", "--kubeconfig", kube.kubeconfig,
-                           "--http-bind-address", "127.0.0.78:80", *STAND_IN_RETRIES],
+                           "--http-bind-address", "127.0.0.78:80"],
                 name="gateway-router")
     try:
         gw.wait_ready()
@@ -505,6 +505,49 @@ def test_sandboxd_pods_killed_takes_its_sandboxds_along(kube, ns, stack, tmp_pat
         kube.delete("pod", "orphan", ns)
         shutil.rmtree(own.state, ignore_errors=True)
     assert f"sandboxd for pod {ns}/orphan" not in stack.pods.text()
+
+
+def test_gated_pod_is_ready_only_once_its_sandboxd_listens(kube, ns, tmp_path):
+    """A pod listing the sandboxd readiness gate: kwok runs it (an IP, phase
+    Running) but leaves it not Ready while no sandboxd serves it; once one
+    is started for it, the gate and Ready turn True, and by then sandboxd
+    answers on the pod's IP. A sandboxd-pods of its own, for an image the
+    stack's ignores, started after the pod."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated"},
+           "spec": {"readinessGates": [{"conditionType": SANDBOXD_GATE}],
+                    "containers": [{"name": "s", "image": "gate-check:dev"}]}}
+    kube.create(pod, ns)
+
+    def conditions():
+        p = kube.get("pod", "gated", ns)
+        return {c["type"]: c["status"] for c in p["status"].get("conditions", [])}, p["status"]
+
+    wait_for(lambda: conditions()[1].get("podIP"), timeout=60, desc="the pod running")
+    time.sleep(2)  # time enough for anything that would mark it Ready
+    conds, status = conditions()
+    assert status["phase"] == "Running"
+    assert (conds.get("Ready"), conds.get(SANDBOXD_GATE)) == ("False", "False"), conds
+    ip = status["podIP"]
+
+    def health():
+        try:
+            with urllib.request.urlopen(f"http://{ip}:8080/v1/health", timeout=5) as r:
+                return r.status
+        except OSError:
+            return None
+    assert health() is None
+
+    own = SandboxdPods(tmp_path, kube.kubeconfig,
+                       ["--namespace", ns, "--image-match", "gate-check"])
+    try:
+        wait_for(lambda: conditions()[0].get("Ready") == "True", timeout=60, desc="the pod Ready")
+        assert health() == 200
+        assert conditions()[0].get(SANDBOXD_GATE) == "True"
+        assert f"pod {ns}/gated Ready: its sandboxd started" in own.text()
+    finally:
+        assert own.stop() == 0
+        kube.delete("pod", "gated", ns)
+        shutil.rmtree(own.state, ignore_errors=True)
 
 
 def test_sandboxd_pods_restart_keeps_live_pods_files(kube, ns, tmp_path):
