@@ -46,12 +46,20 @@ void controller_flags_defaults(controller_flags *f)
 	webhook_flags_defaults(&f->webhook);
 }
 
-/* ---- setters (asb_flag_set_fn): 0, or -1 with the reason in `why` ---- */
+/* ---- setters (asb_flag_set_fn): 0, or -1 (not of the flag's type: Go's
+ * flag package refuses it, exit 2) or ASB_FLAG_RULE (well formed, a bound
+ * refuses it: upstream's startup checks, exit 1) with the reason in `why` ---- */
 
 static int want(char *why, size_t cap, const char *msg)
 {
 	snprintf(why, cap, "%s", msg);
 	return -1;
+}
+
+static int rule(char *why, size_t cap, const char *msg)
+{
+	snprintf(why, cap, "%s", msg);
+	return ASB_FLAG_RULE;
 }
 
 /* An int of at least the row's min (and at most its max, when set). */
@@ -63,15 +71,19 @@ static int set_int(void *o, const asb_flag *fl, const char *v, char *why, size_t
 	if (end == v || *end || isspace((unsigned char)*v))
 		return fl->min == INT_MIN ? want(why, cap, "must be an integer")
 		                          : (snprintf(why, cap, "must be an integer >= %ld", fl->min), -1);
-	/* out of range: say which end (strtol's ERANGE gives LONG_MIN/MAX) */
+	/* out of range: say which end (strtol's ERANGE gives LONG_MIN/MAX);
+	 * beyond 64 bits Go's strconv refuses the text itself */
+	if (errno == ERANGE)
+		return snprintf(why, cap, "must be at %s %d", n > 0 ? "most" : "least",
+		                n > 0 ? INT_MAX : INT_MIN), -1;
 	if (n > INT_MAX)
-		return snprintf(why, cap, "must be at most %d", INT_MAX), -1;
+		return snprintf(why, cap, "must be at most %d", INT_MAX), ASB_FLAG_RULE;
 	if (n < INT_MIN)
-		return snprintf(why, cap, "must be at least %d", INT_MIN), -1;
+		return snprintf(why, cap, "must be at least %d", INT_MIN), ASB_FLAG_RULE;
 	if (n < fl->min)
-		return snprintf(why, cap, "must be an integer >= %ld", fl->min), -1;
+		return snprintf(why, cap, "must be an integer >= %ld", fl->min), ASB_FLAG_RULE;
 	if (fl->max && n > fl->max)
-		return snprintf(why, cap, "must be at most %ld", fl->max), -1;
+		return snprintf(why, cap, "must be at most %ld", fl->max), ASB_FLAG_RULE;
 	*(int *)((char *)o + fl->off) = (int)n;
 	return 0;
 }
@@ -84,40 +96,51 @@ static int set_ms(void *o, const asb_flag *fl, const char *v, char *why, size_t 
 	int64_t ns;
 	long ms;
 	if (fl->min > 0 && asb_duration_parse(v, &ns) == 0 && ns <= 0)
-		return want(why, cap, "must be a positive duration such as 30s, 5m or 1h");
+		return rule(why, cap, "must be a positive duration such as 30s, 5m or 1h");
 	if (asb_duration_parse_ms(v, &ms) < 0)
 		return want(why, cap, "must be a duration such as 250ms, 1s, 1m or 0");
 	/* -0.5ms is 0 in whole ms: still below a min of 0 */
 	if (ms < fl->min || (fl->min == 0 && asb_duration_parse(v, &ns) == 0 && ns < 0))
-		return snprintf(why, cap, "must be >= %ldms", fl->min), -1;
+		return snprintf(why, cap, "must be >= %ldms", fl->min), ASB_FLAG_RULE;
 	*(long *)((char *)o + fl->off) = ms;
 	return 0;
 }
 
-/* A finite number (strtod syntax, without the leading spaces it skips and
- * Go refuses), or -1. */
+/* A finite number: 0; -1 for text that is no number (strtod syntax,
+ * without the leading spaces it skips and Go refuses); ASB_FLAG_RULE for
+ * NaN and the infinities, numbers to Go's ParseFloat. */
 static int parse_finite(const char *v, double *out)
 {
 	char *end;
 	errno = 0;
-	*out = strtod(v, &end);
-	return errno || end == v || *end || isspace((unsigned char)*v) || !isfinite(*out) ? -1 : 0;
+	double d = strtod(v, &end);
+	if (end == v || *end || isspace((unsigned char)*v))
+		return -1;
+	if (errno == ERANGE && !isfinite(d))
+		return -1;  /* beyond a double: Go's ParseFloat refuses it too */
+	if (!isfinite(d))
+		return ASB_FLAG_RULE;  /* NaN, Inf */
+	*out = d;
+	return 0;
 }
 
 static int set_qps(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
 	(void)fl;
-	if (parse_finite(v, &((controller_flags *)o)->kube_api_qps) < 0)
-		return want(why, cap, "must be a finite number (negative: no limit)");
+	int rc = parse_finite(v, &((controller_flags *)o)->kube_api_qps);
+	if (rc < 0)
+		return want(why, cap, "must be a finite number (negative: no limit)"), rc;
 	return 0;
 }
 
 static int set_refill_rate(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
 	(void)fl;
-	double r;
-	if (parse_finite(v, &r) < 0 || r < 0)
-		return want(why, cap, "must be a finite number >= 0 (0: unpaced)");
+	double r = 0;
+	int rc = parse_finite(v, &r);
+	if (rc < 0 || r < 0)
+		return want(why, cap, "must be a finite number >= 0 (0: unpaced)"),
+		       rc == -1 ? -1 : ASB_FLAG_RULE;
 	((controller_flags *)o)->warm_pool_max_refill_rate = r;
 	return 0;
 }
@@ -126,7 +149,7 @@ static int set_refill_rate(void *o, const asb_flag *fl, const char *v, char *why
 static int set_nonempty(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
 {
 	if (!*v)
-		return want(why, cap, "must not be empty");
+		return rule(why, cap, "must not be empty");
 	*(const char **)((char *)o + fl->off) = v;
 	return 0;
 }
@@ -291,7 +314,7 @@ static void usage(FILE *f)
 
 /* Says on stderr why asb_flags_parse() refused argv (its message names the
  * flag); an unknown flag gets the list, as Go's flag package prints it.
- * Returns -1. */
+ * Returns -2 for a well-formed value a rule refused, else -1. */
 static int refuse(const asb_flags_result *r)
 {
 	fprintf(stderr, PROG ": %s\n", asb_error_last()->message);
@@ -299,7 +322,7 @@ static int refuse(const asb_flags_result *r)
 		fputc('\n', stderr);
 		usage(stderr);
 	}
-	return -1;
+	return r->status == ASB_FLAGS_BAD_VALUE && r->rule ? -2 : -1;
 }
 
 int controller_flags_parse(int argc, char **argv, controller_flags *f)

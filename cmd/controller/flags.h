@@ -72,8 +72,11 @@ void controller_flags_defaults(controller_flags *f);
  * Parses argv into `f` (pointers into argv) as Go's flag package reads
  * upstream's (asb/flags.h ASB_FLAGS_GO): -flag or --flag, =value or the
  * next word, booleans bare or =value. Returns 0 to run, 1 when the program
- * should exit 0 (--help, -h, --version: already printed), -1 on a bad flag
- * (the message, naming the flag, is printed on stderr).
+ * should exit 0 (--help, -h, --version: already printed), -1 on what Go's
+ * flag package refuses (an unknown flag, a missing value, a value not of the
+ * flag's type: upstream exits 2), -2 on a well-formed value that a startup
+ * rule refuses (a bound: upstream exits 1). The message, naming the flag, is
+ * printed on stderr.
  */
 int controller_flags_parse(int argc, char **argv, controller_flags *f);
 

@@ -671,8 +671,8 @@ int main(int argc, char **argv)
 	controller_flags f;
 	controller_flags_defaults(&f);
 	int parsed = controller_flags_parse(argc, argv, &f);
-	if (parsed != 0)
-		return parsed > 0 ? 0 : 1;
+	if (parsed != 0)  /* as upstream: 2 from Go's flag package, 1 from its checks */
+		return parsed > 0 ? 0 : parsed == -1 ? 2 : 1;
 	controller_app a = { .f = &f, .infs.n = f.extensions ? INF_COUNT : INF_CORE_COUNT };
 	if (asb_log_flags_logger(&a.log, &f.log, stderr) < 0 ||
 	    asb_logger_named(&a.setup, a.log, "setup") < 0) {

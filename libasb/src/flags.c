@@ -98,11 +98,12 @@ int asb_flags_set(const asb_flag *fl, void *opts, const char *v, char *why, size
 	return fl->set ? fl->set(opts, fl, v, why, cap) : 0;
 }
 
-static int bad_value(asb_flags_result *res, const asb_flag *fl, const char *v)
+static int bad_value(asb_flags_result *res, const asb_flag *fl, const char *v, int set_rc)
 {
 	res->status = ASB_FLAGS_BAD_VALUE;
 	res->flag = fl;
 	res->value = v;
+	res->rule = set_rc == ASB_FLAG_RULE;
 	return asb_error_set(ASB_EINVAL, 0, NULL, "invalid value \"%s\" for flag --%s: %s", v,
 	                     fl->name, res->why);
 }
@@ -166,7 +167,7 @@ static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bo
 			bool on = true;
 			if (eq && k8s_parse_bool(eq + 1, &on) < 0) {
 				snprintf(res->why, sizeof(res->why), "must be true or false");
-				return bad_value(res, d, eq + 1);
+				return bad_value(res, d, eq + 1, -1);
 			}
 			if (!on)
 				continue;
@@ -186,8 +187,9 @@ static int parse_go(const asb_flag *table, void *opts, int argc, char **argv, bo
 			res->flag = d;
 			return asb_error_set(ASB_EINVAL, 0, NULL, "flag needs an argument: --%s", d->name);
 		}
-		if (asb_flags_set(d, opts, v, res->why, sizeof(res->why)) < 0)
-			return bad_value(res, d, v);
+		int set_rc = asb_flags_set(d, opts, v, res->why, sizeof(res->why));
+		if (set_rc < 0)
+			return bad_value(res, d, v, set_rc);
 	}
 	return ASB_OK;
 }
@@ -252,8 +254,9 @@ static int parse_getopt(const asb_flag *table, bool long_only, void *opts, int a
 			goto out;
 		}
 		const char *v = optarg ? optarg : "true";  /* only booleans lack one */
-		if (asb_flags_set(d, opts, v, res->why, sizeof(res->why)) < 0) {
-			rc = bad_value(res, d, v);
+		int set_rc = asb_flags_set(d, opts, v, res->why, sizeof(res->why));
+		if (set_rc < 0) {
+			rc = bad_value(res, d, v, set_rc);
 			goto out;
 		}
 	}

@@ -36,9 +36,15 @@ typedef struct asb_flag asb_flag;
  * A setter: parses `value` (never NULL; "true" for a bare boolean) into the
  * options struct `opts`. For ASB_FLAG_CUSTOM rows it does all the work; for
  * other kinds it runs after the built-in store, as an extra check.
- * @return 0, or -1 with the reason ("must be ...") in `why` (NUL-terminated,
- *         truncated to `cap`).
+ * @return 0; -1 when `value` is not of the flag's type (what Go's flag
+ *         package refuses while parsing, exit status 2); ASB_FLAG_RULE when
+ *         it is but a rule of the program refuses it (what a Go program
+ *         checks after parsing, exit status 1). Either way the reason
+ *         ("must be ...") is in `why` (NUL-terminated, truncated to `cap`).
  */
+/** A setter's return for a well-formed value that a rule refuses (a bound). */
+#define ASB_FLAG_RULE (-2)
+
 typedef int (*asb_flag_set_fn)(void *opts, const asb_flag *fl, const char *value, char *why,
                                size_t cap);
 
@@ -103,6 +109,8 @@ typedef struct {
 	const char *name;       /**< UNKNOWN (GO): the name, without dashes */
 	size_t name_len;
 	char why[160];          /**< BAD_VALUE: the setter's reason */
+	bool rule;              /**< BAD_VALUE: the setter returned ASB_FLAG_RULE
+	                             (the value is well formed, a rule refused it) */
 } asb_flags_result;
 
 /**
@@ -114,8 +122,8 @@ ASB_EXTERN const asb_flag *asb_flags_find(const asb_flag *table, const char *nam
 /**
  * Sets one flag of `opts` from its text, by the row's kind, then runs its
  * setter (if any). Not for TEXT or ACTION rows. Thread-safe on distinct `opts`.
- * @return 0, or -1 with the reason in `why` ("must be true or false",
- *         "out of memory", or the setter's).
+ * @return 0, or -1 (or the setter's ASB_FLAG_RULE) with the reason in `why`
+ *         ("must be true or false", "out of memory", or the setter's).
  */
 ASB_EXTERN int asb_flags_set(const asb_flag *fl, void *opts, const char *value, char *why,
                              size_t cap);

@@ -170,10 +170,10 @@ START_TEST(worker_and_batch_validation)
 	ck_assert_int_eq(f.sandbox_warm_pool_workers, 3);
 	ck_assert_int_eq(f.sandbox_template_workers, 2);
 	ck_assert_int_eq(f.warm_pool_max_batch_size, 20);
-	ck_assert_int_eq(parse(&f, "--sandbox-claim-concurrent-workers=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-concurrent-workers=-1", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-batch-size=0", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-claim-concurrent-workers=0", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-concurrent-workers=-1", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=0", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-batch-size=0", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=0", NULL), 0);
 	ck_assert_int_eq(f.sandbox_template_workers, 0);
 	ck_assert_int_eq(parse(&f, "--sandbox-template-concurrent-workers=-2", NULL), 0);
@@ -193,16 +193,16 @@ START_TEST(warm_pool_durations_and_rate)
 	ck_assert_int_eq(f.warm_pool_unschedulable_recheck_ms, 90000);
 	ck_assert_int_eq(f.warm_pool_replenish_delay_ms, 250);
 	ck_assert(f.warm_pool_max_refill_rate == 2.5);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=-1s", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=0", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=-1s", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-readiness-grace-period=5", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-unschedulable-recheck-interval=0s", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-unschedulable-recheck-interval=0s", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-replenish-delay=soon", NULL), -1);
 	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-replenish-delay=0", NULL), 0);
 	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=0", NULL), 0);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=-1", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=NaN", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=+Inf", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=-1", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=NaN", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=+Inf", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--sandbox-warm-pool-max-refill-rate=1e400", NULL), -1);
 }
 END_TEST
@@ -363,10 +363,10 @@ START_TEST(core_flag_values)
 	ck_assert_str_eq(f.context, "c");
 	ck_assert_str_eq(f.cluster_domain, "d.example");
 	ck_assert_str_eq(f.leader_election_namespace, "ns");
-	ck_assert_int_eq(parse(&f, "--kubeconfig=", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--context=", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--cluster-domain=", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--leader-election-namespace=", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--kubeconfig=", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--context=", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--cluster-domain=", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--leader-election-namespace=", NULL), -2);
 
 	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers", "7", "--kube-api-burst=3",
 	                       "--api-connections=64", "--kube-api-qps=2.5", NULL), 0);
@@ -374,11 +374,11 @@ START_TEST(core_flag_values)
 	ck_assert_int_eq(f.kube_api_burst, 3);
 	ck_assert_int_eq(f.api_connections, 64);
 	ck_assert(f.kube_api_qps == 2.5);
-	ck_assert_int_eq(parse(&f, "--api-connections=65", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--api-connections=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--kube-api-burst=0", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=99999999999", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--kube-api-qps=inf", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--api-connections=65", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--api-connections=0", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--kube-api-burst=0", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-concurrent-workers=99999999999", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--kube-api-qps=inf", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--kube-api-qps=", NULL), -1);
 	/* Go's strconv refuses spaces around a number */
 	ck_assert_int_eq(parse(&f, "--kube-api-qps= 5", NULL), -1);
@@ -389,10 +389,10 @@ START_TEST(core_flag_values)
 	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 2);  /* rounded up */
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=0", NULL), 0);
 	ck_assert_int_eq(f.sandbox_write_behind_window_ms, 0);
-	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-1ms", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-1ms", NULL), -2);
 	/* negative however small: not rounded to 0 and let through */
-	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-0.5ms", NULL), -1);
-	ck_assert_int_eq(parse(&f, "--sandbox-status-coalesce-window=-1ns", NULL), -1);
+	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=-0.5ms", NULL), -2);
+	ck_assert_int_eq(parse(&f, "--sandbox-status-coalesce-window=-1ns", NULL), -2);
 	ck_assert_int_eq(parse(&f, "--sandbox-write-behind-window=5", NULL), -1);
 
 	ck_assert_int_eq(parse(&f, "--metrics-bind-address=:9", "--health-probe-bind-address", "0",

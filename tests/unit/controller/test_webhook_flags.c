@@ -91,7 +91,7 @@ START_TEST(validation)
 	ck_assert_ptr_nonnull(strstr(err, "--webhook-cert-name"));
 	ck_assert_int_eq(check(err, sizeof(err), "--webhook-key-name=", NULL), -1);
 	ck_assert_ptr_nonnull(strstr(err, "--webhook-key-name"));
-	ck_assert_int_eq(parse(&(controller_flags){ 0 }, "--webhook-port=0", NULL), -1);
+	ck_assert_int_eq(parse(&(controller_flags){ 0 }, "--webhook-port=0", NULL), -2);
 	ck_assert_int_eq(check(err, sizeof(err), "--webhook-port=65536", NULL), -1);
 	ck_assert_ptr_nonnull(strstr(err, "--webhook-port"));
 	ck_assert_int_eq(check(err, sizeof(err), "--webhook-port=1", NULL), 0);

@@ -2,6 +2,7 @@
  * styles, and the --help listing. */
 #include <check.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "asb/flags.h"
@@ -76,6 +77,43 @@ START_TEST(errors_name_the_flag)
 END_TEST
 
 /* Go's -h, and its boolean -help=false (no request) */
+/* A setter's verdicts: -1 (not of the type) and ASB_FLAG_RULE (a bound). */
+static int positive(void *o, const asb_flag *fl, const char *v, char *why, size_t cap)
+{
+	if (((opts *)o)->n > 0)
+		return 0;
+	snprintf(why, cap, "must be > 0");
+	return ASB_FLAG_RULE;
+}
+
+static const asb_flag ruled[] = {
+	ASB_FLAG_FN("n", ASB_FLAG_INT, offsetof(opts, n), "N", "a positive number", positive),
+	ASB_FLAGS_END,
+};
+
+START_TEST(rule_refusals_are_told_apart_from_type_errors)
+{
+	opts o = { 0 };
+	asb_flags_result r;
+	char *zero[] = { "p", "-n=0", NULL };
+	ck_assert_int_eq(asb_flags_parse(ruled, ASB_FLAGS_GO, &o, 2, zero, NULL, &r), ASB_EINVAL);
+	ck_assert_int_eq(r.status, ASB_FLAGS_BAD_VALUE);
+	ck_assert(r.rule);
+	ck_assert_str_eq(asb_error_last()->message, "invalid value \"0\" for flag --n: must be > 0");
+	char *word[] = { "p", "-n=x", NULL };
+	ck_assert_int_eq(asb_flags_parse(ruled, ASB_FLAGS_GO, &o, 2, word, NULL, &r), ASB_EINVAL);
+	ck_assert_int_eq(r.status, ASB_FLAGS_BAD_VALUE);
+	ck_assert(!r.rule);  /* the built-in int parse refused it: the setter never ran */
+	char *getopt[] = { "p", "--n=-3", NULL };
+	ck_assert_int_eq(asb_flags_parse(ruled, ASB_FLAGS_GETOPT, &o, 2, getopt, NULL, &r),
+	                 ASB_EINVAL);
+	ck_assert(r.rule);
+	char *good[] = { "p", "-n", "4", NULL };
+	ck_assert_int_eq(asb_flags_parse(ruled, ASB_FLAGS_GO, &o, 3, good, NULL, &r), 0);
+	ck_assert(!r.rule && o.n == 4);
+}
+END_TEST
+
 START_TEST(go_style_short_option_and_boolean_actions)
 {
 	opts o = { 0 };
@@ -133,6 +171,7 @@ int main(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, go_style_takes_both_spellings);
 	tcase_add_test(tc, errors_name_the_flag);
+	tcase_add_test(tc, rule_refusals_are_told_apart_from_type_errors);
 	tcase_add_test(tc, getopt_style_and_actions);
 	tcase_add_test(tc, go_style_short_option_and_boolean_actions);
 	tcase_add_test(tc, usage_lists_rows);
