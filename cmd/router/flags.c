@@ -306,14 +306,37 @@ static const char *config_in_argv(int argc, char **argv)
 	return found;
 }
 
+/* 1 when `a` is -version or --version, bare or with a boolean value (`*on`:
+ * what it asks); -1 for one with a value that is no boolean (`*bad`: the
+ * value); 0 for any other word. */
+static int version_word(const char *a, bool *on, const char **bad)
+{
+	*on = true;
+	if (a[0] != '-')
+		return 0;
+	const char *name = a + (a[1] == '-' ? 2 : 1);
+	if (strncmp(name, "version", 7) != 0 || (name[7] && name[7] != '='))
+		return 0;
+	if (name[7] && k8s_parse_bool(name + 8, on) < 0) {
+		*bad = name + 8;
+		return -1;
+	}
+	return 1;
+}
+
+static int load_flags(rt_flags *f, int argc, char **argv, bool tracing_env, bool metrics_env,
+                      char *err, size_t cap);
+
 int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size_t cap)
 {
 	bool tracing_env = false, metrics_env = false;
-	bool explicit_tracing = false, explicit_metrics = false;
 	if (apply_env(f, &tracing_env, &metrics_env, err, cap) < 0)
 		return RT_FLAGS_ERROR;
 
-	/* --help and --version win over everything, as with Go's flag package */
+	/* --help and --version win over everything. -version is a boolean as in
+	 * upstream's Go router: -version=false asks for nothing, and is left out
+	 * of the words parsed below (av). */
+	int dropped = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0)
@@ -322,12 +345,50 @@ int rt_flags_load(rt_flags *f, int argc, char **argv, FILE *out, char *err, size
 			usage(out);
 			return RT_FLAGS_EXIT;
 		}
-		if (!strcmp(a, "-version") || !strcmp(a, "--version")) {
+		bool on;
+		const char *bad = NULL;
+		int v = version_word(a, &on, &bad);
+		if (v < 0) {
+			fmt_err(err, cap, "invalid value \"%s\" for flag --version: must be true or false",
+			        bad);
+			return RT_FLAGS_ERROR;
+		}
+		if (v && on) {
 			fprintf(out, PROG " %s\n", AGENT_SANDBOX_VERSION);
 			return RT_FLAGS_EXIT;
 		}
+		dropped += v;
 	}
+	char **av = argv;
+	if (dropped) {
+		av = malloc(sizeof(*av) * (size_t)(argc + 1));
+		if (!av) {
+			fmt_err(err, cap, "out of memory");
+			return RT_FLAGS_ERROR;
+		}
+		int n = 0;
+		bool ended = false;
+		for (int i = 0; i < argc; i++) {
+			bool on;
+			const char *bad;
+			ended |= i > 0 && strcmp(argv[i], "--") == 0;
+			if (i == 0 || ended || version_word(argv[i], &on, &bad) != 1)
+				av[n++] = argv[i];
+		}
+		av[n] = NULL;
+		argc = n;
+	}
+	int rc = load_flags(f, argc, av, tracing_env, metrics_env, err, cap);
+	if (av != argv)
+		free(av);
+	return rc;
+}
 
+/* rt_flags_load() after the environment and --help/--version. */
+static int load_flags(rt_flags *f, int argc, char **argv, bool tracing_env, bool metrics_env,
+                      char *err, size_t cap)
+{
+	bool explicit_tracing = false, explicit_metrics = false;
 	const char *cfg = config_in_argv(argc, argv);
 	if (!cfg)
 		cfg = getenv("SANDBOX_ROUTER_CONFIG");

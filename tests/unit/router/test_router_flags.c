@@ -204,6 +204,20 @@ START_TEST(help_and_version_exit)
 	rt_flags_free(&f);
 	ck_assert_int_eq(load(&f, "-h", NULL), RT_FLAGS_EXIT);
 	rt_flags_free(&f);
+	/* a boolean, as upstream's -version: true prints, false asks nothing */
+	ck_assert_int_eq(load(&f, "-version=true", NULL), RT_FLAGS_EXIT);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "-proxy-timeout=7s", "-version=false", "--version=0",
+	                      "-upstream-max-retries", "4", NULL), RT_FLAGS_RUN);
+	ck_assert_int_eq(f.proxy_timeout_ms, 7000);
+	ck_assert_int_eq(f.upstream_max_retries, 4);
+	rt_flags_free(&f);
+	ck_assert_int_eq(load(&f, "-version=maybe", NULL), RT_FLAGS_ERROR);
+	ck_assert_str_eq(err, "invalid value \"maybe\" for flag --version: must be true or false");
+	rt_flags_free(&f);
+	/* after "--" nothing is a flag: the word stays, and is refused */
+	ck_assert_int_eq(load(&f, "--", "-version=false", NULL), RT_FLAGS_ERROR);
+	rt_flags_free(&f);
 }
 END_TEST
 
