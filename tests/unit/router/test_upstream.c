@@ -4,7 +4,9 @@
  * sandbox closing it, also when the response ended while the caller had
  * paused reading (back-pressure from a slow client at the response's last
  * bytes); otherwise the next request would take a dead connection and,
- * with its body already sent, fail with 502.
+ * with its body already sent, fail with 502. Likewise bytes the sandbox
+ * writes unasked on an idle connection end it, rather than waiting to be
+ * read as the response to whoever reuses it.
  */
 #include <check.h>
 #include <stdbool.h>
@@ -108,17 +110,21 @@ static void on_connected(rt_upconn *c, int status, void *ud)
 	ck_assert_int_eq(rt_upconn_write(c, req, sizeof(req) - 1, false), 0);
 }
 
-/* Runs the loop until `*flag` is true or 5 s pass; returns *flag. */
-static bool run_until(world *w, const bool *flag)
+/* Runs the loop until done(w) or 5 s pass; returns done(w). */
+static bool run_until(world *w, bool (*done)(const world *))
 {
 	uint64_t deadline = uv_now(&w->loop) + 5000;
-	while (!*flag && uv_now(&w->loop) < deadline) {
+	while (!done(w) && uv_now(&w->loop) < deadline) {
 		uv_run(&w->loop, UV_RUN_NOWAIT);
 		uv_sleep(1);
 		uv_update_time(&w->loop);
 	}
-	return *flag;
+	return done(w);
 }
+
+static bool completed(const world *w) { return w->completed; }
+static bool peer_gone(const world *w) { return w->peer_closed; }
+static bool pool_empty(const world *w) { return rt_pool_connections(w->pool) == 0; }
 
 static void peer_closed(uv_handle_t *h)
 {
@@ -154,9 +160,15 @@ static void teardown(world *w)
 	ck_assert_int_eq(uv_loop_close(&w->loop), 0);
 }
 
-/* One exchange; the response read with or without a pause at its end;
- * then the sandbox closes the connection, now idle in the pool. */
-static void idle_connection_sees_close(bool pause_on_body)
+/* What the sandbox does to the connection once it is idle in the pool. */
+enum after { CLOSES, SENDS_UNASKED };
+
+static const char UNASKED[] = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil";
+
+/* One exchange, the response read with or without a pause at its end; then
+ * the sandbox closes the now idle connection, or writes on it unasked (a
+ * response queued for whoever reuses it): either way it leaves the pool. */
+static void idle_connection_sees(bool pause_on_body, enum after after)
 {
 	world w;
 	setup(&w);
@@ -168,21 +180,21 @@ static void idle_connection_sees_close(bool pause_on_body)
 	rt_upconn *c = NULL;
 	ck_assert_int_eq(rt_upconn_connect(w.pool, key, (struct sockaddr *)&a, 5000, on_connected,
 	                                   &w, &c), 0);
-	ck_assert(run_until(&w, &w.completed));
+	ck_assert(run_until(&w, completed));
 	ck_assert(!w.failed);
 	ck_assert_uint_eq(w.body, 5);
 	ck_assert_uint_eq(rt_pool_connections(w.pool), 1);  /* kept, idle */
 
 	w.peer.data = &w;
-	uv_close((uv_handle_t *)&w.peer, peer_closed);
-	ck_assert(run_until(&w, &w.peer_closed));
-	/* the close reaches the pool's connection: it leaves the pool */
-	uint64_t deadline = uv_now(&w.loop) + 5000;
-	while (rt_pool_connections(w.pool) > 0 && uv_now(&w.loop) < deadline) {
-		uv_run(&w.loop, UV_RUN_NOWAIT);
-		uv_sleep(1);
-		uv_update_time(&w.loop);
+	if (after == CLOSES) {
+		uv_close((uv_handle_t *)&w.peer, peer_closed);
+		ck_assert(run_until(&w, peer_gone));
+	} else {
+		uv_buf_t b = uv_buf_init((char *)UNASKED, sizeof(UNASKED) - 1);
+		ck_assert_int_eq(uv_write(&w.w, (uv_stream_t *)&w.peer, &b, 1, NULL), 0);
 	}
+	/* what the sandbox did reaches the pool's connection: it leaves the pool */
+	run_until(&w, pool_empty);
 	ck_assert_ptr_null(rt_pool_take(w.pool, key));
 	ck_assert_uint_eq(rt_pool_connections(w.pool), 0);
 	teardown(&w);
@@ -190,13 +202,22 @@ static void idle_connection_sees_close(bool pause_on_body)
 
 START_TEST(idle_connection_closed_by_the_sandbox_leaves_the_pool)
 {
-	idle_connection_sees_close(false);
+	idle_connection_sees(false, CLOSES);
 }
 END_TEST
 
 START_TEST(idle_connection_released_while_paused_still_sees_the_close)
 {
-	idle_connection_sees_close(true);
+	idle_connection_sees(true, CLOSES);
+}
+END_TEST
+
+/* A hostile sandbox queues a response before the next request: reused, the
+ * connection would hand it to that request. */
+START_TEST(idle_connection_the_sandbox_writes_on_leaves_the_pool)
+{
+	idle_connection_sees(false, SENDS_UNASKED);
+	idle_connection_sees(true, SENDS_UNASKED);
 }
 END_TEST
 
@@ -207,6 +228,7 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, idle_connection_closed_by_the_sandbox_leaves_the_pool);
 	tcase_add_test(tc, idle_connection_released_while_paused_still_sees_the_close);
+	tcase_add_test(tc, idle_connection_the_sandbox_writes_on_leaves_the_pool);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
